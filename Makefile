@@ -1,0 +1,53 @@
+# fxprof's one entry point.  make: install missing packages and build build/fxprof.  make demo: profile the
+# bundled demo program.  make test: build and run every test, then again under ASan+UBSan.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+DEPS       := g++ cmake ninja-build pkg-config libbpf-dev libsimdjson-dev zlib1g-dev libcpp-httplib-dev catch2 \
+              libdw-dev libelf-dev libdebuginfod-dev libcapstone-dev liblzma-dev
+TEST_DEPS  := linux-perf elfutils binutils llvm
+PCLI_DIR   := tests/.profiler-cli
+
+.PHONY: all deps test-deps build demo test test-release test-asan bench format clean
+
+all: build
+
+deps:
+	@third_party/install-deps.sh $(DEPS)
+
+test-deps: deps
+	@third_party/install-deps.sh $(TEST_DEPS)
+	@third_party/install-profiler-cli.sh $(PCLI_DIR)
+
+build: deps
+	@[ -f $(BUILD)/build.ninja ] || cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) --target fxprof fxprof_demo
+
+# Interactive: record, then serve and open the Firefox Profiler (Ctrl+C stops).  Not a terminal: record a
+# self-contained profile and say how to open it.
+demo: build
+	@if [ -t 1 ]; then $(BUILD)/fxprof record -o demo-profile.json.gz -- $(BUILD)/examples/demo/fxprof_demo; \
+	else $(BUILD)/fxprof record --save-only -o demo-profile.json.gz -- $(BUILD)/examples/demo/fxprof_demo; fi
+
+test: test-deps
+	@$(MAKE) --no-print-directory test-asan
+	@$(MAKE) --no-print-directory test-release
+
+test-release:
+	@[ -f $(BUILD)/build.ninja ] || cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+	@cd $(BUILD) && ctest -j $(JOBS) --output-on-failure
+
+test-asan:
+	@[ -f $(ASAN_BUILD)/build.ninja ] || cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFXPROF_SANITIZE=ON >/dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest -j $(JOBS) --output-on-failure
+
+bench: build test-deps
+	@bench/run.sh $(BUILD)
+
+format:
+	@git ls-files '*.cpp' '*.h' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,105 @@
+// fxprof base: RAII owners for the OS resources every module touches (file descriptors, memory mappings) and
+// small helpers around them. Nothing here allocates on a hot path.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+
+namespace fxprof {
+
+// Owns one file descriptor; closes it on destruction. Move-only.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  ~UniqueFd() { reset(); }
+  UniqueFd(UniqueFd&& o) noexcept : fd_(o.release()) {}
+  UniqueFd& operator=(UniqueFd&& o) noexcept {
+    if (this != &o) reset(o.release());
+    return *this;
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
+// Owns one mmap'ed region; munmaps it on destruction. Move-only.
+class Mapping {
+ public:
+  Mapping() = default;
+  Mapping(void* addr, size_t size) : addr_(addr), size_(size) {}
+  ~Mapping() { reset(); }
+  Mapping(Mapping&& o) noexcept : addr_(o.addr_), size_(o.size_) {
+    o.addr_ = nullptr;
+    o.size_ = 0;
+  }
+  Mapping& operator=(Mapping&& o) noexcept;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+
+  void* data() const { return addr_; }
+  size_t size() const { return size_; }
+  std::span<const std::byte> bytes() const { return {static_cast<const std::byte*>(addr_), size_}; }
+  std::string_view view() const { return {static_cast<const char*>(addr_), size_}; }
+  void reset();
+
+ private:
+  void* addr_ = nullptr;
+  size_t size_ = 0;
+};
+
+// A read-only, private mapping of a whole file (an empty file gives an empty mapping).
+struct MappedFile {
+  UniqueFd fd;
+  Mapping map;
+  std::span<const std::byte> bytes() const { return map.bytes(); }
+  std::string_view view() const { return map.view(); }
+};
+Result<MappedFile> map_file(const std::string& path);
+
+// Reads a whole (small or /proc) file into a string.
+Result<std::string> read_file(const std::string& path);
+
+// "strerror(errno)" without the thread-safety trap of strerror().
+std::string errno_text(int err);
+
+// Writes `data` to a temporary file beside `path` and renames it over `path`: readers never see a
+// half-written file under the final name. Used by every writer of user-visible files.
+class AtomicFile {
+ public:
+  static Result<AtomicFile> create(const std::string& path);
+  AtomicFile(AtomicFile&&) noexcept = default;
+  AtomicFile& operator=(AtomicFile&&) noexcept = default;
+  ~AtomicFile();  // removes the temporary file unless commit() succeeded
+
+  int fd() const { return fd_.get(); }
+  const std::string& temp_path() const { return temp_; }
+  // fsyncs nothing (profiles are reproducible); closes and renames.
+  Status commit();
+
+ private:
+  AtomicFile(UniqueFd fd, std::string temp, std::string final_path)
+      : fd_(std::move(fd)), temp_(std::move(temp)), final_(std::move(final_path)) {}
+  UniqueFd fd_;
+  std::string temp_;
+  std::string final_;
+  bool committed_ = false;
+};
+
+}  // namespace fxprof

@@ -1,0 +1,76 @@
+#include "model/profile.h"
+
+#include <cstdio>
+
+namespace fxprof::model {
+
+StringId StringTable::intern(std::string_view s) {
+  auto it = index_.find(s);
+  if (it != index_.end()) return it->second;
+  auto id = static_cast<StringId>(strings_.size());
+  const std::string& stored = strings_.emplace_back(s);
+  index_.emplace(std::string_view(stored), id);
+  return id;
+}
+
+size_t FrameTable::KeyHash::operator()(const Key& k) const noexcept {
+  uint64_t h = k.address * 0x9E3779B97F4A7C15ull;
+  h ^= (static_cast<uint64_t>(k.name) << 16) ^ (static_cast<uint64_t>(k.kind) << 8) ^ k.category;
+  return static_cast<size_t>(h ^ (h >> 29));
+}
+
+FrameId FrameTable::intern(const Frame& f) {
+  Key key{f.address, f.name, static_cast<uint8_t>(f.kind), static_cast<uint8_t>(f.category)};
+  auto it = index_.find(key);
+  if (it != index_.end()) return it->second;
+  auto id = static_cast<FrameId>(frames_.size());
+  frames_.push_back(f);
+  index_.emplace(key, id);
+  return id;
+}
+
+StackId StackTable::intern(StackId prefix, FrameId frame) {
+  uint64_t key = (static_cast<uint64_t>(prefix) << 32) | frame;
+  auto it = index_.find(key);
+  if (it != index_.end()) return it->second;
+  auto id = static_cast<StackId>(frame_.size());
+  prefix_.push_back(prefix);
+  frame_.push_back(frame);
+  index_.emplace(key, id);
+  return id;
+}
+
+StackId StackTable::intern_path(std::span<const FrameId> root_to_leaf) {
+  StackId s = kNoStack;
+  for (FrameId f : root_to_leaf) s = intern(s, f);
+  return s;
+}
+
+std::string breakpad_id_from_build_id(std::span<const uint8_t> build_id) {
+  uint8_t b[16] = {};
+  for (size_t i = 0; i < 16 && i < build_id.size(); ++i) b[i] = build_id[i];
+  // GUID fields Data1 (4 bytes), Data2 (2), Data3 (2) are little-endian in the build ID bytes.
+  const int order[16] = {3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13, 14, 15};
+  std::string out;
+  out.reserve(33);
+  char hex[3];
+  for (int i : order) {
+    std::snprintf(hex, sizeof hex, "%02X", b[i]);
+    out += hex;
+  }
+  out += '0';
+  return out;
+}
+
+std::string code_id_from_build_id(std::span<const uint8_t> build_id) {
+  std::string out;
+  out.reserve(build_id.size() * 2);
+  char hex[3];
+  for (uint8_t c : build_id) {
+    std::snprintf(hex, sizeof hex, "%02x", c);
+    out += hex;
+  }
+  return out;
+}
+
+}  // namespace fxprof::model

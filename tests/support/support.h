@@ -1,0 +1,83 @@
+// Test support shared by every test binary: running real commands (fxprof, test programs, perf, profiler-cli)
+// with a time limit, temporary folders, reading (gzip) profiles, and the paths CMake passes in.
+#pragma once
+
+#include <simdjson.h>
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fxprof::test {
+
+struct CmdResult {
+  int status = -1;   // exit status, or 128+signal, or -1 when it could not start / timed out
+  bool timed_out = false;
+  std::string out;   // stdout
+  std::string err;   // stderr
+};
+
+struct CmdOptions {
+  std::map<std::string, std::string> env;  // added to (or overriding) the inherited environment
+  std::chrono::seconds timeout{120};
+  std::string cwd;
+  std::optional<std::string> stdin_data;    // default: /dev/null
+  std::optional<uid_t> uid;                 // run as this user (root tests of the unprivileged path)
+  std::optional<gid_t> gid;
+};
+
+// Runs argv[0] (searched in PATH) and collects its output. Kills the whole process group on timeout.
+CmdResult run(const std::vector<std::string>& argv, const CmdOptions& opts = {});
+
+// A fresh folder under $TMPDIR (or /tmp), removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::string source_dir();        // the project's source folder
+std::string build_dir();         // the CMake build folder
+std::string fxprof_bin();        // build/fxprof
+std::string demo_bin();          // the bundled demo program
+std::string test_program(const std::string& name);  // a program from tests/programs/
+
+// Reads a profile file, inflating it when it is gzip (by magic, not by name). Throws on I/O errors (tests).
+std::string read_profile_text(const std::string& path);
+
+// Parses JSON text into a simdjson DOM; the parser must outlive the element.
+simdjson::dom::element parse_json(simdjson::dom::parser& parser, const std::string& text);
+
+// The structural lint of the Gecko profile rules in ../shared/docs/firefox-profiler-format.md; returns the
+// problems found (empty = valid). Every profile a test writes goes through it.
+std::vector<std::string> lint_gecko_profile(const std::string& json_text);
+
+// The Firefox Profiler's own import and symbolication code, through @firefox-devtools/profiler-cli (installed
+// into tests/.profiler-cli by `make test`). Each instance has its own session folder and stops its daemons
+// when destroyed.
+class ProfilerCli {
+ public:
+  ProfilerCli();
+  ~ProfilerCli();
+  ProfilerCli(const ProfilerCli&) = delete;
+  ProfilerCli& operator=(const ProfilerCli&) = delete;
+  static std::string binary();  // path of the profiler-cli script
+  // `profiler-cli load FILE [--symbol-server URL]`.
+  CmdResult load(const std::string& profile, const std::string& symbol_server = "");
+  // Any other subcommand, e.g. {"thread", "samples-top-down"} or {"profile", "info", "--json"}.
+  CmdResult cmd(const std::vector<std::string>& args, const CmdOptions& extra = {});
+
+ private:
+  TempDir session_;
+};
+
+}  // namespace fxprof::test

@@ -1,0 +1,14 @@
+# Build glue for the system libraries fxprof uses (Debian package names in the Makefile's DEPS list).
+# Each becomes an imported target so folders link them by name.
+find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
+find_package(ZLIB REQUIRED)                        # zlib1g-dev: .json.gz profiles
+find_package(simdjson REQUIRED)                    # libsimdjson-dev: every JSON we read
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)   # libcpp-httplib-dev: the local server
+pkg_check_modules(LIBBPF REQUIRED IMPORTED_TARGET libbpf)         # libbpf-dev: eBPF parts of the recorder
+pkg_check_modules(LIBDW REQUIRED IMPORTED_TARGET libdw)           # libdw-dev: DWARF (lines, inlines)
+pkg_check_modules(LIBELF REQUIRED IMPORTED_TARGET libelf)         # libelf-dev: ELF sections and notes
+pkg_check_modules(LIBDEBUGINFOD REQUIRED IMPORTED_TARGET libdebuginfod)  # libdebuginfod-dev
+pkg_check_modules(CAPSTONE REQUIRED IMPORTED_TARGET capstone)     # libcapstone-dev: /asm/v1 disassembly
+pkg_check_modules(LZMA REQUIRED IMPORTED_TARGET liblzma)          # liblzma-dev: MiniDebugInfo
+find_package(Catch2 2 REQUIRED)                    # catch2: the tests
