@@ -1,1 +1,44 @@
-int main() { return 0; }  // replaced by the command-line front end
+// fxprof: a sampling profiler for Linux whose profiles open in the Firefox Profiler.
+#include <cstdio>
+#include <span>
+#include <string_view>
+
+#include "cli/commands.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "fxprof: a sampling profiler for Linux whose profiles open in the Firefox Profiler\n"
+    "\n"
+    "Usage:\n"
+    "  fxprof record [OPTIONS] [--] COMMAND [ARGS...]   launch COMMAND and profile it\n"
+    "  fxprof record [OPTIONS] -p PID[,PID...]          profile running processes until Ctrl+C\n"
+    "  fxprof load [OPTIONS] FILE                       serve a saved profile and open it\n"
+    "  fxprof symbolicate IN -o OUT                     bake symbols into a profile to share it\n"
+    "\n"
+    "Run `fxprof <command> --help` for the options of each command.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  std::string_view cmd = argv[1];
+  std::span<char*> rest(argv + 2, static_cast<size_t>(argc - 2));
+  if (cmd == "record") return fxprof::cli::cmd_record(rest);
+  if (cmd == "load") return fxprof::cli::cmd_load(rest);
+  if (cmd == "symbolicate") return fxprof::cli::cmd_symbolicate(rest);
+  if (cmd == "-h" || cmd == "--help" || cmd == "help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (cmd == "--version" || cmd == "-V") {
+    std::puts("fxprof 0.1.0");
+    return 0;
+  }
+  std::fprintf(stderr, "fxprof: unknown command '%.*s' (try `fxprof --help`)\n", static_cast<int>(cmd.size()),
+               cmd.data());
+  return 2;
+}

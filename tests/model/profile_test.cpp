@@ -2,4 +2,49 @@
 
 #include "model/profile.h"
 
-TEST_CASE("placeholder model") { REQUIRE(true); }
+using namespace fxprof::model;
+
+TEST_CASE("strings, frames and stacks are interned") {
+  Profile p;
+  StringId a = p.strings.intern("main");
+  CHECK(p.strings.intern(std::string("ma") + "in") == a);
+  CHECK(p.strings.intern("other") != a);
+  for (int i = 0; i < 10000; ++i) p.strings.intern("s" + std::to_string(i));
+  CHECK(p.strings.get(a) == "main");  // views stay valid as the table grows
+
+  FrameId f1 = p.native_frame(0x1000), f2 = p.native_frame(0x2000);
+  CHECK(p.native_frame(0x1000) == f1);
+  CHECK(p.kernel_frame(0x1000) != f1);  // same address, other kind
+  CHECK(p.label_frame("x") == p.label_frame("x"));
+
+  std::vector<FrameId> path{f1, f2, f1};
+  StackId s = p.stacks.intern_path(path);
+  CHECK(p.stacks.intern_path(path) == s);
+  CHECK(p.stacks.size() == 3);
+  CHECK(p.stacks.frame(s) == f1);
+  StackId parent = p.stacks.prefix(s);
+  CHECK(parent < s);
+  CHECK(p.stacks.frame(parent) == f2);
+  CHECK(p.stacks.prefix(p.stacks.prefix(parent)) == kNoStack);
+  CHECK(p.stacks.intern_path({}) == kNoStack);
+}
+
+TEST_CASE("every prefix comes before its stack") {
+  Profile p;
+  std::vector<FrameId> frames;
+  for (int i = 0; i < 50; ++i) frames.push_back(p.native_frame(0x1000 + i));
+  for (int n = 50; n > 0; n -= 7) p.stacks.intern_path(std::span(frames).first(n));
+  for (StackId s = 0; s < p.stacks.size(); ++s)
+    if (p.stacks.prefix(s) != kNoStack) CHECK(p.stacks.prefix(s) < s);
+}
+
+TEST_CASE("breakpad and code ids from a GNU build id") {
+  // The example from samply's snapshot test (reference-samply.md 2.12).
+  std::vector<uint8_t> id{0x51, 0x0d, 0x0a, 0x5c, 0x19, 0xea, 0xdf, 0x80, 0x43, 0xf2,
+                          0x03, 0xb4, 0x52, 0x5b, 0xe9, 0xbe, 0x3d, 0xcb, 0x95, 0x54};
+  CHECK(code_id_from_build_id(id) == "510d0a5c19eadf8043f203b4525be9be3dcb9554");
+  CHECK(breakpad_id_from_build_id(id) == "5C0A0D51EA1980DF43F203B4525BE9BE0");
+  // Short build ids are zero-padded.
+  std::vector<uint8_t> short_id{0x01, 0x02};
+  CHECK(breakpad_id_from_build_id(short_id) == "00000201000000000000000000000000" "0");
+}

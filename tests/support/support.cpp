@@ -1,1 +1,209 @@
 #include "tests/support/support.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+#include "base/fd.h"
+
+extern char** environ;
+
+namespace fxprof::test {
+
+namespace {
+void set_nonblock(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
+}  // namespace
+
+CmdResult run(const std::vector<std::string>& argv, const CmdOptions& opts) {
+  CmdResult res;
+  int out_pipe[2], err_pipe[2], in_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 || ::pipe2(in_pipe, O_CLOEXEC) != 0)
+    throw std::runtime_error("pipe failed");
+  UniqueFd out_r(out_pipe[0]), out_w(out_pipe[1]), err_r(err_pipe[0]), err_w(err_pipe[1]);
+  UniqueFd in_r(in_pipe[0]), in_w(in_pipe[1]);
+
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    std::string s(*e);
+    std::string k = s.substr(0, s.find('='));
+    if (!opts.env.count(k)) env_strings.push_back(s);
+  }
+  for (const auto& [k, v] : opts.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, args;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (auto& s : argv_copy) args.push_back(s.data());
+  args.push_back(nullptr);
+
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::dup2(opts.stdin_data ? in_r.get() : ::open("/dev/null", O_RDONLY), 0);
+    ::dup2(out_w.get(), 1);
+    ::dup2(err_w.get(), 2);
+    if (!opts.cwd.empty() && ::chdir(opts.cwd.c_str()) != 0) _exit(126);
+    if (opts.gid && ::setgid(*opts.gid) != 0) _exit(126);
+    if (opts.uid && ::setuid(*opts.uid) != 0) _exit(126);
+    environ = envp.data();
+    ::execvp(args[0], args.data());
+    std::fprintf(stderr, "cannot exec %s: %s\n", args[0], std::strerror(errno));
+    _exit(127);
+  }
+  out_w.reset();
+  err_w.reset();
+  in_r.reset();
+  if (opts.stdin_data) {
+    (void)!::write(in_w.get(), opts.stdin_data->data(), opts.stdin_data->size());
+  }
+  in_w.reset();
+  set_nonblock(out_r.get());
+  set_nonblock(err_r.get());
+
+  auto deadline = std::chrono::steady_clock::now() + opts.timeout;
+  bool out_open = true, err_open = true;
+  char buf[65536];
+  while (out_open || err_open) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      res.timed_out = true;
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    pollfd fds[2] = {{out_open ? out_r.get() : -1, POLLIN, 0}, {err_open ? err_r.get() : -1, POLLIN, 0}};
+    int n = ::poll(fds, 2, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+    if (n < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t r = ::read(fds[i].fd, buf, sizeof buf);
+      if (r > 0) {
+        (i == 0 ? res.out : res.err).append(buf, static_cast<size_t>(r));
+      } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+        (i == 0 ? out_open : err_open) = false;
+      }
+    }
+  }
+  // Output closed (or timed out): wait for the child, still bounded by the deadline.
+  int status = 0;
+  for (;;) {
+    pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (w < 0 && errno != EINTR) {
+      status = -1;
+      break;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      res.timed_out = true;
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+    }
+    ::usleep(2000);
+  }
+  if (res.timed_out)
+    res.status = -1;
+  else if (WIFEXITED(status))
+    res.status = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status))
+    res.status = 128 + WTERMSIG(status);
+  return res;
+}
+
+TempDir::TempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/fxprof-test-XXXXXX";
+  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  ::chmod(tmpl.c_str(), 0755);
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::string source_dir() { return FXPROF_SOURCE_DIR; }
+std::string build_dir() { return FXPROF_BUILD_DIR; }
+std::string fxprof_bin() { return FXPROF_BIN; }
+std::string demo_bin() { return FXPROF_DEMO_BIN; }
+std::string test_program(const std::string& name) { return std::string(FXPROF_TEST_PROGRAMS_DIR) + "/" + name; }
+
+std::string read_profile_text(const std::string& path) {
+  auto data = read_file(path);
+  if (!data) throw std::runtime_error(data.error());
+  const std::string& raw = *data;
+  if (raw.size() < 2 || static_cast<unsigned char>(raw[0]) != 0x1f || static_cast<unsigned char>(raw[1]) != 0x8b)
+    return raw;
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 32) != Z_OK) throw std::runtime_error("inflateInit failed");
+  std::string out;
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(raw.data()));
+  z.avail_in = static_cast<uInt>(raw.size());
+  char buf[1 << 16];
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof buf;
+    rc = inflate(&z, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) {
+      inflateEnd(&z);
+      throw std::runtime_error(path + ": corrupt gzip data");
+    }
+    out.append(buf, sizeof buf - z.avail_out);
+    if (rc == Z_OK && z.avail_in == 0 && z.avail_out != 0) {
+      inflateEnd(&z);
+      throw std::runtime_error(path + ": truncated gzip data");
+    }
+  }
+  inflateEnd(&z);
+  return out;
+}
+
+simdjson::dom::element parse_json(simdjson::dom::parser& parser, const std::string& text) {
+  simdjson::dom::element doc;
+  auto err = parser.parse(text).get(doc);
+  if (err) throw std::runtime_error(std::string("invalid JSON: ") + simdjson::error_message(err));
+  return doc;
+}
+
+ProfilerCli::ProfilerCli() = default;
+
+ProfilerCli::~ProfilerCli() {
+  CmdOptions o;
+  o.env["PROFILER_CLI_SESSION_DIR"] = session_.path();
+  o.timeout = std::chrono::seconds(30);
+  run({binary(), "stop", "--all"}, o);
+}
+
+std::string ProfilerCli::binary() { return source_dir() + "/tests/.profiler-cli/node_modules/.bin/profiler-cli"; }
+
+CmdResult ProfilerCli::cmd(const std::vector<std::string>& args, const CmdOptions& extra) {
+  CmdOptions o = extra;
+  o.env["PROFILER_CLI_SESSION_DIR"] = session_.path();
+  if (o.timeout == std::chrono::seconds(120)) o.timeout = std::chrono::seconds(90);
+  std::vector<std::string> argv{binary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run(argv, o);
+}
+
+CmdResult ProfilerCli::load(const std::string& profile, const std::string& symbol_server) {
+  std::vector<std::string> args{"load", profile};
+  if (!symbol_server.empty()) {
+    args.push_back("--symbol-server");
+    args.push_back(symbol_server);
+  }
+  return cmd(args);
+}
+
+}  // namespace fxprof::test

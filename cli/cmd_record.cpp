@@ -1,0 +1,165 @@
+// `fxprof record`: launch or attach, record, write the profile, then serve it (or bake symbols in).
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "exporter/gecko.h"
+#include "recorder/recorder.h"
+#include "server/server.h"
+
+namespace fxprof::cli {
+namespace {
+
+constexpr const char* kHelp =
+    "Usage: fxprof record [OPTIONS] [--] COMMAND [ARGS...]\n"
+    "       fxprof record [OPTIONS] -p PID[,PID...]\n"
+    "\n"
+    "Samples every thread of every process COMMAND starts (or of the running processes PID), writes a Firefox\n"
+    "Profiler profile, then serves it on 127.0.0.1 and opens the Firefox Profiler on it. Options must come\n"
+    "before COMMAND; what follows COMMAND belongs to it. fxprof exits with the program's exit status.\n"
+    "\n"
+    "Recording:\n"
+    "  -F, --freq HZ            samples per second per thread (default 1000; lowered to the kernel's\n"
+    "                           perf_event_max_sample_rate with a notice)\n"
+    "  --call-graph MODE        dwarf (default: copy the user stack and unwind it with the binaries' CFI)\n"
+    "                           or fp (frame pointers only: cheaper, for programs built with them)\n"
+    "  --stack-size BYTES       user stack copied per sample in dwarf mode (default 32768, at most 65528)\n"
+    "  -p, --pid PID[,PID...]   attach to running processes (and what they start) until Ctrl+C or --duration\n"
+    "  -d, --duration SECONDS   stop recording after SECONDS (the program keeps running)\n"
+    "  -v, --verbose            print what the recorder chose (event, buffer sizes, timings)\n"
+    "\n"
+    "Output:\n"
+    "  -o, --output FILE        profile file (default profile.json.gz; gzip when it ends in .gz)\n"
+    "  -s, --save-only          write the profile and exit, without serving it; the profile is made\n"
+    "                           self-contained (symbols baked in) unless --no-symbolicate\n"
+    "  --symbolicate            bake symbols into the profile (names, inlined frames) so that it opens\n"
+    "                           without fxprof's server and can be shared\n"
+    "  --no-symbolicate         keep raw addresses (symbolicated lazily by `fxprof load`)\n"
+    "  --symbol-dir DIR         also look for symbol files in DIR (repeatable)\n"
+    "\n"
+    "Serving (unless --save-only):\n"
+    "  -n, --no-open            do not open a browser; print the Firefox Profiler URL\n"
+    "  --address ADDR           address to serve on (default 127.0.0.1)\n"
+    "  -P, --port PORT          port to serve on (default 3000 or the next free one)\n"
+    "  -h, --help               this help\n";
+
+int usage_error(const std::string& msg) {
+  std::fprintf(stderr, "fxprof record: %s (try `fxprof record --help`)\n", msg.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int cmd_record(std::span<char*> args) {
+  recorder::Options rec;
+  server::ServeOptions serve;
+  std::string output = "profile.json.gz";
+  bool save_only = false;
+  int symbolicate = -1;  // -1: default (yes with --save-only, no when serving)
+
+  ArgParser p(args);
+  while (p.at_option()) {
+    if (p.flag("-h", "--help")) {
+      std::fputs(kHelp, stdout);
+      return 0;
+    } else if (auto v = p.option("-o", "--output")) {
+      output = *v;
+    } else if (auto v = p.option("-F", "--freq")) {
+      auto n = parse_number(*v);
+      if (!n || *n <= 0 || *n > 1e6) return usage_error("--freq needs a positive number of samples per second");
+      rec.frequency_hz = *n;
+    } else if (auto v = p.option("", "--call-graph")) {
+      if (*v == "dwarf")
+        rec.call_graph = recorder::CallGraph::Dwarf;
+      else if (*v == "fp")
+        rec.call_graph = recorder::CallGraph::FramePointer;
+      else
+        return usage_error("--call-graph must be dwarf or fp");
+    } else if (auto v = p.option("", "--stack-size")) {
+      auto n = parse_number(*v);
+      if (!n || *n < 512 || *n > 65528) return usage_error("--stack-size must be between 512 and 65528 bytes");
+      rec.stack_size = static_cast<uint32_t>(*n) & ~7u;  // the kernel wants a multiple of 8
+    } else if (auto v = p.option("-p", "--pid")) {
+      size_t start = 0;
+      while (start <= v->size()) {
+        size_t comma = v->find(',', start);
+        std::string one = v->substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        auto n = parse_number(one);
+        if (!n || *n < 1 || *n != static_cast<int>(*n)) return usage_error("--pid needs process ids, like 123,456");
+        rec.pids.push_back(static_cast<int>(*n));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+    } else if (auto v = p.option("-d", "--duration")) {
+      auto n = parse_number(*v);
+      if (!n || *n <= 0) return usage_error("--duration needs a positive number of seconds");
+      rec.duration_s = *n;
+    } else if (p.flag("-v", "--verbose")) {
+      rec.verbose = true;
+    } else if (p.flag("-s", "--save-only")) {
+      save_only = true;
+    } else if (p.flag("", "--symbolicate")) {
+      symbolicate = 1;
+    } else if (p.flag("", "--no-symbolicate")) {
+      symbolicate = 0;
+    } else if (auto v = p.option("", "--symbol-dir")) {
+      serve.symbols.symbol_dirs.push_back(*v);
+    } else if (p.flag("-n", "--no-open")) {
+      serve.open_browser = false;
+    } else if (auto v = p.option("", "--address")) {
+      serve.address = *v;
+    } else if (auto v = p.option("-P", "--port")) {
+      auto n = parse_number(*v);
+      if (!n || *n < 1 || *n > 65535) return usage_error("--port needs a port number");
+      serve.port = static_cast<int>(*n);
+      serve.port_exact = true;
+    } else if (!p.error().empty()) {
+      return usage_error(p.error());
+    } else {
+      return usage_error("unknown option '" + std::string(p.peek()) + "'");
+    }
+  }
+  if (!p.error().empty()) return usage_error(p.error());
+  p.take_separator();
+  rec.command = p.rest();
+  if (rec.command.empty() && rec.pids.empty()) return usage_error("nothing to record: give a command or -p PID");
+  if (!rec.command.empty() && !rec.pids.empty()) return usage_error("give either a command or -p PID, not both");
+
+  auto recording = recorder::record(rec);
+  if (!recording) {
+    std::fprintf(stderr, "fxprof: %s\n", recording.error().c_str());
+    return recording.exit_code();
+  }
+  const int exit_status = recording->exit_status;
+  const auto& st = recording->stats;
+
+  if (auto s = exporter::write_gecko_profile(recording->profile, output); !s) {
+    std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+    return exit_status != 0 ? exit_status : 1;
+  }
+  std::fprintf(stderr,
+               "fxprof: recorded %.2f s, %llu samples, %u threads, %u processes, %llu lost records -> %s\n",
+               st.duration_s, static_cast<unsigned long long>(st.samples), st.threads, st.processes,
+               static_cast<unsigned long long>(st.lost_records), output.c_str());
+  recording = Error{};  // free the model before symbolication or serving
+
+  if (symbolicate == 1 || (symbolicate == -1 && save_only)) {
+    if (auto s = server::symbolicate_profile(output, output, serve.symbols); !s) {
+      std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+      return exit_status != 0 ? exit_status : 1;
+    }
+  }
+  if (!save_only) {
+    serve.profile_path = output;
+    if (auto s = server::serve_profile(serve); !s) {
+      std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+      return exit_status != 0 ? exit_status : 1;
+    }
+  }
+  return exit_status;
+}
+
+}  // namespace fxprof::cli

@@ -1,0 +1,13 @@
+// fxprof command line: one function per subcommand; each parses its own options (cli/args.h), prints
+// `fxprof: <message>` on errors and returns the process exit status.
+#pragma once
+
+#include <span>
+
+namespace fxprof::cli {
+
+int cmd_record(std::span<char*> args);       // cli/cmd_record.cpp
+int cmd_load(std::span<char*> args);         // cli/cmd_load.cpp
+int cmd_symbolicate(std::span<char*> args);  // cli/cmd_symbolicate.cpp
+
+}  // namespace fxprof::cli

@@ -1,0 +1,345 @@
+#include "exporter/gecko.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <unordered_map>
+
+namespace fxprof::exporter {
+namespace {
+
+using model::Profile;
+using model::Process;
+using model::StackId;
+using model::Thread;
+
+// ms since `origin_ns`, rounded to 0.1 µs so numbers stay short.
+double rel_ms(uint64_t t_ns, uint64_t origin_ns) {
+  double ms = (static_cast<double>(t_ns) - static_cast<double>(origin_ns)) / 1e6;
+  return std::round(ms * 1e4) / 1e4;
+}
+
+// Per-thread string table (Gecko strings are per thread).
+class LocalStrings {
+ public:
+  uint32_t intern(std::string_view s) {
+    auto [it, inserted] = index_.try_emplace(std::string(s), static_cast<uint32_t>(list_.size()));
+    if (inserted) list_.push_back(&it->first);
+    return it->second;
+  }
+  void write(JsonWriter& w) const {
+    w.begin_array();
+    for (const std::string* s : list_) w.value(*s);
+    w.end_array();
+  }
+
+ private:
+  std::unordered_map<std::string, uint32_t> index_;
+  std::vector<const std::string*> list_;
+};
+
+std::string frame_location(const Profile& p, const model::Frame& f) {
+  char buf[32];
+  switch (f.kind) {
+    case model::FrameKind::Native:
+      std::snprintf(buf, sizeof buf, "0x%" PRIx64, f.address);
+      return buf;
+    case model::FrameKind::Kernel:
+      if (f.name != model::kNoString) return std::string(p.strings.get(f.name)) + " (in [kernel.kallsyms])";
+      std::snprintf(buf, sizeof buf, "0x%" PRIx64, f.address);
+      return buf;
+    case model::FrameKind::Label:
+      return f.name != model::kNoString ? std::string(p.strings.get(f.name)) : std::string("(unknown)");
+  }
+  return {};
+}
+
+void write_categories(const Profile& p, JsonWriter& w) {
+  w.begin_array();
+  for (const auto& c : p.meta.categories) {
+    w.begin_object().key("name").value(c.name).key("color").value(c.color);
+    w.key("subcategories").begin_array().value("Other").end_array().end_object();
+  }
+  w.end_array();
+}
+
+void write_marker_schema(const Profile& p, JsonWriter& w) {
+  w.begin_array();
+  for (const auto& s : p.meta.marker_schemas) {
+    w.begin_object().key("name").value(s.name);
+    w.key("display").begin_array();
+    for (const auto& d : s.display) w.value(d);
+    w.end_array();
+    if (!s.chart_label.empty()) w.key("chartLabel").value(s.chart_label);
+    if (!s.tooltip_label.empty()) w.key("tooltipLabel").value(s.tooltip_label);
+    if (!s.table_label.empty()) w.key("tableLabel").value(s.table_label);
+    w.key("data").begin_array();
+    for (const auto& f : s.fields)
+      w.begin_object().key("key").value(f.key).key("label").value(f.label).key("format").value(f.format).end_object();
+    w.end_array();
+    w.end_object();
+  }
+  w.end_array();
+}
+
+void write_meta(const Profile& p, const Process* proc, bool top, JsonWriter& w) {
+  const uint64_t origin = proc ? proc->start_ns : p.meta.start_monotonic_ns;
+  const double start_unix = p.meta.start_unix_ms + rel_ms(origin, p.meta.start_monotonic_ns);
+  w.key("meta").begin_object();
+  w.key("version").value(kGeckoVersion);
+  w.key("startTime").value(start_unix);
+  w.key("startTimeAsClockMonotonicNanosecondsSinceBoot").value(origin);
+  w.key("shutdownTime");
+  if (proc && proc->end_ns)
+    w.value(rel_ms(*proc->end_ns, origin));
+  else
+    w.null();
+  w.key("interval").value(p.meta.interval_ms);
+  w.key("processType").value(0);
+  w.key("product").value(p.meta.product);
+  w.key("stackwalk").value(1);
+  w.key("debug").value(0);
+  w.key("gcpoison").value(0);
+  w.key("asyncstack").value(0);
+  w.key("platform").value("Linux");
+  if (!p.meta.oscpu.empty()) w.key("oscpu").value(p.meta.oscpu);
+  w.key("presymbolicated").value(p.meta.presymbolicated);
+  w.key("categories");
+  write_categories(p, w);
+  w.key("markerSchema");
+  write_marker_schema(p, w);
+  w.key("sampleUnits").begin_object();
+  w.key("time").value("ms").key("eventDelay").value("ms").key("threadCPUDelta").value("µs");
+  w.end_object();
+  if (top) {
+    w.key("profilingStartTime").value(0.0);
+    if (p.meta.end_monotonic_ns) w.key("profilingEndTime").value(rel_ms(*p.meta.end_monotonic_ns, origin));
+  }
+  w.end_object();
+}
+
+void write_libs(const Process* proc, JsonWriter& w) {
+  w.key("libs").begin_array();
+  if (proc) {
+    std::vector<const model::Lib*> libs;
+    for (const auto& l : proc->libs)
+      if (l.end > l.start) libs.push_back(&l);
+    std::stable_sort(libs.begin(), libs.end(), [](auto* a, auto* b) { return a->start < b->start; });
+    uint64_t covered_to = 0;
+    for (const model::Lib* l : libs) {
+      if (l->start < covered_to) continue;  // overlaps the previous mapping: the locator needs disjoint ranges
+      covered_to = l->end;
+      w.begin_object();
+      w.key("start").value(l->start).key("end").value(l->end).key("offset").value(l->offset);
+      w.key("name").value(l->name).key("path").value(l->path);
+      w.key("debugName").value(l->debug_name).key("debugPath").value(l->debug_path);
+      w.key("breakpadId").value(l->breakpad_id).key("codeId").value(l->code_id);
+      w.key("arch").value(l->arch);
+      w.end_object();
+    }
+  }
+  w.end_array();
+}
+
+void write_marker_payload(const Profile& p, const model::Marker& m, JsonWriter& w) {
+  if (m.type == model::kNoString) {
+    w.null();
+    return;
+  }
+  w.begin_object().key("type").value(p.strings.get(m.type));
+  for (const auto& f : m.fields) {
+    w.key(p.strings.get(f.key));
+    if (f.is_string)
+      w.value(f.string == model::kNoString ? std::string_view() : p.strings.get(f.string));
+    else
+      w.value(f.number);
+  }
+  w.end_object();
+}
+
+void write_thread(const Profile& p, const Process& proc, const Thread& t, JsonWriter& w) {
+  // The stacks this thread uses, closed under prefixes, in increasing global order (topological).
+  std::vector<StackId> used;
+  {
+    std::vector<StackId> todo;
+    std::unordered_map<StackId, bool> seen;
+    for (const auto& s : t.samples) {
+      for (StackId id = s.stack; id != model::kNoStack && !seen[id]; id = p.stacks.prefix(id)) {
+        seen[id] = true;
+        used.push_back(id);
+      }
+    }
+    std::sort(used.begin(), used.end());
+  }
+  std::unordered_map<StackId, uint32_t> stack_index;
+  stack_index.reserve(used.size());
+  for (uint32_t i = 0; i < used.size(); ++i) stack_index.emplace(used[i], i);
+
+  LocalStrings strings;
+  std::unordered_map<model::FrameId, uint32_t> frame_index;
+  std::vector<model::FrameId> frames;
+  for (StackId s : used) {
+    model::FrameId f = p.stacks.frame(s);
+    if (frame_index.try_emplace(f, static_cast<uint32_t>(frames.size())).second) frames.push_back(f);
+  }
+
+  w.begin_object();
+  w.key("name").value(t.is_main ? std::string_view("GeckoMain") : std::string_view(t.name));
+  w.key("processName").value(proc.name);
+  w.key("processType").value("default");
+  w.key("pid").value(proc.pid);
+  w.key("tid").value(t.tid);
+  w.key("registerTime").value(rel_ms(std::max(t.start_ns, proc.start_ns), proc.start_ns));
+  w.key("unregisterTime");
+  if (t.end_ns)
+    w.value(rel_ms(std::max(*t.end_ns, proc.start_ns), proc.start_ns));
+  else
+    w.null();
+
+  // Samples, sorted by time.
+  std::vector<uint32_t> order(t.samples.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return t.samples[a].time_ns < t.samples[b].time_ns; });
+  w.key("samples").begin_object();
+  w.key("schema").begin_object().key("stack").value(0).key("time").value(1).key("eventDelay").value(2);
+  w.key("threadCPUDelta").value(3).end_object();
+  w.key("data").begin_array();
+  for (uint32_t i : order) {
+    const auto& s = t.samples[i];
+    w.begin_array();
+    if (s.stack == model::kNoStack)
+      w.null();
+    else
+      w.value(stack_index.at(s.stack));
+    w.value(rel_ms(s.time_ns, proc.start_ns)).value(0);
+    if (s.cpu_delta_ns < 0)
+      w.null();
+    else
+      w.value(static_cast<int64_t>(s.cpu_delta_ns / 1000));
+    w.end_array();
+  }
+  w.end_array().end_object();
+
+  // Markers.
+  w.key("markers").begin_object();
+  w.key("schema").begin_object().key("name").value(0).key("startTime").value(1).key("endTime").value(2);
+  w.key("phase").value(3).key("category").value(4).key("data").value(5).end_object();
+  w.key("data").begin_array();
+  for (const auto& m : t.markers) {
+    w.begin_array();
+    w.value(strings.intern(m.name == model::kNoString ? std::string_view("marker") : p.strings.get(m.name)));
+    bool has_start = m.phase != model::MarkerPhase::IntervalEnd;
+    bool has_end = m.phase == model::MarkerPhase::Interval || m.phase == model::MarkerPhase::IntervalEnd;
+    if (has_start)
+      w.value(rel_ms(m.start_ns, proc.start_ns));
+    else
+      w.null();
+    if (has_end)
+      w.value(rel_ms(m.phase == model::MarkerPhase::IntervalEnd ? m.start_ns : m.end_ns, proc.start_ns));
+    else
+      w.null();
+    w.value(static_cast<int>(m.phase)).value(static_cast<int>(m.category));
+    write_marker_payload(p, m, w);
+    w.end_array();
+  }
+  w.end_array().end_object();
+
+  // Stack and frame tables.
+  w.key("stackTable").begin_object();
+  w.key("schema").begin_object().key("prefix").value(0).key("frame").value(1).end_object();
+  w.key("data").begin_array();
+  for (StackId s : used) {
+    w.begin_array();
+    StackId prefix = p.stacks.prefix(s);
+    if (prefix == model::kNoStack)
+      w.null();
+    else
+      w.value(stack_index.at(prefix));
+    w.value(frame_index.at(p.stacks.frame(s)));
+    w.end_array();
+  }
+  w.end_array().end_object();
+
+  w.key("frameTable").begin_object();
+  w.key("schema").begin_object();
+  w.key("location").value(0).key("relevantForJS").value(1).key("innerWindowID").value(2);
+  w.key("implementation").value(3).key("line").value(4).key("column").value(5);
+  w.key("category").value(6).key("subcategory").value(7).end_object();
+  w.key("data").begin_array();
+  for (model::FrameId fid : frames) {
+    const auto& f = p.frames.get(fid);
+    w.begin_array();
+    w.value(strings.intern(frame_location(p, f))).value(false).value(0).null().null().null();
+    w.value(static_cast<int>(f.category)).value(0);
+    w.end_array();
+  }
+  w.end_array().end_object();
+
+  w.key("stringTable");
+  strings.write(w);
+  w.end_object();
+}
+
+void write_threads(const Profile& p, const Process* proc, JsonWriter& w) {
+  w.key("threads").begin_array();
+  if (proc) {
+    // The main thread first, then by start time and tid.
+    std::vector<const Thread*> threads;
+    for (const auto& t : proc->threads) threads.push_back(&t);
+    std::stable_sort(threads.begin(), threads.end(), [](const Thread* a, const Thread* b) {
+      if (a->is_main != b->is_main) return a->is_main;
+      if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns;
+      return a->tid < b->tid;
+    });
+    for (const Thread* t : threads) write_thread(p, *proc, *t, w);
+  }
+  w.end_array();
+}
+
+void write_empty_extras(JsonWriter& w) {
+  w.key("pausedRanges").begin_array().end_array();
+  w.key("sources").begin_object();
+  w.key("schema").begin_object().key("id").value(0).key("filename").value(1).key("startLine").value(2);
+  w.key("startColumn").value(3).key("sourceMapURL").value(4).end_object();
+  w.key("data").begin_array().end_array().end_object();
+}
+
+}  // namespace
+
+void write_gecko(const Profile& p, JsonWriter& w) {
+  const Process* top = p.processes.empty() ? nullptr : &p.processes[0];
+  w.begin_object();
+  write_meta(p, top, true, w);
+  write_libs(top, w);
+  write_threads(p, top, w);
+  w.key("processes").begin_array();
+  for (size_t i = 1; i < p.processes.size(); ++i) {
+    const Process& proc = p.processes[i];
+    w.begin_object();
+    write_meta(p, &proc, false, w);
+    write_libs(&proc, w);
+    write_threads(p, &proc, w);
+    w.key("processes").begin_array().end_array();
+    write_empty_extras(w);
+    w.end_object();
+  }
+  w.end_array();
+  write_empty_extras(w);
+  w.end_object();
+}
+
+Status write_gecko_profile(const Profile& profile, const std::string& path) {
+  auto out = OutputFile::create(path);
+  if (!out) return std::move(out).take_error();
+  {
+    JsonWriter w(**out);
+    write_gecko(profile, w);
+    w.flush();
+  }
+  return (*out)->finish();
+}
+
+}  // namespace fxprof::exporter

@@ -1,0 +1,52 @@
+#include <catch2/catch.hpp>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "exporter/json_writer.h"
+#include "tests/support/support.h"
+
+using namespace fxprof;
+
+TEST_CASE("json strings escape control characters and replace invalid UTF-8") {
+  std::string out;
+  exporter::append_json_string(out, std::string_view("a\"b\\c\n\x01 \xC3\xA9 \xFF \xE2\x82", 15));
+  CHECK(out == "\"a\\\"b\\\\c\\n\\u0001 \xC3\xA9 \xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD\"");
+}
+
+TEST_CASE("the writer places commas and round-trips numbers") {
+  test::TempDir dir;
+  for (std::string name : {"x.json", "x.json.gz"}) {
+    std::string path = dir.file(name);
+    auto out = exporter::OutputFile::create(path);
+    REQUIRE(out);
+    {
+      exporter::JsonWriter w(**out);
+      w.begin_object().key("a").begin_array().value(1).value(-2).value(0.1).value(1e300).null().end_array();
+      w.key("b").value(true).key("c").begin_object().end_object().key("d").value("é").end_object();
+    }
+    // Not visible under its final name before finish().
+    CHECK(access(path.c_str(), F_OK) != 0);
+    REQUIRE((*out)->finish());
+    CHECK(test::read_profile_text(path) == "{\"a\":[1,-2,0.1,1e+300,null],\"b\":true,\"c\":{},\"d\":\"é\"}");
+  }
+}
+
+TEST_CASE("an output file that is never finished leaves nothing behind") {
+  test::TempDir dir;
+  std::string path = dir.file("p.json.gz");
+  {
+    auto out = exporter::OutputFile::create(path);
+    REQUIRE(out);
+    (*out)->write("{\"partial\":");
+  }
+  CHECK(access(path.c_str(), F_OK) != 0);
+  CHECK(rmdir(dir.path().c_str()) == 0);  // the temporary file is gone too
+  mkdir(dir.path().c_str(), 0755);
+}
+
+TEST_CASE("an output file in a missing folder is a clear error") {
+  auto out = exporter::OutputFile::create("/nonexistent-dir/p.json");
+  REQUIRE_FALSE(out);
+  CHECK(out.error().find("cannot create /nonexistent-dir/p.json") == 0);
+  CHECK(out.error().find("No such file or directory") != std::string::npos);
+}
