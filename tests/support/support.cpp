@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -120,6 +121,100 @@ CmdResult run(const std::vector<std::string>& argv, const CmdOptions& opts) {
   return res;
 }
 
+Background::Background(const std::vector<std::string>& argv, const CmdOptions& opts) {
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    std::string s(*e);
+    if (!opts.env.count(s.substr(0, s.find('=')))) env_strings.push_back(s);
+  }
+  for (const auto& [k, v] : opts.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, args;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (auto& s : argv_copy) args.push_back(s.data());
+  args.push_back(nullptr);
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("fork");
+  if (pid_ == 0) {
+    ::setpgid(0, 0);
+    ::dup2(::open("/dev/null", O_RDONLY), 0);
+    ::dup2(out_pipe[1], 1);
+    ::dup2(err_pipe[1], 2);
+    if (!opts.cwd.empty() && ::chdir(opts.cwd.c_str()) != 0) _exit(126);
+    if (opts.gid && ::setgid(*opts.gid) != 0) _exit(126);
+    if (opts.uid && ::setuid(*opts.uid) != 0) _exit(126);
+    environ = envp.data();
+    ::execvp(args[0], args.data());
+    _exit(127);
+  }
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  out_fd_ = out_pipe[0];
+  err_fd_ = err_pipe[0];
+  set_nonblock(out_fd_);
+  set_nonblock(err_fd_);
+}
+
+Background::~Background() {
+  if (!reaped_) stop(SIGTERM, std::chrono::seconds(5));
+  if (!reaped_) {
+    ::kill(-pid_, SIGKILL);
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  ::close(out_fd_);
+  ::close(err_fd_);
+}
+
+std::string Background::wait_for_line(const std::string& needle, std::chrono::seconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  char buf[4096];
+  for (;;) {
+    size_t nl;
+    while ((nl = out_.find('\n', scanned_)) != std::string::npos) {
+      std::string line = out_.substr(scanned_, nl - scanned_);
+      scanned_ = nl + 1;
+      if (line.find(needle) != std::string::npos) return line;
+    }
+    if (std::chrono::steady_clock::now() > deadline) return "";
+    pollfd fd{out_fd_, POLLIN, 0};
+    if (::poll(&fd, 1, 100) > 0) {
+      ssize_t n = ::read(out_fd_, buf, sizeof buf);
+      if (n > 0) out_.append(buf, static_cast<size_t>(n));
+      else if (n == 0) return "";
+    }
+  }
+}
+
+std::string Background::err() {
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(err_fd_, buf, sizeof buf)) > 0) err_.append(buf, static_cast<size_t>(n));
+  return err_;
+}
+
+int Background::stop(int sig, std::chrono::seconds timeout) {
+  if (reaped_) return -1;
+  ::kill(pid_, sig);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  char buf[4096];
+  while (std::chrono::steady_clock::now() < deadline) {
+    // Keep draining the pipes so the child never blocks on a full one.
+    while (::read(out_fd_, buf, sizeof buf) > 0) {}
+    err();
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      reaped_ = true;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    ::usleep(5000);
+  }
+  return -1;
+}
+
 TempDir::TempDir() {
   const char* base = std::getenv("TMPDIR");
   std::string tmpl = std::string(base && *base ? base : "/tmp") + "/fxprof-test-XXXXXX";
@@ -203,7 +298,64 @@ CmdResult ProfilerCli::load(const std::string& profile, const std::string& symbo
     args.push_back("--symbol-server");
     args.push_back(symbol_server);
   }
-  return cmd(args);
+  // On a loaded machine the daemon can miss profiler-cli's 500 ms readiness window; it says retrying works.
+  CmdResult r;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    r = cmd(args);
+    if (r.status == 0 || (r.out + r.err).find("did not become ready") == std::string::npos) break;
+    cmd({"stop", "--all"});
+  }
+  return r;
+}
+
+bool ProfilerCli::select_thread(const std::string& name) {
+  CmdResult list = cmd({"thread", "list"});
+  size_t pos = 0;
+  while (pos < list.out.size()) {
+    size_t nl = list.out.find('\n', pos);
+    std::string line = list.out.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    pos = nl == std::string::npos ? list.out.size() : nl + 1;
+    // "* t-0     GeckoMain  demo     4242  2.000ms        0"
+    size_t h = line.find("t-");
+    if (h == std::string::npos || h > 4) continue;
+    size_t h_end = line.find(' ', h);
+    size_t n_start = line.find_first_not_of(' ', h_end);
+    if (n_start == std::string::npos) continue;
+    if (line.compare(n_start, name.size(), name) == 0 &&
+        (n_start + name.size() == line.size() || line[n_start + name.size()] == ' ')) {
+      return cmd({"thread", "select", line.substr(h, h_end - h)}).status == 0;
+    }
+  }
+  return false;
+}
+
+std::string url_decode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) && std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      out.push_back(static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16)));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+FxprofServer::FxprofServer(const std::string& profile, const std::vector<std::string>& extra_args)
+    : proc_([&] {
+        std::vector<std::string> argv{fxprof_bin(), "load", "--no-open"};
+        argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+        argv.push_back(profile);
+        return argv;
+      }()) {
+  url_ = proc_.wait_for_line("profiler.firefox.com", std::chrono::seconds(60));
+  size_t q = url_.find("symbolServer=");
+  if (q != std::string::npos) {
+    std::string enc = url_.substr(q + 13);
+    size_t end = enc.find_first_of("& \t\r");
+    symbol_server_ = url_decode(enc.substr(0, end));
+  }
 }
 
 }  // namespace fxprof::test

@@ -31,6 +31,30 @@ struct CmdOptions {
 // Runs argv[0] (searched in PATH) and collects its output. Kills the whole process group on timeout.
 CmdResult run(const std::vector<std::string>& argv, const CmdOptions& opts = {});
 
+// A child process that runs while the test goes on (a server, a program to attach to). Destruction sends
+// SIGTERM, then SIGKILL after a second, and reaps it.
+class Background {
+ public:
+  explicit Background(const std::vector<std::string>& argv, const CmdOptions& opts = {});
+  ~Background();
+  Background(const Background&) = delete;
+  Background& operator=(const Background&) = delete;
+  pid_t pid() const { return pid_; }
+  // Reads stdout until a line contains `needle`; returns that line ("" on timeout or exit).
+  std::string wait_for_line(const std::string& needle, std::chrono::seconds timeout = std::chrono::seconds(60));
+  // Sends `sig` and waits for the exit status (128+signal when killed), or -1 on timeout.
+  int stop(int sig, std::chrono::seconds timeout = std::chrono::seconds(30));
+  const std::string& out() const { return out_; }
+  std::string err();  // what it wrote to stderr so far (reads what is available)
+
+ private:
+  pid_t pid_ = -1;
+  int out_fd_ = -1, err_fd_ = -1;
+  std::string out_, err_;
+  size_t scanned_ = 0;
+  bool reaped_ = false;
+};
+
 // A fresh folder under $TMPDIR (or /tmp), removed with its contents on destruction.
 class TempDir {
  public:
@@ -73,11 +97,31 @@ class ProfilerCli {
   static std::string binary();  // path of the profiler-cli script
   // `profiler-cli load FILE [--symbol-server URL]`.
   CmdResult load(const std::string& profile, const std::string& symbol_server = "");
+  // Selects the thread named `name` (as `thread list` shows it); false if there is none.
+  bool select_thread(const std::string& name);
   // Any other subcommand, e.g. {"thread", "samples-top-down"} or {"profile", "info", "--json"}.
   CmdResult cmd(const std::vector<std::string>& args, const CmdOptions& extra = {});
 
  private:
   TempDir session_;
 };
+
+// `fxprof load --no-open FILE` running in the background: our own server, as users run it.
+class FxprofServer {
+ public:
+  explicit FxprofServer(const std::string& profile, const std::vector<std::string>& extra_args = {});
+  // The symbol server URL (http://127.0.0.1:PORT/TOKEN) decoded from the printed Firefox Profiler URL;
+  // "" if the server did not come up (then err() says why).
+  const std::string& symbol_server() const { return symbol_server_; }
+  const std::string& profiler_url() const { return url_; }
+  std::string err() { return proc_.err(); }
+
+ private:
+  Background proc_;
+  std::string url_, symbol_server_;
+};
+
+// Percent-decoding of a URL component.
+std::string url_decode(std::string_view s);
 
 }  // namespace fxprof::test

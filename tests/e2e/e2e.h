@@ -1,0 +1,58 @@
+// Helpers shared by the end-to-end tests.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tests/support/support.h"
+
+namespace fxprof::test {
+
+struct ThreadSummary {
+  std::string process;  // processName
+  std::string name;     // thread name (GeckoMain for main threads)
+  int64_t pid = 0, tid = 0;
+  size_t samples = 0;
+  size_t kernel_frames = 0;  // frames named "... (in [kernel.kallsyms])" in its frame table
+};
+
+// Every thread of the top level and of each process.
+inline std::vector<ThreadSummary> summarize(const std::string& profile_text) {
+  simdjson::dom::parser parser;
+  auto doc = parse_json(parser, profile_text);
+  std::vector<ThreadSummary> out;
+  auto add = [&](simdjson::dom::element proc) {
+    for (simdjson::dom::element t : simdjson::dom::array(proc["threads"])) {
+      ThreadSummary s;
+      s.process = std::string(std::string_view(t["processName"]));
+      s.name = std::string(std::string_view(t["name"]));
+      s.pid = int64_t(t["pid"]);
+      s.tid = int64_t(t["tid"]);
+      s.samples = simdjson::dom::array(t["samples"]["data"]).size();
+      for (simdjson::dom::element str : simdjson::dom::array(t["stringTable"]))
+        if (std::string_view(str).find("(in [kernel.kallsyms])") != std::string_view::npos) ++s.kernel_frames;
+      out.push_back(s);
+    }
+  };
+  add(doc);
+  for (simdjson::dom::element p : simdjson::dom::array(doc["processes"])) add(p);
+  return out;
+}
+
+inline const ThreadSummary* find_thread(const std::vector<ThreadSummary>& ts, const std::string& name) {
+  for (const auto& t : ts)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+// `fxprof record --save-only --no-symbolicate -o OUT [extra] -- argv...`
+inline CmdResult record(const std::string& out, const std::vector<std::string>& argv,
+                        const std::vector<std::string>& extra = {}, const CmdOptions& opts = {}) {
+  std::vector<std::string> cmd{fxprof_bin(), "record", "--save-only", "--no-symbolicate", "-o", out};
+  cmd.insert(cmd.end(), extra.begin(), extra.end());
+  cmd.push_back("--");
+  cmd.insert(cmd.end(), argv.begin(), argv.end());
+  return run(cmd, opts);
+}
+
+}  // namespace fxprof::test

@@ -1,0 +1,144 @@
+// fxprof record, end to end: real programs, real perf events, profiles linted and then loaded and
+// symbolicated by the Firefox Profiler's own code (profiler-cli) through our own server.
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include "tests/e2e/e2e.h"
+
+using namespace fxprof::test;
+
+namespace {
+
+void require_lint_clean(const std::string& text) {
+  auto problems = lint_gecko_profile(text);
+  for (const auto& p : problems) UNSCOPED_INFO(p);
+  REQUIRE(problems.empty());
+}
+
+}  // namespace
+
+TEST_CASE("the demo: threads, names and a symbolicated call tree through our server", "[e2e]") {
+  TempDir dir;
+  std::string out = dir.file("demo.json.gz");
+  auto r = record(out, {demo_bin()});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.err.find("fxprof: recorded") != std::string::npos);
+  std::string text = read_profile_text(out);
+  require_lint_clean(text);
+
+  auto threads = summarize(text);
+  const ThreadSummary* main_t = find_thread(threads, "GeckoMain");
+  REQUIRE(main_t != nullptr);
+  CHECK(main_t->process == "fxprof_demo");
+  CHECK(threads.size() >= 3);  // the demo's named worker threads
+
+  FxprofServer server(out);
+  INFO(server.err());
+  REQUIRE(!server.symbol_server().empty());
+  CHECK(server.symbol_server().rfind("http://127.0.0.1:", 0) == 0);
+
+  ProfilerCli cli;
+  auto load = cli.load(out, server.symbol_server());
+  INFO(load.out << load.err);
+  REQUIRE(load.status == 0);
+  auto tree = cli.cmd({"thread", "samples-top-down"});
+  INFO(tree.out << tree.err);
+  REQUIRE(tree.status == 0);
+  // Symbolicated by our server: names, not addresses.
+  CHECK(tree.out.find("fxprof_demo!main") != std::string::npos);
+  CHECK(tree.out.find("libc.so.6!") != std::string::npos);
+}
+
+TEST_CASE("named threads each get their samples", "[e2e]") {
+  TempDir dir;
+  std::string out = dir.file("threads.json");
+  auto r = record(out, {test_program("e2e_threads")});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  std::string text = read_profile_text(out);
+  require_lint_clean(text);
+  auto threads = summarize(text);
+  for (std::string name : {"GeckoMain", "e2e-alpha", "e2e-beta"}) {
+    const ThreadSummary* t = find_thread(threads, name);
+    INFO(name);
+    REQUIRE(t != nullptr);
+    // 300 ms busy at 1 kHz: about 300 samples; generous bounds for a noisy 2-core VM.
+    CHECK(t->samples >= 100);
+    CHECK(t->samples <= 700);
+    CHECK(t->process == "e2e_threads");
+  }
+
+  FxprofServer server(out);
+  REQUIRE(!server.symbol_server().empty());
+  ProfilerCli cli;
+  REQUIRE(cli.load(out, server.symbol_server()).status == 0);
+  REQUIRE(cli.select_thread("e2e-alpha"));
+  auto tree = cli.cmd({"thread", "samples-top-down"});
+  INFO(tree.out);
+  CHECK(tree.out.find("alpha_spin") != std::string::npos);
+  CHECK(tree.out.find("beta_spin") == std::string::npos);
+}
+
+TEST_CASE("kernel frames sit under a syscall-heavy function", "[e2e]") {
+  TempDir dir;
+  std::string out = dir.file("sys.json");
+  auto r = record(out, {test_program("e2e_syscalls")});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  std::string text = read_profile_text(out);
+  require_lint_clean(text);
+  auto threads = summarize(text);
+  const ThreadSummary* t = find_thread(threads, "GeckoMain");
+  REQUIRE(t != nullptr);
+  CHECK(t->kernel_frames > 0);
+
+  FxprofServer server(out);
+  REQUIRE(!server.symbol_server().empty());
+  ProfilerCli cli;
+  REQUIRE(cli.load(out, server.symbol_server()).status == 0);
+  auto tree = cli.cmd({"thread", "samples-bottom-up"});
+  INFO(tree.out);
+  // Bottom-up: kernel functions are the leaves, read_zero_loop is among their callers.
+  CHECK(tree.out.find("[kernel.kallsyms]") != std::string::npos);
+  auto funcs = cli.cmd({"thread", "samples-top-down", "--search", "read_zero_loop"});
+  INFO(funcs.out);
+  CHECK(funcs.out.find("read_zero_loop") != std::string::npos);
+  CHECK(funcs.out.find("[kernel.kallsyms]") != std::string::npos);
+}
+
+TEST_CASE("fxprof exits as the program did, and still writes the profile", "[e2e]") {
+  struct Case {
+    std::vector<std::string> args;
+    int status;
+  };
+  for (const Case& c : {Case{{}, 0}, Case{{"exit", "3"}, 3}, Case{{"segv"}, 128 + 11}, Case{{"abort"}, 128 + 6},
+                        Case{{"kill"}, 128 + 9}}) {
+    TempDir dir;
+    std::string out = dir.file("p.json.gz");
+    std::vector<std::string> argv{test_program("e2e_exit")};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    auto r = record(out, argv);
+    INFO(r.err);
+    CHECK(r.status == c.status);
+    REQUIRE(access(out.c_str(), F_OK) == 0);
+    std::string text = read_profile_text(out);
+    require_lint_clean(text);
+    auto threads = summarize(text);
+    const ThreadSummary* t = find_thread(threads, "GeckoMain");
+    REQUIRE(t != nullptr);
+    CHECK(t->samples >= 40);  // ~150 ms busy before the exit
+  }
+}
+
+TEST_CASE("a command that cannot run: one line, exit 127, no profile", "[e2e]") {
+  TempDir dir;
+  std::string out = dir.file("p.json.gz");
+  auto r = record(out, {"/nonexistent/fxprof-no-such-program"});
+  CHECK(r.status == 127);
+  CHECK(r.err == "fxprof: cannot run '/nonexistent/fxprof-no-such-program': No such file or directory\n");
+  CHECK(access(out.c_str(), F_OK) != 0);
+  auto r2 = record(out, {"fxprof-no-such-program-in-path"});
+  CHECK(r2.status == 127);
+  CHECK(r2.err == "fxprof: cannot run 'fxprof-no-such-program-in-path': No such file or directory\n");
+}

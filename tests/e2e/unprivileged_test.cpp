@@ -1,0 +1,68 @@
+// The unprivileged path: with kernel.perf_event_paranoid 2 an ordinary user can profile their own programs,
+// user space only. The test creates a user and runs fxprof as that user.
+#include <catch2/catch.hpp>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/fd.h"
+#include "tests/e2e/e2e.h"
+
+using namespace fxprof::test;
+
+namespace {
+
+constexpr const char* kUser = "fxprof-test";
+
+const passwd* ensure_user() {
+  if (const passwd* pw = getpwnam(kUser)) return pw;
+  auto r = run({"useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", kUser});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  return getpwnam(kUser);
+}
+
+}  // namespace
+
+TEST_CASE("an ordinary user records their own program, user space only", "[e2e][unprivileged]") {
+  REQUIRE(geteuid() == 0);  // the suite runs as root and drops to the test user here
+  auto paranoid = fxprof::read_file("/proc/sys/kernel/perf_event_paranoid");
+  REQUIRE(paranoid);
+  INFO("perf_event_paranoid = " << *paranoid);
+  REQUIRE(std::stoi(*paranoid) == 2);
+
+  const passwd* pw = ensure_user();
+  REQUIRE(pw != nullptr);
+  TempDir dir;
+  REQUIRE(chown(dir.path().c_str(), pw->pw_uid, pw->pw_gid) == 0);
+  std::string out = dir.file("user.json.gz");
+  CmdOptions opts;
+  opts.uid = pw->pw_uid;
+  opts.gid = pw->pw_gid;
+  opts.cwd = dir.path();
+  opts.env["HOME"] = dir.path();
+  auto r = record(out, {test_program("e2e_threads")}, {}, opts);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  // One notice that says why kernel frames are missing.
+  CHECK(r.err.find("perf_event_paranoid") != std::string::npos);
+  std::string text = read_profile_text(out);
+  auto problems = lint_gecko_profile(text);
+  CHECK(problems.empty());
+  auto threads = summarize(text);
+  const ThreadSummary* main_t = find_thread(threads, "GeckoMain");
+  REQUIRE(main_t != nullptr);
+  CHECK(main_t->samples >= 100);
+  for (const auto& t : threads) CHECK(t.kernel_frames == 0);
+  REQUIRE(find_thread(threads, "e2e-alpha") != nullptr);
+
+  // Main-rooted stacks, symbolicated through our server.
+  FxprofServer server(out);
+  REQUIRE(!server.symbol_server().empty());
+  ProfilerCli cli;
+  REQUIRE(cli.load(out, server.symbol_server()).status == 0);
+  auto tree = cli.cmd({"thread", "samples-top-down"});
+  INFO(tree.out);
+  CHECK(tree.out.find("e2e_threads!main") != std::string::npos);
+  CHECK(tree.out.find("main_spin") != std::string::npos);
+}
