@@ -42,12 +42,21 @@ TEST_CASE("the demo: threads, names and a symbolicated call tree through our ser
   auto load = cli.load(out, server.symbol_server());
   INFO(load.out << load.err);
   REQUIRE(load.status == 0);
+  REQUIRE(cli.select_thread("GeckoMain"));
   auto tree = cli.cmd({"thread", "samples-top-down"});
   INFO(tree.out << tree.err);
   REQUIRE(tree.status == 0);
-  // Symbolicated by our server: names, not addresses.
+  // Symbolicated by our server: names, not addresses, rooted at the program's entry.
+  CHECK(tree.out.find("fxprof_demo!_start") != std::string::npos);
   CHECK(tree.out.find("fxprof_demo!main") != std::string::npos);
   CHECK(tree.out.find("libc.so.6!") != std::string::npos);
+  // A worker thread: its start routine under libc's thread entry, and the inlined helper.
+  REQUIRE(cli.select_thread("demo-primes"));
+  auto primes = cli.cmd({"thread", "samples-top-down"});
+  INFO(primes.out);
+  CHECK(primes.out.find("libc.so.6!start_thread") != std::string::npos);
+  CHECK(primes.out.find("fxprof_demo!demo_compute_primes") != std::string::npos);
+  CHECK(primes.out.find("fxprof_demo!demo_is_prime (inl)") != std::string::npos);
 }
 
 TEST_CASE("named threads each get their samples", "[e2e]") {
@@ -72,7 +81,9 @@ TEST_CASE("named threads each get their samples", "[e2e]") {
   FxprofServer server(out);
   REQUIRE(!server.symbol_server().empty());
   ProfilerCli cli;
-  REQUIRE(cli.load(out, server.symbol_server()).status == 0);
+  auto load = cli.load(out, server.symbol_server());
+  INFO(load.out << load.err);
+  REQUIRE(load.status == 0);
   REQUIRE(cli.select_thread("e2e-alpha"));
   auto tree = cli.cmd({"thread", "samples-top-down"});
   INFO(tree.out);
@@ -96,7 +107,9 @@ TEST_CASE("kernel frames sit under a syscall-heavy function", "[e2e]") {
   FxprofServer server(out);
   REQUIRE(!server.symbol_server().empty());
   ProfilerCli cli;
-  REQUIRE(cli.load(out, server.symbol_server()).status == 0);
+  auto load = cli.load(out, server.symbol_server());
+  INFO(load.out << load.err);
+  REQUIRE(load.status == 0);
   auto tree = cli.cmd({"thread", "samples-bottom-up"});
   INFO(tree.out);
   // Bottom-up: kernel functions are the leaves, read_zero_loop is among their callers.

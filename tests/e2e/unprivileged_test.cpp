@@ -60,7 +60,9 @@ TEST_CASE("an ordinary user records their own program, user space only", "[e2e][
   FxprofServer server(out);
   REQUIRE(!server.symbol_server().empty());
   ProfilerCli cli;
-  REQUIRE(cli.load(out, server.symbol_server()).status == 0);
+  auto load = cli.load(out, server.symbol_server());
+  INFO(load.out << load.err);
+  REQUIRE(load.status == 0);
   auto tree = cli.cmd({"thread", "samples-top-down"});
   INFO(tree.out);
   CHECK(tree.out.find("e2e_threads!main") != std::string::npos);

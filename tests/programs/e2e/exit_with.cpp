@@ -1,19 +1,17 @@
-// Spins ~150 ms, then ends as asked: `exit N`, `segv`, `abort`, `kill`.
+// Spins 150 ms of CPU, then ends as asked: `exit N`, `segv`, `abort`, `kill`.
 #include <signal.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
+#include "cpu_spin.h"
+
 volatile int* volatile null_ptr = nullptr;
-volatile unsigned long sink;
+volatile int after;
 
 __attribute__((noinline)) void busy_before_exit() {
-  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(150);
-  unsigned long x = 1;
-  while (std::chrono::steady_clock::now() < end)
-    for (int i = 0; i < 10000; ++i) x = x * 2862933555777941757ul + 3037000493ul;
-  sink = x;
+  spin_cpu_ms(150);
+  after = 1;
 }
 
 int main(int argc, char** argv) {

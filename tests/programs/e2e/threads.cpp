@@ -1,23 +1,25 @@
-// Two named worker threads and a busy main thread, ~300 ms each, with distinctive function names.
+// Two named worker threads and a busy main thread, 300 ms of CPU each, with distinctive function names.
 #include <pthread.h>
 
-#include <chrono>
 #include <cstdio>
 #include <thread>
 
-namespace {
-volatile unsigned long sink;
+#include "cpu_spin.h"
 
-__attribute__((noinline)) void spin_for(std::chrono::milliseconds d) {
-  auto end = std::chrono::steady_clock::now() + d;
-  unsigned long x = 1;
-  while (std::chrono::steady_clock::now() < end)
-    for (int i = 0; i < 10000; ++i) x = x * 6364136223846793005ul + 1442695040888963407ul;
-  sink = x;
+namespace {
+volatile int after;  // written after each call so the compiler cannot turn the calls into tail jumps
+__attribute__((noinline)) void alpha_spin() {
+  spin_cpu_ms(300);
+  after = 1;
 }
-__attribute__((noinline)) void alpha_spin() { spin_for(std::chrono::milliseconds(300)); }
-__attribute__((noinline)) void beta_spin() { spin_for(std::chrono::milliseconds(300)); }
-__attribute__((noinline)) void main_spin() { spin_for(std::chrono::milliseconds(300)); }
+__attribute__((noinline)) void beta_spin() {
+  spin_cpu_ms(300);
+  after = 2;
+}
+__attribute__((noinline)) void main_spin() {
+  spin_cpu_ms(300);
+  after = 3;
+}
 }  // namespace
 
 int main() {
