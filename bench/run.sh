@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs every benchmark (`make bench`): recording overhead against perf, unwinding throughput and DWARF
+# recording overhead, symbolication against llvm-symbolizer and eu-addr2line. Each prints ratios measured
+# in the same run; this machine is noisy, so compare ratios, not absolute times.
+#   bench/run.sh [BUILD_DIR]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:-$here/../build}" && pwd)
+cmake --build "$build" --target fxprof fxprof_demo fxprof_test_programs fxprof_unwind_bench fxprof_symbolize_bench >/dev/null
+echo "== recording (bench/record.sh)"
+bash "$here/record.sh" "$build"
+echo
+echo "== unwinding (bench/unwind.sh)"
+sh "$here/unwind.sh" "$build"
+echo
+echo "== symbolication (bench/symbolize.sh)"
+sh "$here/symbolize.sh" "$build"
