@@ -1,9 +1,48 @@
 // fxprof unwinder: turns a sample's user registers and a copy of the top of its user stack into the list of
-// return addresses, using the binaries' call-frame information (.eh_frame_hdr/.eh_frame, .debug_frame), with a
-// frame-pointer fallback for code without unwind information.
+// return addresses, using the binaries' call-frame information (.eh_frame_hdr/.eh_frame, .debug_frame), with
+// a frame-pointer fallback for code without unwind information.
 //
-// Used by the recorder's reading thread for every sample in DWARF mode, so unwinding is allocation-free on the
-// hot path and parsed unwind tables are cached per binary and shared by every process mapping it.
+// Used by the recorder's reading thread for every sample in DWARF mode, so unwinding is allocation-free on
+// the hot path and parsed unwind tables are cached per binary and shared by every process mapping it.
+//
+// Design (numbers measured on this 2-vCPU VM with bench/unwind.sh and the tests in tests/recorder/unwind/):
+// - Budget. A sample costs the sampled thread ~20 us here (timer interrupt + stack copy); the reading thread
+//   must unwind it for much less, on one core, for every busy CPU. Measured on real 32 KiB stack copies:
+//   1.6-2.5 M stacks/s warm for python3 (libpython -O2 without frame pointers, 18 frames a stack: 0.4-0.6 us
+//   a stack, 30-46 M frames/s), 3.3-3.6 M stacks/s for an -O2 test program (11.5 frames); the first pass,
+//   which opens and indexes the binaries and evaluates every rule, still runs at 0.17-0.85 M stacks/s. The
+//   target was 200k/s: unwinding is never the reason a recording loses samples.
+// - Modules. Each executable file mapping resolves to one Module per binary (key: path + device + inode +
+//   mtime, so a rebuilt file is a new module), shared by every process mapping it, kept for the Unwinder's
+//   life. A module is the mmap'ed file itself: .eh_frame_hdr's sorted table is binary-searched in place (no
+//   parse, no copy); only a binary without a usable table, and .debug_frame (from the binary or its separate
+//   debug file, /usr/lib/debug/.build-id/xx/rest.debug or .gnu_debuglink, loaded lazily on the first address
+//   .eh_frame lacks), get a sorted FDE index, built once. "[vdso]" is read from our own process
+//   (getauxval(AT_SYSINFO_EHDR): same kernel, same image).
+// - Rules. Evaluating DW_CFA_* instructions for one address walks the CIE and FDE programs (a few us); a
+//   program hits a few thousand distinct addresses over and over, so the result is reduced to a 12-byte rule
+//   (CFA = SP|BP + off; RA at CFA+off; BP unchanged or at CFA+off; or: outermost frame / signal trampoline /
+//   use frame pointers) and cached per (module, address) in a fixed 8192-slot, 2-way cache allocated once
+//   (framehop does the same with 509 slots). python3: 99.93 % hits (direct-mapped: 99.6 %, ~7 % of its rules
+//   re-evaluated on every pass). DWARF expressions are folded at rule time with RIP = the address, which
+//   covers the PLT's CFA expression; any other expression makes the rule "use frame pointers".
+// - Hot path. unwind() does a hash lookup of the pid, a binary search of its mappings per frame and a cache
+//   probe: no allocation, no system call, no lock. Only a cache miss parses CFI (and, once per binary, may
+//   load .debug_frame).
+// - Frames. out[0] is the sample IP, later entries are return addresses, looked up at ra-1 so the lookup
+// lands
+//   in the call. A signal frame (glibc's __restore_rt, `mov $15,%rax; syscall`, or a CIE with the 'S'
+//   augmentation) restores RIP/RSP/RBP from the ucontext in the stack copy, and the interrupted IP is then
+//   looked up exactly. A callee-saved slot below SP (epilogues after `pop %rbp`, where GCC's CFI still says
+//   "saved") means the register was already restored. Code without CFI (JIT, no module) is walked by frame
+//   pointers. Reading past the copy ends the stack as Truncated (the recorder then splices the kernel's FP
+//   callchain or adds a marker frame).
+// - Checked against `perf record --call-graph dwarf` on the same samples: the same functions on 100 % of the
+//   samples both unwind completely (tests/recorder/unwind/unwind_test.cpp).
+// - Registers. x86-64 needs only IP, SP and BP (24 bytes a sample); UserRegs/decode_user_regs/user_regs_mask
+//   are the only architecture-facing interface, so aarch64 (PC, SP, FP, LR) can follow.
+// - Threads. One Unwinder is used by one thread (the recorder's reading thread); `pid` is the process id
+//   (tgid): threads share their process's mappings. Paths are opened as seen from our mount namespace.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +50,8 @@
 #include <memory>
 #include <span>
 #include <string_view>
+
+#include "base/result.h"
 
 namespace fxprof::recorder {
 
@@ -26,14 +67,30 @@ uint64_t user_regs_mask();
 UserRegs decode_user_regs(std::span<const uint64_t> values);
 
 enum class UnwindEnd : uint8_t {
-  Complete,     // reached the outermost frame (no return address / CFI says undefined RA)
-  Truncated,    // the stack copy ended before the outermost frame
-  Failed,       // no rule found and frame pointers led nowhere
+  Complete,   // reached the outermost frame (no return address / CFI says undefined RA)
+  Truncated,  // the stack copy ended before the outermost frame
+  Failed,     // no rule found and frame pointers led nowhere
 };
 
 struct UnwindResult {
   size_t count = 0;  // addresses written to `out`: out[0] = ip, then return addresses (not adjusted)
   UnwindEnd end = UnwindEnd::Complete;
+};
+
+// Counters since construction (cheap to read at any time, e.g. for --verbose).
+struct UnwindStats {
+  uint64_t stacks = 0;
+  uint64_t complete = 0;
+  uint64_t truncated = 0;
+  uint64_t failed = 0;
+  uint64_t frames = 0;
+  uint64_t cache_hits = 0;
+  uint64_t cache_misses = 0;       // rules evaluated from CFI
+  uint64_t debug_frame_rules = 0;  // of those, found in .debug_frame (binary or separate debug file)
+  uint64_t fp_frames = 0;          // frames found by the frame-pointer fallback
+  uint64_t signal_frames = 0;      // sigreturn trampolines crossed
+  uint64_t modules = 0;            // distinct binaries loaded
+  uint64_t modules_failed = 0;     // binaries that could not be opened or parsed (unwound by frame pointers)
 };
 
 class Unwinder {
@@ -47,12 +104,17 @@ class Unwinder {
   // Only executable file mappings matter; `path` may be "[vdso]".
   void on_mmap(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, std::string_view path);
   void on_fork(uint32_t parent_pid, uint32_t child_pid);  // the child starts with the parent's mappings
-  void on_exec(uint32_t pid);                              // forgets the old image's mappings
+  void on_exec(uint32_t pid);                             // forgets the old image's mappings
   void on_exit(uint32_t pid);
+
+  // Attach mode: feeds every executable mapping of /proc/PID/maps to on_mmap.
+  Status load_proc_maps(uint32_t pid);
 
   // Unwinds one sample. `stack` is the copy of user memory starting at regs.sp.
   UnwindResult unwind(uint32_t pid, const UserRegs& regs, std::span<const std::byte> stack,
                       std::span<uint64_t> out);
+
+  const UnwindStats& stats() const;
 
  private:
   struct Impl;
