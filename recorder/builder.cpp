@@ -1,0 +1,530 @@
+#include "recorder/builder.h"
+
+#include <dirent.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "base/fd.h"
+#include "recorder/kallsyms.h"
+
+namespace fxprof::recorder {
+
+namespace {
+
+// Bounds-checked reader over one record's body.
+class Reader {
+ public:
+  Reader(const std::byte* p, size_t size) : p_(p), end_(p + size) {}
+  bool ok() const { return ok_; }
+  uint64_t u64() {
+    uint64_t v = 0;
+    if (end_ - p_ < 8) {
+      ok_ = false;
+      return 0;
+    }
+    std::memcpy(&v, p_, 8);
+    p_ += 8;
+    return v;
+  }
+  void u32x2(uint32_t& a, uint32_t& b) {
+    uint64_t v = u64();
+    a = static_cast<uint32_t>(v);
+    b = static_cast<uint32_t>(v >> 32);
+  }
+  std::span<const std::byte> bytes(uint64_t n) {
+    if (static_cast<uint64_t>(end_ - p_) < n) {
+      ok_ = false;
+      return {};
+    }
+    auto s = std::span<const std::byte>(p_, n);
+    p_ += n;
+    return s;
+  }
+  // A NUL-terminated string padded to 8 bytes, followed by the sample_id trailer (24 bytes: we ask for
+  // TID, TIME, CPU).
+  std::string str_before_trailer() {
+    const std::byte* limit = end_ - std::min<ptrdiff_t>(end_ - p_, 24);
+    auto* s = reinterpret_cast<const char*>(p_);
+    size_t n = strnlen(s, static_cast<size_t>(limit - p_));
+    return std::string(s, n);
+  }
+  const std::byte* pos() const { return p_; }
+
+ private:
+  const std::byte* p_;
+  const std::byte* end_;
+  bool ok_ = true;
+};
+
+// The sample_id_all trailer: pid/tid, time, cpu/res.
+struct Trailer {
+  uint32_t pid = 0, tid = 0;
+  uint64_t time = 0;
+};
+Trailer trailer(const std::byte* rec, size_t size) {
+  Trailer t;
+  if (size < 8 + 24) return t;
+  const std::byte* p = rec + size - 24;
+  std::memcpy(&t.pid, p, 4);
+  std::memcpy(&t.tid, p + 4, 4);
+  std::memcpy(&t.time, p + 8, 8);
+  return t;
+}
+
+std::string proc_comm(uint32_t pid, uint32_t tid) {
+  auto s = read_file("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
+  if (!s || s->empty()) return "Thread " + std::to_string(tid);
+  std::string v = std::move(*s);
+  while (!v.empty() && v.back() == '\n') v.pop_back();
+  return v;
+}
+
+std::string basename_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+ProfileBuilder::ProfileBuilder(model::Profile& profile, Unwinder* unwinder, const EventConfig& events)
+    : profile_(profile), unwinder_(unwinder), events_(events) {
+  path_.reserve(2048);
+  user_.reserve(1024);
+  kernel_.reserve(256);
+}
+
+uint32_t ProfileBuilder::new_process(uint32_t pid, const std::string& name, uint64_t t) {
+  model::Process p;
+  p.pid = pid;
+  p.name = name;
+  p.start_ns = t;
+  profile_.processes.push_back(std::move(p));
+  auto idx = static_cast<uint32_t>(profile_.processes.size() - 1);
+  procs_[pid] = ProcRef{idx, false};
+  return idx;
+}
+
+ProfileBuilder::ThreadRef& ProfileBuilder::add_thread(uint32_t pid, uint32_t tid, const std::string& name,
+                                                      uint64_t t) {
+  ProcRef& pr = process(pid, t);
+  model::Process& proc = profile_.processes[pr.proc];
+  model::Thread th;
+  th.tid = tid;
+  th.name = name;
+  th.is_main = tid == pid;
+  th.start_ns = t;
+  proc.threads.push_back(std::move(th));
+  ++pr.live;
+  ThreadRef ref;
+  ref.pid = pid;
+  ref.proc = pr.proc;
+  ref.thread = static_cast<uint32_t>(proc.threads.size() - 1);
+  return threads_[tid] = ref;
+}
+
+ProfileBuilder::ProcRef& ProfileBuilder::process(uint32_t pid, uint64_t t) {
+  auto it = procs_.find(pid);
+  if (it != procs_.end()) return it->second;
+  // A process we saw no FORK for (attach-mode races): name it from /proc while it still exists.
+  std::string name = proc_comm(pid, pid);
+  new_process(pid, name, t);
+  return procs_[pid];
+}
+
+ProfileBuilder::ThreadRef& ProfileBuilder::thread(uint32_t pid, uint32_t tid, uint64_t t) {
+  auto it = threads_.find(tid);
+  if (it != threads_.end() && it->second.pid == pid) return it->second;
+  return add_thread(pid, tid, proc_comm(pid, tid), t);
+}
+
+void ProfileBuilder::add_launched(uint32_t pid, const std::string& name, uint64_t time_ns) {
+  new_process(pid, name, time_ns);
+  procs_[pid].launch_exec_pending = true;
+  add_thread(pid, pid, name, time_ns);
+}
+
+void ProfileBuilder::add_attached(uint32_t pid, uint64_t time_ns) {
+  std::string name;
+  if (auto cmd = read_file("/proc/" + std::to_string(pid) + "/cmdline"); cmd && !cmd->empty())
+    name = basename_of(std::string(cmd->c_str()));
+  if (name.empty()) name = proc_comm(pid, pid);
+  new_process(pid, name, time_ns);
+  add_thread(pid, pid, proc_comm(pid, pid), time_ns);
+  std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
+  if (DIR* d = opendir(task_dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+      uint32_t tid = static_cast<uint32_t>(std::strtoul(e->d_name, nullptr, 10));
+      if (tid != pid) add_attached_thread(pid, tid, time_ns);
+    }
+    closedir(d);
+  }
+  // Executable file mappings, as MMAP2 records would have described them.
+  auto maps = read_file("/proc/" + std::to_string(pid) + "/maps");
+  if (!maps) return;
+  size_t pos = 0;
+  const std::string& m = *maps;
+  while (pos < m.size()) {
+    size_t eol = m.find('\n', pos);
+    if (eol == std::string::npos) eol = m.size();
+    std::string line = m.substr(pos, eol - pos);
+    pos = eol + 1;
+    unsigned long long start, end, off;
+    char perms[8] = {};
+    int path_at = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &off, &path_at) < 4)
+      continue;
+    if (perms[2] != 'x' || path_at <= 0 || static_cast<size_t>(path_at) >= line.size()) continue;
+    std::string path = line.substr(static_cast<size_t>(path_at));
+    if (path.ends_with(" (deleted)")) path.resize(path.size() - 10);
+    add_mapping(pid, start, end - start, off, path, time_ns);
+  }
+}
+
+void ProfileBuilder::add_attached_thread(uint32_t pid, uint32_t tid, uint64_t time_ns) {
+  auto it = threads_.find(tid);
+  if (it != threads_.end() && it->second.pid == pid) return;
+  add_thread(pid, tid, proc_comm(pid, tid), time_ns);
+}
+
+bool ProfileBuilder::has_samples(const model::Process& p) const {
+  for (const model::Thread& t : p.threads)
+    if (!t.samples.empty()) return true;
+  return false;
+}
+
+const ElfInfo* ProfileBuilder::elf_for(const std::string& path) {
+  auto it = elf_cache_.find(path);
+  if (it == elf_cache_.end()) {
+    std::optional<ElfInfo> info;
+    if (path == "[vdso]")
+      info = own_vdso();
+    else if (!path.empty() && path[0] == '/')
+      info = read_elf_file(path);
+    it = elf_cache_.emplace(path, std::move(info)).first;
+  }
+  return it->second ? &*it->second : nullptr;
+}
+
+void ProfileBuilder::add_mapping(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+                                 const std::string& path, uint64_t t) {
+  if (path.empty() || (path[0] != '/' && path != "[vdso]")) return;  // anonymous/JIT code: no file to name it
+  if (unwinder_) unwinder_->on_mmap(pid, start, len, pgoff, path);
+  const ElfInfo* elf = elf_for(path);
+  if (!elf) return;
+  model::Process& proc = profile_.processes[process(pid, t).proc];
+  for (const model::Lib& l : proc.libs)
+    if (l.start == start && l.end == start + len && l.path == path)
+      return;  // attach: /proc/maps and MMAP2 overlap
+  proc.libs.push_back(make_lib(start, start + len, pgoff, path, elf));
+}
+
+uint64_t ProfileBuilder::record_time(const perf_event_header* h) {
+  auto* p = reinterpret_cast<const std::byte*>(h);
+  uint64_t t = 0;
+  if (h->type == PERF_RECORD_SAMPLE) {
+    if (h->size >= 32) std::memcpy(&t, p + 24, 8);  // header, ip, pid/tid, time
+  } else if (h->size >= 32) {
+    std::memcpy(&t, p + h->size - 16, 8);
+  }
+  return t;
+}
+
+void ProfileBuilder::handle(const perf_event_header* h) {
+  auto* p = reinterpret_cast<const std::byte*>(h);
+  size_t size = h->size;
+  switch (h->type) {
+    case PERF_RECORD_SAMPLE:
+      on_sample(p, size);
+      break;
+    case PERF_RECORD_MMAP2:
+      on_mmap2(p, size);
+      break;
+    case PERF_RECORD_COMM:
+      on_comm(p, size, h->misc);
+      break;
+    case PERF_RECORD_FORK:
+      on_fork(p, size);
+      break;
+    case PERF_RECORD_EXIT:
+      on_exit(p, size);
+      break;
+    case PERF_RECORD_SWITCH:
+      on_switch(p, size, h->misc);
+      break;
+    case PERF_RECORD_LOST:
+      on_lost(p, size);
+      break;
+    case PERF_RECORD_THROTTLE:
+      ++throttled_;
+      break;
+    default:
+      break;
+  }
+}
+
+void ProfileBuilder::on_mmap2(const std::byte* p, size_t size) {
+  Reader r(p + 8, size - 8);
+  uint32_t pid, tid;
+  r.u32x2(pid, tid);
+  uint64_t addr = r.u64(), len = r.u64(), pgoff = r.u64();
+  r.u64();  // maj/min (or build-id size)
+  r.u64();  // ino
+  r.u64();  // ino_generation
+  uint32_t prot, flags;
+  r.u32x2(prot, flags);
+  if (!r.ok() || !(prot & PROT_EXEC)) return;
+  std::string path = r.str_before_trailer();
+  if (path.ends_with(" (deleted)")) path.resize(path.size() - 10);
+  add_mapping(pid, addr, len, pgoff, path, trailer(p, size).time);
+}
+
+void ProfileBuilder::on_comm(const std::byte* p, size_t size, uint16_t misc) {
+  Reader r(p + 8, size - 8);
+  uint32_t pid, tid;
+  r.u32x2(pid, tid);
+  if (!r.ok()) return;
+  std::string comm = r.str_before_trailer();
+  uint64_t t = trailer(p, size).time;
+  if (!(misc & PERF_RECORD_MISC_COMM_EXEC)) {
+    ThreadRef& th = thread(pid, tid, t);
+    profile_.processes[th.proc].threads[th.thread].name = comm;
+    return;
+  }
+  // exec: the pid runs a new program.
+  if (unwinder_) unwinder_->on_exec(pid);
+  ProcRef& pr = process(pid, t);
+  model::Process* proc = &profile_.processes[pr.proc];
+  bool keep_name = pr.launch_exec_pending;
+  pr.launch_exec_pending = false;
+  // Threads other than the exec'ing one are gone (de_thread); forget them.
+  for (auto it = threads_.begin(); it != threads_.end();) {
+    if (it->second.pid == pid && it->first != pid)
+      it = threads_.erase(it);
+    else
+      ++it;
+  }
+  if (has_samples(*proc)) {
+    proc->end_ns = t;
+    for (model::Thread& th : proc->threads)
+      if (!th.end_ns) th.end_ns = t;
+    new_process(pid, comm, t);
+    add_thread(pid, pid, comm, t);
+    proc = &profile_.processes[procs_[pid].proc];
+  } else {
+    proc->libs.clear();
+    if (!keep_name) proc->name = comm;
+    std::erase_if(proc->threads, [&](const model::Thread& th) { return th.tid != pid; });
+    if (proc->threads.empty()) {
+      add_thread(pid, pid, comm, t);
+    } else {
+      proc->threads[0].name = comm;
+      proc->threads[0].is_main = true;
+      ThreadRef& ref = threads_[pid];
+      ref.pid = pid;
+      ref.proc = procs_[pid].proc;
+      ref.thread = 0;
+    }
+  }
+  procs_[pid].live = 1;
+  // The exec'ing thread is on a CPU right now: its CPU time counts from here.
+  ThreadRef& th = threads_[pid];
+  th.cpu = CpuState{true, true, t, 0, 0};
+}
+
+void ProfileBuilder::on_fork(const std::byte* p, size_t size) {
+  Reader r(p + 8, size - 8);
+  uint32_t pid, ppid, tid, ptid;
+  r.u32x2(pid, ppid);
+  r.u32x2(tid, ptid);
+  uint64_t t = r.u64();
+  if (!r.ok()) return;
+  std::string parent_name;
+  if (auto it = threads_.find(ptid); it != threads_.end())
+    parent_name = profile_.processes[it->second.proc].threads[it->second.thread].name;
+  if (pid != ppid) {
+    // A new process (fork, vfork, clone without CLONE_THREAD): it starts with its parent's mappings.
+    if (unwinder_) unwinder_->on_fork(ppid, pid);
+    std::string pname;
+    std::vector<model::Lib> libs;
+    if (auto it = procs_.find(ppid); it != procs_.end()) {
+      pname = profile_.processes[it->second.proc].name;
+      libs = profile_.processes[it->second.proc].libs;
+    }
+    if (pname.empty()) pname = parent_name.empty() ? proc_comm(pid, pid) : parent_name;
+    uint32_t idx = new_process(pid, pname, t);
+    profile_.processes[idx].libs = std::move(libs);
+    add_thread(pid, tid, parent_name.empty() ? pname : parent_name, t);
+  } else {
+    add_thread(pid, tid, parent_name.empty() ? proc_comm(pid, tid) : parent_name, t);
+  }
+}
+
+void ProfileBuilder::on_exit(const std::byte* p, size_t size) {
+  Reader r(p + 8, size - 8);
+  uint32_t pid, ppid, tid, ptid;
+  r.u32x2(pid, ppid);
+  r.u32x2(tid, ptid);
+  uint64_t t = r.u64();
+  if (!r.ok()) return;
+  auto pit = procs_.find(pid);
+  auto it = threads_.find(tid);
+  if (it != threads_.end() && it->second.pid == pid) {
+    model::Thread& th = profile_.processes[it->second.proc].threads[it->second.thread];
+    th.end_ns = t;
+    threads_.erase(it);  // a reused tid later is a new thread
+    if (pit != procs_.end() && pit->second.live > 0) --pit->second.live;
+  }
+  if (pit == procs_.end()) return;
+  if (tid == pid) profile_.processes[pit->second.proc].end_ns = t;
+  // The mappings stay until the last thread is gone (the leader may exit before its threads' last samples).
+  if (pit->second.live == 0 && unwinder_) unwinder_->on_exit(pid);
+}
+
+void ProfileBuilder::on_switch(const std::byte* p, size_t size, uint16_t misc) {
+  Trailer tr = trailer(p, size);
+  auto it = threads_.find(tr.tid);
+  if (it == threads_.end()) return;
+  CpuState& c = it->second.cpu;
+  if (misc & PERF_RECORD_MISC_SWITCH_OUT) {
+    if (c.on && tr.time > c.since) c.acc += tr.time - c.since;
+    c.on = false;
+    c.known = true;
+  } else {
+    c.on = true;
+    c.known = true;
+    c.since = tr.time;
+  }
+}
+
+void ProfileBuilder::on_lost(const std::byte* p, size_t size) {
+  Reader r(p + 8, size - 8);
+  r.u64();  // id
+  uint64_t lost = r.u64();
+  if (!r.ok()) return;
+  lost_ += lost;
+  Trailer tr = trailer(p, size);
+  if (lost_type_ == model::kNoString) {
+    model::MarkerSchema s;
+    s.name = "LostRecords";
+    s.display = {"marker-chart", "marker-table", "timeline-overview"};
+    s.chart_label = s.tooltip_label = s.table_label = "{marker.data.count} records lost";
+    s.fields.push_back({"count", "Lost records", "integer"});
+    profile_.meta.marker_schemas.push_back(std::move(s));
+    lost_name_ = profile_.strings.intern("Lost records");
+    lost_type_ = profile_.strings.intern("LostRecords");
+    count_key_ = profile_.strings.intern("count");
+  }
+  model::Thread* th = nullptr;
+  if (auto it = threads_.find(tr.tid); it != threads_.end() && tr.tid != 0)
+    th = &profile_.processes[it->second.proc].threads[it->second.thread];
+  else if (!profile_.processes.empty() && !profile_.processes[0].threads.empty())
+    th = &profile_.processes[0].threads[0];
+  if (!th) return;
+  model::Marker m;
+  m.name = lost_name_;
+  m.start_ns = tr.time;
+  m.phase = model::MarkerPhase::Instant;
+  m.type = lost_type_;
+  m.fields.push_back({count_key_, false, static_cast<double>(lost), model::kNoString});
+  th->markers.push_back(std::move(m));
+}
+
+void ProfileBuilder::on_sample(const std::byte* p, size_t size) {
+  Reader r(p + 8, size - 8);
+  r.u64();  // ip (the callchain repeats it)
+  uint32_t pid, tid;
+  r.u32x2(pid, tid);
+  uint64_t time = r.u64();
+  r.u64();  // cpu
+  r.u64();  // period
+  uint64_t nr = r.u64();
+  auto chain_bytes = r.bytes(nr * 8);
+  if (!r.ok() || tid == 0) return;
+
+  user_.clear();
+  kernel_.clear();
+  uint64_t context = 0;
+  for (uint64_t i = 0; i < nr; ++i) {
+    uint64_t a;
+    std::memcpy(&a, chain_bytes.data() + i * 8, 8);
+    if (a >= kContextMax) {
+      context = a;
+      continue;
+    }
+    if (context == static_cast<uint64_t>(PERF_CONTEXT_KERNEL))
+      kernel_.push_back(a);
+    else if (context == static_cast<uint64_t>(PERF_CONTEXT_USER) && a != 0 && user_.size() < 1024)
+      user_.push_back(a);
+  }
+
+  bool truncated = false;
+  if (events_.dwarf) {
+    uint64_t abi = r.u64();
+    std::span<const std::byte> regs_bytes;
+    if (abi != PERF_SAMPLE_REGS_ABI_NONE) regs_bytes = r.bytes(uint64_t{events_.regs_count()} * 8);
+    uint64_t stack_size = r.u64();
+    std::span<const std::byte> stack;
+    if (stack_size) {
+      stack = r.bytes(stack_size);
+      uint64_t dyn = r.u64();
+      if (dyn < stack.size()) stack = stack.first(dyn);
+    }
+    if (r.ok() && unwinder_ && abi != PERF_SAMPLE_REGS_ABI_NONE) {
+      std::array<uint64_t, 8> vals{};
+      size_t n = std::min<size_t>(events_.regs_count(), vals.size());
+      std::memcpy(vals.data(), regs_bytes.data(), n * 8);
+      UserRegs regs = decode_user_regs(std::span<const uint64_t>(vals.data(), n));
+      UnwindResult u = unwinder_->unwind(pid, regs, stack, unwound_);
+      if (u.count > 0) {
+        // Splice: where the copy ended, the kernel's frame-pointer chain may know the rest.
+        size_t splice_from = 0;
+        if (u.end != UnwindEnd::Complete) {
+          uint64_t last = unwound_[u.count - 1];
+          for (size_t j = 1; j + 1 < user_.size(); ++j)
+            if (user_[j] == last) {
+              splice_from = j + 1;
+              break;
+            }
+          truncated = splice_from == 0;
+        }
+        spliced_.clear();
+        if (splice_from) spliced_.assign(user_.begin() + static_cast<ptrdiff_t>(splice_from), user_.end());
+        user_.assign(unwound_.begin(), unwound_.begin() + static_cast<ptrdiff_t>(u.count));
+        user_.insert(user_.end(), spliced_.begin(), spliced_.end());
+      }
+    }
+  }
+
+  ThreadRef& th = thread(pid, tid, time);
+  CpuState& c = th.cpu;
+  int64_t delta = -1;
+  if (c.known) {
+    if (c.on && time > c.since) c.acc += time - c.since;
+    delta = static_cast<int64_t>(c.acc);
+  }
+  if (c.known && c.last_sample == time && time != 0) return;  // duplicate
+  c.known = true;
+  c.on = true;
+  c.since = time;
+  c.acc = 0;
+  c.last_sample = time;
+
+  path_.clear();
+  if (truncated) path_.push_back(profile_.label_frame("(stack truncated)"));
+  for (auto it = user_.rbegin(); it != user_.rend(); ++it) path_.push_back(profile_.native_frame(*it));
+  for (auto it = kernel_.rbegin(); it != kernel_.rend(); ++it) path_.push_back(profile_.kernel_frame(*it));
+  model::Sample s;
+  s.time_ns = time;
+  s.stack = profile_.stacks.intern_path(path_);
+  s.cpu_delta_ns = delta;
+  profile_.processes[th.proc].threads[th.thread].samples.push_back(s);
+  ++samples_;
+}
+
+void ProfileBuilder::finish() { name_kernel_frames(profile_); }
+
+}  // namespace fxprof::recorder

@@ -1,0 +1,15 @@
+// fxprof recorder internals: names the kernel frames of a finished recording from /proc/kallsyms.
+//
+// /proc/kallsyms is ~120k lines and costs ~30 ms of kernel time to generate on this VM, so it is read once,
+// at the end, and only when the recording holds kernel frames; only text symbols are kept.
+#pragma once
+
+#include "model/profile.h"
+
+namespace fxprof::recorder {
+
+// Sets Frame::name of every Kernel frame of `profile` whose address falls in a known kernel function.
+// Returns the number of frames named (0 when kallsyms hides addresses: kernel.kptr_restrict).
+size_t name_kernel_frames(model::Profile& profile);
+
+}  // namespace fxprof::recorder

@@ -1,0 +1,67 @@
+// fxprof recorder internals: perf_event_open, the mmap'ed ring buffers and the record layouts we ask for.
+// Only the recorder includes this header.
+#pragma once
+
+#include <linux/perf_event.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/fd.h"
+#include "base/result.h"
+
+namespace fxprof::recorder {
+
+// What every event of one recording samples; all events share it so records parse the same way.
+struct EventConfig {
+  bool hardware = false;        // PERF_COUNT_HW_CPU_CYCLES, else the cpu-clock software event
+  bool exclude_kernel = false;  // user-space only (ordinary users with perf_event_paranoid=2)
+  bool dwarf = false;           // REGS_USER + STACK_USER in addition to CALLCHAIN
+  uint64_t frequency = 1000;
+  uint32_t stack_size = 32768;  // DWARF: bytes of user stack copied per sample (multiple of 8, < 64 KiB)
+  uint64_t regs_mask = 0;       // DWARF: PERF_SAMPLE_REGS_USER mask
+  bool enable_on_exec = false;  // launch mode: start disabled, enabled by the kernel at execve
+  uint32_t wakeup_bytes = 0;    // wake poll() when this much data is waiting (0: kernel default, half)
+
+  uint64_t sample_type() const;
+  uint32_t regs_count() const { return static_cast<uint32_t>(__builtin_popcountll(regs_mask)); }
+};
+
+perf_event_attr make_attr(const EventConfig& c);
+
+// perf_event_open(2) with PERF_FLAG_FD_CLOEXEC; on failure returns an invalid fd and sets `err` to errno.
+UniqueFd perf_event_open(const perf_event_attr& attr, int pid, int cpu, int group_fd, int& err);
+
+// One mmap'ed perf ring buffer (1 metadata page + 2^n data pages).
+class RingBuffer {
+ public:
+  // Maps `data_pages` (a power of two) data pages of `fd`'s buffer; on EPERM/ENOMEM halves the size down to
+  // `min_pages` (the mlock budget of unprivileged users) before giving up.
+  static Result<RingBuffer> map(int fd, size_t data_pages, size_t min_pages);
+
+  int fd() const { return fd_; }
+  size_t data_size() const { return size_; }
+
+  // Snapshot of the readable range [tail, head) (acquire load of data_head).
+  uint64_t load_head() const;
+  uint64_t tail() const { return tail_; }
+  // Releases everything up to `pos` to the kernel (release store of data_tail).
+  void release(uint64_t pos);
+  // Pointer to the record at `pos`; copies a record that wraps around the end into `scratch`.
+  const perf_event_header* record_at(uint64_t pos, std::vector<std::byte>& scratch) const;
+
+ private:
+  int fd_ = -1;
+  Mapping map_;
+  const std::byte* data_ = nullptr;
+  size_t size_ = 0;
+  uint64_t tail_ = 0;
+};
+
+// Constants of the records we parse.
+inline constexpr uint64_t kContextMax = static_cast<uint64_t>(-4095);  // PERF_CONTEXT_MAX
+
+}  // namespace fxprof::recorder

@@ -1,0 +1,506 @@
+#include "recorder/recorder.h"
+
+#include <dirent.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <set>
+
+#include "base/fd.h"
+#include "recorder/builder.h"
+#include "recorder/launcher.h"
+#include "recorder/perf.h"
+#include "recorder/unwind/unwinder.h"
+
+namespace fxprof::recorder {
+
+namespace {
+
+constexpr int kPollMs = 25;  // upper bound on how late we notice anything the kernel does not wake us for
+
+uint64_t now_ns(clockid_t clock) {
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+long read_sysctl(const char* path, long fallback) {
+  auto s = read_file(path);
+  if (!s) return fallback;
+  char* end = nullptr;
+  long v = std::strtol(s->c_str(), &end, 10);
+  return end == s->c_str() ? fallback : v;
+}
+
+std::string basename_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string paranoid_meaning(long level) {
+  if (level <= -1) return "no restrictions";
+  if (level == 0)
+    return "ordinary users may sample their own processes, user and kernel space, and CPU-wide events";
+  if (level == 1) return "ordinary users may sample their own processes, user and kernel space";
+  if (level == 2) return "ordinary users may sample only the user space of their own processes";
+  return "ordinary users may not use perf events at all";
+}
+
+// The one error for a refused perf_event_open, naming the setting and the fix. `paranoid` is the sysctl's
+// value; `root`: it does not apply to us.
+Error permission_error(int err, long paranoid, bool root, bool tried_user_only) {
+  std::string msg = "perf_event_open refused (" + errno_text(err) + "): ";
+  const std::string setting = "kernel.perf_event_paranoid=" + std::to_string(paranoid);
+  const std::string seccomp_fix =
+      "a seccomp filter or security module blocks perf_event_open. Fix: in a container run it with "
+      "--security-opt seccomp=unconfined --cap-add PERFMON (or --privileged)";
+  if (err == ENOSYS) {
+    msg += "this kernel has no perf events, or " + seccomp_fix;
+  } else if (root) {
+    msg += "fxprof runs as root, so " + setting + " does not apply: " + seccomp_fix;
+  } else if (paranoid >= 3) {
+    msg +=
+        setting + " (" + paranoid_meaning(paranoid) +
+        "). Fix: `sudo sysctl kernel.perf_event_paranoid=2` (user-space sampling of your own programs) or 1 "
+        "(with kernel stacks), or run fxprof as root";
+  } else if (tried_user_only || paranoid <= 1) {
+    msg += setting + " allows it (" + paranoid_meaning(paranoid) + "), so " + seccomp_fix +
+           "; or run fxprof as root";
+  } else {
+    msg += setting + " (" + paranoid_meaning(paranoid) +
+           "). Fix: `sudo sysctl kernel.perf_event_paranoid=1`, or run fxprof as root";
+  }
+  return Err(msg);
+}
+
+int pidfd_open(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+
+std::vector<uint32_t> list_tasks(uint32_t pid) {
+  std::vector<uint32_t> out;
+  std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] >= '0' && e->d_name[0] <= '9')
+        out.push_back(static_cast<uint32_t>(std::strtoul(e->d_name, nullptr, 10)));
+    closedir(d);
+  }
+  return out;
+}
+
+size_t floor_pow2(size_t v) {
+  size_t p = 1;
+  while (p * 2 <= v) p *= 2;
+  return p;
+}
+size_t ceil_pow2(size_t v) {
+  size_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+// Blocks SIGINT/SIGTERM for the recording and reads them from a signalfd; restores the caller's mask after
+// consuming what arrived, so a Ctrl-C during recording never kills the caller before it writes the profile.
+class SignalGuard {
+ public:
+  SignalGuard() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, &old_);
+    fd_.reset(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  }
+  ~SignalGuard() {
+    drain();
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  const sigset_t& old_mask() const { return old_; }
+  int fd() const { return fd_.get(); }
+  // Reads one pending signal; false when none.
+  bool next(signalfd_siginfo& si) {
+    return fd_.valid() && read(fd_.get(), &si, sizeof si) == static_cast<ssize_t>(sizeof si);
+  }
+  void drain() {
+    signalfd_siginfo si;
+    while (next(si)) {
+    }
+  }
+
+ private:
+  sigset_t old_;
+  UniqueFd fd_;
+};
+
+class Session {
+ public:
+  explicit Session(const Options& o) : opt_(o) {}
+  Result<Recording> run();
+
+ private:
+  Status choose_config(int pid);
+  Status open_target(int pid, bool required);
+  Status attach_thread(int tid);
+  size_t read_round();
+  void notice(const std::string& s) { std::fprintf(stderr, "fxprof: %s\n", s.c_str()); }
+
+  const Options& opt_;
+  EventConfig cfg_;
+  long paranoid_ = 2;  // kernel.perf_event_paranoid
+  bool root_ = false;  // not limited by it
+  std::vector<int> cpus_;
+  size_t data_pages_ = 128, min_pages_ = 8;
+  std::vector<UniqueFd> fds_;
+  std::vector<RingBuffer> bufs_;  // one per CPU: every other event of that CPU writes into it (SET_OUTPUT)
+  std::vector<int> buf_of_cpu_;   // index into bufs_, -1 = none yet
+  std::vector<std::vector<std::byte>> scratch_;
+  std::vector<uint64_t> heads_;
+  struct Ref {
+    uint64_t time;
+    const perf_event_header* h;
+  };
+  std::vector<Ref> refs_;
+  std::unique_ptr<Unwinder> unwinder_;
+  std::unique_ptr<ProfileBuilder> builder_;
+  std::set<int> attached_tids_;
+  Recording rec_;
+};
+
+Status Session::choose_config(int pid) {
+  // Probe on the first CPU: hardware cycles if there is a PMU, kernel frames if permitted.
+  bool tried_user_only = false;
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    int err = 0;
+    UniqueFd fd = perf_event_open(make_attr(cfg_), pid, cpus_[0], -1, err);
+    if (fd.valid()) return {};
+    if (cfg_.hardware && (err == ENOENT || err == EOPNOTSUPP || err == ENODEV || err == EINVAL)) {
+      cfg_.hardware = false;
+      if (opt_.verbose)
+        notice("no hardware PMU here (a virtual machine?): sampling with the cpu-clock software event");
+      continue;
+    }
+    if ((err == EACCES || err == EPERM) && opt_.command.empty()) {
+      // Attaching to someone else's process needs ptrace rights over it, whatever perf_event_paranoid says.
+      struct stat st;
+      if (stat(("/proc/" + std::to_string(pid)).c_str(), &st) == 0 && st.st_uid != geteuid())
+        return Err("cannot attach to pid " + std::to_string(pid) + ": it belongs to another user (" +
+                   errno_text(err) + "); run fxprof as that user or as root");
+    }
+    if ((err == EACCES || err == EPERM) && !cfg_.exclude_kernel && !root_ && paranoid_ == 2) {
+      cfg_.exclude_kernel = true;
+      tried_user_only = true;
+      notice(
+          "kernel.perf_event_paranoid=2 lets ordinary users sample only the user space of their own "
+          "processes: recording without kernel frames (for kernel stacks: `sudo sysctl "
+          "kernel.perf_event_paranoid=1` or run as root)");
+      continue;
+    }
+    if (err == EACCES || err == EPERM || err == ENOSYS)
+      return permission_error(err, paranoid_, root_, tried_user_only);
+    if (err == ESRCH) return Err("no process with pid " + std::to_string(pid));
+    return Err("perf_event_open failed: " + errno_text(err));
+  }
+  return Err("perf_event_open failed");
+}
+
+// Opens one event per CPU on `pid` (inherit: its future threads and children follow).
+Status Session::open_target(int pid, bool required) {
+  perf_event_attr attr = make_attr(cfg_);
+  bool any = false;
+  for (size_t i = 0; i < cpus_.size(); ++i) {
+    int err = 0;
+    UniqueFd fd = perf_event_open(attr, pid, cpus_[i], -1, err);
+    if (!fd.valid()) {
+      if (err == ENODEV) continue;  // offline CPU
+      if (err == ESRCH && !required) return {};
+      if (err == EMFILE || err == ENFILE) return Err("too many open files: raise `ulimit -n`");
+      return Err("perf_event_open failed on CPU " + std::to_string(cpus_[i]) + ": " + errno_text(err));
+    }
+    if (buf_of_cpu_[i] < 0) {
+      auto rb = RingBuffer::map(fd.get(), data_pages_, min_pages_);
+      if (!rb) return std::move(rb).take_error();
+      buf_of_cpu_[i] = static_cast<int>(bufs_.size());
+      bufs_.push_back(std::move(*rb));
+      scratch_.emplace_back().reserve(1 << 16);
+    } else if (ioctl(fd.get(), PERF_EVENT_IOC_SET_OUTPUT, bufs_[static_cast<size_t>(buf_of_cpu_[i])].fd()) !=
+               0) {
+      return Err("cannot share a perf ring buffer: " + errno_text(errno));
+    }
+    fds_.push_back(std::move(fd));
+    any = true;
+  }
+  if (!any && required) return Err("no CPU could be sampled");
+  return {};
+}
+
+Status Session::attach_thread(int tid) {
+  if (!attached_tids_.insert(tid).second) return {};
+  return open_target(tid, false);
+}
+
+size_t Session::read_round() {
+  refs_.clear();
+  heads_.resize(bufs_.size());
+  for (size_t b = 0; b < bufs_.size(); ++b) {
+    RingBuffer& rb = bufs_[b];
+    uint64_t head = rb.load_head();
+    uint64_t pos = rb.tail();
+    while (pos < head) {
+      const perf_event_header* h = rb.record_at(pos, scratch_[b]);
+      if (h->size < sizeof(perf_event_header)) {  // cannot happen; do not spin on it
+        pos = head;
+        break;
+      }
+      refs_.push_back({ProfileBuilder::record_time(h), h});
+      pos += h->size;
+    }
+    heads_[b] = pos;
+  }
+  // Merge the buffers in time order (each buffer is already nearly sorted).
+  std::stable_sort(refs_.begin(), refs_.end(), [](const Ref& a, const Ref& b) { return a.time < b.time; });
+  for (const Ref& r : refs_) builder_->handle(r.h);
+  for (size_t b = 0; b < bufs_.size(); ++b) bufs_[b].release(heads_[b]);
+  return refs_.size();
+}
+
+Result<Recording> Session::run() {
+  const bool launch = !opt_.command.empty();
+  if (launch == !opt_.pids.empty())
+    return Err(launch ? "give either a command or -p PID, not both"
+                      : "nothing to record: give a command or -p PID");
+  if (!(opt_.frequency_hz >= 1)) return Err("the sampling frequency must be at least 1 Hz");
+
+  // Frequency: the kernel refuses rates above perf_event_max_sample_rate; lower to it, once, with a notice.
+  uint64_t freq = static_cast<uint64_t>(std::llround(opt_.frequency_hz));
+  long max_rate = read_sysctl("/proc/sys/kernel/perf_event_max_sample_rate", 100000);
+  if (max_rate > 0 && freq > static_cast<uint64_t>(max_rate)) {
+    notice("sampling at " + std::to_string(max_rate) +
+           " Hz, the kernel's limit (kernel.perf_event_max_sample_rate), " + "instead of " +
+           std::to_string(freq) + " Hz");
+    freq = static_cast<uint64_t>(max_rate);
+  }
+  paranoid_ = read_sysctl("/proc/sys/kernel/perf_event_paranoid", 2);
+  root_ = geteuid() == 0;  // (CAP_PERFMON/CAP_SYS_ADMIN are not checked: the first refusal tells)
+
+  cfg_.hardware = true;
+  cfg_.frequency = freq;
+  cfg_.dwarf = opt_.call_graph == CallGraph::Dwarf;
+  cfg_.enable_on_exec = launch;
+  if (cfg_.dwarf) {
+    uint32_t ss = std::min<uint32_t>(opt_.stack_size, 65528) & ~7u;
+    cfg_.stack_size = std::max<uint32_t>(ss, 512);
+    cfg_.regs_mask = user_regs_mask();
+    unwinder_ = std::make_unique<Unwinder>();
+  }
+
+  // Ring buffers: DWARF samples are stack_size + ~1 KiB; keep ~32 of them per CPU. Unprivileged users get
+  // kernel.perf_event_mlock_kb per CPU (516 KiB: 1 + 128 pages) before RLIMIT_MEMLOCK: stay within it.
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  if (cfg_.dwarf) {
+    data_pages_ = ceil_pow2(32 * (cfg_.stack_size + 1024) / page);
+    min_pages_ = ceil_pow2(2 * (cfg_.stack_size + 1024) / page);
+  } else {
+    data_pages_ = 128;  // 512 KiB: ~3,500 FP samples
+    min_pages_ = 8;
+  }
+  if (geteuid() != 0) {
+    long mlock_kb = read_sysctl("/proc/sys/kernel/perf_event_mlock_kb", 516);
+    size_t budget = mlock_kb > 0 ? static_cast<size_t>(mlock_kb) * 1024 / page : 129;
+    data_pages_ = std::min(data_pages_, floor_pow2(budget > 1 ? budget - 1 : 1));
+    min_pages_ = std::min(min_pages_, data_pages_);
+  }
+  long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+  for (int c = 0; c < std::max(1L, ncpu); ++c) cpus_.push_back(c);
+  // Big machines: at most 64 MiB of ring buffers in all (2 MiB per CPU up to 32 CPUs).
+  data_pages_ = std::min(data_pages_, std::max(min_pages_, floor_pow2((64u << 20) / page / cpus_.size())));
+  cfg_.wakeup_bytes = static_cast<uint32_t>(data_pages_ * page / 4);
+  buf_of_cpu_.assign(cpus_.size(), -1);
+
+  model::Profile& prof = rec_.profile;
+  prof.meta.interval_ms = 1000.0 / static_cast<double>(freq);
+  struct utsname un;
+  if (uname(&un) == 0) prof.meta.oscpu = std::string(un.sysname) + " " + un.release;
+
+  SignalGuard signals;
+  std::optional<SuspendedChild> child;
+  std::vector<UniqueFd> pidfds;
+  std::vector<int> pids;
+
+  if (launch) {
+    auto c = SuspendedChild::spawn(opt_.command, signals.old_mask());
+    if (!c) return std::move(c).take_error();
+    child.emplace(std::move(*c));
+    pids.push_back(child->pid());
+  } else {
+    for (int pid : opt_.pids) {
+      if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH))
+        return Err("no process with pid " + std::to_string(pid));
+      pids.push_back(pid);
+    }
+    // One event per (thread, CPU); lift the soft fd limit for programs with many threads.
+    rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+      rl.rlim_cur = rl.rlim_max;
+      setrlimit(RLIMIT_NOFILE, &rl);
+    }
+  }
+
+  if (auto s = choose_config(pids[0]); !s) return std::move(s).take_error();
+  builder_ = std::make_unique<ProfileBuilder>(prof, unwinder_.get(), cfg_);
+
+  prof.meta.start_monotonic_ns = now_ns(CLOCK_MONOTONIC);
+  prof.meta.start_unix_ms = static_cast<double>(now_ns(CLOCK_REALTIME)) / 1e6;
+  const uint64_t start_ns = prof.meta.start_monotonic_ns;
+
+  if (launch) {
+    std::string cmdline;
+    for (const std::string& a : opt_.command) cmdline += (cmdline.empty() ? "" : " ") + a;
+    prof.meta.product = "fxprof: " + cmdline;
+    if (auto s = open_target(child->pid(), true); !s) return std::move(s).take_error();
+    builder_->add_launched(static_cast<uint32_t>(child->pid()), basename_of(opt_.command[0]), start_ns);
+    if (auto s = child->resume(); !s) return std::move(s).take_error();
+  } else {
+    std::string list;
+    for (int pid : pids) list += (list.empty() ? "" : ",") + std::to_string(pid);
+    prof.meta.product = "fxprof: attached to " + list;
+    for (int pid : pids) {
+      for (uint32_t tid : list_tasks(static_cast<uint32_t>(pid)))
+        if (auto s = attach_thread(static_cast<int>(tid)); !s) return std::move(s).take_error();
+      // Events run from here on, so mappings and threads read now miss nothing that follows.
+      builder_->add_attached(static_cast<uint32_t>(pid), start_ns);
+      // Threads started while we attached: scan again until no new ones (new ones after our events inherit).
+      for (int round = 0; round < 20; ++round) {
+        bool fresh = false;
+        for (uint32_t tid : list_tasks(static_cast<uint32_t>(pid)))
+          if (!attached_tids_.count(static_cast<int>(tid))) {
+            fresh = true;
+            if (auto s = attach_thread(static_cast<int>(tid)); !s) return std::move(s).take_error();
+            builder_->add_attached_thread(static_cast<uint32_t>(pid), tid, now_ns(CLOCK_MONOTONIC));
+          }
+        if (!fresh) break;
+      }
+    }
+  }
+  for (int pid : pids) pidfds.emplace_back(pidfd_open(pid));
+
+  // The reading loop: wake on data (watermark), a signal, the program's exit (pidfd) or every kPollMs.
+  const uint64_t deadline = opt_.duration_s > 0 ? start_ns + static_cast<uint64_t>(opt_.duration_s * 1e9) : 0;
+  std::vector<bool> hung(bufs_.size(), false), exited(pidfds.size(), false);
+  std::vector<pollfd> pfds;
+  bool stop = false, child_exited = false;
+  uint64_t exit_seen_ns = 0;
+  while (!stop) {
+    pfds.clear();
+    pfds.push_back({signals.fd(), POLLIN, 0});
+    for (size_t i = 0; i < pidfds.size(); ++i) pfds.push_back({exited[i] ? -1 : pidfds[i].get(), POLLIN, 0});
+    for (size_t b = 0; b < bufs_.size(); ++b) pfds.push_back({hung[b] ? -1 : bufs_[b].fd(), POLLIN, 0});
+    int timeout = kPollMs;
+    if (deadline) {
+      uint64_t now = now_ns(CLOCK_MONOTONIC);
+      if (now >= deadline) break;
+      timeout = static_cast<int>(std::min<uint64_t>(kPollMs, (deadline - now) / 1000000 + 1));
+    }
+    int n = poll(pfds.data(), pfds.size(), timeout);
+    if (n < 0 && errno != EINTR) break;
+    for (size_t b = 0; b < bufs_.size(); ++b)
+      if (pfds[1 + pidfds.size() + b].revents & (POLLHUP | POLLERR)) hung[b] = true;
+    read_round();
+
+    signalfd_siginfo si;
+    while (signals.next(si)) {
+      if (!launch) {
+        stop = true;  // attach mode: Ctrl-C ends the recording, the processes run on untouched
+      } else if ((si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE) && si.ssi_pid != 0 &&
+                 static_cast<pid_t>(si.ssi_pid) != child->pid()) {
+        kill(child->pid(), static_cast<int>(si.ssi_signo));  // sent to us alone: pass it on
+      }  // from the terminal: the program (same process group) got it too; we record until it exits
+    }
+    for (size_t i = 0; i < pidfds.size(); ++i) {
+      bool gone = false;
+      if (!pidfds[i].valid()) {
+        gone = kill(pids[i], 0) != 0 && errno == ESRCH;
+      } else if (pfds[1 + i].revents & POLLIN) {
+        gone = true;
+      }
+      if (gone && !exited[i]) {
+        exited[i] = true;
+        if (launch) {
+          int st = 0;
+          pid_t r;
+          while ((r = waitpid(pids[i], &st, 0)) < 0 && errno == EINTR) {
+          }
+          if (r == pids[i]) rec_.exit_status = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+          child_exited = true;
+        }
+      }
+    }
+    if (launch && child_exited) stop = true;
+    if (!launch && std::all_of(exited.begin(), exited.end(), [](bool e) { return e; })) stop = true;
+    if (stop) exit_seen_ns = now_ns(CLOCK_MONOTONIC);
+  }
+  if (!exit_seen_ns) exit_seen_ns = now_ns(CLOCK_MONOTONIC);
+
+  // Stop the events (closing them disables them) and drain what they wrote.
+  for (UniqueFd& fd : fds_) ioctl(fd.get(), PERF_EVENT_IOC_DISABLE, 0);
+  while (read_round() > 0) {
+  }
+  const uint64_t end_ns = now_ns(CLOCK_MONOTONIC);
+  builder_->finish();
+
+  prof.meta.end_monotonic_ns = end_ns;
+  rec_.stats.samples = builder_->samples();
+  rec_.stats.lost_records = builder_->lost();
+  rec_.stats.throttles = builder_->throttled();
+  rec_.stats.processes = static_cast<uint32_t>(prof.processes.size());
+  for (const model::Process& p : prof.processes)
+    rec_.stats.threads += static_cast<uint32_t>(p.threads.size());
+  rec_.stats.duration_s = static_cast<double>(exit_seen_ns - start_ns) / 1e9;
+  rec_.stats.kernel_frames = !cfg_.exclude_kernel;
+  rec_.stats.hardware_event = cfg_.hardware;
+  rec_.stats.frequency_hz = static_cast<double>(freq);
+  rec_.stats.finish_ms = static_cast<double>(now_ns(CLOCK_MONOTONIC) - exit_seen_ns) / 1e6;
+  if (rec_.stats.lost_records)
+    notice(std::to_string(rec_.stats.lost_records) +
+           " records lost (the reader fell behind; shown as markers)");
+  rusage ru;
+  if (getrusage(RUSAGE_THREAD, &ru) == 0)
+    rec_.stats.reader_cpu_ms = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+                               static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+  if (opt_.verbose && unwinder_) {
+    const UnwindStats& u = unwinder_->stats();
+    notice("DWARF unwinding: " + std::to_string(u.stacks) + " stacks, " + std::to_string(u.complete) +
+           " complete, " + std::to_string(u.truncated) + " truncated by the " +
+           std::to_string(cfg_.stack_size) + "-byte copy, " + std::to_string(u.failed) + " failed; " +
+           std::to_string(u.modules) + " binaries");
+  }
+  if (opt_.verbose)
+    notice("recording thread CPU time " + std::to_string(static_cast<int>(rec_.stats.reader_cpu_ms)) + " ms");
+  if (opt_.verbose)
+    notice(std::to_string(rec_.stats.samples) + " samples, " + std::to_string(rec_.stats.threads) +
+           " threads in " + std::to_string(rec_.stats.processes) + " processes; profile built " +
+           std::to_string(rec_.stats.finish_ms) + " ms after the recording ended");
+  if (child && !child_exited) rec_.exit_status = 0;  // --duration: the program keeps running
+  return std::move(rec_);
+}
+
+}  // namespace
+
+Result<Recording> record(const Options& options) {
+  Session s(options);
+  return s.run();
+}
+
+}  // namespace fxprof::recorder
