@@ -1,4 +1,5 @@
 // `fxprof record`: launch or attach, record, write the profile, then serve it (or bake symbols in).
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -45,6 +46,38 @@ constexpr const char* kHelp =
     "  --address ADDR           address to serve on (default 127.0.0.1)\n"
     "  -P, --port PORT          port to serve on (default 3000 or the next free one)\n"
     "  -h, --help               this help\n";
+
+// Blocks SIGINT, SIGTERM and SIGHUP while alive; release() drops any pending one and restores the mask.
+class SignalHold {
+ public:
+  SignalHold() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGHUP);
+    sigprocmask(SIG_BLOCK, &set_, &previous_);
+  }
+  ~SignalHold() { release(); }
+  SignalHold(const SignalHold&) = delete;
+  SignalHold& operator=(const SignalHold&) = delete;
+  bool interrupted() const {
+    sigset_t pending;
+    sigpending(&pending);
+    return sigismember(&pending, SIGINT) || sigismember(&pending, SIGTERM) || sigismember(&pending, SIGHUP);
+  }
+  void release() {
+    if (released_) return;
+    released_ = true;
+    timespec zero{};
+    while (sigtimedwait(&set_, nullptr, &zero) > 0) {
+    }
+    sigprocmask(SIG_SETMASK, &previous_, nullptr);
+  }
+
+ private:
+  sigset_t set_, previous_;
+  bool released_ = false;
+};
 
 int usage_error(const std::string& msg) {
   std::fprintf(stderr, "fxprof record: %s (try `fxprof record --help`)\n", msg.c_str());
@@ -136,6 +169,9 @@ int cmd_record(std::span<char*> args) {
   const int exit_status = recording->exit_status;
   const auto& st = recording->stats;
 
+  // A Ctrl-C while the profile is written must not leave a temporary file behind: hold SIGINT/SIGTERM until
+  // the file is complete, then take a pending one as "do not serve".
+  SignalHold hold;
   if (auto s = exporter::write_gecko_profile(recording->profile, output); !s) {
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
     return exit_status != 0 ? exit_status : 1;
@@ -146,13 +182,14 @@ int cmd_record(std::span<char*> args) {
                static_cast<unsigned long long>(st.lost_records), output.c_str());
   recording = Error{};  // free the model before symbolication or serving
 
-  if (symbolicate == 1 || (symbolicate == -1 && save_only)) {
+  if ((symbolicate == 1 || (symbolicate == -1 && save_only)) && !hold.interrupted()) {
     if (auto s = server::symbolicate_profile(output, output, serve.symbols); !s) {
       std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
       return exit_status != 0 ? exit_status : 1;
     }
   }
-  if (!save_only) {
+  if (!save_only && !hold.interrupted()) {
+    hold.release();  // the server handles Ctrl+C itself
     serve.profile_path = output;
     if (auto s = server::serve_profile(serve); !s) {
       std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());

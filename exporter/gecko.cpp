@@ -159,7 +159,21 @@ void write_marker_payload(const Profile& p, const model::Marker& m, JsonWriter& 
   w.end_object();
 }
 
-void write_thread(const Profile& p, const Process& proc, const Thread& t, JsonWriter& w) {
+// The pid as the front end sees it: a process that reuses the pid of an earlier one (exec gives the same pid
+// a new process entry) is written as "1234.1", "1234.2"; otherwise the front end would merge them.
+struct PidLabel {
+  uint32_t pid = 0;
+  uint32_t generation = 0;
+  void write(JsonWriter& w) const {
+    if (generation == 0) {
+      w.value(pid);
+    } else {
+      w.value(std::to_string(pid) + "." + std::to_string(generation));
+    }
+  }
+};
+
+void write_thread(const Profile& p, const Process& proc, PidLabel pid, const Thread& t, JsonWriter& w) {
   // The stacks this thread uses, closed under prefixes, in increasing global order (topological).
   std::vector<StackId> used;
   {
@@ -189,7 +203,8 @@ void write_thread(const Profile& p, const Process& proc, const Thread& t, JsonWr
   w.key("name").value(t.is_main ? std::string_view("GeckoMain") : std::string_view(t.name));
   w.key("processName").value(proc.name);
   w.key("processType").value("default");
-  w.key("pid").value(proc.pid);
+  w.key("pid");
+  pid.write(w);
   w.key("tid").value(t.tid);
   w.key("registerTime").value(rel_ms(std::max(t.start_ns, proc.start_ns), proc.start_ns));
   w.key("unregisterTime");
@@ -283,7 +298,7 @@ void write_thread(const Profile& p, const Process& proc, const Thread& t, JsonWr
   w.end_object();
 }
 
-void write_threads(const Profile& p, const Process* proc, JsonWriter& w) {
+void write_threads(const Profile& p, const Process* proc, PidLabel pid, JsonWriter& w) {
   w.key("threads").begin_array();
   if (proc) {
     // The main thread first, then by start time and tid.
@@ -294,7 +309,7 @@ void write_threads(const Profile& p, const Process* proc, JsonWriter& w) {
       if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns;
       return a->tid < b->tid;
     });
-    for (const Thread* t : threads) write_thread(p, *proc, *t, w);
+    for (const Thread* t : threads) write_thread(p, *proc, pid, *t, w);
   }
   w.end_array();
 }
@@ -310,18 +325,22 @@ void write_empty_extras(JsonWriter& w) {
 }  // namespace
 
 void write_gecko(const Profile& p, JsonWriter& w) {
+  std::vector<PidLabel> pids;
+  std::unordered_map<uint32_t, uint32_t> seen;
+  for (const Process& proc : p.processes) pids.push_back({proc.pid, seen[proc.pid]++});
+
   const Process* top = p.processes.empty() ? nullptr : &p.processes[0];
   w.begin_object();
   write_meta(p, top, true, w);
   write_libs(top, w);
-  write_threads(p, top, w);
+  write_threads(p, top, top ? pids[0] : PidLabel{}, w);
   w.key("processes").begin_array();
   for (size_t i = 1; i < p.processes.size(); ++i) {
     const Process& proc = p.processes[i];
     w.begin_object();
     write_meta(p, &proc, false, w);
     write_libs(&proc, w);
-    write_threads(p, &proc, w);
+    write_threads(p, &proc, pids[i], w);
     w.key("processes").begin_array().end_array();
     write_empty_extras(w);
     w.end_object();

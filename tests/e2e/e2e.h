@@ -26,7 +26,8 @@ inline std::vector<ThreadSummary> summarize(const std::string& profile_text) {
       ThreadSummary s;
       s.process = std::string(std::string_view(t["processName"]));
       s.name = std::string(std::string_view(t["name"]));
-      s.pid = int64_t(t["pid"]);
+      // "1234.1" for a later process with a reused pid.
+      s.pid = t["pid"].is_string() ? std::stoll(std::string(std::string_view(t["pid"]))) : int64_t(t["pid"]);
       s.tid = int64_t(t["tid"]);
       s.samples = simdjson::dom::array(t["samples"]["data"]).size();
       for (simdjson::dom::element str : simdjson::dom::array(t["stringTable"]))

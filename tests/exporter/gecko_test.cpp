@@ -177,6 +177,22 @@ TEST_CASE("a Gecko profile follows the format rules") {
   }
 }
 
+TEST_CASE("a process that reuses a pid gets a distinct pid label") {
+  auto p = sample_profile();
+  model::Process again = p.processes[1];  // exec: same pid, a new process entry
+  again.start_ns += 5'000'000;
+  p.processes.push_back(again);
+  test::TempDir dir;
+  REQUIRE(exporter::write_gecko_profile(p, dir.file("p.json")));
+  std::string text = test::read_profile_text(dir.file("p.json"));
+  CHECK(test::lint_gecko_profile(text).empty());
+  simdjson::dom::parser parser;
+  element doc = test::parse_json(parser, text);
+  CHECK(i64(doc["threads"].at(0)["pid"]) == 100);
+  CHECK(i64(doc["processes"].at(0)["threads"].at(0)["pid"]) == 200);
+  CHECK(str(doc["processes"].at(1)["threads"].at(0)["pid"]) == "200.1");
+}
+
 TEST_CASE("gzip output inflates to the same profile") {
   test::TempDir dir;
   auto p = sample_profile();

@@ -101,7 +101,8 @@ struct Linter {
   void lint_thread(element t, const std::string& where, size_t n_categories) {
     std::string_view name;
     if (t["name"].get_string().get(name)) fail(where, "thread without name");
-    if (!t["pid"].is_number() || !t["tid"].is_number()) fail(where, "pid/tid not numbers");
+    // pid: a number, or "1234.1" for a later process that reuses a pid (the importer takes `${pid}`).
+    if ((!t["pid"].is_number() && !t["pid"].is_string()) || !t["tid"].is_number()) fail(where, "pid/tid type");
     if (!t["registerTime"].is_number()) fail(where, "registerTime not a number");
     element unreg;
     if (t["unregisterTime"].get(unreg) || !is_null_or_number(unreg)) fail(where, "unregisterTime missing");
