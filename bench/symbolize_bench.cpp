@@ -1,0 +1,194 @@
+// Symbolization benchmark: cold and warm /symbolicate/v5 over N addresses of one ELF file, against
+// llvm-symbolizer and eu-addr2line asked the same thing (function names, inline chains, file:line) on the
+// same addresses, all measured in the same run, as CPU time (user + system; the machine is shared). Usage:
+//   fxprof_symbolize_bench FILE [--count N] [--warm-rounds R]
+// Addresses are drawn (fixed seed) inside the file's function symbols; the tools get them as SVMAs on stdin.
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "model/profile.h"
+#include "symbolizer/elf_file.h"
+#include "symbolizer/symbolizer.h"
+
+namespace sym = fxprof::symbolizer;
+
+namespace {
+
+// CPU seconds of this process (user + system): this machine is shared and noisy, CPU time much less so.
+double cpu_now() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Runs argv with stdin from `in_path` and stdout/stderr to /dev/null; returns its CPU seconds (user + system)
+// or -1.
+double run_tool(const std::vector<std::string>& argv, const std::string& in_path) {
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    int in = open(in_path.c_str(), O_RDONLY);
+    int null = open("/dev/null", O_WRONLY);
+    dup2(in, 0);
+    dup2(null, 1);
+    dup2(null, 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  int status = 0;
+  rusage ru{};
+  wait4(pid, &status, 0, &ru);
+  // eu-addr2line exits 1 when some address has no line info: that still measures the work.
+  if (!WIFEXITED(status) || WEXITSTATUS(status) == 127) return -1;
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s FILE [--count N] [--warm-rounds R] [--no-tools]\n", argv[0]);
+    return 2;
+  }
+  std::string file = argv[1];
+  size_t count = 10000;
+  int warm_rounds = 20;
+  bool tools = true;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--no-tools") tools = false;
+    if (i + 1 >= argc) break;
+    if (a == "--count") count = std::strtoull(argv[++i], nullptr, 10);
+    if (a == "--warm-rounds") warm_rounds = std::atoi(argv[++i]);
+  }
+  auto obj = sym::ElfObject::open(file);
+  if (!obj) {
+    std::fprintf(stderr, "%s\n", obj.error().c_str());
+    return 1;
+  }
+  std::string breakpad = fxprof::model::breakpad_id_from_build_id((*obj)->build_id());
+  uint64_t base = (*obj)->base_svma();
+  sym::SymbolTable table;
+  table.add_elf_symbols(**obj, base);
+  table.finish();
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (size_t i = 0; i < table.size(); ++i) {
+    const auto& s = table.at(i);
+    if (s.size >= 4) ranges.emplace_back(s.start, s.size);
+  }
+  if (ranges.empty()) {
+    std::fprintf(stderr, "%s has no sized function symbols\n", file.c_str());
+    return 1;
+  }
+  std::mt19937_64 rng(12345);
+  std::vector<uint64_t> addrs;
+  for (size_t i = 0; i < count; ++i) {
+    auto [start, size] = ranges[rng() % ranges.size()];
+    addrs.push_back(start + rng() % size);
+  }
+  std::string debug_name = file.substr(file.rfind('/') + 1);
+  std::string request =
+      "{\"jobs\":[{\"memoryMap\":[[\"" + debug_name + "\",\"" + breakpad + "\"]],\"stacks\":[[";
+  for (size_t i = 0; i < addrs.size(); ++i) {
+    if (i) request += ',';
+    request += "[0," + std::to_string(addrs[i]) + "]";
+  }
+  request += "]]}]}";
+  char tmpl[] = "/tmp/fxprof-bench-XXXXXX";
+  int fd = mkstemp(tmpl);
+  std::string list;
+  for (uint64_t a : addrs) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "0x%llx\n", static_cast<unsigned long long>(a + base));
+    list += buf;
+  }
+  if (write(fd, list.data(), list.size()) != static_cast<ssize_t>(list.size())) return 1;
+  close(fd);
+  // eu-addr2line re-walks the DIE tree for every address (minutes for 10,000 on a C++ binary): it gets the
+  // first kEuCount addresses and its time is scaled linearly (which flatters it: its startup is counted many
+  // times).
+  constexpr size_t kEuCount = 300;
+  char eu_tmpl[] = "/tmp/fxprof-bench-eu-XXXXXX";
+  int eu_fd = mkstemp(eu_tmpl);
+  size_t eu_n = std::min(kEuCount, addrs.size());
+  size_t cut = 0;
+  for (size_t i = 0; i < eu_n; ++i) cut = list.find('\n', cut) + 1;
+  if (write(eu_fd, list.data(), cut) != static_cast<ssize_t>(cut)) return 1;
+  close(eu_fd);
+
+  sym::KnownLib lib;
+  lib.debug_name = debug_name;
+  lib.breakpad_id = breakpad;
+  lib.path = file;
+  lib.code_id = fxprof::model::code_id_from_build_id((*obj)->build_id());
+  sym::Options opts;
+  opts.use_debuginfod = false;
+
+  double cold;
+  size_t found = 0, with_inlines = 0;
+  {
+    sym::Symbolizer s(opts);
+    s.add_known_lib(lib);
+    double t = cpu_now();
+    auto r = s.symbolicate_v5(request);
+    cold = cpu_now() - t;
+    if (r.http_status != 200) {
+      std::fprintf(stderr, "error: %s\n", r.body.c_str());
+      return 1;
+    }
+    std::printf("response: %zu bytes\n", r.body.size());
+    for (size_t p = 0; (p = r.body.find("\"function\":", p)) != std::string::npos; ++p) ++found;
+    for (size_t p = 0; (p = r.body.find("\"inlines\":", p)) != std::string::npos; ++p) ++with_inlines;
+  }
+  sym::Symbolizer s(opts);
+  s.add_known_lib(lib);
+  (void)s.symbolicate_v5(request);
+  double t = cpu_now();
+  for (int i = 0; i < warm_rounds; ++i) (void)s.symbolicate_v5(request);
+  double warm = (cpu_now() - t) / warm_rounds;
+  double t2 = cpu_now();
+  for (int i = 0; i < warm_rounds; ++i) (void)s.lookup(debug_name, breakpad, addrs);
+  double warm_lookup = (cpu_now() - t2) / warm_rounds;
+
+  double llvm = -1, eu = -1;
+  if (tools)
+    llvm = run_tool({"llvm-symbolizer", "--obj=" + file, "--inlining", "--functions=linkage", "--demangle"},
+                    tmpl);
+  if (tools) eu = run_tool({"eu-addr2line", "-e", file, "-f", "-i", "-C"}, eu_tmpl);
+  if (eu > 0) eu *= static_cast<double>(addrs.size()) / static_cast<double>(eu_n);
+  unlink(tmpl);
+  unlink(eu_tmpl);
+
+  std::printf("file: %s (%zu symbols)\n", file.c_str(), table.size());
+  std::printf("addresses: %zu, named: %zu, with inlines: %zu\n", addrs.size(), found, with_inlines);
+  std::printf("fxprof cold  (load + index + answer JSON): %8.1f ms CPU\n", cold * 1e3);
+  std::printf("fxprof warm  /symbolicate/v5 JSON:         %8.2f ms CPU = %.2f M addresses/s\n", warm * 1e3,
+              addrs.size() / warm / 1e6);
+  std::printf("fxprof warm  lookup() API:                 %8.2f ms CPU = %.2f M addresses/s\n",
+              warm_lookup * 1e3, addrs.size() / warm_lookup / 1e6);
+  if (llvm > 0)
+    std::printf("llvm-symbolizer:                           %8.1f ms CPU -> fxprof cold is %.2fx its time\n",
+                llvm * 1e3, cold / llvm);
+  else
+    std::printf("llvm-symbolizer: not available\n");
+  if (eu > 0)
+    std::printf("eu-addr2line (%zu addresses, scaled):     %8.1f ms CPU -> fxprof cold is %.3fx its time\n",
+                eu_n, eu * 1e3, cold / eu);
+  else
+    std::printf("eu-addr2line: not available\n");
+  return 0;
+}

@@ -1,0 +1,97 @@
+// Internal to symbolizer/: an address index over a file's DWARF, read through elfutils libdw.
+//
+// Built in two steps so that a request touching a few functions of a huge binary reads only their compile
+// units:
+//  - once per file: the address ranges of every compile unit (the unit DIE only, via dwarf_get_units and
+//    dwarf_ranges; .debug_aranges is not trusted to exist), sorted for binary search;
+//  - once per compile unit, on the first address that falls in it: its line table decoded into a flat sorted
+//    array (by line_program.h, ~10x faster than libdw's dwarf_getsrclines; libdw remains the fallback), and
+//    its function tree (subprograms, inlined subroutines, through namespaces and lexical blocks) flattened
+//    into disjoint address segments, each naming the deepest function or inline covering it.
+// A lookup is then two binary searches and a walk up the inline chain: no allocation, no DIE decoding.
+// Not thread-safe (neither is libdw): the caller holds the library's lock.
+#pragma once
+
+#include <elfutils/libdw.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "symbolizer/elf_file.h"
+#include "symbolizer/line_program.h"
+
+namespace fxprof::symbolizer {
+
+struct RawFrame {
+  const char* name = nullptr;  // linkage name (to demangle) or plain name; nullptr = unknown
+  const char* file = nullptr;  // nullptr = unknown
+  uint32_t line = 0;
+};
+
+class DwarfIndex {
+ public:
+  // nullptr when the file has no usable DWARF.
+  static std::unique_ptr<DwarfIndex> open(const ElfObject& obj);
+  ~DwarfIndex();
+  DwarfIndex(const DwarfIndex&) = delete;
+  DwarfIndex& operator=(const DwarfIndex&) = delete;
+
+  // Frames at `svma`, innermost first; the last one is the outermost (real) function, whose file/line is the
+  // call site of the outermost inline. Returns false when no compile unit covers the address. `func_low` gets
+  // the lowest address of the outer function's range containing svma (0 if unknown).
+  bool lookup(uint64_t svma, std::vector<RawFrame>& frames, uint64_t& func_low);
+
+  // Source files the debug info refers to: the compile unit at `svma` (or every unit when none covers it).
+  void referenced_files(uint64_t svma, std::vector<std::string>& out);
+
+  size_t memory_bytes() const { return bytes_; }
+
+ private:
+  struct LineRow {
+    uint64_t addr;
+    const char* file;
+    uint32_t line;
+    uint32_t end;  // 1 = end of sequence
+  };
+  struct Node {
+    const char* name;
+    const char* call_file;
+    uint32_t call_line;
+    int32_t parent;
+    uint64_t low;  // lowest address of the node's ranges
+  };
+  struct Seg {
+    uint64_t lo;
+    int32_t node;  // -1 = no function
+  };
+  struct CuData {
+    std::vector<LineRow> lines;
+    std::vector<Node> nodes;
+    std::vector<Seg> segs;
+  };
+  struct Cu {
+    Dwarf_Die die;  // unit DIE (skeleton for split units)
+    Dwarf_Die sub;  // split unit DIE, or same as die
+    std::unique_ptr<CuData> data;
+  };
+  struct CuRange {
+    uint64_t lo, hi;
+    uint32_t cu;
+  };
+
+  DwarfIndex() = default;
+  CuData& load(Cu& cu);
+  Cu* find_cu(uint64_t svma);
+
+  Dwarf* dw_ = nullptr;
+  LineSections sections_;               // for the direct line-program decoder (empty: use libdw)
+  std::deque<std::string> file_names_;  // paths joined by the decoder (LineRow::file points here)
+  std::vector<Cu> cus_;
+  std::vector<CuRange> ranges_;
+  size_t bytes_ = 0;
+};
+
+}  // namespace fxprof::symbolizer

@@ -1,0 +1,94 @@
+// Internal to symbolizer/: ELF files through libelf — identity (build ID, base SVMA, debuglink), the code
+// bytes, and the symbol table (.symtab, .dynsym, synthesized PLT stubs, MiniDebugInfo).
+#pragma once
+
+#include <libelf.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/fd.h"
+#include "base/result.h"
+
+namespace fxprof::symbolizer {
+
+// One opened ELF image: a file (libelf maps it) or a decompressed in-memory image (MiniDebugInfo).
+class ElfObject {
+ public:
+  static Result<std::unique_ptr<ElfObject>> open(const std::string& path);
+  static Result<std::unique_ptr<ElfObject>> from_memory(std::string image, std::string label);
+  ~ElfObject();
+  ElfObject(const ElfObject&) = delete;
+  ElfObject& operator=(const ElfObject&) = delete;
+
+  Elf* elf() const { return elf_; }
+  const std::string& path() const { return path_; }
+  const std::vector<uint8_t>& build_id() const { return build_id_; }
+  uint64_t base_svma() const { return base_svma_; }  // p_vaddr of the first PT_LOAD (0 without phdrs)
+  uint16_t machine() const { return machine_; }
+  bool has_section(std::string_view name) const { return section(name) != nullptr; }
+  Elf_Scn* section(std::string_view name) const;
+  // .gnu_debuglink: the file name and its CRC32, if present.
+  std::optional<std::pair<std::string, uint32_t>> debuglink() const;
+  // The decompressed .gnu_debugdata image, if present.
+  Result<std::string> mini_debug_info() const;
+  // Bytes of the file image backing [svma, svma+size) through PT_LOAD segments (clipped to the segment).
+  std::span<const uint8_t> code_bytes(uint64_t svma, uint64_t size) const;
+  size_t owned_bytes() const { return image_.size(); }
+
+ private:
+  ElfObject() = default;
+  Status init();
+  UniqueFd fd_;
+  std::string image_;  // owned image (from_memory)
+  Elf* elf_ = nullptr;
+  std::string path_;
+  std::vector<uint8_t> build_id_;
+  uint64_t base_svma_ = 0;
+  uint16_t machine_ = 0;
+};
+
+// CRC32 of a whole file (the .gnu_debuglink checksum); nullopt when it cannot be read.
+std::optional<uint32_t> file_crc32(const std::string& path);
+
+// A sorted, deduplicated function-symbol table with lib-relative addresses.
+class SymbolTable {
+ public:
+  struct Symbol {
+    uint64_t start;    // lib-relative (SVMA - base SVMA)
+    uint64_t size;     // 0 = unknown (extends to the next symbol)
+    const char* name;  // mangled; points into an ELF string table or names_
+  };
+
+  // Adds the function symbols of .symtab and .dynsym of `obj`; `base_svma` is the library's base SVMA.
+  void add_elf_symbols(const ElfObject& obj, uint64_t base_svma);
+  // Adds "name@plt" stubs for x86_64 .plt/.plt.sec from .rela.plt and .dynsym.
+  void add_plt_symbols(const ElfObject& obj, uint64_t base_svma);
+  // Adds one symbol with its own name (perf map entries).
+  void add(uint64_t start, uint64_t size, std::string name);
+  // Sorts and deduplicates; call once after the adds.
+  void finish();
+
+  // The symbol containing `rel` (any byte inside it), or nullptr.
+  const Symbol* find(uint64_t rel) const;
+  // Index of a symbol returned by find() (for per-symbol caches).
+  size_t index_of(const Symbol* s) const { return static_cast<size_t>(s - symbols_.data()); }
+  size_t size() const { return symbols_.size(); }
+  const Symbol& at(size_t i) const { return symbols_[i]; }
+  bool empty() const { return symbols_.empty(); }
+  size_t memory_bytes() const;
+  // The end of symbol `s` (its size, or the next symbol's start when the size is unknown).
+  uint64_t end_of(const Symbol* s) const;
+
+ private:
+  std::vector<Symbol> symbols_;
+  std::deque<std::string> names_;  // synthesized names (PLT stubs)
+};
+
+}  // namespace fxprof::symbolizer

@@ -1,0 +1,327 @@
+#include "symbolizer/line_program.h"
+
+#include <cstring>
+
+namespace fxprof::symbolizer {
+namespace {
+
+// A bounds-checked little-endian reader: any overrun sets `bad` and yields zeros.
+struct Reader {
+  const uint8_t* p;
+  const uint8_t* end;
+  bool bad = false;
+
+  bool need(size_t n) {
+    if (static_cast<size_t>(end - p) < n) {
+      bad = true;
+      p = end;
+      return false;
+    }
+    return true;
+  }
+  uint64_t fixed(size_t n) {
+    if (!need(n)) return 0;
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+    p += n;
+    return v;
+  }
+  uint8_t u8() { return static_cast<uint8_t>(fixed(1)); }
+  uint64_t uleb() {
+    uint64_t v = 0;
+    for (int shift = 0;; shift += 7) {
+      if (!need(1)) return 0;
+      uint8_t b = *p++;
+      if (shift < 64) v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+    }
+  }
+  int64_t sleb() {
+    int64_t v = 0;
+    int shift = 0;
+    uint8_t b;
+    do {
+      if (!need(1)) return 0;
+      b = *p++;
+      if (shift < 64) v |= static_cast<int64_t>(static_cast<uint64_t>(b & 0x7f) << shift);
+      shift += 7;
+    } while (b & 0x80);
+    if (shift < 64 && (b & 0x40)) v |= -(static_cast<int64_t>(1) << shift);
+    return v;
+  }
+  const char* cstr() {
+    const void* nul = std::memchr(p, 0, static_cast<size_t>(end - p));
+    if (nul == nullptr) {
+      bad = true;
+      p = end;
+      return "";
+    }
+    const char* s = reinterpret_cast<const char*>(p);
+    p = static_cast<const uint8_t*>(nul) + 1;
+    return s;
+  }
+  void skip(uint64_t n) {
+    if (need(n)) p += n;
+  }
+};
+
+const char* string_at(std::span<const uint8_t> sec, uint64_t off) {
+  if (off >= sec.size()) return nullptr;
+  const char* s = reinterpret_cast<const char*>(sec.data() + off);
+  if (std::memchr(s, 0, sec.size() - off) == nullptr) return nullptr;
+  return s;
+}
+
+// DWARF forms used in v5 directory/file entry formats.
+constexpr uint64_t kFormBlock2 = 0x03, kFormBlock4 = 0x04, kFormData2 = 0x05, kFormData4 = 0x06,
+                   kFormData8 = 0x07, kFormString = 0x08, kFormBlock = 0x09, kFormBlock1 = 0x0a,
+                   kFormData1 = 0x0b, kFormSdata = 0x0d, kFormStrp = 0x0e, kFormUdata = 0x0f,
+                   kFormData16 = 0x1e, kFormLineStrp = 0x1f;
+constexpr uint64_t kLnctPath = 1, kLnctDirectoryIndex = 2;
+
+// Reads one attribute value of an entry format; strings come back in `str`, numbers in `num`.
+bool read_form(Reader& r, uint64_t form, bool dwarf64, const LineSections& sec, const char*& str,
+               uint64_t& num) {
+  str = nullptr;
+  num = 0;
+  switch (form) {
+    case kFormString:
+      str = r.cstr();
+      break;
+    case kFormLineStrp:
+      str = string_at(sec.line_str, r.fixed(dwarf64 ? 8 : 4));
+      if (!str) return false;
+      break;
+    case kFormStrp:
+      str = string_at(sec.str, r.fixed(dwarf64 ? 8 : 4));
+      if (!str) return false;
+      break;
+    case kFormUdata:
+      num = r.uleb();
+      break;
+    case kFormSdata:
+      num = static_cast<uint64_t>(r.sleb());
+      break;
+    case kFormData1:
+      num = r.fixed(1);
+      break;
+    case kFormData2:
+      num = r.fixed(2);
+      break;
+    case kFormData4:
+      num = r.fixed(4);
+      break;
+    case kFormData8:
+      num = r.fixed(8);
+      break;
+    case kFormData16:
+      r.skip(16);
+      break;
+    case kFormBlock:
+      r.skip(r.uleb());
+      break;
+    case kFormBlock1:
+      r.skip(r.fixed(1));
+      break;
+    case kFormBlock2:
+      r.skip(r.fixed(2));
+      break;
+    case kFormBlock4:
+      r.skip(r.fixed(4));
+      break;
+    default:
+      return false;  // strx forms etc.: let libdw do it
+  }
+  return !r.bad;
+}
+
+}  // namespace
+
+bool decode_line_program(const LineSections& sec, uint64_t offset, const char* comp_dir,
+                         std::deque<std::string>& store, std::vector<const char*>& files,
+                         std::vector<DecodedRow>& rows) {
+  files.clear();
+  rows.clear();
+  if (offset >= sec.line.size()) return false;
+  Reader r{sec.line.data() + offset, sec.line.data() + sec.line.size()};
+  uint64_t unit_length = r.fixed(4);
+  bool dwarf64 = false;
+  if (unit_length == 0xffffffff) {
+    dwarf64 = true;
+    unit_length = r.fixed(8);
+  }
+  if (r.bad || unit_length > static_cast<uint64_t>(r.end - r.p)) return false;
+  const uint8_t* unit_end = r.p + unit_length;
+  r.end = unit_end;
+  uint16_t version = static_cast<uint16_t>(r.fixed(2));
+  if (version < 2 || version > 5) return false;
+  uint8_t address_size = 8;
+  if (version >= 5) {
+    address_size = r.u8();
+    r.u8();  // segment selector size
+    if (address_size != 4 && address_size != 8) return false;
+  }
+  uint64_t header_length = r.fixed(dwarf64 ? 8 : 4);
+  if (r.bad || header_length > static_cast<uint64_t>(r.end - r.p)) return false;
+  const uint8_t* program = r.p + header_length;
+  uint8_t min_inst = r.u8();
+  if (version >= 4) r.u8();  // maximum operations per instruction (VLIW): treated as 1
+  bool default_is_stmt = r.u8() != 0;
+  (void)default_is_stmt;
+  int8_t line_base = static_cast<int8_t>(r.u8());
+  uint8_t line_range = r.u8();
+  uint8_t opcode_base = r.u8();
+  if (r.bad || line_range == 0 || opcode_base == 0) return false;
+  std::vector<uint8_t> std_lengths(opcode_base);
+  for (uint8_t i = 1; i < opcode_base; ++i) std_lengths[i] = r.u8();
+
+  // Directories and files, paths joined the way libdw joins them (dir + "/" + name unless name is absolute).
+  std::vector<const char*> dirs;
+  auto add_file = [&](const char* name, uint64_t dir) {
+    if (name == nullptr) {
+      files.push_back(nullptr);
+      return;
+    }
+    if (name[0] == '/' || dir >= dirs.size() || dirs[dir] == nullptr) {
+      files.push_back(name);
+      return;
+    }
+    std::string& s = store.emplace_back(dirs[dir]);
+    s += '/';
+    s += name;
+    files.push_back(s.c_str());
+  };
+  if (version < 5) {
+    dirs.push_back(comp_dir);
+    for (;;) {
+      const char* d = r.cstr();
+      if (r.bad) return false;
+      if (*d == '\0') break;
+      dirs.push_back(d);
+    }
+    files.push_back(nullptr);  // file numbers start at 1
+    for (;;) {
+      const char* name = r.cstr();
+      if (r.bad) return false;
+      if (*name == '\0') break;
+      uint64_t dir = r.uleb();
+      r.uleb();  // mtime
+      r.uleb();  // length
+      add_file(name, dir);
+    }
+  } else {
+    for (int pass = 0; pass < 2; ++pass) {  // 0: directories, 1: files
+      uint8_t nformats = r.u8();
+      std::vector<std::pair<uint64_t, uint64_t>> formats(nformats);
+      for (auto& f : formats) {
+        f.first = r.uleb();
+        f.second = r.uleb();
+      }
+      uint64_t count = r.uleb();
+      if (r.bad || count > static_cast<uint64_t>(r.end - r.p)) return false;
+      for (uint64_t i = 0; i < count; ++i) {
+        const char* path = nullptr;
+        uint64_t dir = 0;
+        for (auto [type, form] : formats) {
+          const char* s;
+          uint64_t n;
+          if (!read_form(r, form, dwarf64, sec, s, n)) return false;
+          if (type == kLnctPath) path = s;
+          if (type == kLnctDirectoryIndex) dir = n;
+        }
+        if (pass == 0)
+          dirs.push_back(path);
+        else
+          add_file(path, dir);
+      }
+    }
+  }
+  if (r.bad || program > unit_end) return false;
+
+  // The line number program (gcc writes about one row per 3 bytes of it: reserve, do not grow).
+  r.p = program;
+  rows.reserve(static_cast<size_t>(r.end - program) / 3 + 16);
+  uint64_t addr = 0;
+  uint64_t file = 1;
+  int64_t line = 1;
+  size_t seq_start = 0;
+  auto emit = [&](bool end) {
+    rows.push_back({addr, static_cast<uint32_t>(file), static_cast<uint32_t>(line < 0 ? 0 : line), end});
+  };
+  auto reset = [&] {
+    addr = 0;
+    file = 1;
+    line = 1;
+  };
+  while (r.p < r.end) {
+    uint8_t op = r.u8();
+    if (op >= opcode_base) {
+      uint8_t adj = static_cast<uint8_t>(op - opcode_base);
+      addr += static_cast<uint64_t>(adj / line_range) * min_inst;
+      line += line_base + adj % line_range;
+      emit(false);
+      continue;
+    }
+    switch (op) {
+      case 0: {  // extended
+        uint64_t len = r.uleb();
+        if (r.bad || len == 0 || len > static_cast<uint64_t>(r.end - r.p)) return false;
+        const uint8_t* next = r.p + len;
+        uint8_t sub = r.u8();
+        if (sub == 1) {  // end_sequence
+          // Rows at the end address cover nothing: mark them ended too (as libdw does), so that they never
+          // shadow the first row of a sequence starting at that address.
+          for (size_t k = rows.size(); k > seq_start && rows[k - 1].addr == addr && !rows[k - 1].end; --k)
+            rows[k - 1].end = true;
+          emit(true);
+          reset();
+          seq_start = rows.size();
+        } else if (sub == 2) {  // set_address
+          addr = r.fixed(static_cast<size_t>(len - 1));
+        } else if (sub == 3) {  // define_file (DWARF <= 4)
+          const char* name = r.cstr();
+          uint64_t dir = r.uleb();
+          add_file(name, dir);
+        }
+        r.p = next;
+        break;
+      }
+      case 1:
+        emit(false);
+        break;  // copy
+      case 2:
+        addr += r.uleb() * min_inst;
+        break;  // advance_pc
+      case 3:
+        line += r.sleb();
+        break;  // advance_line
+      case 4:
+        file = r.uleb();
+        break;  // set_file
+      case 5:
+        r.uleb();
+        break;  // set_column
+      case 6:
+      case 7:
+      case 10:
+      case 11:
+        break;  // flags
+      case 8:
+        addr += static_cast<uint64_t>((255 - opcode_base) / line_range) * min_inst;
+        break;
+      case 9:
+        addr += r.fixed(2);
+        break;  // fixed_advance_pc
+      case 12:
+        r.uleb();
+        break;  // set_isa
+      default:
+        for (uint8_t i = 0; i < std_lengths[op]; ++i) r.uleb();
+        break;
+    }
+    if (r.bad) return false;
+  }
+  return true;
+}
+
+}  // namespace fxprof::symbolizer
