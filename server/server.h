@@ -2,10 +2,32 @@
 // opens the Firefox Profiler on it (what `samply load` does). Also reads the libs of a saved profile and
 // bakes symbols into a profile to share it (self-contained profiles).
 //
-// (The design notes are written by the server's implementation; see README.)
+// Design:
+//  - The profile is written to a file first and served from it (mmap, 64 KiB writes): the in-memory model is
+//    gone by then, and a .json.gz is sent as it is with Content-Encoding: gzip (the browser inflates it, we
+//    never recompress). Profiles run to hundreds of MB; only `load` and presymbolication parse them.
+//  - Everything lives under /<token>/, 24 bytes from getrandom in base32 (39 characters, 120 bits): another
+//    local user or a web page cannot guess it, so it cannot pull the profile or make us read files. Outside
+//    the token: 404 (a short plain page at /), no CORS headers. Under it: CORS `*`, OPTIONS preflights, 16
+//    MiB request bodies (413 above), malformed JSON 400 with {"error": ...}; a handler never takes the server
+//    down.
+//  - cpp-httplib with a 16-thread pool (the front end sends up to 6 requests at a time per host;
+//  symbolication
+//    of one big library can take seconds, so others must not wait behind it) and short keep-alive (2 s) so
+//    stop() is prompt: it never waits longer than one keep-alive or read timeout.
+//  - serve_profile() blocks SIGINT/SIGTERM and waits for them with sigtimedwait: no async-signal-unsafe code
+//    runs in a handler, and it does not matter what handlers the caller (record) installed.
+//  - Presymbolication follows the front end's own rules so that a baked profile shows what the live one
+//    would: lib lookup by absolute address, relative = address - (start - offset), callers (prefix stacks and
+//    marker backtraces) looked up at relative - 1, inlined frames expanded outermost first. Gecko format
+//    cannot carry a file for a pre-symbolicated native frame (format doc 1.6): we write "func (in lib)" and
+//    the line into the frame's `line` column.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "base/result.h"
 #include "symbolizer/symbolizer.h"
@@ -13,20 +35,82 @@
 namespace fxprof::server {
 
 struct ServeOptions {
-  std::string profile_path;            // a .json or .json.gz Gecko profile
-  std::string address = "127.0.0.1";   // --address
-  int port = 3000;                     // -P/--port
-  bool port_exact = false;             // true when the user named a port: no trying the next ones
-  bool open_browser = true;            // false with --no-open
+  std::string profile_path;           // a .json or .json.gz Gecko profile
+  std::string address = "127.0.0.1";  // --address
+  int port = 3000;                    // -P/--port; 0 = any free port (the OS picks)
+  bool port_exact = false;            // true when the user named a port: no trying the next ones
+  bool open_browser = true;           // false with --no-open
   symbolizer::Options symbols;
 };
 
 // Validates the profile (a clear error for corrupt, truncated, empty or non-profile files: nothing is served
-// then), registers its libs with a symbolizer, prints the Firefox Profiler URL and serves until SIGINT/SIGTERM.
+// then), registers its libs with a symbolizer, prints the Firefox Profiler URL and serves until
+// SIGINT/SIGTERM. The URL goes to stdout (profiler-cli reads it there); the rest of the chatter to stderr.
 Status serve_profile(const ServeOptions& options);
 
 // Rewrites a saved profile with names baked in (inlined frames expanded, presymbolicated: true), so that it
 // opens with no fxprof server. `in` and `out` may be the same path (written to a temp file and renamed).
+// Warns once per process on stderr that the output holds local paths and command lines.
 Status symbolicate_profile(const std::string& in, const std::string& out, const symbolizer::Options& symbols);
+// The same with a caller's symbolizer (its caches are reused).
+Status symbolicate_profile(const std::string& in, const std::string& out, symbolizer::Symbolizer& symbols);
+
+// ---- Pieces of the above, public for tests and for other front ends. ----
+
+// What a saved profile says about itself: its libraries (deduplicated by debugName/breakpadId; top-level
+// `libs`, every `processes[i].libs` and, for old processed profiles, every `threads[i].libs`).
+struct ProfileInfo {
+  std::vector<symbolizer::KnownLib> libs;
+  bool gzip = false;             // by magic, not by name
+  bool processed = false;        // processed format (meta.preprocessedProfileVersion), as samply writes
+  bool has_local_paths = false;  // some lib path is an absolute local path
+};
+// Errors are one line naming the file: "profile.json.gz: truncated gzip data".
+Result<ProfileInfo> inspect_profile(const std::string& path);
+
+// Reads a whole profile file, inflating gzip (by magic; multi-member files too). The string has at least
+// 64 bytes of spare capacity after its size (simdjson's padding), so it can be parsed in place.
+Result<std::string> read_profile_file(const std::string& path, bool* was_gzip = nullptr);
+
+// Percent-encodes ASCII control characters, space, '%', ':', '/', '?', '#', '&' and '=' (samply encodes
+// controls, ':' and '/'; the rest keeps the URL unambiguous for any profile path).
+std::string percent_encode(std::string_view s);
+// https://profiler.firefox.com/from-url/<enc(profile_url)>/?symbolServer=<enc(symbol_server)>; the origin
+// can be replaced with $PROFILER_URL (a self-hosted front end), as in samply.
+std::string firefox_profiler_url(std::string_view profile_url, std::string_view symbol_server);
+// A fresh token: 24 bytes from getrandom in base32 (39 characters of [0-9a-z] without e, o, u, t).
+std::string random_token();
+
+// The HTTP server itself, running on its own threads until stop() or destruction.
+class ProfileServer {
+ public:
+  struct Config {
+    std::string profile_path;
+    std::string address = "127.0.0.1";
+    int port = 3000;  // 0: any free port
+    bool port_exact = false;
+  };
+  // Maps the profile, binds (port, port+1, ... up to 3099 unless exact) and starts serving; returns when the
+  // server accepts connections. `symbols` must outlive the server.
+  static Result<std::unique_ptr<ProfileServer>> start(const Config& config, symbolizer::Symbolizer& symbols);
+  ~ProfileServer();  // stop()
+  ProfileServer(const ProfileServer&) = delete;
+  ProfileServer& operator=(const ProfileServer&) = delete;
+
+  int port() const;
+  const std::string& token() const;
+  std::string origin() const;             // http://127.0.0.1:3000 ($FXPROF_SERVER_URL overrides)
+  std::string symbol_server_url() const;  // origin/token
+  std::string profile_url() const;        // origin/token/profile.json
+  std::string profiler_url() const;       // the Firefox Profiler URL that loads it
+  bool running() const;
+  void stop();  // idempotent; returns once every worker thread is done
+
+  struct Impl;
+  explicit ProfileServer(std::unique_ptr<Impl> impl);  // use start()
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace fxprof::server

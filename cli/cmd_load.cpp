@@ -1,0 +1,76 @@
+// `fxprof load`: serve a saved profile again, with symbolication, like `samply load` (profiler-cli's
+// --with-samply runs `<binary> load --no-open FILE` and waits for the profiler URL on its output).
+#include <cstdio>
+#include <string>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "server/server.h"
+
+namespace fxprof::cli {
+namespace {
+
+constexpr const char* kHelp =
+    "Usage: fxprof load [OPTIONS] FILE\n"
+    "\n"
+    "Serves a saved profile (.json or .json.gz) on 127.0.0.1 with symbol lookups for its libraries, and "
+    "opens\n"
+    "the Firefox Profiler on it. Stops with Ctrl+C; the file is left as it is.\n"
+    "\n"
+    "  -n, --no-open            do not open a browser; print the Firefox Profiler URL on stdout\n"
+    "  --address ADDR           address to serve on (default 127.0.0.1)\n"
+    "  -P, --port PORT          port to serve on (default 3000 or the next free one up to 3099;\n"
+    "                           a port given here is used or it is an error; 0 = any free port)\n"
+    "  --symbol-dir DIR         also look for symbol files in DIR (repeatable)\n"
+    "  -h, --help               this help\n";
+
+int usage_error(const std::string& msg) {
+  std::fprintf(stderr, "fxprof load: %s (try `fxprof load --help`)\n", msg.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int cmd_load(std::span<char*> args) {
+  server::ServeOptions opts;
+  std::string file;
+  ArgParser p(args);
+  while (!p.done()) {
+    if (!p.at_option()) {
+      if (p.take_separator()) continue;
+      if (!file.empty()) return usage_error("one profile file at a time ('" + std::string(p.peek()) + "')");
+      file = p.take();
+      continue;
+    }
+    if (p.flag("-h", "--help")) {
+      std::fputs(kHelp, stdout);
+      return 0;
+    } else if (p.flag("-n", "--no-open")) {
+      opts.open_browser = false;
+    } else if (auto v = p.option("", "--address")) {
+      opts.address = *v;
+    } else if (auto v = p.option("-P", "--port")) {
+      auto n = parse_number(*v);
+      if (!n || *n < 0 || *n > 65535 || *n != static_cast<int>(*n))
+        return usage_error("--port needs a port number");
+      opts.port = static_cast<int>(*n);
+      opts.port_exact = true;
+    } else if (auto v = p.option("", "--symbol-dir")) {
+      opts.symbols.symbol_dirs.push_back(*v);
+    } else if (!p.error().empty()) {
+      return usage_error(p.error());
+    } else {
+      return usage_error("unknown option '" + std::string(p.peek()) + "'");
+    }
+  }
+  if (!p.error().empty()) return usage_error(p.error());
+  if (file.empty()) return usage_error("which profile? give a .json or .json.gz file");
+  opts.profile_path = file;
+  if (auto s = server::serve_profile(opts); !s) {
+    std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+    return s.exit_code();
+  }
+  return 0;
+}
+
+}  // namespace fxprof::cli
