@@ -23,21 +23,14 @@ namespace fxprof::test {
 
 namespace {
 void set_nonblock(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
-}  // namespace
 
-CmdResult run(const std::vector<std::string>& argv, const CmdOptions& opts) {
-  CmdResult res;
-  int out_pipe[2], err_pipe[2], in_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 || ::pipe2(in_pipe, O_CLOEXEC) != 0)
-    throw std::runtime_error("pipe failed");
-  UniqueFd out_r(out_pipe[0]), out_w(out_pipe[1]), err_r(err_pipe[0]), err_w(err_pipe[1]);
-  UniqueFd in_r(in_pipe[0]), in_w(in_pipe[1]);
-
+// Forks a child in its own process group with stdin/stdout/stderr on the given fds (-1: /dev/null for
+// stdin), the options' folder, user and environment, and execs argv. Returns the child's pid.
+pid_t spawn(const std::vector<std::string>& argv, const CmdOptions& opts, int in_fd, int out_fd, int err_fd) {
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
     std::string s(*e);
-    std::string k = s.substr(0, s.find('='));
-    if (!opts.env.count(k)) env_strings.push_back(s);
+    if (!opts.env.count(s.substr(0, s.find('=')))) env_strings.push_back(s);
   }
   for (const auto& [k, v] : opts.env) env_strings.push_back(k + "=" + v);
   std::vector<char*> envp, args;
@@ -51,9 +44,9 @@ CmdResult run(const std::vector<std::string>& argv, const CmdOptions& opts) {
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
     ::setpgid(0, 0);
-    ::dup2(opts.stdin_data ? in_r.get() : ::open("/dev/null", O_RDONLY), 0);
-    ::dup2(out_w.get(), 1);
-    ::dup2(err_w.get(), 2);
+    ::dup2(in_fd >= 0 ? in_fd : ::open("/dev/null", O_RDONLY), 0);
+    ::dup2(out_fd, 1);
+    ::dup2(err_fd, 2);
     if (!opts.cwd.empty() && ::chdir(opts.cwd.c_str()) != 0) _exit(126);
     if (opts.gid && ::setgid(*opts.gid) != 0) _exit(126);
     if (opts.uid && ::setuid(*opts.uid) != 0) _exit(126);
@@ -62,6 +55,19 @@ CmdResult run(const std::vector<std::string>& argv, const CmdOptions& opts) {
     std::fprintf(stderr, "cannot exec %s: %s\n", args[0], std::strerror(errno));
     _exit(127);
   }
+  return pid;
+}
+}  // namespace
+
+CmdResult run(const std::vector<std::string>& argv, const CmdOptions& opts) {
+  CmdResult res;
+  int out_pipe[2], err_pipe[2], in_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 || ::pipe2(in_pipe, O_CLOEXEC) != 0)
+    throw std::runtime_error("pipe failed");
+  UniqueFd out_r(out_pipe[0]), out_w(out_pipe[1]), err_r(err_pipe[0]), err_w(err_pipe[1]);
+  UniqueFd in_r(in_pipe[0]), in_w(in_pipe[1]);
+
+  pid_t pid = spawn(argv, opts, opts.stdin_data ? in_r.get() : -1, out_w.get(), err_w.get());
   out_w.reset();
   err_w.reset();
   in_r.reset();
@@ -124,32 +130,7 @@ CmdResult run(const std::vector<std::string>& argv, const CmdOptions& opts) {
 Background::Background(const std::vector<std::string>& argv, const CmdOptions& opts) {
   int out_pipe[2], err_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) {
-    std::string s(*e);
-    if (!opts.env.count(s.substr(0, s.find('=')))) env_strings.push_back(s);
-  }
-  for (const auto& [k, v] : opts.env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp, args;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = argv;
-  for (auto& s : argv_copy) args.push_back(s.data());
-  args.push_back(nullptr);
-  pid_ = ::fork();
-  if (pid_ < 0) throw std::runtime_error("fork");
-  if (pid_ == 0) {
-    ::setpgid(0, 0);
-    ::dup2(::open("/dev/null", O_RDONLY), 0);
-    ::dup2(out_pipe[1], 1);
-    ::dup2(err_pipe[1], 2);
-    if (!opts.cwd.empty() && ::chdir(opts.cwd.c_str()) != 0) _exit(126);
-    if (opts.gid && ::setgid(*opts.gid) != 0) _exit(126);
-    if (opts.uid && ::setuid(*opts.uid) != 0) _exit(126);
-    environ = envp.data();
-    ::execvp(args[0], args.data());
-    _exit(127);
-  }
+  pid_ = spawn(argv, opts, -1, out_pipe[1], err_pipe[1]);
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
   out_fd_ = out_pipe[0];

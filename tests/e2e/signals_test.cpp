@@ -1,0 +1,103 @@
+// Ctrl+C as a terminal sends it (to the whole foreground process group), twice, and a sampling rate above
+// the kernel's limit.
+#include <catch2/catch.hpp>
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "base/fd.h"
+#include "tests/e2e/e2e.h"
+
+using namespace fxprof::test;
+
+namespace {
+
+std::vector<std::string> list_dir(const std::string& path) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(path.c_str())) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') names.push_back(e->d_name);
+    closedir(d);
+  }
+  return names;
+}
+
+std::vector<std::string> record_argv(const std::string& out) {
+  return {fxprof_bin(), "record", "--save-only", "--no-symbolicate", "-o", out, "--", test_program("e2e_spin")};
+}
+
+}  // namespace
+
+TEST_CASE("Ctrl+C reaches the program, and fxprof writes what it has and exits as the program did", "[e2e]") {
+  TempDir dir;
+  std::string out = dir.file("ctrl-c.json.gz");
+  Background fx(record_argv(out));
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  ::kill(-fx.pid(), SIGINT);  // what a terminal does: the whole foreground process group
+  int status = fx.stop(0);
+  INFO(fx.err());
+  CHECK(status == 128 + SIGINT);
+  REQUIRE(::access(out.c_str(), F_OK) == 0);
+  std::string text = read_profile_text(out);
+  CHECK(lint_gecko_profile(text).empty());
+  const ThreadSummary* t = find_thread(summarize(text), "GeckoMain");
+  REQUIRE(t != nullptr);
+  CHECK(t->samples >= 100);
+  CHECK(list_dir(dir.path()) == std::vector<std::string>{"ctrl-c.json.gz"});
+}
+
+TEST_CASE("a second Ctrl+C while the profile is written leaves no partial file", "[e2e]") {
+  TempDir dir;
+  std::string out = dir.file("twice.json.gz");
+  Background fx(record_argv(out));
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  ::kill(-fx.pid(), SIGINT);
+  for (int i = 0; i < 20; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ::kill(fx.pid(), SIGINT);
+  }
+  int status = fx.stop(0);
+  INFO(fx.err());
+  CHECK(status != -1);
+  // Whatever the timing, the folder holds the complete profile or nothing: never a temporary file.
+  auto names = list_dir(dir.path());
+  if (!names.empty()) {
+    CHECK(names == std::vector<std::string>{"twice.json.gz"});
+    CHECK(lint_gecko_profile(read_profile_text(out)).empty());
+  }
+}
+
+TEST_CASE("a rate above perf_event_max_sample_rate is lowered with one notice", "[e2e][serial]") {
+  const std::string knob = "/proc/sys/kernel/perf_event_max_sample_rate";
+  auto before = fxprof::read_file(knob);
+  REQUIRE(before);
+  struct Restore {
+    std::string knob, value;
+    ~Restore() {
+      if (FILE* f = std::fopen(knob.c_str(), "w")) {
+        std::fputs(value.c_str(), f);
+        std::fclose(f);
+      }
+    }
+  } restore{knob, *before};
+  {
+    FILE* f = std::fopen(knob.c_str(), "w");
+    REQUIRE(f != nullptr);
+    std::fputs("400", f);
+    std::fclose(f);
+  }
+  TempDir dir;
+  std::string out = dir.file("clamped.json");
+  auto r = record(out, {test_program("e2e_threads")}, {"-F", "1000"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.err.find("fxprof: sampling at 400 Hz, the kernel's limit (kernel.perf_event_max_sample_rate), "
+                   "instead of 1000 Hz") != std::string::npos);
+  const ThreadSummary* t = find_thread(summarize(read_profile_text(out)), "GeckoMain");
+  REQUIRE(t != nullptr);
+  // 300 ms of CPU at 400 Hz: about 120 samples, not 300.
+  CHECK(t->samples >= 50);
+  CHECK(t->samples <= 200);
+}
