@@ -42,7 +42,8 @@ TEST_CASE("Ctrl+C reaches the program, and fxprof writes what it has and exits a
   REQUIRE(::access(out.c_str(), F_OK) == 0);
   std::string text = read_profile_text(out);
   CHECK(lint_gecko_profile(text).empty());
-  const ThreadSummary* t = find_thread(summarize(text), "GeckoMain");
+  auto threads = summarize(text);
+  const ThreadSummary* t = find_thread(threads, "GeckoMain");
   REQUIRE(t != nullptr);
   CHECK(t->samples >= 100);
   CHECK(list_dir(dir.path()) == std::vector<std::string>{"ctrl-c.json.gz"});
@@ -95,7 +96,8 @@ TEST_CASE("a rate above perf_event_max_sample_rate is lowered with one notice", 
   REQUIRE(r.status == 0);
   CHECK(r.err.find("fxprof: sampling at 400 Hz, the kernel's limit (kernel.perf_event_max_sample_rate), "
                    "instead of 1000 Hz") != std::string::npos);
-  const ThreadSummary* t = find_thread(summarize(read_profile_text(out)), "GeckoMain");
+  auto threads = summarize(read_profile_text(out));
+  const ThreadSummary* t = find_thread(threads, "GeckoMain");
   REQUIRE(t != nullptr);
   // 300 ms of CPU at 400 Hz: about 120 samples, not 300.
   CHECK(t->samples >= 50);
