@@ -23,7 +23,7 @@ inline Error Err(std::string message, int exit_code = 1) { return Error{std::mov
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit on purpose, `return value;`
+  Result(T value) : v_(std::move(value)) {}      // NOLINT: implicit on purpose, `return value;`
   Result(Error error) : v_(std::move(error)) {}  // NOLINT
 
   bool ok() const { return v_.index() == 0; }

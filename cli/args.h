@@ -1,7 +1,8 @@
 // fxprof command line: a small option parser shared by the subcommands.
 //
-// Accepts `-x VALUE`, `-xVALUE`, `--long VALUE` and `--long=VALUE`; stops at `--` or, when asked, at the first
-// argument that is not an option (what follows is the profiled command and its own options, as in samply).
+// Accepts `-x VALUE`, `-xVALUE`, `--long VALUE` and `--long=VALUE`; stops at `--` or, when asked, at the
+// first argument that is not an option (what follows is the profiled command and its own options, as in
+// samply).
 #pragma once
 
 #include <cstdlib>
@@ -58,7 +59,8 @@ class ArgParser {
     };
     if (!long_name.empty()) {
       if (a == long_name) return take_next(long_name);
-      if (a.size() > long_name.size() && a.substr(0, long_name.size()) == long_name && a[long_name.size()] == '=') {
+      if (a.size() > long_name.size() && a.substr(0, long_name.size()) == long_name &&
+          a[long_name.size()] == '=') {
         ++pos_;
         return std::string(a.substr(long_name.size() + 1));
       }

@@ -18,7 +18,8 @@ constexpr const char* kHelp =
     "Usage: fxprof record [OPTIONS] [--] COMMAND [ARGS...]\n"
     "       fxprof record [OPTIONS] -p PID[,PID...]\n"
     "\n"
-    "Samples every thread of every process COMMAND starts (or of the running processes PID), writes a Firefox\n"
+    "Samples every thread of every process COMMAND starts (or of the running processes PID), writes a "
+    "Firefox\n"
     "Profiler profile, then serves it on 127.0.0.1 and opens the Firefox Profiler on it. Options must come\n"
     "before COMMAND; what follows COMMAND belongs to it. fxprof exits with the program's exit status.\n"
     "\n"
@@ -28,7 +29,8 @@ constexpr const char* kHelp =
     "  --call-graph MODE        dwarf (default: copy the user stack and unwind it with the binaries' CFI)\n"
     "                           or fp (frame pointers only: cheaper, for programs built with them)\n"
     "  --stack-size BYTES       user stack copied per sample in dwarf mode (default 32768, at most 65528)\n"
-    "  -p, --pid PID[,PID...]   attach to running processes (and what they start) until Ctrl+C or --duration\n"
+    "  -p, --pid PID[,PID...]   attach to running processes (and what they start) until Ctrl+C or "
+    "--duration\n"
     "  -d, --duration SECONDS   stop recording after SECONDS (the program keeps running)\n"
     "  -v, --verbose            print what the recorder chose (event, buffer sizes, timings)\n"
     "\n"
@@ -102,7 +104,8 @@ int cmd_record(std::span<char*> args) {
       output = *v;
     } else if (auto v = p.option("-F", "--freq")) {
       auto n = parse_number(*v);
-      if (!n || *n <= 0 || *n > 1e6) return usage_error("--freq needs a positive number of samples per second");
+      if (!n || *n <= 0 || *n > 1e6)
+        return usage_error("--freq needs a positive number of samples per second");
       rec.frequency_hz = *n;
     } else if (auto v = p.option("", "--call-graph")) {
       if (*v == "dwarf")
@@ -113,7 +116,8 @@ int cmd_record(std::span<char*> args) {
         return usage_error("--call-graph must be dwarf or fp");
     } else if (auto v = p.option("", "--stack-size")) {
       auto n = parse_number(*v);
-      if (!n || *n < 512 || *n > 65528) return usage_error("--stack-size must be between 512 and 65528 bytes");
+      if (!n || *n < 512 || *n > 65528)
+        return usage_error("--stack-size must be between 512 and 65528 bytes");
       rec.stack_size = static_cast<uint32_t>(*n) & ~7u;  // the kernel wants a multiple of 8
     } else if (auto v = p.option("-p", "--pid")) {
       size_t start = 0;
@@ -121,7 +125,8 @@ int cmd_record(std::span<char*> args) {
         size_t comma = v->find(',', start);
         std::string one = v->substr(start, comma == std::string::npos ? std::string::npos : comma - start);
         auto n = parse_number(one);
-        if (!n || *n < 1 || *n != static_cast<int>(*n)) return usage_error("--pid needs process ids, like 123,456");
+        if (!n || *n < 1 || *n != static_cast<int>(*n))
+          return usage_error("--pid needs process ids, like 123,456");
         rec.pids.push_back(static_cast<int>(*n));
         if (comma == std::string::npos) break;
         start = comma + 1;
@@ -158,8 +163,10 @@ int cmd_record(std::span<char*> args) {
   if (!p.error().empty()) return usage_error(p.error());
   p.take_separator();
   rec.command = p.rest();
-  if (rec.command.empty() && rec.pids.empty()) return usage_error("nothing to record: give a command or -p PID");
-  if (!rec.command.empty() && !rec.pids.empty()) return usage_error("give either a command or -p PID, not both");
+  if (rec.command.empty() && rec.pids.empty())
+    return usage_error("nothing to record: give a command or -p PID");
+  if (!rec.command.empty() && !rec.pids.empty())
+    return usage_error("give either a command or -p PID, not both");
 
   auto recording = recorder::record(rec);
   if (!recording) {

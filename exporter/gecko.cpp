@@ -10,8 +10,8 @@
 namespace fxprof::exporter {
 namespace {
 
-using model::Profile;
 using model::Process;
+using model::Profile;
 using model::StackId;
 using model::Thread;
 
@@ -77,7 +77,14 @@ void write_marker_schema(const Profile& p, JsonWriter& w) {
     if (!s.table_label.empty()) w.key("tableLabel").value(s.table_label);
     w.key("data").begin_array();
     for (const auto& f : s.fields)
-      w.begin_object().key("key").value(f.key).key("label").value(f.label).key("format").value(f.format).end_object();
+      w.begin_object()
+          .key("key")
+          .value(f.key)
+          .key("label")
+          .value(f.label)
+          .key("format")
+          .value(f.format)
+          .end_object();
     w.end_array();
     w.end_object();
   }
@@ -129,7 +136,8 @@ void write_libs(const Process* proc, JsonWriter& w) {
     std::stable_sort(libs.begin(), libs.end(), [](auto* a, auto* b) { return a->start < b->start; });
     uint64_t covered_to = 0;
     for (const model::Lib* l : libs) {
-      if (l->start < covered_to) continue;  // overlaps the previous mapping: the locator needs disjoint ranges
+      if (l->start < covered_to)
+        continue;  // overlaps the previous mapping: the locator needs disjoint ranges
       covered_to = l->end;
       w.begin_object();
       w.key("start").value(l->start).key("end").value(l->end).key("offset").value(l->offset);

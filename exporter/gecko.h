@@ -1,16 +1,19 @@
-// fxprof exporter: writes a model::Profile as a Gecko profile (meta.version 36), the stable format the Firefox
-// Profiler imports (see ../shared/docs/firefox-profiler-format.md, our spec).
+// fxprof exporter: writes a model::Profile as a Gecko profile (meta.version 36), the stable format the
+// Firefox Profiler imports (see ../shared/docs/firefox-profiler-format.md, our spec).
 //
 // Layout decisions:
-//  - processes[0] is the top level (its meta, libs, threads); every other process is one entry of the top-level
+//  - processes[0] is the top level (its meta, libs, threads); every other process is one entry of the
+//  top-level
 //    `processes` list, one level deep (the importer walks only one level), with its own libs and startTime.
 //  - Each process's main thread is named "GeckoMain" with processName = the process name: the front end then
 //    draws it as the process track with the other threads under it.
 //  - The model interns stacks and frames profile-wide; Gecko wants per-thread tables. Each thread gets the
-//    subset its samples use, renumbered in increasing global order, which keeps every prefix before its stack.
+//    subset its samples use, renumbered in increasing global order, which keeps every prefix before its
+//    stack.
 //  - User frames are written as "0x<address>" (symbolicated lazily by our server); kernel frames are already
 //    named "name (in [kernel.kallsyms])" in the Kernel category; labels are plain names.
-//  - Libs are sorted by start, and a mapping overlapping an earlier one is dropped (the front end binary-searches).
+//  - Libs are sorted by start, and a mapping overlapping an earlier one is dropped (the front end
+//  binary-searches).
 //  - Samples are written sorted by time (a stable sort): unsorted times load but show an empty call tree.
 //  - Streaming: nothing is built as a JSON tree; cost is a few µs per sample (the target is ≤ 2–5 µs, against
 //    47–110 µs/sample for perf's gecko.py).

@@ -44,8 +44,10 @@ class PlainFile : public OutputFile {
 class GzipFile : public PlainFile {
  public:
   GzipFile(AtomicFile file, std::string path) : PlainFile(std::move(file), std::move(path)) {
-    if (deflateInit2(&z_, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) error_ = "zlib init failed";
-    else initialized_ = true;
+    if (deflateInit2(&z_, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+      error_ = "zlib init failed";
+    else
+      initialized_ = true;
   }
   ~GzipFile() override {
     if (initialized_) deflateEnd(&z_);
@@ -100,11 +102,21 @@ void append_json_string(std::string& out, std::string_view s) {
     unsigned char c = *p;
     if (c < 0x80) {
       switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
         default:
           if (c < 0x20) {
             out += "\\u00";

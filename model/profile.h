@@ -28,7 +28,7 @@ namespace fxprof::model {
 using StringId = uint32_t;
 using FrameId = uint32_t;
 using StackId = uint32_t;
-inline constexpr StackId kNoStack = UINT32_MAX;   // a sample without a stack
+inline constexpr StackId kNoStack = UINT32_MAX;    // a sample without a stack
 inline constexpr StringId kNoString = UINT32_MAX;  // an absent optional string
 
 // Interns strings; ids are dense and stable. string_views returned stay valid for the table's lifetime.
@@ -57,8 +57,8 @@ enum class FrameKind : uint8_t {
 };
 
 struct Frame {
-  uint64_t address = 0;          // absolute address in the process (Native/Kernel)
-  StringId name = kNoString;     // Kernel: symbol name once known; Label: the text
+  uint64_t address = 0;       // absolute address in the process (Native/Kernel)
+  StringId name = kNoString;  // Kernel: symbol name once known; Label: the text
   FrameKind kind = FrameKind::Native;
   Category category = Category::User;
   bool operator==(const Frame&) const = default;
@@ -143,10 +143,10 @@ struct MarkerSchema {
 struct Thread {
   uint32_t tid = 0;
   std::string name;
-  bool is_main = false;           // the process's main thread (written as "GeckoMain")
-  uint64_t start_ns = 0;          // registerTime
-  std::optional<uint64_t> end_ns; // unregisterTime
-  std::vector<Sample> samples;    // the exporter sorts them by time
+  bool is_main = false;            // the process's main thread (written as "GeckoMain")
+  uint64_t start_ns = 0;           // registerTime
+  std::optional<uint64_t> end_ns;  // unregisterTime
+  std::vector<Sample> samples;     // the exporter sorts them by time
   std::vector<Marker> markers;
 };
 
@@ -175,12 +175,12 @@ struct Process {
 struct Meta {
   std::string product = "fxprof";
   double interval_ms = 1.0;
-  double start_unix_ms = 0;      // wall clock at start_monotonic_ns
+  double start_unix_ms = 0;  // wall clock at start_monotonic_ns
   uint64_t start_monotonic_ns = 0;
   std::optional<uint64_t> end_monotonic_ns;
   std::vector<CategoryInfo> categories{{"Other", "grey"}, {"User", "yellow"}, {"Kernel", "orange"}};
   std::vector<MarkerSchema> marker_schemas;
-  std::string oscpu;             // e.g. "Linux 6.1.0"
+  std::string oscpu;  // e.g. "Linux 6.1.0"
   bool presymbolicated = false;
 };
 
@@ -192,8 +192,12 @@ struct Profile {
   std::vector<Process> processes;  // processes[0] is the top-level one (the launched or first attached)
 
   // Conveniences for builders.
-  FrameId native_frame(uint64_t address) { return frames.intern({address, kNoString, FrameKind::Native, Category::User}); }
-  FrameId kernel_frame(uint64_t address) { return frames.intern({address, kNoString, FrameKind::Kernel, Category::Kernel}); }
+  FrameId native_frame(uint64_t address) {
+    return frames.intern({address, kNoString, FrameKind::Native, Category::User});
+  }
+  FrameId kernel_frame(uint64_t address) {
+    return frames.intern({address, kNoString, FrameKind::Kernel, Category::Kernel});
+  }
   FrameId label_frame(std::string_view text, Category c = Category::Other) {
     return frames.intern({0, strings.intern(text), FrameKind::Label, c});
   }

@@ -400,7 +400,8 @@ const DebuginfodApi* debuginfod_api() {
     if (lib == nullptr) return nullptr;
     static DebuginfodApi a;
     a.begin = reinterpret_cast<decltype(a.begin)>(::dlsym(lib, "debuginfod_begin"));
-    a.find_debuginfo = reinterpret_cast<decltype(a.find_debuginfo)>(::dlsym(lib, "debuginfod_find_debuginfo"));
+    a.find_debuginfo =
+        reinterpret_cast<decltype(a.find_debuginfo)>(::dlsym(lib, "debuginfod_find_debuginfo"));
     a.end = reinterpret_cast<decltype(a.end)>(::dlsym(lib, "debuginfod_end"));
     return a.begin && a.find_debuginfo && a.end ? &a : nullptr;
   }();

@@ -1,9 +1,11 @@
-#include <catch2/catch.hpp>
+#include "base/fd.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "base/fd.h"
+#include <catch2/catch.hpp>
+
 #include "tests/support/support.h"
 
 using namespace fxprof;

@@ -1,7 +1,6 @@
 // The fxprof command line: usage errors are one line and a non-zero exit, and the README documents every
 // option that `--help` lists.
 #include <catch2/catch.hpp>
-
 #include <regex>
 #include <set>
 
@@ -25,9 +24,11 @@ TEST_CASE("usage errors are one clear line and exit 2") {
   };
   for (const Case& c : {
            Case{{"record"}, "nothing to record: give a command or -p PID"},
-           Case{{"record", "-F", "abc", "--", "true"}, "--freq needs a positive number of samples per second"},
+           Case{{"record", "-F", "abc", "--", "true"},
+                "--freq needs a positive number of samples per second"},
            Case{{"record", "--call-graph", "lbr", "true"}, "--call-graph must be dwarf or fp"},
-           Case{{"record", "--stack-size", "100000", "true"}, "--stack-size must be between 512 and 65528 bytes"},
+           Case{{"record", "--stack-size", "100000", "true"},
+                "--stack-size must be between 512 and 65528 bytes"},
            Case{{"record", "-p", "12x"}, "--pid needs process ids, like 123,456"},
            Case{{"record", "--bogus", "true"}, "unknown option '--bogus'"},
            Case{{"record", "-o"}, "option -o needs a value"},

@@ -1,7 +1,8 @@
 // fxprof record, end to end: real programs, real perf events, profiles linted and then loaded and
 // symbolicated by the Firefox Profiler's own code (profiler-cli) through our own server.
-#include <catch2/catch.hpp>
 #include <unistd.h>
+
+#include <catch2/catch.hpp>
 
 #include "tests/e2e/e2e.h"
 
@@ -125,8 +126,8 @@ TEST_CASE("fxprof exits as the program did, and still writes the profile", "[e2e
     std::vector<std::string> args;
     int status;
   };
-  for (const Case& c : {Case{{}, 0}, Case{{"exit", "3"}, 3}, Case{{"segv"}, 128 + 11}, Case{{"abort"}, 128 + 6},
-                        Case{{"kill"}, 128 + 9}}) {
+  for (const Case& c : {Case{{}, 0}, Case{{"exit", "3"}, 3}, Case{{"segv"}, 128 + 11},
+                        Case{{"abort"}, 128 + 6}, Case{{"kill"}, 128 + 9}}) {
     TempDir dir;
     std::string out = dir.file("p.json.gz");
     std::vector<std::string> argv{test_program("e2e_exit")};

@@ -1,10 +1,10 @@
 // Ctrl+C as a terminal sends it (to the whole foreground process group), twice, and a sampling rate above
 // the kernel's limit.
-#include <catch2/catch.hpp>
 #include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <thread>
 
 #include "base/fd.h"
@@ -25,7 +25,8 @@ std::vector<std::string> list_dir(const std::string& path) {
 }
 
 std::vector<std::string> record_argv(const std::string& out) {
-  return {fxprof_bin(), "record", "--save-only", "--no-symbolicate", "-o", out, "--", test_program("e2e_spin")};
+  return {fxprof_bin(), "record", "--save-only", "--no-symbolicate",
+          "-o",         out,      "--",          test_program("e2e_spin")};
 }
 
 }  // namespace
@@ -78,8 +79,8 @@ TEST_CASE("a rate above perf_event_max_sample_rate is lowered with one notice", 
   const std::string script =
       "knob=/proc/sys/kernel/perf_event_max_sample_rate; orig=$(cat $knob); trap 'echo $orig > $knob' EXIT; "
       "echo 400 > $knob && \"$@\"";
-  auto r = run({"sh", "-c", script, "sh", fxprof_bin(), "record", "--save-only", "--no-symbolicate", "-F", "1000",
-                "-o", out, "--", test_program("e2e_threads")});
+  auto r = run({"sh", "-c", script, "sh", fxprof_bin(), "record", "--save-only", "--no-symbolicate", "-F",
+                "1000", "-o", out, "--", test_program("e2e_threads")});
   INFO(r.err);
   REQUIRE(r.status == 0);
   CHECK(r.err.find("fxprof: sampling at 400 Hz, the kernel's limit (kernel.perf_event_max_sample_rate), "

@@ -1,9 +1,10 @@
 // The unprivileged path: with kernel.perf_event_paranoid 2 an ordinary user can profile their own programs,
 // user space only. The test creates a user and runs fxprof as that user.
-#include <catch2/catch.hpp>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <catch2/catch.hpp>
 
 #include "base/fd.h"
 #include "tests/e2e/e2e.h"

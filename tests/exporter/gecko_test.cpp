@@ -2,9 +2,10 @@
 // tables in topological order per thread, sorted non-overlapping libs, string indices, categories, GeckoMain
 // naming, processes one level deep. Profiles built by hand here, then linted and loaded with the Firefox
 // Profiler's own importer (profiler-cli).
+#include "exporter/gecko.h"
+
 #include <catch2/catch.hpp>
 
-#include "exporter/gecko.h"
 #include "tests/support/support.h"
 
 using namespace fxprof;
@@ -21,7 +22,8 @@ model::Profile sample_profile() {
   p.meta.start_unix_ms = 1.7e12;
   p.meta.start_monotonic_ns = kT0;
   p.meta.end_monotonic_ns = kT0 + 50'000'000;
-  p.meta.marker_schemas.push_back({"Lost", {"marker-chart", "marker-table"}, "lost", "", "", {{"count", "Count", "integer"}}});
+  p.meta.marker_schemas.push_back(
+      {"Lost", {"marker-chart", "marker-table"}, "lost", "", "", {{"count", "Count", "integer"}}});
 
   model::Process& proc = p.processes.emplace_back();
   proc.pid = 100;
@@ -29,7 +31,8 @@ model::Profile sample_profile() {
   proc.start_ns = kT0;
   // Deliberately unsorted and overlapping libs.
   proc.libs.push_back({0x7f0000001000, 0x7f0000009000, 0x1000, "libc.so.6", "/lib/libc.so.6", "libc.so.6",
-                       "/lib/libc.so.6", "5C0A0D51EA1980DF43F203B4525BE9BE0", "510d0a5c19eadf8043f203b4525be9be3dcb9554"});
+                       "/lib/libc.so.6", "5C0A0D51EA1980DF43F203B4525BE9BE0",
+                       "510d0a5c19eadf8043f203b4525be9be3dcb9554"});
   proc.libs.push_back({0x555555555000, 0x555555556000, 0x1000, "app", "/tmp/app", "app", "/tmp/app",
                        "0123456789ABCDEF0123456789ABCDEF0", "efcdab8967452301"});
   proc.libs.push_back({0x7f0000002000, 0x7f0000003000, 0, "overlap", "/x", "overlap", "/x", "", ""});

@@ -1,8 +1,10 @@
-#include <catch2/catch.hpp>
+#include "exporter/json_writer.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "exporter/json_writer.h"
+#include <catch2/catch.hpp>
+
 #include "tests/support/support.h"
 
 using namespace fxprof;

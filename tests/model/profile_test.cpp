@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "model/profile.h"
+
+#include <catch2/catch.hpp>
 
 using namespace fxprof::model;
 
@@ -46,5 +46,7 @@ TEST_CASE("breakpad and code ids from a GNU build id") {
   CHECK(breakpad_id_from_build_id(id) == "5C0A0D51EA1980DF43F203B4525BE9BE0");
   // Short build ids are zero-padded.
   std::vector<uint8_t> short_id{0x01, 0x02};
-  CHECK(breakpad_id_from_build_id(short_id) == "00000201000000000000000000000000" "0");
+  CHECK(breakpad_id_from_build_id(short_id) ==
+        "00000201000000000000000000000000"
+        "0");
 }

@@ -66,7 +66,8 @@ struct Linter {
       std::string_view color;
       if (!c["color"].get_string().get(color) && color == "grey") grey = true;
       array sub;
-      if (c["subcategories"].get_array().get(sub) || sub.size() == 0) fail(where, "category without subcategories");
+      if (c["subcategories"].get_array().get(sub) || sub.size() == 0)
+        fail(where, "category without subcategories");
     }
     if (!grey) fail(where, "no grey category");
   }
@@ -102,7 +103,8 @@ struct Linter {
     std::string_view name;
     if (t["name"].get_string().get(name)) fail(where, "thread without name");
     // pid: a number, or "1234.1" for a later process that reuses a pid (the importer takes `${pid}`).
-    if ((!t["pid"].is_number() && !t["pid"].is_string()) || !t["tid"].is_number()) fail(where, "pid/tid type");
+    if ((!t["pid"].is_number() && !t["pid"].is_string()) || !t["tid"].is_number())
+      fail(where, "pid/tid type");
     if (!t["registerTime"].is_number()) fail(where, "registerTime not a number");
     element unreg;
     if (t["unregisterTime"].get(unreg) || !is_null_or_number(unreg)) fail(where, "unregisterTime missing");
@@ -114,10 +116,14 @@ struct Linter {
 
     element frames, stacks, samples, markers;
     array frame_rows, stack_rows, sample_rows, marker_rows;
-    if (t["frameTable"].get(frames) || frames["data"].get_array().get(frame_rows)) return fail(where, "frameTable missing");
-    if (t["stackTable"].get(stacks) || stacks["data"].get_array().get(stack_rows)) return fail(where, "stackTable missing");
-    if (t["samples"].get(samples) || samples["data"].get_array().get(sample_rows)) return fail(where, "samples missing");
-    if (t["markers"].get(markers) || markers["data"].get_array().get(marker_rows)) return fail(where, "markers missing");
+    if (t["frameTable"].get(frames) || frames["data"].get_array().get(frame_rows))
+      return fail(where, "frameTable missing");
+    if (t["stackTable"].get(stacks) || stacks["data"].get_array().get(stack_rows))
+      return fail(where, "stackTable missing");
+    if (t["samples"].get(samples) || samples["data"].get_array().get(sample_rows))
+      return fail(where, "samples missing");
+    if (t["markers"].get(markers) || markers["data"].get_array().get(marker_rows))
+      return fail(where, "markers missing");
 
     int64_t loc = column(frames, "location"), cat = column(frames, "category");
     if (loc < 0) fail(where, "frameTable has no location column");
@@ -138,7 +144,8 @@ struct Linter {
       element p = row.at(size_t(prefix));
       if (!p.is_null()) {
         int64_t pi = -1;
-        if (p.get_int64().get(pi) || pi < 0 || size_t(pi) >= i) fail(where, "stack prefix not before its stack");
+        if (p.get_int64().get(pi) || pi < 0 || size_t(pi) >= i)
+          fail(where, "stack prefix not before its stack");
       }
       int64_t fi = -1;
       if (row.at(size_t(frame)).get_int64().get(fi) || fi < 0 || size_t(fi) >= frame_rows.size())
@@ -146,7 +153,8 @@ struct Linter {
       ++i;
       if (problems.size() > 50) return;
     }
-    int64_t st = column(samples, "stack"), tm = column(samples, "time"), cpu = column(samples, "threadCPUDelta");
+    int64_t st = column(samples, "stack"), tm = column(samples, "time"),
+            cpu = column(samples, "threadCPUDelta");
     if (column(samples, "eventDelay") < 0 && column(samples, "responsiveness") < 0)
       fail(where, "samples lack eventDelay/responsiveness");
     if (st < 0 || tm < 0) return fail(where, "samples schema lacks stack/time");
@@ -155,7 +163,8 @@ struct Linter {
       element s = row.at(size_t(st));
       if (!s.is_null()) {
         int64_t si = -1;
-        if (s.get_int64().get(si) || si < 0 || size_t(si) >= stack_rows.size()) fail(where, "sample stack out of range");
+        if (s.get_int64().get(si) || si < 0 || size_t(si) >= stack_rows.size())
+          fail(where, "sample stack out of range");
       }
       double time = num(row.at(size_t(tm)));
       if (time < prev) fail(where, "sample times not sorted");
@@ -168,7 +177,8 @@ struct Linter {
     }
     for (element row : marker_rows) {
       int64_t ni = -1;
-      if (row.at(0).get_int64().get(ni) || ni < 0 || size_t(ni) >= n_strings) fail(where, "marker name index");
+      if (row.at(0).get_int64().get(ni) || ni < 0 || size_t(ni) >= n_strings)
+        fail(where, "marker name index");
       if (row.at(1).is_null() && row.at(2).is_null()) fail(where, "marker with no times");
     }
   }

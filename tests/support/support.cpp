@@ -62,7 +62,8 @@ pid_t spawn(const std::vector<std::string>& argv, const CmdOptions& opts, int in
 CmdResult run(const std::vector<std::string>& argv, const CmdOptions& opts) {
   CmdResult res;
   int out_pipe[2], err_pipe[2], in_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 || ::pipe2(in_pipe, O_CLOEXEC) != 0)
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 ||
+      ::pipe2(in_pipe, O_CLOEXEC) != 0)
     throw std::runtime_error("pipe failed");
   UniqueFd out_r(out_pipe[0]), out_w(out_pipe[1]), err_r(err_pipe[0]), err_w(err_pipe[1]);
   UniqueFd in_r(in_pipe[0]), in_w(in_pipe[1]);
@@ -82,7 +83,8 @@ CmdResult run(const std::vector<std::string>& argv, const CmdOptions& opts) {
   bool out_open = true, err_open = true;
   char buf[65536];
   while (out_open || err_open) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       res.timed_out = true;
       ::kill(-pid, SIGKILL);
@@ -129,7 +131,8 @@ CmdResult run(const std::vector<std::string>& argv, const CmdOptions& opts) {
 
 Background::Background(const std::vector<std::string>& argv, const CmdOptions& opts) {
   int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0)
+    throw std::runtime_error("pipe");
   pid_ = spawn(argv, opts, -1, out_pipe[1], err_pipe[1]);
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
@@ -164,8 +167,10 @@ std::string Background::wait_for_line(const std::string& needle, std::chrono::se
     pollfd fd{out_fd_, POLLIN, 0};
     if (::poll(&fd, 1, 100) > 0) {
       ssize_t n = ::read(out_fd_, buf, sizeof buf);
-      if (n > 0) out_.append(buf, static_cast<size_t>(n));
-      else if (n == 0) return "";
+      if (n > 0)
+        out_.append(buf, static_cast<size_t>(n));
+      else if (n == 0)
+        return "";
     }
   }
 }
@@ -184,7 +189,8 @@ int Background::stop(int sig, std::chrono::seconds timeout) {
   char buf[4096];
   while (std::chrono::steady_clock::now() < deadline) {
     // Keep draining the pipes so the child never blocks on a full one.
-    while (::read(out_fd_, buf, sizeof buf) > 0) {}
+    while (::read(out_fd_, buf, sizeof buf) > 0) {
+    }
     err();
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
@@ -213,13 +219,16 @@ std::string source_dir() { return FXPROF_SOURCE_DIR; }
 std::string build_dir() { return FXPROF_BUILD_DIR; }
 std::string fxprof_bin() { return FXPROF_BIN; }
 std::string demo_bin() { return FXPROF_DEMO_BIN; }
-std::string test_program(const std::string& name) { return std::string(FXPROF_TEST_PROGRAMS_DIR) + "/" + name; }
+std::string test_program(const std::string& name) {
+  return std::string(FXPROF_TEST_PROGRAMS_DIR) + "/" + name;
+}
 
 std::string read_profile_text(const std::string& path) {
   auto data = read_file(path);
   if (!data) throw std::runtime_error(data.error());
   const std::string& raw = *data;
-  if (raw.size() < 2 || static_cast<unsigned char>(raw[0]) != 0x1f || static_cast<unsigned char>(raw[1]) != 0x8b)
+  if (raw.size() < 2 || static_cast<unsigned char>(raw[0]) != 0x1f ||
+      static_cast<unsigned char>(raw[1]) != 0x8b)
     return raw;
   z_stream z{};
   if (inflateInit2(&z, 15 + 32) != Z_OK) throw std::runtime_error("inflateInit failed");
@@ -262,7 +271,9 @@ ProfilerCli::~ProfilerCli() {
   run({binary(), "stop", "--all"}, o);
 }
 
-std::string ProfilerCli::binary() { return source_dir() + "/tests/.profiler-cli/node_modules/.bin/profiler-cli"; }
+std::string ProfilerCli::binary() {
+  return source_dir() + "/tests/.profiler-cli/node_modules/.bin/profiler-cli";
+}
 
 CmdResult ProfilerCli::cmd(const std::vector<std::string>& args, const CmdOptions& extra) {
   CmdOptions o = extra;
@@ -320,7 +331,8 @@ bool ProfilerCli::select_thread(const std::string& name) {
 std::string url_decode(std::string_view s) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) && std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+    if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
       out.push_back(static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16)));
       i += 2;
     } else {

@@ -13,18 +13,18 @@
 namespace fxprof::test {
 
 struct CmdResult {
-  int status = -1;   // exit status, or 128+signal, or -1 when it could not start / timed out
+  int status = -1;  // exit status, or 128+signal, or -1 when it could not start / timed out
   bool timed_out = false;
-  std::string out;   // stdout
-  std::string err;   // stderr
+  std::string out;  // stdout
+  std::string err;  // stderr
 };
 
 struct CmdOptions {
   std::map<std::string, std::string> env;  // added to (or overriding) the inherited environment
   std::chrono::seconds timeout{120};
   std::string cwd;
-  std::optional<std::string> stdin_data;    // default: /dev/null
-  std::optional<uid_t> uid;                 // run as this user (root tests of the unprivileged path)
+  std::optional<std::string> stdin_data;  // default: /dev/null
+  std::optional<uid_t> uid;               // run as this user (root tests of the unprivileged path)
   std::optional<gid_t> gid;
 };
 
@@ -41,7 +41,8 @@ class Background {
   Background& operator=(const Background&) = delete;
   pid_t pid() const { return pid_; }
   // Reads stdout until a line contains `needle`; returns that line ("" on timeout or exit).
-  std::string wait_for_line(const std::string& needle, std::chrono::seconds timeout = std::chrono::seconds(60));
+  std::string wait_for_line(const std::string& needle,
+                            std::chrono::seconds timeout = std::chrono::seconds(60));
   // Sends `sig` and waits for the exit status (128+signal when killed), or -1 on timeout.
   int stop(int sig, std::chrono::seconds timeout = std::chrono::seconds(30));
   const std::string& out() const { return out_; }
@@ -69,10 +70,10 @@ class TempDir {
   std::string path_;
 };
 
-std::string source_dir();        // the project's source folder
-std::string build_dir();         // the CMake build folder
-std::string fxprof_bin();        // build/fxprof
-std::string demo_bin();          // the bundled demo program
+std::string source_dir();                           // the project's source folder
+std::string build_dir();                            // the CMake build folder
+std::string fxprof_bin();                           // build/fxprof
+std::string demo_bin();                             // the bundled demo program
 std::string test_program(const std::string& name);  // a program from tests/programs/
 
 // Reads a profile file, inflating it when it is gzip (by magic, not by name). Throws on I/O errors (tests).
