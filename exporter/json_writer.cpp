@@ -93,59 +93,6 @@ Result<std::unique_ptr<OutputFile>> OutputFile::create(const std::string& path) 
   return out;
 }
 
-void append_json_string(std::string& out, std::string_view s) {
-  static const char kHex[] = "0123456789abcdef";
-  out.push_back('"');
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const auto* end = p + s.size();
-  while (p < end) {
-    unsigned char c = *p;
-    if (c < 0x80) {
-      switch (c) {
-        case '"':
-          out += "\\\"";
-          break;
-        case '\\':
-          out += "\\\\";
-          break;
-        case '\n':
-          out += "\\n";
-          break;
-        case '\r':
-          out += "\\r";
-          break;
-        case '\t':
-          out += "\\t";
-          break;
-        default:
-          if (c < 0x20) {
-            out += "\\u00";
-            out.push_back(kHex[c >> 4]);
-            out.push_back(kHex[c & 15]);
-          } else {
-            out.push_back(static_cast<char>(c));
-          }
-      }
-      ++p;
-      continue;
-    }
-    // Validate one UTF-8 sequence; anything malformed becomes U+FFFD.
-    size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-    bool valid = len != 0 && static_cast<size_t>(end - p) >= len && c < 0xF5;
-    for (size_t i = 1; valid && i < len; ++i) valid = (p[i] & 0xC0) == 0x80;
-    if (valid && len == 3) valid = !(c == 0xE0 && p[1] < 0xA0) && !(c == 0xED && p[1] >= 0xA0);
-    if (valid && len == 4) valid = !(c == 0xF0 && p[1] < 0x90) && !(c == 0xF4 && p[1] >= 0x90);
-    if (valid) {
-      out.append(reinterpret_cast<const char*>(p), len);
-      p += len;
-    } else {
-      out += "\xEF\xBF\xBD";
-      ++p;
-    }
-  }
-  out.push_back('"');
-}
-
 void JsonWriter::comma() {
   if (after_key_) {
     after_key_ = false;

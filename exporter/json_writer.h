@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/fd.h"
+#include "base/json_string.h"
 #include "base/result.h"
 
 namespace fxprof::exporter {
@@ -66,8 +67,5 @@ class JsonWriter {
   std::vector<bool> first_;  // per open container: no value written yet
   bool after_key_ = false;
 };
-
-// Appends `s` to `out` as a JSON string literal (quotes included); invalid UTF-8 bytes become U+FFFD.
-void append_json_string(std::string& out, std::string_view s);
 
 }  // namespace fxprof::exporter

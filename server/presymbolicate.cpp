@@ -54,7 +54,7 @@ void append_value(std::string& out, dom::element e) {
       for (dom::key_value_pair kv : dom::object(e)) {
         if (!first) out += ',';
         first = false;
-        exporter::append_json_string(out, kv.key);
+        fxprof::append_json_string(out, kv.key);
         out += ':';
         append_value(out, kv.value);
       }
@@ -62,7 +62,7 @@ void append_value(std::string& out, dom::element e) {
       break;
     }
     case dom::element_type::STRING:
-      exporter::append_json_string(out, std::string_view(e));
+      fxprof::append_json_string(out, std::string_view(e));
       break;
     case dom::element_type::INT64:
       out += std::to_string(int64_t(e));
