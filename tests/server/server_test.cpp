@@ -236,121 +236,42 @@ struct LiveServer {
 };
 
 // `fxprof load` as a child process: started, its profiler URL read from stdout, stopped with a signal.
-class LoadProcess {
+// `fxprof load ARGS...` running in the background (the support library's Background).
+class LoadProcess : public Background {
  public:
-  LoadProcess(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
-    int out[2], err[2];
-    REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
-    REQUIRE(::pipe2(err, O_CLOEXEC) == 0);
-    out_.reset(out[0]);
-    err_.reset(err[0]);
-    std::vector<std::string> argv{fxprof_bin(), "load"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    pid_ = ::fork();
-    REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      ::dup2(out[1], 1);
-      ::dup2(err[1], 2);
-      for (auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-      std::vector<char*> cargv;
-      for (auto& a : argv) cargv.push_back(a.data());
-      cargv.push_back(nullptr);
-      ::execv(cargv[0], cargv.data());
-      _exit(127);
-    }
-    ::close(out[1]);
-    ::close(err[1]);
+  explicit LoadProcess(const std::vector<std::string>& args,
+                       const std::map<std::string, std::string>& env = {})
+      : Background(argv_for(args), options_for(env)) {}
+  // Reads stdout until a line with the profiler URL (or EOF / timeout); returns the URL or "".
+  std::string wait_for_url() {
+    const std::string pre = "https://profiler.firefox.com/from-url/";
+    std::string line = wait_for_line(pre, std::chrono::seconds(20));
+    auto at = line.find(pre);
+    return at == std::string::npos ? std::string() : line.substr(at);
   }
-  ~LoadProcess() {
-    if (pid_ > 0) stop(SIGKILL);
-  }
-  // Reads stdout until a line with the profiler URL (or EOF / timeout); returns it or "".
-  std::string wait_for_url(int timeout_ms = 20000) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (auto at = out_text_.find("https://profiler.firefox.com/from-url/"); at != std::string::npos) {
-        auto nl = out_text_.find('\n', at);
-        if (nl != std::string::npos) return out_text_.substr(at, nl - at);
-      }
-      pollfd fds[2] = {{out_.get(), POLLIN, 0}, {err_.get(), POLLIN, 0}};
-      if (::poll(fds, 2, 200) <= 0) continue;
-      if (!drain(out_.get(), out_text_) && !drain(err_.get(), err_text_)) break;
-      drain(err_.get(), err_text_);
-    }
-    return {};
-  }
-  // Sends `sig`, waits (bounded) for the exit status.
-  int stop(int sig = SIGTERM) {
-    if (pid_ <= 0) return status_;
-    ::kill(pid_, sig);
-    int st = 0;
-    for (int i = 0; i < 1000; ++i) {  // 10 s
-      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
-        pid_ = -1;
-        drain(out_.get(), out_text_);
-        drain(err_.get(), err_text_);
-        return status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-      }
-      ::usleep(10000);
-    }
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, &st, 0);
-    pid_ = -1;
-    return status_ = -1;
-  }
-  const std::string& out() const { return out_text_; }
-  const std::string& err() const { return err_text_; }
+  int stop(int sig = SIGTERM) { return Background::stop(sig, std::chrono::seconds(10)); }
 
  private:
-  // Reads what is available; false at EOF.
-  static bool drain(int fd, std::string& into) {
-    char buf[4096];
-    for (;;) {
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, 0) <= 0) return true;
-      ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n <= 0) return false;
-      into.append(buf, static_cast<size_t>(n));
-    }
+  static std::vector<std::string> argv_for(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{fxprof_bin(), "load"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
   }
-  pid_t pid_ = -1;
-  int status_ = -1;
-  UniqueFd out_, err_;
-  std::string out_text_, err_text_;
+  static CmdOptions options_for(const std::map<std::string, std::string>& env) {
+    CmdOptions o;
+    o.env = env;
+    return o;
+  }
 };
 
 // "https://profiler.firefox.com/from-url/<enc>/?symbolServer=<enc>" -> {profile URL, symbol server}.
-std::string percent_decode(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size()) {
-      out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
 std::pair<std::string, std::string> split_profiler_url(const std::string& url) {
   const std::string pre = "https://profiler.firefox.com/from-url/";
   REQUIRE(url.rfind(pre, 0) == 0);
   auto slash = url.find("/?symbolServer=", pre.size());
   REQUIRE(slash != std::string::npos);
-  return {percent_decode(url.substr(pre.size(), slash - pre.size())),
-          percent_decode(url.substr(slash + std::strlen("/?symbolServer=")))};
-}
-
-// `profiler-cli load ...`, retried when its daemon was merely slow to start (node on a busy 2-core machine).
-CmdResult pcli_load(ProfilerCli& pcli, const std::vector<std::string>& args, const CmdOptions& o = {}) {
-  CmdResult r;
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    r = pcli.cmd(args, o);
-    if (r.status == 0 || (r.out + r.err).find("did not become ready") == std::string::npos) break;
-    pcli.cmd({"stop", "--all"});
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-  }
-  return r;
+  return {url_decode(url.substr(pre.size(), slash - pre.size())),
+          url_decode(url.substr(slash + std::strlen("/?symbolServer=")))};
 }
 
 // The handle ("f-3") of a function in `thread functions` output, or "".
@@ -728,7 +649,7 @@ TEST_CASE("fxprof symbolicate writes a self-contained profile that loads with na
     return;
   }
   ProfilerCli pcli;
-  auto load = pcli_load(pcli, {"load", dir.file("shared.json.gz")});
+  auto load = pcli.load(dir.file("shared.json.gz"));
   REQUIRE(load.status == 0);
   auto tree = pcli.cmd({"thread", "samples-top-down"});
   INFO(tree.out << tree.err);
@@ -753,7 +674,7 @@ TEST_CASE("fxprof load serves to profiler-cli, which symbolicates through our se
   auto [profile_url, symbol_server] = split_profiler_url(url);
 
   ProfilerCli pcli;
-  auto r = pcli_load(pcli, {"load", profile_url, "--symbol-server", symbol_server});
+  auto r = pcli.load(profile_url, symbol_server);
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
   auto tree = pcli.cmd({"thread", "samples-top-down"});
@@ -793,7 +714,7 @@ TEST_CASE("profiler-cli --with-samply runs fxprof as its samply", "[server][prof
   ProfilerCli pcli;
   CmdOptions o;
   o.env["PROFILER_CLI_SAMPLY_PATH"] = fxprof_bin();
-  auto r = pcli_load(pcli, {"load", dir.file("p.json"), "--with-samply"}, o);
+  auto r = pcli.load_args({dir.file("p.json"), "--with-samply"}, o);
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
   auto tree = pcli.cmd({"thread", "samples-top-down"});
@@ -843,7 +764,7 @@ TEST_CASE("a recorded profile: served by fxprof load and baked by fxprof symboli
     REQUIRE_FALSE(url.empty());
     auto [profile_url, symbol_server] = split_profiler_url(url);
     ProfilerCli pcli;
-    auto r = pcli_load(pcli, {"load", profile_url, "--symbol-server", symbol_server});
+    auto r = pcli.load(profile_url, symbol_server);
     INFO(r.out << r.err);
     REQUIRE(r.status == 0);
     auto tree = pcli.cmd({"thread", "samples-top-down"});
@@ -862,7 +783,7 @@ TEST_CASE("a recorded profile: served by fxprof load and baked by fxprof symboli
     CHECK(lint_gecko_profile(text).empty());
     CHECK_THAT(text, Catch::Contains("\"presymbolicated\":true"));
     ProfilerCli pcli;
-    auto r = pcli_load(pcli, {"load", shared});
+    auto r = pcli.load(shared);
     INFO(r.out << r.err);
     REQUIRE(r.status == 0);
     auto tree = pcli.cmd({"thread", "samples-top-down"});

@@ -285,14 +285,20 @@ CmdResult ProfilerCli::cmd(const std::vector<std::string>& args, const CmdOption
 }
 
 CmdResult ProfilerCli::load(const std::string& profile, const std::string& symbol_server) {
-  std::vector<std::string> args{"load", profile};
+  std::vector<std::string> args{profile};
   if (!symbol_server.empty()) {
     args.push_back("--symbol-server");
     args.push_back(symbol_server);
   }
+  return load_args(args);
+}
+
+CmdResult ProfilerCli::load_args(const std::vector<std::string>& load_args, const CmdOptions& opts) {
+  std::vector<std::string> args{"load"};
+  args.insert(args.end(), load_args.begin(), load_args.end());
   // On a loaded machine the daemon can miss profiler-cli's fixed 500 ms start-up window; it keeps starting
   // and loads the profile anyway ("retrying often works"), so wait for it to answer instead of failing.
-  CmdResult r = cmd(args);
+  CmdResult r = cmd(args, opts);
   if (r.status != 0 && (r.out + r.err).find("did not become ready") != std::string::npos) {
     for (int i = 0; i < 120; ++i) {
       ::usleep(500 * 1000);

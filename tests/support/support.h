@@ -98,6 +98,8 @@ class ProfilerCli {
   static std::string binary();  // path of the profiler-cli script
   // `profiler-cli load FILE [--symbol-server URL]`.
   CmdResult load(const std::string& profile, const std::string& symbol_server = "");
+  // `profiler-cli load ARGS...` with any options (for example --with-samply and its environment).
+  CmdResult load_args(const std::vector<std::string>& args, const CmdOptions& opts = {});
   // Selects the thread named `name` (as `thread list` shows it); false if there is none.
   bool select_thread(const std::string& name);
   // Any other subcommand, e.g. {"thread", "samples-top-down"} or {"profile", "info", "--json"}.
