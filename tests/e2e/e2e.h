@@ -1,6 +1,7 @@
 // Helpers shared by the end-to-end tests.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,18 @@ inline CmdResult record(const std::string& out, const std::vector<std::string>& 
   cmd.push_back("--");
   cmd.insert(cmd.end(), argv.begin(), argv.end());
   return run(cmd, opts);
+}
+
+// Serves `profile` with `fxprof load` and loads it into `cli` through that server, as a user's browser would;
+// the returned server must outlive the queries.
+inline std::unique_ptr<FxprofServer> load_through_fxprof(ProfilerCli& cli, const std::string& profile) {
+  auto server = std::make_unique<FxprofServer>(profile);
+  INFO(server->err());
+  REQUIRE(!server->symbol_server().empty());
+  auto load = cli.load(profile, server->symbol_server());
+  INFO(load.out << load.err);
+  REQUIRE(load.status == 0);
+  return server;
 }
 
 }  // namespace fxprof::test

@@ -34,15 +34,9 @@ TEST_CASE("the demo: threads, names and a symbolicated call tree through our ser
   CHECK(main_t->process == "fxprof_demo");
   CHECK(threads.size() >= 3);  // the demo's named worker threads
 
-  FxprofServer server(out);
-  INFO(server.err());
-  REQUIRE(!server.symbol_server().empty());
-  CHECK(server.symbol_server().rfind("http://127.0.0.1:", 0) == 0);
-
   ProfilerCli cli;
-  auto load = cli.load(out, server.symbol_server());
-  INFO(load.out << load.err);
-  REQUIRE(load.status == 0);
+  auto server = load_through_fxprof(cli, out);
+  CHECK(server->symbol_server().rfind("http://127.0.0.1:", 0) == 0);
   REQUIRE(cli.select_thread("GeckoMain"));
   auto tree = cli.cmd({"thread", "samples-top-down"});
   INFO(tree.out << tree.err);
@@ -79,12 +73,8 @@ TEST_CASE("named threads each get their samples", "[e2e]") {
     CHECK(t->process == "e2e_threads");
   }
 
-  FxprofServer server(out);
-  REQUIRE(!server.symbol_server().empty());
   ProfilerCli cli;
-  auto load = cli.load(out, server.symbol_server());
-  INFO(load.out << load.err);
-  REQUIRE(load.status == 0);
+  auto server = load_through_fxprof(cli, out);
   REQUIRE(cli.select_thread("e2e-alpha"));
   auto tree = cli.cmd({"thread", "samples-top-down"});
   INFO(tree.out);
@@ -105,12 +95,8 @@ TEST_CASE("kernel frames sit under a syscall-heavy function", "[e2e]") {
   REQUIRE(t != nullptr);
   CHECK(t->kernel_frames > 0);
 
-  FxprofServer server(out);
-  REQUIRE(!server.symbol_server().empty());
   ProfilerCli cli;
-  auto load = cli.load(out, server.symbol_server());
-  INFO(load.out << load.err);
-  REQUIRE(load.status == 0);
+  auto server = load_through_fxprof(cli, out);
   auto tree = cli.cmd({"thread", "samples-bottom-up"});
   INFO(tree.out);
   // Bottom-up: kernel functions are the leaves, read_zero_loop is among their callers.

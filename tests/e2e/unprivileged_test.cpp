@@ -58,12 +58,8 @@ TEST_CASE("an ordinary user records their own program, user space only", "[e2e][
   REQUIRE(find_thread(threads, "e2e-alpha") != nullptr);
 
   // Main-rooted stacks, symbolicated through our server.
-  FxprofServer server(out);
-  REQUIRE(!server.symbol_server().empty());
   ProfilerCli cli;
-  auto load = cli.load(out, server.symbol_server());
-  INFO(load.out << load.err);
-  REQUIRE(load.status == 0);
+  auto server = load_through_fxprof(cli, out);
   auto tree = cli.cmd({"thread", "samples-top-down"});
   INFO(tree.out);
   CHECK(tree.out.find("e2e_threads!main") != std::string::npos);
