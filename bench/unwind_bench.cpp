@@ -66,40 +66,17 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  std::vector<uint64_t> frames(1024);
-  auto feed = [&](Unwinder& u, bool unwind_samples) {
-    uint64_t sum = 0;
-    for (const Record& r : records) {
-      switch (r.kind) {
-        case Record::Mmap:
-          u.on_mmap(r.pid, r.start, r.len, r.pgoff, r.path);
-          break;
-        case Record::Exec:
-          u.on_exec(r.pid);
-          break;
-        case Record::Fork:
-          u.on_fork(r.ppid, r.pid);
-          break;
-        case Record::Exit:
-          break;
-        case Record::Sample:
-          if (unwind_samples) sum += u.unwind(r.pid, r.regs, r.stack, frames).count;
-          break;
-      }
-    }
-    return sum;
-  };
-
   // Cold: a fresh Unwinder (opens and indexes binaries, evaluates every rule once).
   auto t0 = std::chrono::steady_clock::now();
   Unwinder cold;
-  feed(cold, true);
+  fxprof::unwind_test::replay(*cap, cold, [](const Record&, const auto&, auto) {});
   double cold_s = seconds_since(t0);
 
   // Warm: the same Unwinder, samples only (what a long recording does once its rules are cached).
   std::vector<const Record*> sample_recs;
   for (const Record& r : records)
     if (r.kind == Record::Sample) sample_recs.push_back(&r);
+  std::vector<uint64_t> frames(1024);
   uint64_t frames_total = 0;
   t0 = std::chrono::steady_clock::now();
   for (int round = 0; round < rounds; ++round)
