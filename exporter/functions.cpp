@@ -1,0 +1,121 @@
+#include "exporter/functions.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+
+namespace fxprof::exporter {
+
+FunctionTable::FunctionTable(const model::Profile& profile) : profile_(profile) {
+  std::unordered_map<std::string, int32_t> lib_ids;  // key: path, build ID
+  process_libs_.resize(profile.processes.size());
+  for (size_t i = 0; i < profile.processes.size(); ++i) {
+    ProcessLibs& pl = process_libs_[i];
+    for (const auto& l : profile.processes[i].libs)
+      if (l.end > l.start) pl.sorted.push_back(&l);
+    std::stable_sort(pl.sorted.begin(), pl.sorted.end(),
+                     [](auto* a, auto* b) { return a->start < b->start; });
+    // Same rule as the Gecko writer: a mapping overlapping an earlier one is dropped.
+    std::vector<const model::Lib*> kept;
+    uint64_t covered_to = 0;
+    for (const model::Lib* l : pl.sorted) {
+      if (l->start < covered_to) continue;
+      covered_to = l->end;
+      kept.push_back(l);
+      auto [it, inserted] =
+          lib_ids.try_emplace(l->path + '\0' + l->code_id, static_cast<int32_t>(libs_.size()));
+      if (inserted) libs_.push_back({l->name, l->path, l->code_id});
+      pl.lib_index.push_back(it->second);
+    }
+    pl.sorted = std::move(kept);
+  }
+}
+
+const model::Lib* FunctionTable::lib_at(size_t process, uint64_t address) const {
+  if (process >= process_libs_.size()) return nullptr;
+  const auto& v = process_libs_[process].sorted;
+  auto it = std::upper_bound(v.begin(), v.end(), address, [](uint64_t a, auto* l) { return a < l->start; });
+  if (it == v.begin()) return nullptr;
+  --it;
+  return address < (*it)->end ? *it : nullptr;
+}
+
+FunctionId FunctionTable::intern(Function f) {
+  std::string key;
+  key.reserve(f.name.size() + f.file.size() + 2);
+  key += static_cast<char>('0' + static_cast<int>(f.kind));
+  key += f.name;
+  key += '\0';
+  key += f.file;
+  auto [it, inserted] = index_.try_emplace(std::move(key), static_cast<FunctionId>(functions_.size()));
+  if (inserted) {
+    if (f.system_name.empty()) f.system_name = f.name;
+    functions_.push_back(std::move(f));
+  }
+  return it->second;
+}
+
+FunctionId FunctionTable::label(std::string_view name) {
+  Function f;
+  f.name = std::string(name);
+  f.kind = FunctionKind::Label;
+  return intern(std::move(f));
+}
+
+void FunctionTable::resolve(size_t process, model::FrameId id, std::vector<FrameLine>& out) {
+  const model::Frame& fr = profile_.frames.get(id);
+  Function f;
+  char buf[64];
+  switch (fr.kind) {
+    case model::FrameKind::Kernel:
+      f.kind = FunctionKind::Kernel;
+      if (fr.name != model::kNoString) {
+        f.name = std::string(profile_.strings.get(fr.name));
+      } else {
+        std::snprintf(buf, sizeof buf, "[kernel] 0x%" PRIx64, fr.address);
+        f.name = buf;
+      }
+      break;
+    case model::FrameKind::Label:
+      f.kind = FunctionKind::Label;
+      f.name = fr.name != model::kNoString ? std::string(profile_.strings.get(fr.name)) : "(unknown)";
+      break;
+    case model::FrameKind::Native: {
+      f.kind = FunctionKind::User;
+      if (fr.name != model::kNoString) {
+        f.name = std::string(profile_.strings.get(fr.name));
+      } else if (const model::Lib* l = lib_at(process, fr.address)) {
+        std::snprintf(buf, sizeof buf, "+0x%" PRIx64, fr.address - (l->start - l->offset));
+        f.name = l->name + buf;
+      } else {
+        std::snprintf(buf, sizeof buf, "0x%" PRIx64, fr.address);
+        f.name = buf;
+      }
+      if (const model::Lib* l = lib_at(process, fr.address)) {
+        const auto& pl = process_libs_[process];
+        auto pos = std::find(pl.sorted.begin(), pl.sorted.end(), l) - pl.sorted.begin();
+        f.lib = pl.lib_index[static_cast<size_t>(pos)];
+      }
+      break;
+    }
+  }
+  out.push_back({intern(std::move(f)), 0, false});
+}
+
+std::span<const FrameLine> FunctionTable::lines(size_t process, model::FrameId f) {
+  // Only unsymbolicated native frames depend on the process (their library names them).
+  const model::Frame& fr = profile_.frames.get(f);
+  const bool per_process = fr.kind == model::FrameKind::Native && fr.name == model::kNoString;
+  const uint64_t key = (per_process ? (static_cast<uint64_t>(process) + 1) << 32 : 0) | f;
+  auto it = chains_.find(key);
+  if (it == chains_.end()) {
+    scratch_.clear();
+    resolve(process, f, scratch_);
+    auto start = static_cast<uint32_t>(lines_.size());
+    lines_.insert(lines_.end(), scratch_.begin(), scratch_.end());
+    it = chains_.emplace(key, std::make_pair(start, static_cast<uint32_t>(scratch_.size()))).first;
+  }
+  return {lines_.data() + it->second.first, it->second.second};
+}
+
+}  // namespace fxprof::exporter
