@@ -30,7 +30,8 @@ constexpr const char* kHelp =
     "  --limit N                rows of the table (default 10)\n"
     "  --no-inline              inlined functions count as the function they were inlined into\n"
     "  --symbol-dir DIR         also look for symbol files in DIR (repeatable)\n"
-    "  --serve                  also serve both profiles (symbols baked in) and print the Firefox Profiler's\n"
+    "  --serve                  also serve both profiles (symbols baked in) and print the Firefox "
+    "Profiler's\n"
     "                           comparison URL; runs until Ctrl+C\n"
     "  --address ADDR           address to serve on with --serve (default 127.0.0.1)\n"
     "  -h, --help               this help\n";
@@ -111,7 +112,8 @@ int serve_both(model::Profile& base, model::Profile& next, const std::string& ad
   };
   std::printf("base profile: %s\nnew profile:  %s\n%s/compare/?profiles[]=%s&profiles[]=%s\n",
               servers[0]->profile_url().c_str(), servers[1]->profile_url().c_str(), origin.c_str(),
-              server::percent_encode(view(*servers[0])).c_str(), server::percent_encode(view(*servers[1])).c_str());
+              server::percent_encode(view(*servers[0])).c_str(),
+              server::percent_encode(view(*servers[1])).c_str());
   std::fflush(stdout);
   std::fprintf(stderr, "fxprof: open the comparison URL above; Ctrl+C stops serving\n");
   int sig = 0;
@@ -145,7 +147,8 @@ int cmd_diff(std::span<char*> args) {
       out = *v;
     } else if (auto v = p.option("", "--limit")) {
       auto n = parse_number(*v);
-      if (!n || *n < 1 || *n != static_cast<size_t>(*n)) return usage_error("--limit needs a positive number");
+      if (!n || *n < 1 || *n != static_cast<size_t>(*n))
+        return usage_error("--limit needs a positive number");
       limit = static_cast<size_t>(*n);
     } else if (p.flag("", "--no-inline")) {
       svg.tree.inlined = false;

@@ -59,7 +59,8 @@ int cmd_report(std::span<char*> args) {
       opts.inlined = false;
     } else if (auto v = p.option("", "--limit")) {
       auto n = parse_number(*v);
-      if (!n || *n < 1 || *n != static_cast<size_t>(*n)) return usage_error("--limit needs a positive number");
+      if (!n || *n < 1 || *n != static_cast<size_t>(*n))
+        return usage_error("--limit needs a positive number");
       opts.limit = static_cast<size_t>(*n);
     } else if (p.flag("", "--tree")) {
       opts.tree = true;

@@ -11,7 +11,8 @@ TEST_CASE("diff names the function made 2x slower first, with a positive change"
   TempDir dir;
   record_exp_work(dir.file("base.json.gz"), "1");
   record_exp_work(dir.file("new.json.gz"), "2");
-  auto r = run({fxprof_bin(), "diff", dir.file("base.json.gz"), dir.file("new.json.gz"), "-o", dir.file("d.svg")});
+  auto r =
+      run({fxprof_bin(), "diff", dir.file("base.json.gz"), dir.file("new.json.gz"), "-o", dir.file("d.svg")});
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
   std::istringstream lines(r.out);

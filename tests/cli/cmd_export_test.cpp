@@ -78,7 +78,9 @@ TEST_CASE("export pprof: go tool pprof agrees with the report, inlined lines, bu
   REQUIRE(r.status == 0);
   const std::string pb = dir.file("p.pb.gz");
   CmdOptions go;
-  go.env = {{"HOME", dir.path()}, {"PPROF_TMPDIR", dir.path()}, {"GOCACHE", dir.path() + "/gocache"},
+  go.env = {{"HOME", dir.path()},
+            {"PPROF_TMPDIR", dir.path()},
+            {"GOCACHE", dir.path() + "/gocache"},
             {"PPROF_BINARY_PATH", dir.path()}};
   auto top = run({"go", "tool", "pprof", "-top", "-sample_index=samples", pb}, go);
   INFO(top.out << top.err);
@@ -132,7 +134,12 @@ TEST_CASE("export svg: XML with every function and the viewer") {
     std::string f;
     while (std::getline(frames, f, ';')) {
       std::string escaped;
-      for (char c : f) escaped += c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '"' ? "&quot;" : std::string(1, c);
+      for (char c : f)
+        escaped += c == '&'   ? "&amp;"
+                   : c == '<' ? "&lt;"
+                   : c == '>' ? "&gt;"
+                   : c == '"' ? "&quot;"
+                              : std::string(1, c);
       INFO(f);
       CHECK(svg.find("data-n=\"" + escaped + "\"") != std::string::npos);
     }
@@ -144,7 +151,8 @@ TEST_CASE("export usage errors") {
   CHECK(none.status == 2);
   CHECK(none.err == "fxprof export: which format? folded, pprof or svg (try `fxprof export --help`)\n");
   auto bad = run({fxprof_bin(), "export", "png", "x.json"});
-  CHECK(bad.err == "fxprof export: unknown format 'png' (folded, pprof or svg) (try `fxprof export --help`)\n");
+  CHECK(bad.err ==
+        "fxprof export: unknown format 'png' (folded, pprof or svg) (try `fxprof export --help`)\n");
   auto missing = run({fxprof_bin(), "export", "folded", "/nonexistent/p.json"});
   CHECK(missing.status != 0);
   CHECK(missing.err.find("/nonexistent/p.json") != std::string::npos);

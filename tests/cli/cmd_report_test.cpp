@@ -27,7 +27,8 @@ TEST_CASE("report --json matches profiler-cli's function list") {
   REQUIRE(found);
   std::map<std::string, std::pair<uint64_t, uint64_t>> ours;  // name -> self, total
   for (auto f : main_section["topFunctionsByTotal"].get_array())
-    ours[std::string(std::string_view(f["name"]))] = {uint64_t(f["selfSamples"]), uint64_t(f["totalSamples"])};
+    ours[std::string(std::string_view(f["name"]))] = {uint64_t(f["selfSamples"]),
+                                                      uint64_t(f["totalSamples"])};
   REQUIRE(ours.count("alpha(long)"));
 
   ProfilerCli cli;
