@@ -53,14 +53,15 @@ Diff diff_profiles(const model::Profile& base, const model::Profile& next, bool 
 std::string format_diff(const Diff& d, size_t limit) {
   std::string out;
   char buf[160];
-  std::snprintf(buf, sizeof buf, "base %llu samples, new %llu samples; shares are of each profile's samples\n",
-                static_cast<unsigned long long>(d.base_samples), static_cast<unsigned long long>(d.new_samples));
+  std::snprintf(
+      buf, sizeof buf, "base %llu samples, new %llu samples; shares are of each profile's samples\n",
+      static_cast<unsigned long long>(d.base_samples), static_cast<unsigned long long>(d.new_samples));
   out += buf;
   out += "   self: base     new   change   total: base     new   change  function\n";
   for (size_t i = 0; i < d.rows.size() && i < limit; ++i) {
     const DiffRow& r = d.rows[i];
-    std::snprintf(buf, sizeof buf, "      %6.2f%% %6.2f%% %+7.2f%%        %6.2f%% %6.2f%% %+7.2f%%  ", r.base_self,
-                  r.new_self, r.self_change(), r.base_total, r.new_total, r.total_change());
+    std::snprintf(buf, sizeof buf, "      %6.2f%% %6.2f%% %+7.2f%%        %6.2f%% %6.2f%% %+7.2f%%  ",
+                  r.base_self, r.new_self, r.self_change(), r.base_total, r.new_total, r.total_change());
     out += buf;
     out += r.name;
     out += '\n';
@@ -88,7 +89,8 @@ Status write_diff_svg(const model::Profile& base, const model::Profile& next, co
   double max_change = 0;
   for (uint32_t i = 1; i < nt.nodes().size(); ++i) {
     const double now = percent(nt.node(i).total, nt.total_samples());
-    const double before = match[i] == CallTree::kNone ? 0 : percent(bt.node(match[i]).total, bt.total_samples());
+    const double before =
+        match[i] == CallTree::kNone ? 0 : percent(bt.node(match[i]).total, bt.total_samples());
     change[i] = now - before;
     max_change = std::max(max_change, std::fabs(change[i]));
   }

@@ -4,31 +4,23 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "model/symbols.h"
+
 namespace fxprof::exporter {
 
 FunctionTable::FunctionTable(const model::Profile& profile) : profile_(profile) {
-  std::unordered_map<std::string, int32_t> lib_ids;  // key: path, build ID
   process_libs_.resize(profile.processes.size());
   for (size_t i = 0; i < profile.processes.size(); ++i) {
     ProcessLibs& pl = process_libs_[i];
-    for (const auto& l : profile.processes[i].libs)
-      if (l.end > l.start) pl.sorted.push_back(&l);
-    std::stable_sort(pl.sorted.begin(), pl.sorted.end(),
-                     [](auto* a, auto* b) { return a->start < b->start; });
-    // Same rule as the Gecko writer: a mapping overlapping an earlier one is dropped.
-    std::vector<const model::Lib*> kept;
-    uint64_t covered_to = 0;
-    for (const model::Lib* l : pl.sorted) {
-      if (l->start < covered_to) continue;
-      covered_to = l->end;
-      kept.push_back(l);
-      auto [it, inserted] =
-          lib_ids.try_emplace(l->path + '\0' + l->code_id, static_cast<int32_t>(libs_.size()));
-      if (inserted) libs_.push_back({l->name, l->path, l->code_id});
-      pl.lib_index.push_back(it->second);
-    }
-    pl.sorted = std::move(kept);
+    pl.sorted = model::disjoint_libs(profile.processes[i]);  // as the Gecko writer lists them
+    for (const model::Lib* l : pl.sorted) pl.lib_index.push_back(lib_id(l->name, l->path, l->code_id));
   }
+}
+
+int32_t FunctionTable::lib_id(const std::string& name, const std::string& path, const std::string& code_id) {
+  auto [it, inserted] = lib_ids_.try_emplace(path + '\0' + code_id, static_cast<int32_t>(libs_.size()));
+  if (inserted) libs_.push_back({name, path, code_id});
+  return it->second;
 }
 
 const model::Lib* FunctionTable::lib_at(size_t process, uint64_t address) const {
@@ -82,16 +74,31 @@ void FunctionTable::resolve(size_t process, model::FrameId id, std::vector<Frame
       break;
     case model::FrameKind::Native: {
       f.kind = FunctionKind::User;
+      if (fr.binary != model::kNoBinary) {
+        // Symbolicated on the model (or left unresolved in a known binary): the address is binary-relative.
+        const model::Binary& b = profile_.binaries[fr.binary];
+        f.lib = lib_id(b.name, b.path, b.code_id);
+        if (fr.name != model::kNoString) {
+          f.name = std::string(profile_.strings.get(fr.name));
+          if (fr.file != model::kNoString) f.file = std::string(profile_.strings.get(fr.file));
+        } else {
+          std::snprintf(buf, sizeof buf, "+0x%" PRIx64, fr.address);
+          f.name = b.name + buf;
+        }
+        out.push_back({intern(std::move(f)), fr.line, fr.inline_depth > 0});
+        return;
+      }
+      const model::Lib* l = lib_at(process, fr.address);
       if (fr.name != model::kNoString) {
         f.name = std::string(profile_.strings.get(fr.name));
-      } else if (const model::Lib* l = lib_at(process, fr.address)) {
+      } else if (l) {
         std::snprintf(buf, sizeof buf, "+0x%" PRIx64, fr.address - (l->start - l->offset));
         f.name = l->name + buf;
       } else {
         std::snprintf(buf, sizeof buf, "0x%" PRIx64, fr.address);
         f.name = buf;
       }
-      if (const model::Lib* l = lib_at(process, fr.address)) {
+      if (l) {
         const auto& pl = process_libs_[process];
         auto pos = std::find(pl.sorted.begin(), pl.sorted.end(), l) - pl.sorted.begin();
         f.lib = pl.lib_index[static_cast<size_t>(pos)];
@@ -105,7 +112,8 @@ void FunctionTable::resolve(size_t process, model::FrameId id, std::vector<Frame
 std::span<const FrameLine> FunctionTable::lines(size_t process, model::FrameId f) {
   // Only unsymbolicated native frames depend on the process (their library names them).
   const model::Frame& fr = profile_.frames.get(f);
-  const bool per_process = fr.kind == model::FrameKind::Native && fr.name == model::kNoString;
+  const bool per_process =
+      fr.kind == model::FrameKind::Native && fr.name == model::kNoString && fr.binary == model::kNoBinary;
   const uint64_t key = (per_process ? (static_cast<uint64_t>(process) + 1) << 32 : 0) | f;
   auto it = chains_.find(key);
   if (it == chains_.end()) {

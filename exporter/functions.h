@@ -8,8 +8,11 @@
 // entry: a 60 s recording has ~5k frames but usually < 2k functions, and the per-sample loops of the sinks
 // only ever touch integer ids.
 //
-// A frame without a name (user code that could not be symbolicated) is named after its library and offset,
-// "libfoo.so+0x1234", like perf; without a library, "0x<address>".
+// Symbolicated frames (model/symbols.h) carry their function, file, line and inline depth: a chain of inlined
+// functions is a run of frames, depth 0 (the function the code is in) to n (the innermost), so each frame
+// gives one entry here, marked inlined when its depth is above 0. A frame without a name (user code that
+// could not be symbolicated) is named after its library and offset, "libfoo.so+0x1234", like perf; without a
+// library, "0x<address>".
 #pragma once
 
 #include <cstdint>
@@ -69,12 +72,14 @@ class FunctionTable {
     std::vector<int32_t> lib_index;         // parallel: index into libs_
   };
   FunctionId intern(Function f);
+  int32_t lib_id(const std::string& name, const std::string& path, const std::string& code_id);
   void resolve(size_t process, model::FrameId f, std::vector<FrameLine>& out);
 
   const model::Profile& profile_;
   std::vector<Function> functions_;
   std::unordered_map<std::string, FunctionId> index_;  // key: kind, name, file
   std::vector<LibInfo> libs_;
+  std::unordered_map<std::string, int32_t> lib_ids_;  // path + '\0' + build ID -> index into libs_
   std::vector<ProcessLibs> process_libs_;
   // Chains per (process, frame), computed on first use: offsets into lines_. A frame's chain is the same
   // in every process unless it is an unsymbolicated address (named after the process's library).

@@ -6,6 +6,7 @@
 
 #include "exporter/functions.h"
 #include "exporter/output.h"
+#include "model/symbols.h"
 
 namespace fxprof::exporter {
 namespace {
@@ -114,45 +115,71 @@ void write_pprof(const model::Profile& profile, OutputFile& out) {
                   static_cast<int64_t>(*profile.meta.end_monotonic_ns - profile.meta.start_monotonic_ns));
   top.add_int64(pb::kComment, strings.intern("recorded by " + profile.meta.product));
 
-  // Mappings: one per kept library of each process; id = position + 1.
+  // Mappings: one per library of a process that a location uses; id = position + 1.
   struct MappingInfo {
     const model::Lib* lib;
     bool named = false;  // some location in it has a symbolicated function
   };
   std::vector<MappingInfo> mappings;
   std::unordered_map<const model::Lib*, uint64_t> mapping_id;
-  auto mapping_of = [&](size_t process, uint64_t address) -> uint64_t {
-    const model::Lib* l = functions.lib_at(process, address);
+  auto mapping_for = [&](const model::Lib* l) -> uint64_t {
     if (!l) return 0;
     auto [it, inserted] = mapping_id.try_emplace(l, mappings.size() + 1);
     if (inserted) mappings.push_back({l});
     return it->second;
   };
+  // The mapping of a binary in a process (frames symbolicated on the model hold binary-relative addresses).
+  std::vector<std::unordered_map<model::BinaryId, const model::Lib*>> binary_libs(profile.processes.size());
+  for (size_t pi = 0; pi < profile.processes.size(); ++pi)
+    for (const model::Lib* l : model::disjoint_libs(profile.processes[pi]))
+      for (model::BinaryId b = 0; b < profile.binaries.size(); ++b) {
+        const model::Binary& bin = profile.binaries[b];
+        const bool same = !bin.breakpad_id.empty()
+                              ? bin.debug_name == l->debug_name && bin.breakpad_id == l->breakpad_id
+                              : bin.path == l->path && bin.name == l->name;
+        if (same) binary_libs[pi].try_emplace(b, l);
+      }
 
-  // Locations: one per (process, frame), written as they are first used.
-  std::unordered_map<uint64_t, uint64_t> location_id;  // process << 32 | frame
+  // Locations: one per (process, innermost frame of an inline run), written as they are first used. An
+  // inline run is the frames of one address, depth 0 (the function the code is in) to n; its Lines are
+  // innermost first, as pprof wants them.
+  std::unordered_map<uint64_t, uint64_t> location_id;  // process << 32 | innermost frame
   std::vector<bool> function_used;
-  auto location_of = [&](size_t process, model::FrameId f) -> uint64_t {
+  auto location_of = [&](size_t process, std::span<const model::FrameId> run) -> uint64_t {
     auto [it, inserted] =
-        location_id.try_emplace((static_cast<uint64_t>(process) << 32) | f, location_id.size() + 1);
+        location_id.try_emplace((static_cast<uint64_t>(process) << 32) | run[0], location_id.size() + 1);
     if (!inserted) return it->second;
-    const model::Frame& fr = profile.frames.get(f);
-    auto lines = functions.lines(process, f);
+    const model::Frame& fr = profile.frames.get(run[0]);
     protozero::pbf_writer loc(top, pb::kLocation);
     loc.add_uint64(pb::kLocId, it->second);
-    if (fr.kind != model::FrameKind::Label) {
-      if (uint64_t m = fr.kind == model::FrameKind::Native ? mapping_of(process, fr.address) : 0) {
-        loc.add_uint64(pb::kMappingId, m);
-        if (fr.name != model::kNoString || lines.size() > 1) mappings[m - 1].named = true;
+    if (fr.kind == model::FrameKind::Native) {
+      const model::Lib* l = nullptr;
+      uint64_t address = fr.address;
+      if (fr.binary != model::kNoBinary) {
+        auto b = binary_libs[process].find(fr.binary);
+        if (b != binary_libs[process].end()) {
+          l = b->second;
+          address = fr.address + (l->start - l->offset);
+        }
+      } else {
+        l = functions.lib_at(process, fr.address);
       }
+      if (uint64_t m = mapping_for(l)) {
+        loc.add_uint64(pb::kMappingId, m);
+        if (fr.name != model::kNoString) mappings[m - 1].named = true;
+      }
+      loc.add_uint64(pb::kAddress, address);
+    } else if (fr.kind == model::FrameKind::Kernel) {
       loc.add_uint64(pb::kAddress, fr.address);
     }
-    for (size_t i = lines.size(); i-- > 0;) {  // innermost first
-      protozero::pbf_writer line(loc, pb::kLine);
-      line.add_uint64(pb::kFunctionId, lines[i].function + 1);
-      if (lines[i].line) line.add_int64(pb::kLineNumber, lines[i].line);
-      if (function_used.size() <= lines[i].function) function_used.resize(lines[i].function + 1);
-      function_used[lines[i].function] = true;
+    for (model::FrameId f : run) {  // innermost first
+      for (const FrameLine& line_info : functions.lines(process, f)) {
+        protozero::pbf_writer line(loc, pb::kLine);
+        line.add_uint64(pb::kFunctionId, line_info.function + 1);
+        if (line_info.line) line.add_int64(pb::kLineNumber, line_info.line);
+        if (function_used.size() <= line_info.function) function_used.resize(line_info.function + 1);
+        function_used[line_info.function] = true;
+      }
     }
     return it->second;
   };
@@ -166,6 +193,7 @@ void write_pprof(const model::Profile& profile, OutputFile& out) {
   std::unordered_map<model::StackId, Weight> per_stack;
   std::vector<model::StackId> order;
   std::vector<uint64_t> locs;
+  std::vector<model::FrameId> run;
   for (size_t pi = 0; pi < profile.processes.size(); ++pi) {
     const model::Process& proc = profile.processes[pi];
     const int64_t proc_name = strings.intern(proc.name);
@@ -183,8 +211,15 @@ void write_pprof(const model::Profile& profile, OutputFile& out) {
       for (model::StackId st : order) {
         // Locations first (they are top-level messages of their own), then the sample.
         locs.clear();
-        for (model::StackId s = st; s != model::kNoStack; s = profile.stacks.prefix(s))
-          locs.push_back(location_of(pi, profile.stacks.frame(s)));
+        for (model::StackId s = st; s != model::kNoStack;) {
+          run.clear();
+          // An inlined frame's caller is the next frame of its run, down to depth 0.
+          do {
+            run.push_back(profile.stacks.frame(s));
+            s = profile.stacks.prefix(s);
+          } while (s != model::kNoStack && profile.frames.get(run.back()).inline_depth > 0);
+          locs.push_back(location_of(pi, run));
+        }
         const Weight& wt = per_stack[st];
         {
           protozero::pbf_writer sample(top, pb::kSample);

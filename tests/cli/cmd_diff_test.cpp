@@ -1,5 +1,7 @@
 // `fxprof diff`: a program whose second function became 2x slower; that function leads the table with a
 // positive change, the differential flame graph is XML, and --serve serves both profiles.
+#include <signal.h>
+
 #include <catch2/catch.hpp>
 #include <sstream>
 
