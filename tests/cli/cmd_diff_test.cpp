@@ -58,7 +58,7 @@ TEST_CASE("diff --serve serves both profiles, symbolicated, for the comparison v
     auto load = cli.load(url);
     INFO(url << "\n" << load.out << load.err);
     REQUIRE(load.status == 0);
-    REQUIRE(cli.select_thread("exp_work"));
+    REQUIRE(cli.select_thread("GeckoMain"));
     auto tree = cli.cmd({"thread", "samples-top-down"});
     CHECK(tree.out.find("beta(long)") != std::string::npos);
   }
