@@ -6,7 +6,7 @@ JOBS       ?= $(shell nproc)
 DEPS       := g++ cmake ninja-build pkg-config libbpf-dev libsimdjson-dev zlib1g-dev libcpp-httplib-dev catch2 \
               libdw-dev libelf-dev libdebuginfod-dev libcapstone-dev liblzma-dev \
               libprotozero-dev
-TEST_DEPS  := linux-perf elfutils binutils llvm golang-go libxml2-utils
+TEST_DEPS  := linux-perf elfutils binutils llvm libc6-dbg golang-go libxml2-utils
 PCLI_DIR   := tests/.profiler-cli
 
 .PHONY: all deps test-deps build demo test test-release test-asan bench format clean
