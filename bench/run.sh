@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every benchmark (`make bench`): recording overhead against perf, unwinding throughput and DWARF
-# recording overhead, symbolication against llvm-symbolizer and eu-addr2line. Each prints ratios measured
+# recording overhead, symbolication against llvm-symbolizer and eu-addr2line, export against perf's stack collapsing. Each prints ratios measured
 # in the same run; this machine is noisy, so compare ratios, not absolute times.
 #   bench/run.sh [BUILD_DIR]
 set -euo pipefail
@@ -15,3 +15,6 @@ sh "$here/unwind.sh" "$build"
 echo
 echo "== symbolication (bench/symbolize.sh)"
 sh "$here/symbolize.sh" "$build"
+echo
+echo "== export (bench/export.sh)"
+bash "$here/export.sh" "$build"

@@ -7,7 +7,13 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "exporter/flamegraph_svg.h"
+#include "exporter/folded.h"
 #include "exporter/gecko.h"
+#include "exporter/output.h"
+#include "exporter/pprof.h"
+#include "exporter/report.h"
+#include "pipeline/symbolicate.h"
 #include "recorder/recorder.h"
 #include "server/server.h"
 
@@ -42,6 +48,9 @@ constexpr const char* kHelp =
     "                           without fxprof's server and can be shared\n"
     "  --no-symbolicate         keep raw addresses (symbolicated lazily by `fxprof load`)\n"
     "  --symbol-dir DIR         also look for symbol files in DIR (repeatable)\n"
+    "  --export FORMAT          also write the profile as folded, pprof or svg beside it (profile.folded,\n"
+    "                           profile.pb.gz, profile.svg; repeatable)\n"
+    "  -q, --quiet              no top-functions line after recording\n"
     "\n"
     "Serving (unless --save-only):\n"
     "  -n, --no-open            do not open a browser; print the Firefox Profiler URL\n"
@@ -94,6 +103,8 @@ int cmd_record(std::span<char*> args) {
   std::string output = "profile.json.gz";
   bool save_only = false;
   int symbolicate = -1;  // -1: default (yes with --save-only, no when serving)
+  std::vector<std::string> exports;
+  bool quiet = false;
 
   ArgParser p(args);
   while (p.at_option()) {
@@ -145,6 +156,12 @@ int cmd_record(std::span<char*> args) {
       symbolicate = 0;
     } else if (auto v = p.option("", "--symbol-dir")) {
       serve.symbols.symbol_dirs.push_back(*v);
+    } else if (auto v = p.option("", "--export")) {
+      if (*v != "folded" && *v != "pprof" && *v != "svg")
+        return usage_error("--export must be folded, pprof or svg");
+      exports.push_back(*v);
+    } else if (p.flag("-q", "--quiet")) {
+      quiet = true;
     } else if (p.flag("-n", "--no-open")) {
       serve.open_browser = false;
     } else if (auto v = p.option("", "--address")) {
@@ -187,6 +204,35 @@ int cmd_record(std::span<char*> args) {
                "fxprof: recorded %.2f s, %llu samples, %u threads, %u processes, %llu lost records -> %s\n",
                st.duration_s, static_cast<unsigned long long>(st.samples), st.threads, st.processes,
                static_cast<unsigned long long>(st.lost_records), output.c_str());
+  // The top functions and the exports want names: symbolicate the model (only the addresses the samples
+  // use; frames already named are not asked again).
+  if ((!quiet || !exports.empty()) && !hold.interrupted()) {
+    symbolizer::Symbolizer symbols(serve.symbols);
+    pipeline::symbolicate(recording->profile, symbols);
+    if (!quiet) {
+      std::string top = exporter::top_self_summary(recording->profile, 5);
+      if (!top.empty()) std::fprintf(stderr, "fxprof: top self: %s\n", top.c_str());
+    }
+    for (const std::string& format : exports) {
+      Status s;
+      std::string path;
+      if (format == "folded") {
+        path = exporter::output_beside(output, ".folded");
+        s = exporter::write_folded(recording->profile, path, {});
+      } else if (format == "pprof") {
+        path = exporter::output_beside(output, ".pb.gz");
+        s = exporter::write_pprof(recording->profile, path);
+      } else {
+        path = exporter::output_beside(output, ".svg");
+        s = exporter::write_flamegraph_svg(recording->profile, path, {});
+      }
+      if (!s) {
+        std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+        return exit_status != 0 ? exit_status : 1;
+      }
+      std::fprintf(stderr, "fxprof: wrote %s\n", path.c_str());
+    }
+  }
   recording = Error{};  // free the model before symbolication or serving
 
   if ((symbolicate == 1 || (symbolicate == -1 && save_only)) && !hold.interrupted()) {

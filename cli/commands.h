@@ -9,5 +9,8 @@ namespace fxprof::cli {
 int cmd_record(std::span<char*> args);       // cli/cmd_record.cpp
 int cmd_load(std::span<char*> args);         // cli/cmd_load.cpp
 int cmd_symbolicate(std::span<char*> args);  // cli/cmd_symbolicate.cpp
+int cmd_export(std::span<char*> args);       // cli/cmd_export.cpp
+int cmd_report(std::span<char*> args);       // cli/cmd_report.cpp
+int cmd_diff(std::span<char*> args);         // cli/cmd_diff.cpp
 
 }  // namespace fxprof::cli

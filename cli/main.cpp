@@ -15,6 +15,10 @@ constexpr const char* kUsage =
     "  fxprof record [OPTIONS] -p PID[,PID...]          profile running processes until Ctrl+C\n"
     "  fxprof load [OPTIONS] FILE                       serve a saved profile and open it\n"
     "  fxprof symbolicate IN -o OUT                     bake symbols into a profile to share it\n"
+    "  fxprof export folded|pprof|svg IN [-o OUT]       write a profile as folded stacks, pprof or a flame "
+    "graph\n"
+    "  fxprof report [OPTIONS] IN                       top functions and call tree in the terminal\n"
+    "  fxprof diff [OPTIONS] BASE NEW                   what changed between two profiles\n"
     "\n"
     "Run `fxprof <command> --help` for the options of each command.\n";
 
@@ -30,6 +34,9 @@ int main(int argc, char** argv) {
   if (cmd == "record") return fxprof::cli::cmd_record(rest);
   if (cmd == "load") return fxprof::cli::cmd_load(rest);
   if (cmd == "symbolicate") return fxprof::cli::cmd_symbolicate(rest);
+  if (cmd == "export") return fxprof::cli::cmd_export(rest);
+  if (cmd == "report") return fxprof::cli::cmd_report(rest);
+  if (cmd == "diff") return fxprof::cli::cmd_diff(rest);
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
     std::fputs(kUsage, stdout);
     return 0;

@@ -1,0 +1,109 @@
+// `fxprof report IN`: where the time went, in the terminal (SSH sessions, CI logs) or as JSON for scripts.
+#include <cstdio>
+#include <string>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/profile_input.h"
+#include "exporter/output.h"
+#include "exporter/report.h"
+
+namespace fxprof::cli {
+namespace {
+
+constexpr const char* kHelp =
+    "Usage: fxprof report [OPTIONS] IN\n"
+    "\n"
+    "Prints the top functions of the saved profile IN by self and by total share of samples, per process\n"
+    "(or per thread), with lost records and unwind failures; symbolicated on the way.\n"
+    "\n"
+    "  --threads                a section per thread instead of per process\n"
+    "  --inline                 inlined functions count as functions of their own (the default)\n"
+    "  --no-inline              inlined functions count as the function they were inlined into\n"
+    "  --limit N                functions per table (default 10)\n"
+    "  --tree                   also print the top-down call tree (like perf report --stdio)\n"
+    "  --min-percent P          leave out call-tree branches under P% of the section (default 0.5)\n"
+    "  --json                   print JSON instead (the same numbers, for scripts)\n"
+    "  --symbol-dir DIR         also look for symbol files in DIR (repeatable)\n"
+    "  --no-symbolicate         keep unresolved addresses as lib+0xoffset\n"
+    "  -h, --help               this help\n";
+
+int usage_error(const std::string& msg) {
+  std::fprintf(stderr, "fxprof report: %s (try `fxprof report --help`)\n", msg.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int cmd_report(std::span<char*> args) {
+  InputOptions input;
+  exporter::ReportOptions opts;
+  bool json = false;
+  std::string in;
+  ArgParser p(args);
+  while (!p.done()) {
+    if (!p.at_option()) {
+      if (p.take_separator()) continue;
+      if (!in.empty()) return usage_error("one profile at a time ('" + std::string(p.peek()) + "')");
+      in = p.take();
+      continue;
+    }
+    if (p.flag("-h", "--help")) {
+      std::fputs(kHelp, stdout);
+      return 0;
+    } else if (p.flag("", "--threads")) {
+      opts.per_thread = true;
+    } else if (p.flag("", "--inline")) {
+      opts.inlined = true;
+    } else if (p.flag("", "--no-inline")) {
+      opts.inlined = false;
+    } else if (auto v = p.option("", "--limit")) {
+      auto n = parse_number(*v);
+      if (!n || *n < 1 || *n != static_cast<size_t>(*n))
+        return usage_error("--limit needs a positive number");
+      opts.limit = static_cast<size_t>(*n);
+    } else if (p.flag("", "--tree")) {
+      opts.tree = true;
+    } else if (auto v = p.option("", "--min-percent")) {
+      auto n = parse_number(*v);
+      if (!n || *n < 0 || *n > 100) return usage_error("--min-percent needs a percentage");
+      opts.tree_min_percent = *n;
+    } else if (p.flag("", "--json")) {
+      json = true;
+    } else if (auto v = p.option("", "--symbol-dir")) {
+      input.symbols.symbol_dirs.push_back(*v);
+    } else if (p.flag("", "--no-symbolicate")) {
+      input.symbolicate = false;
+    } else if (!p.error().empty()) {
+      return usage_error(p.error());
+    } else {
+      return usage_error("unknown option '" + std::string(p.peek()) + "'");
+    }
+  }
+  if (!p.error().empty()) return usage_error(p.error());
+  if (in.empty()) return usage_error("which profile? give a .json or .json.gz file");
+  auto profile = load_profile_for_sinks(in, input);
+  if (!profile) {
+    std::fprintf(stderr, "fxprof: %s\n", profile.error().c_str());
+    return profile.exit_code();
+  }
+  exporter::Report report = exporter::make_report(*profile, opts);
+  if (json) {
+    auto out = exporter::open_output("-");
+    {
+      exporter::JsonWriter w(**out);
+      exporter::write_report_json(report, w);
+    }
+    (*out)->write("\n");
+    if (auto s = (*out)->finish(); !s) {
+      std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+      return 1;
+    }
+    return 0;
+  }
+  std::string text = exporter::format_report(report, opts);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return std::fflush(stdout) == 0 ? 0 : 1;
+}
+
+}  // namespace fxprof::cli

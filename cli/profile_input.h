@@ -1,0 +1,21 @@
+// fxprof command line: the source side of the sink commands (export, report, diff): read a saved profile
+// into the model and symbolicate it on the model with the symbol options of `load` (--symbol-dir), so
+// every sink sees function names, files, lines and inlined functions.
+#pragma once
+
+#include <string>
+
+#include "base/result.h"
+#include "model/profile.h"
+#include "symbolizer/symbolizer.h"
+
+namespace fxprof::cli {
+
+struct InputOptions {
+  symbolizer::Options symbols;
+  bool symbolicate = true;  // false with --no-symbolicate: addresses stay "lib+0xoffset"
+};
+
+Result<model::Profile> load_profile_for_sinks(const std::string& path, const InputOptions& options);
+
+}  // namespace fxprof::cli

@@ -1,0 +1,168 @@
+// `fxprof export`: folded, pprof and svg from a recorded profile of a known program, compared with the
+// profile itself (every sample counted once), with go tool pprof, and as XML.
+#include <catch2/catch.hpp>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "tests/cli/sink_cli.h"
+
+using namespace fxprof::test;
+
+namespace {
+
+std::map<std::string, uint64_t> parse_folded(const std::string& text, uint64_t* total) {
+  std::map<std::string, uint64_t> out;
+  std::set<std::string> seen;
+  std::istringstream in(text);
+  std::string line;
+  *total = 0;
+  while (std::getline(in, line)) {
+    size_t sp = line.rfind(' ');
+    REQUIRE(sp != std::string::npos);
+    uint64_t n = std::stoull(line.substr(sp + 1));
+    // Distinct lines, then unresolved addresses normalized as in gecko_call_paths.
+    CHECK(seen.insert(line.substr(0, sp)).second);
+    std::string path, frame;
+    std::istringstream frames(line.substr(0, sp));
+    while (std::getline(frames, frame, ';')) path += (path.empty() ? "" : ";") + normalize_frame(frame);
+    out[path] += n;
+    *total += n;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("export folded has exactly the call paths and counts of the Gecko profile") {
+  TempDir dir;
+  const std::string profile = dir.file("p.json.gz");
+  record_exp_work(profile);
+  uint64_t gecko_total = 0;
+  auto gecko = gecko_call_paths(profile, &gecko_total);
+  REQUIRE(gecko_total > 100);  // 300 ms of CPU at 1 kHz
+
+  auto r = run({fxprof_bin(), "export", "folded", profile});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.err.find("wrote " + dir.file("p.folded")) != std::string::npos);
+  uint64_t total = 0;
+  auto folded = parse_folded(read_profile_text(dir.file("p.folded")), &total);
+  CHECK(total == gecko_total);
+  CHECK(folded == gecko);
+  // The known functions are there, the inlined one under the function it is inlined into.
+  bool alpha = false, inlined = false;
+  for (auto& [path, n] : folded) {
+    alpha |= path.find("main;alpha(long)") != std::string::npos;
+    inlined |= path.find("gamma_work(long);mix_inlined(long)") != std::string::npos;
+  }
+  CHECK(alpha);
+  CHECK(inlined);
+
+  // From raw addresses, export symbolicates on the model: --no-inline folds mix_inlined into gamma_work;
+  // --thread-roots/--process-roots add root frames.
+  const std::string raw = dir.file("raw.json.gz");
+  record_exp_work(raw, "1", false);
+  auto merged = run(
+      {fxprof_bin(), "export", "folded", "--no-inline", "--process-roots", "--thread-roots", raw, "-o", "-"});
+  REQUIRE(merged.status == 0);
+  uint64_t merged_total = 0;
+  auto m = parse_folded(merged.out, &merged_total);
+  CHECK(merged_total > 100);
+  for (auto& [path, n] : m) {
+    INFO(path);
+    CHECK(path.find("mix_inlined") == std::string::npos);
+    CHECK(path.starts_with("exp_work (pid "));
+    CHECK(path.find(";exp_work (tid ") != std::string::npos);
+  }
+}
+
+TEST_CASE("export pprof: go tool pprof agrees with the report, inlined lines, build IDs") {
+  TempDir dir;
+  const std::string profile = dir.file("p.json.gz");
+  record_exp_work(profile, "1", false);
+  auto r = run({fxprof_bin(), "export", "pprof", profile});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const std::string pb = dir.file("p.pb.gz");
+  CmdOptions go;
+  go.env = {{"HOME", dir.path()},
+            {"PPROF_TMPDIR", dir.path()},
+            {"GOCACHE", dir.path() + "/gocache"},
+            {"PPROF_BINARY_PATH", dir.path()}};
+  auto top = run({"go", "tool", "pprof", "-top", "-sample_index=samples", pb}, go);
+  INFO(top.out << top.err);
+  REQUIRE(top.status == 0);
+
+  // Totals and the first function agree with `fxprof report`.
+  auto rep = run({fxprof_bin(), "report", "--json", "--limit", "3", profile});
+  REQUIRE(rep.status == 0);
+  simdjson::dom::parser parser;
+  auto doc = parse_json(parser, rep.out);
+  uint64_t samples = uint64_t(doc["samples"]);
+  CHECK(top.out.find("of " + std::to_string(samples) + " total") != std::string::npos);
+  std::string first(std::string_view(doc["sections"].at(0)["topFunctionsBySelf"].at(0)["name"]));
+  uint64_t first_self = uint64_t(doc["sections"].at(0)["topFunctionsBySelf"].at(0)["selfSamples"]);
+  std::istringstream rows(top.out);
+  std::string line;
+  bool found = false;
+  while (std::getline(rows, line)) {
+    if (line.find(first) == std::string::npos || line.find('%') == std::string::npos) continue;
+    std::istringstream l(line);
+    uint64_t flat = 0;
+    l >> flat;
+    CHECK(flat == first_self);
+    found = true;
+    break;
+  }
+  CHECK(found);
+
+  // -traces: the inlined function sits on the same location as gamma_work (pprof prints inlined frames
+  // with "(inline)"); -raw lists mappings with their build IDs.
+  auto traces = run({"go", "tool", "pprof", "-traces", "-sample_index=samples", pb}, go);
+  REQUIRE(traces.status == 0);
+  CHECK(traces.out.find("mix_inlined(long) (inline)") != std::string::npos);
+  auto raw = run({"go", "tool", "pprof", "-raw", pb}, go);
+  REQUIRE(raw.status == 0);
+  CHECK(std::regex_search(raw.out, std::regex("exp_work [0-9a-f]{40}")));
+}
+
+TEST_CASE("export svg: XML with every function and the viewer") {
+  TempDir dir;
+  const std::string profile = dir.file("p.json.gz");
+  record_exp_work(profile);
+  auto r = run({fxprof_bin(), "export", "svg", "--min-width", "0", profile, "-o", dir.file("fg.svg")});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto lint = run({"xmllint", "--noout", dir.file("fg.svg")});
+  CHECK(lint.status == 0);
+  std::string svg = read_profile_text(dir.file("fg.svg"));
+  for (auto& [path, n] : gecko_call_paths(profile)) {
+    std::istringstream frames(path);
+    std::string f;
+    while (std::getline(frames, f, ';')) {
+      std::string escaped;
+      for (char c : f)
+        escaped += c == '&'   ? "&amp;"
+                   : c == '<' ? "&lt;"
+                   : c == '>' ? "&gt;"
+                   : c == '"' ? "&quot;"
+                              : std::string(1, c);
+      INFO(f);
+      if (f != "?") CHECK(svg.find("data-n=\"" + escaped + "\"") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("export usage errors") {
+  auto none = run({fxprof_bin(), "export"});
+  CHECK(none.status == 2);
+  CHECK(none.err == "fxprof export: which format? folded, pprof or svg (try `fxprof export --help`)\n");
+  auto bad = run({fxprof_bin(), "export", "png", "x.json"});
+  CHECK(bad.err ==
+        "fxprof export: unknown format 'png' (folded, pprof or svg) (try `fxprof export --help`)\n");
+  auto missing = run({fxprof_bin(), "export", "folded", "/nonexistent/p.json"});
+  CHECK(missing.status != 0);
+  CHECK(missing.err.find("/nonexistent/p.json") != std::string::npos);
+}
