@@ -136,6 +136,29 @@ void write_meta(const Profile& p, const Process* proc, bool top, JsonWriter& w) 
   w.key("platform").value("Linux");
   if (!p.meta.oscpu.empty()) w.key("oscpu").value(p.meta.oscpu);
   w.key("presymbolicated").value(p.meta.presymbolicated);
+  if (const auto& sw = p.meta.stack_walk; sw && top) {
+    auto entry = [&](std::string_view label, uint64_t v) {
+      w.begin_object()
+          .key("label")
+          .value(label)
+          .key("format")
+          .value("integer")
+          .key("value")
+          .value(v)
+          .end_object();
+    };
+    w.key("extra")
+        .begin_array()
+        .begin_object()
+        .key("label")
+        .value("Stack walking")
+        .key("entries")
+        .begin_array();
+    entry("Stacks unwound (DWARF)", sw->stacks);
+    entry("Ended at the end of the stack copy", sw->truncated);
+    entry("Failed (no unwind information)", sw->failed);
+    w.end_array().end_object().end_array();
+  }
   w.key("categories");
   write_categories(p, w);
   w.key("markerSchema");

@@ -381,6 +381,31 @@ class Reader {
       if (k == "interval") return number(f, p_.meta.interval_ms, 1.0);
       if (k == "product") return string(f, p_.meta.product);
       if (k == "oscpu") return string(f, p_.meta.oscpu);
+      if (k == "extra") {  // fxprof's "Stack walking" section (other sections are not ours: skipped)
+        return elements(f, [&](od::value section) {
+          std::string label;
+          model::Meta::StackWalk sw;
+          bool ok = fields(section, [&](std::string_view sk, od::value sv) {
+            if (sk == "label") return string(sv, label);
+            if (sk != "entries") return true;
+            return elements(sv, [&](od::value e) {
+              std::string el;
+              uint64_t v = 0;
+              bool eok = fields(e, [&](std::string_view ek, od::value ev) {
+                if (ek == "label") return string(ev, el);
+                if (ek == "value") return u64(ev, v);
+                return true;
+              });
+              if (el == "Stacks unwound (DWARF)") sw.stacks = v;
+              if (el == "Ended at the end of the stack copy") sw.truncated = v;
+              if (el == "Failed (no unwind information)") sw.failed = v;
+              return eok;
+            });
+          });
+          if (label == "Stack walking") p_.meta.stack_walk = sw;
+          return ok;
+        });
+      }
       if (k == "presymbolicated") {
         bool b = false;
         if (f.get_bool().get(b)) b = false;

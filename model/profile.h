@@ -202,6 +202,13 @@ struct Meta {
   std::vector<MarkerSchema> marker_schemas;
   std::string oscpu;  // e.g. "Linux 6.1.0"
   bool presymbolicated = false;
+  // DWARF stack walking (record's default): the stacks unwound, and those whose walk stopped at the end of
+  // the stack copy (truncated) or found no rule (failed), before the kernel's frame-pointer chain was
+  // spliced on. Written as a meta.extra section ("Stack walking").
+  struct StackWalk {
+    uint64_t stacks = 0, truncated = 0, failed = 0;
+  };
+  std::optional<StackWalk> stack_walk;
 };
 
 struct Profile {

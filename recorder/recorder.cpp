@@ -24,6 +24,7 @@
 #include "recorder/builder.h"
 #include "recorder/launcher.h"
 #include "recorder/perf.h"
+#include "recorder/unwind/report.h"
 #include "recorder/unwind/unwinder.h"
 
 namespace fxprof::recorder {
@@ -156,6 +157,36 @@ class Session {
   Status attach_thread(int tid);
   size_t read_round();
   void notice(const std::string& s) { std::fprintf(stderr, "fxprof: %s\n", s.c_str()); }
+
+  // DWARF mode: the walk's counts go into the profile's meta, and one line names where stacks stopped
+  // short when more than 5 % of a thread's did (recorder/unwind/report.h).
+  void report_stack_walk(model::Profile& prof) {
+    const UnwindStats& u = unwinder_->stats();
+    prof.meta.stack_walk = model::Meta::StackWalk{u.stacks, u.truncated, u.failed};
+    std::vector<bool> marker(prof.frames.size());
+    for (size_t f = 0; f < prof.frames.size(); ++f) {
+      const model::Frame& fr = prof.frames.get(static_cast<model::FrameId>(f));
+      marker[f] = fr.kind == model::FrameKind::Label && prof.strings.get(fr.name) == "(stack truncated)";
+    }
+    std::vector<uint8_t> incomplete(prof.stacks.size());  // the builder puts the marker at the root
+    for (size_t s = 0; s < prof.stacks.size(); ++s) {
+      const auto id = static_cast<model::StackId>(s);
+      const model::StackId prefix = prof.stacks.prefix(id);
+      incomplete[s] = prefix == model::kNoStack ? marker[prof.stacks.frame(id)] : incomplete[prefix];
+    }
+    std::vector<ThreadStacks> threads;
+    for (const model::Process& p : prof.processes) {
+      for (const model::Thread& t : p.threads) {
+        ThreadStacks ts{t.name, t.tid, t.samples.size(), 0};
+        for (const model::Sample& smp : t.samples)
+          ts.incomplete +=
+              smp.stack != model::kNoStack && smp.stack < incomplete.size() && incomplete[smp.stack];
+        threads.push_back(std::move(ts));
+      }
+    }
+    std::string line = incomplete_stacks_warning(threads, unwinder_->stops(), cfg_.stack_size);
+    if (!line.empty()) notice(line);
+  }
 
   const Options& opt_;
   EventConfig cfg_;
@@ -484,6 +515,7 @@ Result<Recording> Session::run() {
   if (getrusage(RUSAGE_THREAD, &ru) == 0)
     rec_.stats.reader_cpu_ms = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
                                static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+  if (unwinder_) report_stack_walk(prof);
   if (opt_.verbose && unwinder_) {
     const UnwindStats& u = unwinder_->stats();
     notice("DWARF unwinding: " + std::to_string(u.stacks) + " stacks, " + std::to_string(u.complete) +

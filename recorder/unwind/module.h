@@ -23,8 +23,14 @@
 
 namespace fxprof::recorder::unw {
 
+// Stacks whose walk stopped in a binary, by how (UnwindEnd).
+struct StopCounts {
+  uint64_t truncated = 0, failed = 0;
+};
+
 // One binary, shared by every process that maps it.
 struct Module {
+  StopCounts stops;
   uint32_t id = 0;
   std::string path;
   bool ok = false;  // has an ELF image we could read (else: frame pointers only)

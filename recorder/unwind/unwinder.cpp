@@ -64,6 +64,7 @@ struct Unwinder::Impl {
   static_assert(sizeof(Set) == 64);
 
   Rule uncached;
+  unw::StopCounts anon_stops;  // stacks that stopped in code outside any file mapping
   std::unordered_map<std::string, std::unique_ptr<Module>> modules;  // key: path + dev/inode/mtime
   std::unordered_map<uint32_t, Process> procs;
   std::vector<Set> cache = std::vector<Set>(size_t{1} << kSetBits);
@@ -122,6 +123,20 @@ Unwinder::Unwinder() : impl_(std::make_unique<Impl>()) {}
 Unwinder::~Unwinder() = default;
 
 const UnwindStats& Unwinder::stats() const { return impl_->stats; }
+
+std::vector<UnwindStop> Unwinder::stops() const {
+  std::vector<UnwindStop> out;
+  for (const auto& [key, m] : impl_->modules)
+    if (m->stops.truncated + m->stops.failed > 0)
+      out.push_back({m->path, m->stops.truncated, m->stops.failed});
+  if (impl_->anon_stops.truncated + impl_->anon_stops.failed > 0)
+    out.push_back({"", impl_->anon_stops.truncated, impl_->anon_stops.failed});
+  std::sort(out.begin(), out.end(), [](const UnwindStop& a, const UnwindStop& b) {
+    return a.truncated + a.failed != b.truncated + b.failed ? a.truncated + a.failed > b.truncated + b.failed
+                                                            : a.path < b.path;
+  });
+  return out;
+}
 
 void Unwinder::on_mmap(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, std::string_view path) {
   if (len == 0 || path.empty()) return;
@@ -194,8 +209,13 @@ UnwindResult Unwinder::unwind(uint32_t pid, const UserRegs& regs, std::span<cons
   UnwindStats& stats = im.stats;
   ++stats.stacks;
   UnwindResult res;
+  Module* at_module = nullptr;  // the binary of the frame being stepped (null: no file mapping)
   auto finish = [&](UnwindEnd end) {
     res.end = end;
+    if (end != UnwindEnd::Complete) {
+      auto& counts = at_module ? at_module->stops : im.anon_stops;
+      ++(end == UnwindEnd::Truncated ? counts.truncated : counts.failed);
+    }
     stats.frames += res.count;
     switch (end) {
       case UnwindEnd::Complete:
@@ -242,6 +262,7 @@ UnwindResult Unwinder::unwind(uint32_t pid, const UserRegs& regs, std::span<cons
       if (res.count >= out.size()) return done(UnwindEnd::Truncated);
       const uint64_t ip = r[kIp], sp = r[kSp];
       const MapEntry* me = proc ? proc->find(ip) : nullptr;
+      at_module = me ? me->module : nullptr;
       static constexpr Rule kFramePointer{Rule::FramePointer};
       const Rule& rule =
           me && me->module->ok

@@ -55,7 +55,9 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/result.h"
 
@@ -102,6 +104,13 @@ struct UnwindStats {
   uint64_t modules_failed = 0;     // binaries that could not be opened or parsed (unwound by frame pointers)
 };
 
+// Where incomplete stacks stopped: per binary, the stacks whose walk ended in it.
+struct UnwindStop {
+  std::string path;  // "" for code outside any file mapping (JIT, anonymous executable memory)
+  uint64_t truncated = 0;
+  uint64_t failed = 0;
+};
+
 class Unwinder {
  public:
   Unwinder();
@@ -124,6 +133,8 @@ class Unwinder {
                       std::span<uint64_t> out);
 
   const UnwindStats& stats() const;
+  // The binaries where stacks stopped short (Truncated or Failed), most stacks first. Not for the hot path.
+  std::vector<UnwindStop> stops() const;
 
  private:
   struct Impl;
