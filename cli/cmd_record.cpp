@@ -8,6 +8,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "exporter/gecko.h"
+#include "pipeline/symbolicate.h"
 #include "recorder/recorder.h"
 #include "server/server.h"
 
@@ -179,6 +180,12 @@ int cmd_record(std::span<char*> args) {
   // A Ctrl-C while the profile is written must not leave a temporary file behind: hold SIGINT/SIGTERM until
   // the file is complete, then take a pending one as "do not serve".
   SignalHold hold;
+  // Self-contained: symbolicate the model (only the addresses samples use) and write the file once.
+  if ((symbolicate == 1 || (symbolicate == -1 && save_only)) && !hold.interrupted()) {
+    symbolizer::Symbolizer symbols(serve.symbols);
+    pipeline::symbolicate(recording->profile, symbols);
+    recording->profile.meta.presymbolicated = true;
+  }
   if (auto s = exporter::write_gecko_profile(recording->profile, output); !s) {
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
     return exit_status != 0 ? exit_status : 1;
@@ -187,14 +194,9 @@ int cmd_record(std::span<char*> args) {
                "fxprof: recorded %.2f s, %llu samples, %u threads, %u processes, %llu lost records -> %s\n",
                st.duration_s, static_cast<unsigned long long>(st.samples), st.threads, st.processes,
                static_cast<unsigned long long>(st.lost_records), output.c_str());
-  recording = Error{};  // free the model before symbolication or serving
+  serve.libs = pipeline::known_libs(recording->profile);  // no need to read the file back to serve it
+  recording = Error{};                                    // free the model before serving
 
-  if ((symbolicate == 1 || (symbolicate == -1 && save_only)) && !hold.interrupted()) {
-    if (auto s = server::symbolicate_profile(output, output, serve.symbols); !s) {
-      std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
-      return exit_status != 0 ? exit_status : 1;
-    }
-  }
   if (!save_only && !hold.interrupted()) {
     hold.release();  // the server handles Ctrl+C itself
     serve.profile_path = output;
