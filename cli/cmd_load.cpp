@@ -1,10 +1,16 @@
 // `fxprof load`: serve a saved profile again, with symbolication, like `samply load` (profiler-cli's
 // --with-samply runs `<binary> load --no-open FILE` and waits for the profiler URL on its output).
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "exporter/gecko.h"
+#include "exporter/gecko_reader.h"
+#include "pipeline/symbolicate.h"
 #include "server/server.h"
 
 namespace fxprof::cli {
@@ -23,6 +29,25 @@ constexpr const char* kHelp =
     "                           a port given here is used or it is an error; 0 = any free port)\n"
     "  --symbol-dir DIR         also look for symbol files in DIR (repeatable)\n"
     "  -h, --help               this help\n";
+
+// A temporary file removed when the command ends (the profile served after resolving more symbols).
+class TempPath {
+ public:
+  TempPath() = default;
+  ~TempPath() {
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+  TempPath(const TempPath&) = delete;
+  TempPath& operator=(const TempPath&) = delete;
+  const std::string& make(const std::string& suffix) {
+    const char* dir = std::getenv("TMPDIR");
+    path_ = std::string(dir && *dir ? dir : "/tmp") + "/fxprof-load-" + std::to_string(::getpid()) + suffix;
+    return path_;
+  }
+
+ private:
+  std::string path_;
+};
 
 int usage_error(const std::string& msg) {
   std::fprintf(stderr, "fxprof load: %s (try `fxprof load --help`)\n", msg.c_str());
@@ -66,6 +91,32 @@ int cmd_load(std::span<char*> args) {
   if (!p.error().empty()) return usage_error(p.error());
   if (file.empty()) return usage_error("which profile? give a .json or .json.gz file");
   opts.profile_path = file;
+  // Source -> model: validates the file (one-line errors) and lists its libraries without a DOM.
+  TempPath resolved;
+  {
+    exporter::ReadInfo info;
+    auto profile = exporter::read_gecko_profile(file, &info);
+    if (!profile) {
+      std::fprintf(stderr, "fxprof: %s\n", profile.error().c_str());
+      return profile.exit_code();
+    }
+    if (!info.processed) {  // processed-format profiles (samply's) are served as they are, inspected there
+      opts.libs = pipeline::known_libs(*profile);
+      // A self-contained profile has no server to ask: resolve what is still unresolved in it with the given
+      // symbol folders, and serve that copy.
+      if (profile->meta.presymbolicated && !opts.symbols.symbol_dirs.empty()) {
+        symbolizer::Symbolizer symbols(opts.symbols);
+        if (pipeline::symbolicate(*profile, symbols).resolved > 0) {
+          const std::string& tmp = resolved.make(".json");
+          if (auto s = exporter::write_gecko_profile(*profile, tmp); !s) {
+            std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+            return s.exit_code();
+          }
+          opts.profile_path = tmp;
+        }
+      }
+    }
+  }
   if (auto s = server::serve_profile(opts); !s) {
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
     return s.exit_code();

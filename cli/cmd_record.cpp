@@ -203,6 +203,12 @@ int cmd_record(std::span<char*> args) {
   // A Ctrl-C while the profile is written must not leave a temporary file behind: hold SIGINT/SIGTERM until
   // the file is complete, then take a pending one as "do not serve".
   SignalHold hold;
+  // Self-contained: symbolicate the model (only the addresses samples use) and write the file once.
+  if ((symbolicate == 1 || (symbolicate == -1 && save_only)) && !hold.interrupted()) {
+    symbolizer::Symbolizer symbols(serve.symbols);
+    pipeline::symbolicate(recording->profile, symbols);
+    recording->profile.meta.presymbolicated = true;
+  }
   if (auto s = exporter::write_gecko_profile(recording->profile, output); !s) {
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
     return exit_status != 0 ? exit_status : 1;
@@ -240,14 +246,9 @@ int cmd_record(std::span<char*> args) {
       std::fprintf(stderr, "fxprof: wrote %s\n", path.c_str());
     }
   }
-  recording = Error{};  // free the model before symbolication or serving
+  serve.libs = pipeline::known_libs(recording->profile);  // no need to read the file back to serve it
+  recording = Error{};                                    // free the model before serving
 
-  if ((symbolicate == 1 || (symbolicate == -1 && save_only)) && !hold.interrupted()) {
-    if (auto s = server::symbolicate_profile(output, output, serve.symbols); !s) {
-      std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
-      return exit_status != 0 ? exit_status : 1;
-    }
-  }
   // After a hangup (closed terminal, dropped SSH) nobody is there to open the URL: the profile is the result.
   if (!save_only && !hold.interrupted() && !recording_hangup) {
     hold.release();  // the server handles Ctrl+C itself

@@ -4,7 +4,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "server/server.h"
+#include "pipeline/symbolicate.h"
 
 namespace fxprof::cli {
 namespace {
@@ -54,7 +54,8 @@ int cmd_symbolicate(std::span<char*> args) {
   if (!p.error().empty()) return usage_error(p.error());
   if (in.empty()) return usage_error("which profile? give IN -o OUT");
   if (out.empty()) return usage_error("where to? give -o OUT (it may be IN itself)");
-  if (auto s = server::symbolicate_profile(in, out, symbols); !s) {
+  symbolizer::Symbolizer symbolizer(symbols);
+  if (auto s = pipeline::symbolicate_file(in, out, symbolizer); !s) {
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
     return s.exit_code();
   }

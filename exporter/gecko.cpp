@@ -190,12 +190,24 @@ void write_libs(const Process* proc, JsonWriter& w) {
   w.end_array();
 }
 
-void write_marker_payload(const Profile& p, const model::Marker& m, JsonWriter& w) {
-  if (m.type == model::kNoString) {
+void write_marker_payload(const Profile& p, const model::Marker& m, uint64_t origin,
+                          const std::unordered_map<StackId, uint32_t>& stack_index, JsonWriter& w) {
+  if (m.type == model::kNoString && m.stack == model::kNoStack) {
     w.null();
     return;
   }
-  w.begin_object().key("type").value(p.strings.get(m.type));
+  w.begin_object();
+  if (m.type != model::kNoString) w.key("type").value(p.strings.get(m.type));
+  if (m.stack != model::kNoStack) {  // the backtrace, as Gecko carries it: a one-sample samples table
+    w.key("stack").begin_object().key("samples").begin_object();
+    w.key("schema").begin_object().key("stack").value(0).key("time").value(1).end_object();
+    w.key("data")
+        .begin_array()
+        .begin_array()
+        .value(stack_index.at(m.stack))
+        .value(rel_ms(m.start_ns, origin));
+    w.end_array().end_array().end_object().end_object();
+  }
   for (const auto& f : m.fields) {
     w.key(p.strings.get(f.key));
     if (f.is_string)
@@ -226,12 +238,14 @@ void write_thread(const Profile& p, const Process& proc, PidLabel pid, const Thr
   {
     std::vector<StackId> todo;
     std::unordered_map<StackId, bool> seen;
-    for (const auto& s : t.samples) {
-      for (StackId id = s.stack; id != model::kNoStack && !seen[id]; id = p.stacks.prefix(id)) {
+    auto use = [&](StackId leaf) {
+      for (StackId id = leaf; id != model::kNoStack && !seen[id]; id = p.stacks.prefix(id)) {
         seen[id] = true;
         used.push_back(id);
       }
-    }
+    };
+    for (const auto& s : t.samples) use(s.stack);
+    for (const auto& m : t.markers) use(m.stack);
     std::sort(used.begin(), used.end());
   }
   std::unordered_map<StackId, uint32_t> stack_index;
@@ -304,7 +318,7 @@ void write_thread(const Profile& p, const Process& proc, PidLabel pid, const Thr
     else
       w.null();
     w.value(static_cast<int>(m.phase)).value(static_cast<int>(m.category));
-    write_marker_payload(p, m, w);
+    write_marker_payload(p, m, proc.start_ns, stack_index, w);
     w.end_array();
   }
   w.end_array().end_object();

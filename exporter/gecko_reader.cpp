@@ -376,6 +376,22 @@ class Reader {
         return u64(f, st.mono_ns);
       }
       if (k == "shutdownTime") return number(f, st.shutdown_ms);
+      // The model has one category list; a child's may be the longer one (its frames index into it).
+      if (k == "categories" && !top) {
+        std::vector<model::CategoryInfo> cats;
+        bool ok = elements(f, [&](od::value c) {
+          model::CategoryInfo ci;
+          bool r = fields(c, [&](std::string_view ck, od::value cv) {
+            if (ck == "name") return string(cv, ci.name);
+            if (ck == "color") return string(cv, ci.color);
+            return true;
+          });
+          cats.push_back(std::move(ci));
+          return r;
+        });
+        if (ok && cats.size() > p_.meta.categories.size()) p_.meta.categories = std::move(cats);
+        return ok;
+      }
       if (!top) return true;
       if (k == "profilingEndTime") return number(f, st.profiling_end_ms);
       if (k == "interval") return number(f, p_.meta.interval_ms, 1.0);
@@ -681,6 +697,29 @@ class Reader {
         m.type = p_.strings.intern(s);
         return true;
       }
+      if (k == "stack" &&
+          ty == od::json_type::object) {  // {samples: {schema: {stack}, data: [[stack, ...]]}}
+        return fields(f, [&](std::string_view sk, od::value sv) {
+          if (sk != "samples") return true;
+          Schema sch;
+          return fields(sv, [&](std::string_view k2, od::value v2) {
+            if (k2 == "schema") return schema(v2, sch);
+            if (k2 != "data") return true;
+            const int64_t col = sch.at("stack");
+            return elements(v2, [&](od::value row) {
+              int64_t i = 0;
+              return elements(row, [&](od::value cell) {
+                if (i++ != col || m.stack != model::kNoStack) return true;
+                int64_t st = -1;
+                if (!integer(cell, st)) return false;
+                if (st >= 0 && st < UINT32_MAX)
+                  m.stack = static_cast<model::StackId>(st);  // local until finish
+                return true;
+              });
+            });
+          });
+        });
+      }
       model::MarkerField mf;
       mf.key = p_.strings.intern(k);
       if (ty == od::json_type::string) {
@@ -850,6 +889,8 @@ class Reader {
       s.stack = stacks[s.stack];
     }
     for (size_t i = 0; i < t.markers.size(); ++i) {
+      model::StackId& ms = t.markers[i].stack;
+      if (ms != model::kNoStack) ms = ms < stacks.size() ? stacks[ms] : model::kNoStack;
       int64_t n = tt.marker_names[i];
       if (n >= 0 && static_cast<size_t>(n) < tt.strings.size())
         t.markers[i].name = p_.strings.intern(tt.strings[static_cast<size_t>(n)]);

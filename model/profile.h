@@ -138,6 +138,7 @@ struct Marker {
   Category category = Category::Other;
   StringId type = kNoString;  // payload type = a marker schema name; kNoString for no payload
   std::vector<MarkerField> fields;
+  StackId stack = kNoStack;  // a backtrace (payload "stack"): every frame is a return address, even its leaf
 };
 
 // One entry of meta.markerSchema (Gecko form).

@@ -47,6 +47,12 @@ std::vector<StackId> mark_used(const Profile& p, const Process& proc, std::vecto
         roles[q] |= kCaller;
       }
     }
+    for (const Marker& m : t.markers) {  // backtraces hold return addresses only: the front end nudges all
+      for (StackId q = m.stack; q != kNoStack && !(roles[q] & kCaller); q = p.stacks.prefix(q)) {
+        if (roles[q] == 0) touched.push_back(q);
+        roles[q] |= kCaller;
+      }
+    }
   }
   std::sort(touched.begin(), touched.end());
   return touched;
@@ -202,9 +208,12 @@ void apply_symbols(Profile& p, const std::vector<SymbolRequest>& requests) {
         remap[s][role == kLeaf ? 0 : 1] = node;
       }
     }
-    for (Thread& t : proc.threads)
+    for (Thread& t : proc.threads) {
       for (Sample& smp : t.samples)
         if (smp.stack != kNoStack) smp.stack = remap[smp.stack][0];
+      for (Marker& m : t.markers)
+        if (m.stack != kNoStack) m.stack = remap[m.stack][1];
+    }
     for (StackId s : used) {
       roles[s] = 0;
       remap[s] = {kNoStack, kNoStack};

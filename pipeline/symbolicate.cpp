@@ -1,8 +1,12 @@
 #include "pipeline/symbolicate.h"
 
+#include <atomic>
 #include <cstdio>
+#include <unordered_set>
 #include <utility>
 
+#include "exporter/gecko.h"
+#include "exporter/gecko_reader.h"
 #include "model/symbols.h"
 
 namespace fxprof::pipeline {
@@ -44,6 +48,43 @@ SymbolicateStats symbolicate(model::Profile& profile, symbolizer::Symbolizer& sy
   }
   model::apply_symbols(profile, requests);
   return stats;
+}
+
+std::vector<symbolizer::KnownLib> known_libs(const model::Profile& profile) {
+  std::vector<symbolizer::KnownLib> out;
+  std::unordered_set<std::string> seen;
+  for (const model::Process& proc : profile.processes) {
+    for (const model::Lib& l : proc.libs) {
+      if (l.debug_name.empty() || l.breakpad_id.empty()) continue;  // never requested by the front end
+      if (!seen.insert(l.debug_name + '\n' + l.breakpad_id).second) continue;
+      out.push_back({l.debug_name, l.breakpad_id, l.name, l.path, l.debug_path, l.code_id, l.arch});
+    }
+  }
+  return out;
+}
+
+Status symbolicate_file(const std::string& in, const std::string& out, symbolizer::Symbolizer& symbols) {
+  exporter::ReadInfo info;
+  auto profile = exporter::read_gecko_profile(in, &info);
+  if (!profile) return Err(profile.error());
+  if (info.processed)
+    return Err(in +
+               ": a processed-format profile; only Gecko profiles (what fxprof writes) can be symbolicated");
+  symbolicate(*profile, symbols);
+  profile->meta.presymbolicated = true;
+  if (auto s = exporter::write_gecko_profile(*profile, out); !s) return s;
+  bool local_paths = false;
+  for (const model::Process& proc : profile->processes)
+    for (const model::Lib& l : proc.libs) local_paths |= !l.path.empty() && l.path[0] == '/';
+  static std::atomic<bool> warned{false};
+  if (local_paths && !warned.exchange(true)) {
+    std::fprintf(
+        stderr,
+        "fxprof: note: %s holds full local paths (of the program and its libraries) and the recorded\n"
+        "        command lines; check that you may share them before uploading it.\n",
+        out.c_str());
+  }
+  return {};
 }
 
 }  // namespace fxprof::pipeline

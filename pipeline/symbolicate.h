@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "model/profile.h"
@@ -29,6 +31,14 @@ struct SymbolicateStats {
 // A binary without symbols gets one warning line on stderr (pseudo-libraries like [vdso] stay quiet).
 // Does not set meta.presymbolicated: the caller decides whether the output is baked.
 SymbolicateStats symbolicate(model::Profile& profile, symbolizer::Symbolizer& symbols);
+
+// `fxprof symbolicate`: reads the Gecko profile `in`, symbolicates it on the model, writes it baked
+// (presymbolicated: true) to `out` (may be `in`: written to a temporary file and renamed). Errors are one
+// line naming the file. Warns once per process on stderr that the output holds local paths and command lines.
+Status symbolicate_file(const std::string& in, const std::string& out, symbolizer::Symbolizer& symbols);
+
+// The libraries a symbol server must answer for: every mapping with a debugName and breakpadId, once.
+std::vector<symbolizer::KnownLib> known_libs(const model::Profile& profile);
 
 // Converts one symbolizer answer to the model's plain form (outermost function first).
 model::Symbol to_model_symbol(symbolizer::SymbolInfo&& info);

@@ -126,10 +126,14 @@ bool have_display() {
 }  // namespace
 
 Status serve_profile(const ServeOptions& options) {
-  auto info = inspect_profile(options.profile_path);
-  if (!info) return Err(info.error());
   symbolizer::Symbolizer symbols(options.symbols);
-  for (auto& lib : info->libs) symbols.add_known_lib(lib);
+  if (options.libs) {
+    for (const auto& lib : *options.libs) symbols.add_known_lib(lib);
+  } else {
+    auto info = inspect_profile(options.profile_path);
+    if (!info) return Err(info.error());
+    for (auto& lib : info->libs) symbols.add_known_lib(lib);
+  }
 
   SignalScope signals;  // before any server thread exists, so that they all inherit the blocked mask
   ProfileServer::Config config;

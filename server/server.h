@@ -1,6 +1,5 @@
 // fxprof server: serves a saved profile and the symbolizer's JSON APIs on loopback, under a random token, and
-// opens the Firefox Profiler on it (what `samply load` does). Also reads the libs of a saved profile and
-// bakes symbols into a profile to share it (self-contained profiles).
+// opens the Firefox Profiler on it (what `samply load` does).
 //
 // Design:
 //  - The profile is written to a file first and served from it (mmap, 64 KiB writes): the in-memory model is
@@ -17,14 +16,12 @@
 //    stop() is prompt: it never waits longer than one keep-alive or read timeout.
 //  - serve_profile() blocks SIGINT/SIGTERM and waits for them with sigtimedwait: no async-signal-unsafe code
 //    runs in a handler, and it does not matter what handlers the caller (record) installed.
-//  - Presymbolication follows the front end's own rules so that a baked profile shows what the live one
-//    would: lib lookup by absolute address, relative = address - (start - offset), callers (prefix stacks and
-//    marker backtraces) looked up at relative - 1, inlined frames expanded outermost first. Gecko format
-//    cannot carry a file for a pre-symbolicated native frame (format doc 1.6): we write "func (in lib)" and
-//    the line into the frame's `line` column.
+//  - Baking symbols into a profile is not the server's business: it happens on the model
+//    (model/symbols.h, pipeline/symbolicate.h) before the file is written.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,19 +38,15 @@ struct ServeOptions {
   bool port_exact = false;            // true when the user named a port: no trying the next ones
   bool open_browser = true;           // false with --no-open
   symbolizer::Options symbols;
+  // The libraries to answer for, when the caller already read the profile (record, load: from the model);
+  // without them the file is inspected here.
+  std::optional<std::vector<symbolizer::KnownLib>> libs;
 };
 
 // Validates the profile (a clear error for corrupt, truncated, empty or non-profile files: nothing is served
 // then), registers its libs with a symbolizer, prints the Firefox Profiler URL and serves until
 // SIGINT/SIGTERM. The URL goes to stdout (profiler-cli reads it there); the rest of the chatter to stderr.
 Status serve_profile(const ServeOptions& options);
-
-// Rewrites a saved profile with names baked in (inlined frames expanded, presymbolicated: true), so that it
-// opens with no fxprof server. `in` and `out` may be the same path (written to a temp file and renamed).
-// Warns once per process on stderr that the output holds local paths and command lines.
-Status symbolicate_profile(const std::string& in, const std::string& out, const symbolizer::Options& symbols);
-// The same with a caller's symbolizer (its caches are reused).
-Status symbolicate_profile(const std::string& in, const std::string& out, symbolizer::Symbolizer& symbols);
 
 // ---- Pieces of the above, public for tests and for other front ends. ----
 
