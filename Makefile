@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 DEPS       := g++ cmake ninja-build pkg-config libbpf-dev libsimdjson-dev zlib1g-dev libcpp-httplib-dev catch2 \
               libdw-dev libelf-dev libdebuginfod-dev libcapstone-dev liblzma-dev
-TEST_DEPS  := linux-perf elfutils binutils llvm
+TEST_DEPS  := linux-perf elfutils binutils llvm lld rustc
 PCLI_DIR   := tests/.profiler-cli
 
 .PHONY: all deps test-deps build demo test test-release test-asan bench format clean

@@ -324,13 +324,21 @@ bool DwarfIndex::lookup(uint64_t svma, std::vector<RawFrame>& frames, uint64_t& 
 void DwarfIndex::referenced_files(uint64_t svma, std::vector<std::string>& out) {
   auto add_unit = [&](Cu& cu) {
     std::unordered_set<std::string> seen(out.begin(), out.end());
+    // Relative names are relative to the compilation directory (as the line decoder joins them).
+    Dwarf_Attribute attr;
+    const char* comp_dir = nullptr;
+    if (dwarf_attr(&cu.die, DW_AT_comp_dir, &attr) != nullptr) comp_dir = dwarf_formstring(&attr);
     for (Dwarf_Die* die : {&cu.die, &cu.sub}) {
       Dwarf_Files* files = nullptr;
       size_t n = 0;
       if (dwarf_getsrcfiles(die, &files, &n) != 0) continue;
       for (size_t i = 0; i < n; ++i) {
         const char* f = dwarf_filesrc(files, i, nullptr, nullptr);
-        if (f != nullptr && seen.insert(f).second) out.emplace_back(f);
+        if (f == nullptr) continue;
+        std::string name = f[0] != '/' && comp_dir != nullptr && comp_dir[0] == '/'
+                               ? std::string(comp_dir) + "/" + f
+                               : std::string(f);
+        if (seen.insert(name).second) out.push_back(std::move(name));
       }
     }
   };

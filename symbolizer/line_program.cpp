@@ -176,7 +176,21 @@ bool decode_line_program(const LineSections& sec, uint64_t offset, const char* c
   for (uint8_t i = 1; i < opcode_base; ++i) std_lengths[i] = r.u8();
 
   // Directories and files, paths joined the way libdw joins them (dir + "/" + name unless name is absolute).
+  // A relative directory (DWARF 4 include dirs as cargo and ccache's base_dir write them) is relative to the
+  // compilation directory: joined with it, so that names are absolute and /source/v1 can serve them.
   std::vector<const char*> dirs;
+  auto add_dir = [&](const char* d) {
+    const char* base = dirs.empty() ? nullptr : dirs[0];
+    if (base == nullptr || base[0] != '/') base = comp_dir;
+    if (d == nullptr || d[0] == '/' || dirs.empty() || base == nullptr || base[0] != '/') {
+      dirs.push_back(d);
+      return;
+    }
+    std::string& joined = store.emplace_back(base);
+    joined += '/';
+    joined += d;
+    dirs.push_back(joined.c_str());
+  };
   auto add_file = [&](const char* name, uint64_t dir) {
     if (name == nullptr) {
       files.push_back(nullptr);
@@ -197,7 +211,7 @@ bool decode_line_program(const LineSections& sec, uint64_t offset, const char* c
       const char* d = r.cstr();
       if (r.bad) return false;
       if (*d == '\0') break;
-      dirs.push_back(d);
+      add_dir(d);
     }
     files.push_back(nullptr);  // file numbers start at 1
     for (;;) {
@@ -230,7 +244,7 @@ bool decode_line_program(const LineSections& sec, uint64_t offset, const char* c
           if (type == kLnctDirectoryIndex) dir = n;
         }
         if (pass == 0)
-          dirs.push_back(path);
+          add_dir(path);
         else
           add_file(path, dir);
       }
@@ -277,6 +291,8 @@ bool decode_line_program(const LineSections& sec, uint64_t offset, const char* c
           reset();
           seq_start = rows.size();
         } else if (sub == 2) {  // set_address
+          // An operand longer than 8 bytes is no x86-64 or aarch64 address (and would shift past 64 bits).
+          if (len - 1 > 8) return false;
           addr = r.fixed(static_cast<size_t>(len - 1));
         } else if (sub == 3) {  // define_file (DWARF <= 4)
           const char* name = r.cstr();

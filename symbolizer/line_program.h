@@ -27,8 +27,9 @@ struct DecodedRow {
   bool end;  // end of sequence
 };
 
-// Decodes the line program at `offset`. File names are made absolute with `comp_dir` (as libdw does) and
-// stored in `store`; files[i] is the path of file index i (DWARF 5: 0-based; earlier: 1-based, files[0]
+// Decodes the line program at `offset`. File names are made absolute with `comp_dir`, relative include
+// directories too (cargo's DWARF 4 "src", ccache's base_dir; libdw leaves those relative), and stored in
+// `store`; files[i] is the path of file index i (DWARF 5: 0-based; earlier: 1-based, files[0]
 // null). Returns false on malformed or unsupported input (rows/files are then unspecified).
 bool decode_line_program(const LineSections& sec, uint64_t offset, const char* comp_dir,
                          std::deque<std::string>& store, std::vector<const char*>& files,

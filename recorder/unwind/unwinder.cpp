@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/fd.h"
+#include "elf/elf.h"
 
 namespace fxprof::recorder {
 
@@ -668,8 +669,7 @@ struct Module {
   size_t table_count = 0;
   std::vector<FdeRef> eh_index;  // when there is no usable table
 
-  std::string build_id;  // hex
-  std::string debuglink;
+  elf::Identity identity;  // build ID, segments, debuglink: the one parse shared with the recorder
   bool debug_tried = false;
   MappedFile debug_file;
   std::vector<uint8_t> debug_owned;  // decompressed .debug_frame
@@ -689,7 +689,7 @@ struct Module {
 };
 
 struct ElfSections {
-  Section eh_hdr, eh, debug_frame, debuglink, build_id_note;
+  Section eh_hdr, eh, debug_frame;
   bool debug_compressed = false;
 };
 
@@ -729,32 +729,8 @@ bool read_sections(std::span<const uint8_t> img, ElfSections& out) {
       out.debug_frame = sec;
       out.debug_compressed = (s.sh_flags & SHF_COMPRESSED) != 0;
     }
-    if (name == ".gnu_debuglink") out.debuglink = sec;
-    if (name == ".note.gnu.build-id") out.build_id_note = sec;
   }
   return true;
-}
-
-std::string parse_build_id(const Section& note) {
-  Cursor c{note.data, note.data + note.size};
-  while (c.left() >= 12) {
-    uint32_t namesz = c.get<uint32_t>(), descsz = c.get<uint32_t>(), type = c.get<uint32_t>();
-    const uint8_t* name = c.p;
-    c.skip((namesz + 3) & ~3u);
-    const uint8_t* desc = c.p;
-    c.skip((descsz + 3) & ~3u);
-    if (c.bad) break;
-    if (type == NT_GNU_BUILD_ID && namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
-      static const char* hex = "0123456789abcdef";
-      std::string s;
-      for (uint32_t i = 0; i < descsz; ++i) {
-        s += hex[desc[i] >> 4];
-        s += hex[desc[i] & 15];
-      }
-      return s;
-    }
-  }
-  return {};
 }
 
 void load_elf(Module& m) {
@@ -779,11 +755,7 @@ void load_elf(Module& m) {
   read_sections(img, secs);
   m.eh_hdr = !secs.eh_hdr.empty() ? secs.eh_hdr : hdr_from_phdr;
   m.eh = secs.eh;
-  m.build_id = parse_build_id(secs.build_id_note);
-  if (!secs.debuglink.empty()) {
-    const char* s = reinterpret_cast<const char*>(secs.debuglink.data);
-    m.debuglink.assign(s, strnlen(s, secs.debuglink.size));
-  }
+  if (auto id = elf::parse(std::as_bytes(img))) m.identity = std::move(*id);
   // .eh_frame_hdr: version 1, eh_frame_ptr, fde_count, then the table.
   if (!m.eh_hdr.empty() && m.eh_hdr.size >= 4 && m.eh_hdr.data[0] == 1) {
     Cursor c{m.eh_hdr.data + 4, m.eh_hdr.data + m.eh_hdr.size};
@@ -812,7 +784,7 @@ void load_elf(Module& m) {
 
 // Loads .debug_frame from the binary itself or its separate debug file (lazily, on the first address
 // .eh_frame does not cover).
-void load_debug_frame(Module& m) {
+void load_debug_frame(Module& m, const elf::LocatorOptions& locator) {
   m.debug_tried = true;
   auto try_image = [&](std::span<const uint8_t> img) {
     ElfSections secs;
@@ -836,25 +808,21 @@ void load_debug_frame(Module& m) {
     return !m.dbg_index.empty();
   };
   if (try_image(m.image)) return;
-  std::vector<std::string> candidates;
-  if (m.build_id.size() > 2)
-    candidates.push_back("/usr/lib/debug/.build-id/" + m.build_id.substr(0, 2) + "/" + m.build_id.substr(2) +
-                         ".debug");
-  if (!m.debuglink.empty() && m.path.starts_with('/')) {
-    std::string dir = m.path.substr(0, m.path.rfind('/'));
-    candidates.push_back(dir + "/" + m.debuglink);
-    candidates.push_back(dir + "/.debug/" + m.debuglink);
-    candidates.push_back("/usr/lib/debug" + dir + "/" + m.debuglink);
-  }
-  for (const std::string& p : candidates) {
-    if (p == m.path) continue;
+  // The shared locator: build ID checked, debuglink CRC checked, --symbol-dir searched.
+  elf::DebugQuery q{m.path.starts_with('/') ? m.path : std::string(),
+                    m.identity.build_id,
+                    m.identity.debuglink,
+                    m.identity.debuglink_crc,
+                    {}};
+  elf::locate_debug_file(q, locator, [&](const std::string& p) {
     auto f = map_file(p);
-    if (!f.ok()) continue;
+    if (!f.ok()) return false;
     m.debug_file = std::move(f.value());
     auto b = m.debug_file.bytes();
-    if (try_image({reinterpret_cast<const uint8_t*>(b.data()), b.size()})) return;
+    if (try_image({reinterpret_cast<const uint8_t*>(b.data()), b.size()})) return true;
     m.debug_file = MappedFile{};
-  }
+    return false;
+  });
 }
 
 bool find_in_index(const std::vector<FdeRef>& idx, uint64_t svma, uint64_t& off) {
@@ -896,8 +864,8 @@ bool find_eh_fde(const Module& m, uint64_t svma, Fde& fde) {
   return parse_fde(m.eh, off, true, base, fde) && svma >= fde.pc_begin && svma < fde.pc_end;
 }
 
-bool find_debug_fde(Module& m, uint64_t svma, Fde& fde) {
-  if (!m.debug_tried) load_debug_frame(m);
+bool find_debug_fde(Module& m, const elf::LocatorOptions& locator, uint64_t svma, Fde& fde) {
+  if (!m.debug_tried) load_debug_frame(m, locator);
   uint64_t off = 0;
   if (m.dbg_index.empty() || !find_in_index(m.dbg_index, svma, off)) return false;
   return parse_fde(m.dbg, off, false, PtrBase{}, fde) && svma >= fde.pc_begin && svma < fde.pc_end;
@@ -909,7 +877,8 @@ constexpr uint8_t kSigreturn[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f
 constexpr uint64_t kUcGregs = 40, kUcRbp = kUcGregs + 10 * 8, kUcRsp = kUcGregs + 15 * 8,
                    kUcRip = kUcGregs + 16 * 8;
 
-Rule compute_rule(Module& m, uint64_t look, uint64_t ip_svma, UnwindStats& stats) {
+Rule compute_rule(Module& m, const elf::LocatorOptions& locator, uint64_t look, uint64_t ip_svma,
+                  UnwindStats& stats) {
   Rule r;
   if (const uint8_t* b = m.bytes_at(ip_svma, sizeof kSigreturn);
       b && std::memcmp(b, kSigreturn, sizeof kSigreturn) == 0) {
@@ -918,7 +887,7 @@ Rule compute_rule(Module& m, uint64_t look, uint64_t ip_svma, UnwindStats& stats
   }
   Fde fde;
   if (find_eh_fde(m, look, fde)) return rule_from_fde(fde, PtrBase{&m.eh, m.eh_hdr.vaddr}, look);
-  if (find_debug_fde(m, look, fde)) {
+  if (find_debug_fde(m, locator, look, fde)) {
     ++stats.debug_frame_rules;
     return rule_from_fde(fde, PtrBase{}, look);
   }
@@ -971,6 +940,7 @@ struct Unwinder::Impl {
   std::vector<Slot> cache = std::vector<Slot>(size_t{1} << kCacheBits);
   UnwindStats stats;
   uint32_t next_module_id = 1;
+  elf::LocatorOptions locator;
 
   Module* module_for(std::string_view path) {
     std::string key(path);
@@ -1028,17 +998,21 @@ struct Unwinder::Impl {
     }
     ++stats.cache_misses;
     set[1] = set[0];
-    set[0] = Slot{key, m.id, compute_rule(m, look, ip_svma, stats)};
+    set[0] = Slot{key, m.id, compute_rule(m, locator, look, ip_svma, stats)};
     return set[0].rule;
   }
 };
 
-Unwinder::Unwinder() : impl_(std::make_unique<Impl>()) {}
+Unwinder::Unwinder(elf::LocatorOptions locator) : impl_(std::make_unique<Impl>()) {
+  impl_->locator = std::move(locator);
+  impl_->locator.use_debuginfod = false;  // never a network fetch on the reading thread
+}
 Unwinder::~Unwinder() = default;
 
 const UnwindStats& Unwinder::stats() const { return impl_->stats; }
 
-void Unwinder::on_mmap(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, std::string_view path) {
+void Unwinder::on_mmap(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, std::string_view path,
+                       uint32_t prot) {
   if (len == 0 || path.empty()) return;
   uint64_t end = start + len;
   Process& proc = impl_->procs[pid];
@@ -1054,15 +1028,9 @@ void Unwinder::on_mmap(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgof
     if (e.end > end) kept.push_back({end, e.end, e.bias, e.module});
   }
   Module* m = impl_->module_for(path);
-  // avma = start + (file offset - pgoff); svma = file offset - p_offset + p_vaddr of the segment mapped here.
-  uint64_t bias = start - pgoff;
-  for (const Module::Load& l : m->loads) {
-    uint64_t seg_page = l.off & ~uint64_t{0xfff};
-    if (pgoff >= seg_page && pgoff < l.off + std::max<uint64_t>(l.filesz, 1)) {
-      bias = start - pgoff + l.off - l.vaddr;
-      break;
-    }
-  }
+  // avma - svma, with the segment the kernel mapped here (elf::Identity::mapping_svma: lld layouts).
+  auto svma = m->identity.mapping_svma(pgoff, prot);
+  uint64_t bias = svma ? start - *svma : start - pgoff;
   kept.push_back({start, end, bias, m});
   std::sort(kept.begin(), kept.end(), [](const MapEntry& a, const MapEntry& b) { return a.start < b.start; });
   proc.maps = std::move(kept);

@@ -45,6 +45,8 @@
 //   (tgid): threads share their process's mappings. Paths are opened as seen from our mount namespace.
 #pragma once
 
+#include <sys/mman.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -52,6 +54,7 @@
 #include <string_view>
 
 #include "base/result.h"
+#include "elf/elf.h"
 
 namespace fxprof::recorder {
 
@@ -95,14 +98,18 @@ struct UnwindStats {
 
 class Unwinder {
  public:
-  Unwinder();
+  // `locator` finds separate debug files (.debug_frame): build-ID trees, debuglink, --symbol-dir; never
+  // debuginfod (no network on the reading thread).
+  explicit Unwinder(elf::LocatorOptions locator = {});
   ~Unwinder();
   Unwinder(const Unwinder&) = delete;
   Unwinder& operator=(const Unwinder&) = delete;
 
   // Process bookkeeping, fed from MMAP2/FORK/COMM(exec)/EXIT records (and /proc/PID/maps when attaching).
   // Only executable file mappings matter; `path` may be "[vdso]".
-  void on_mmap(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, std::string_view path);
+  // `prot` (PROT_* bits of the MMAP2 record) picks the ELF segment the kernel mapped there.
+  void on_mmap(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, std::string_view path,
+               uint32_t prot = PROT_READ | PROT_EXEC);
   void on_fork(uint32_t parent_pid, uint32_t child_pid);  // the child starts with the parent's mappings
   void on_exec(uint32_t pid);                             // forgets the old image's mappings
   void on_exit(uint32_t pid);

@@ -498,6 +498,23 @@ TEST_CASE("symbolizer: /source/v1 serves only files the debug info refers to") {
   CHECK(r.http_status == 404);
 }
 
+TEST_CASE("symbolizer: relative DWARF 4 include directories come back absolute and /source/v1 serves them") {
+  // Built as cargo builds: a relative source path, so the include directory is relative to DW_AT_comp_dir.
+  Prog p = prog(test_program("symbolizer/sym_relative"));
+  auto syms = nm_symbols(p.path);
+  uint64_t hot = syms.at("_Z11compute_hoti").addr;
+  sym::Symbolizer s(no_system_debug());
+  s.add_known_lib(known(p, p.path, "sym_relative"));
+  auto info = s.lookup("sym_relative", p.breakpad, std::vector<uint64_t>{hot});
+  REQUIRE(info.ok());
+  std::string want = fxprof::test::source_dir() + "/tests/programs/symbolizer/sym_inline.cpp";
+  CHECK((*info)[0].file == want);
+  auto r = s.source_v1(R"({"debugName":"sym_relative","debugId":")" + p.breakpad + R"(","moduleOffset":")" +
+                       hex(hot) + R"(","file":")" + want + R"("})");
+  REQUIRE(r.http_status == 200);
+  CHECK(r.body.find("int compute_hot(int x)") != std::string::npos);
+}
+
 TEST_CASE("symbolizer: /asm/v1 disassembles a known function in Intel syntax") {
   Prog p = prog(test_program("sym_inline"));
   auto syms = nm_symbols(p.path);
@@ -727,7 +744,10 @@ TEST_CASE("symbolizer: the line-program decoder agrees with libdw on every row")
         dwarf_lineno(l, &line);
         dwarf_lineendsequence(l, &end);
         const char* f = dwarf_linesrc(l, nullptr, nullptr);
-        theirs.emplace_back(addr, end, static_cast<uint32_t>(line), f ? f : "");
+        // The decoder joins relative names with the compilation directory (libdw leaves them relative).
+        std::string name = f ? f : "";
+        if (f && f[0] != '/' && comp_dir && comp_dir[0] == '/') name = std::string(comp_dir) + "/" + f;
+        theirs.emplace_back(addr, end, static_cast<uint32_t>(line), name);
       }
       // Compare what matters: the (file, line) every address resolves to, with rows sorted the way DwarfIndex
       // sorts them. Sequence end addresses are left out: rows there cover no byte (the decoder marks them
