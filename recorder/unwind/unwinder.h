@@ -16,8 +16,8 @@
 //   mtime, so a rebuilt file is a new module), shared by every process mapping it, kept for the Unwinder's
 //   life. A module is the mmap'ed file itself: .eh_frame_hdr's sorted table is binary-searched in place (no
 //   parse, no copy); only a binary without a usable table, and .debug_frame (from the binary or its separate
-//   debug file, /usr/lib/debug/.build-id/xx/rest.debug or .gnu_debuglink, loaded lazily on the first address
-//   .eh_frame lacks), get a sorted FDE index, built once. "[vdso]" is read from our own process
+//   debug file, found by elf/'s locator with build ID and debuglink CRC checked, loaded lazily on the first
+//   address .eh_frame lacks), get a sorted FDE index, built once. "[vdso]" is read from our own process
 //   (getauxval(AT_SYSINFO_EHDR): same kernel, same image).
 // - Rules. Evaluating DW_CFA_* instructions for one address walks the CIE and FDE programs (a few us); a
 //   program hits a few thousand distinct addresses over and over, so the result is reduced to a 12-byte rule
@@ -98,8 +98,8 @@ struct UnwindStats {
 
 class Unwinder {
  public:
-  // `locator` finds separate debug files (.debug_frame): build-ID trees, debuglink, --symbol-dir; never
-  // debuginfod (no network on the reading thread).
+  // `locator` finds separate debug files for .debug_frame (build-ID trees, debuglink, --symbol-dir; never
+  // debuginfod: no network fetch on the reading thread).
   explicit Unwinder(elf::LocatorOptions locator = {});
   ~Unwinder();
   Unwinder(const Unwinder&) = delete;
