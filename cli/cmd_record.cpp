@@ -41,7 +41,7 @@ constexpr const char* kHelp =
     "  --symbolicate            bake symbols into the profile (names, inlined frames) so that it opens\n"
     "                           without fxprof's server and can be shared\n"
     "  --no-symbolicate         keep raw addresses (symbolicated lazily by `fxprof load`)\n"
-    "  --symbol-dir DIR         also look for symbol files in DIR (repeatable)\n"
+    "  --symbol-dir DIR         also look for symbol files in DIR (repeatable; also for unwinding)\n"
     "\n"
     "Serving (unless --save-only):\n"
     "  -n, --no-open            do not open a browser; print the Firefox Profiler URL\n"
@@ -145,6 +145,7 @@ int cmd_record(std::span<char*> args) {
       symbolicate = 0;
     } else if (auto v = p.option("", "--symbol-dir")) {
       serve.symbols.symbol_dirs.push_back(*v);
+      rec.symbol_dirs.push_back(*v);  // the unwinder looks for .debug_frame there too
     } else if (p.flag("-n", "--no-open")) {
       serve.open_browser = false;
     } else if (auto v = p.option("", "--address")) {
