@@ -48,7 +48,7 @@ constexpr const char* kHelp =
     "  --symbolicate            bake symbols into the profile (names, inlined frames) so that it opens\n"
     "                           without fxprof's server and can be shared\n"
     "  --no-symbolicate         keep raw addresses (symbolicated lazily by `fxprof load`)\n"
-    "  --symbol-dir DIR         also look for symbol files in DIR (repeatable)\n"
+    "  --symbol-dir DIR         also look for symbol files in DIR (repeatable; also for unwinding)\n"
     "  --export FORMAT          also write the profile as folded, pprof or svg beside it (profile.folded,\n"
     "                           profile.pb.gz, profile.svg; repeatable)\n"
     "  -q, --quiet              no top-functions line after recording\n"
@@ -157,6 +157,7 @@ int cmd_record(std::span<char*> args) {
       symbolicate = 0;
     } else if (auto v = p.option("", "--symbol-dir")) {
       serve.symbols.symbol_dirs.push_back(*v);
+      rec.symbol_dirs.push_back(*v);  // the unwinder looks for .debug_frame there too
     } else if (auto v = p.option("", "--export")) {
       if (*v != "folded" && *v != "pprof" && *v != "svg")
         return usage_error("--export must be folded, pprof or svg");

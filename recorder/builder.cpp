@@ -88,6 +88,26 @@ std::string basename_of(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+// A lib for an executable mapping [start, end) whose relative addresses are SVMA - base SVMA
+// (elf::Identity::lib_offset gives `offset`).
+model::Lib make_lib(uint64_t start, uint64_t end, uint64_t offset, const std::string& path,
+                    const elf::Identity& elf) {
+  model::Lib lib;
+  lib.start = start;
+  lib.end = end;
+  lib.offset = offset;
+  lib.path = path;
+  auto slash = path.rfind('/');
+  lib.name = slash == std::string::npos ? path : path.substr(slash + 1);
+  lib.debug_name = lib.name;
+  lib.debug_path = lib.path;
+  if (!elf.build_id.empty()) {
+    lib.breakpad_id = model::breakpad_id_from_build_id(elf.build_id);
+    lib.code_id = model::code_id_from_build_id(elf.build_id);
+  }
+  return lib;
+}
+
 }  // namespace
 
 ProfileBuilder::ProfileBuilder(model::Profile& profile, Unwinder* unwinder, const EventConfig& events)
@@ -181,7 +201,8 @@ void ProfileBuilder::add_attached(uint32_t pid, uint64_t time_ns) {
     if (perms[2] != 'x' || path_at <= 0 || static_cast<size_t>(path_at) >= line.size()) continue;
     std::string path = line.substr(static_cast<size_t>(path_at));
     if (path.ends_with(" (deleted)")) path.resize(path.size() - 10);
-    add_mapping(pid, start, end - start, off, path, time_ns);
+    uint32_t prot = PROT_EXEC | (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0);
+    add_mapping(pid, start, end - start, off, prot, path, time_ns);
   }
 }
 
@@ -197,30 +218,30 @@ bool ProfileBuilder::has_samples(const model::Process& p) const {
   return false;
 }
 
-const ElfInfo* ProfileBuilder::elf_for(const std::string& path) {
+const elf::Identity* ProfileBuilder::elf_for(const std::string& path) {
   auto it = elf_cache_.find(path);
   if (it == elf_cache_.end()) {
-    std::optional<ElfInfo> info;
+    std::optional<elf::Identity> info;
     if (path == "[vdso]")
-      info = own_vdso();
+      info = elf::own_vdso();
     else if (!path.empty() && path[0] == '/')
-      info = read_elf_file(path);
+      info = elf::read_file(path);
     it = elf_cache_.emplace(path, std::move(info)).first;
   }
   return it->second ? &*it->second : nullptr;
 }
 
-void ProfileBuilder::add_mapping(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+void ProfileBuilder::add_mapping(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t prot,
                                  const std::string& path, uint64_t t) {
   if (path.empty() || (path[0] != '/' && path != "[vdso]")) return;  // anonymous/JIT code: no file to name it
-  if (unwinder_) unwinder_->on_mmap(pid, start, len, pgoff, path);
-  const ElfInfo* elf = elf_for(path);
+  if (unwinder_) unwinder_->on_mmap(pid, start, len, pgoff, path, prot);
+  const elf::Identity* elf = elf_for(path);
   if (!elf) return;
   model::Process& proc = profile_.processes[process(pid, t).proc];
   for (const model::Lib& l : proc.libs)
     if (l.start == start && l.end == start + len && l.path == path)
       return;  // attach: /proc/maps and MMAP2 overlap
-  proc.libs.push_back(make_lib(start, start + len, pgoff, path, elf));
+  proc.libs.push_back(make_lib(start, start + len, elf->lib_offset(pgoff, prot), path, *elf));
 }
 
 uint64_t ProfileBuilder::record_time(const perf_event_header* h) {
@@ -280,7 +301,7 @@ void ProfileBuilder::on_mmap2(const std::byte* p, size_t size) {
   if (!r.ok() || !(prot & PROT_EXEC)) return;
   std::string path = r.str_before_trailer();
   if (path.ends_with(" (deleted)")) path.resize(path.size() - 10);
-  add_mapping(pid, addr, len, pgoff, path, trailer(p, size).time);
+  add_mapping(pid, addr, len, pgoff, prot, path, trailer(p, size).time);
 }
 
 void ProfileBuilder::on_comm(const std::byte* p, size_t size, uint16_t misc) {

@@ -17,8 +17,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "elf/elf.h"
 #include "model/profile.h"
-#include "recorder/elf_info.h"
 #include "recorder/perf.h"
 #include "recorder/unwind/unwinder.h"
 
@@ -70,9 +70,10 @@ class ProfileBuilder {
   ThreadRef& thread(uint32_t pid, uint32_t tid, uint64_t t);
   ThreadRef& add_thread(uint32_t pid, uint32_t tid, const std::string& name, uint64_t t);
   bool has_samples(const model::Process& p) const;
-  void add_mapping(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, const std::string& path,
-                   uint64_t t);
-  const ElfInfo* elf_for(const std::string& path);
+  // An executable mapping; `prot` (PROT_* bits) picks the ELF segment the kernel mapped there.
+  void add_mapping(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t prot,
+                   const std::string& path, uint64_t t);
+  const elf::Identity* elf_for(const std::string& path);
 
   void on_sample(const std::byte* p, size_t size);
   void on_mmap2(const std::byte* p, size_t size);
@@ -87,7 +88,7 @@ class ProfileBuilder {
   EventConfig events_;
   std::unordered_map<uint32_t, ProcRef> procs_;
   std::unordered_map<uint32_t, ThreadRef> threads_;
-  std::unordered_map<std::string, std::optional<ElfInfo>> elf_cache_;
+  std::unordered_map<std::string, std::optional<elf::Identity>> elf_cache_;
   std::vector<model::FrameId> path_;  // reused per sample
   std::vector<uint64_t> user_, kernel_, spliced_;
   std::array<uint64_t, 1024> unwound_{};

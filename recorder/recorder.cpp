@@ -337,7 +337,9 @@ Result<Recording> Session::run() {
     uint32_t ss = std::min<uint32_t>(opt_.stack_size, 65528) & ~7u;
     cfg_.stack_size = std::max<uint32_t>(ss, 512);
     cfg_.regs_mask = user_regs_mask();
-    unwinder_ = std::make_unique<Unwinder>();
+    elf::LocatorOptions locator;
+    locator.symbol_dirs = opt_.symbol_dirs;
+    unwinder_ = std::make_unique<Unwinder>(std::move(locator));
   }
 
   // Ring buffers: DWARF samples are stack_size + ~1 KiB; keep ~32 of them per CPU. Unprivileged users get

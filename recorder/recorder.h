@@ -64,6 +64,7 @@ struct Options {
   uint32_t stack_size = 32768;  // --stack-size: bytes of user stack copied per sample (DWARF mode)
   double duration_s = 0;        // --duration: 0 = until the program exits (launch) or Ctrl-C (attach)
   bool verbose = false;
+  std::vector<std::string> symbol_dirs;  // --symbol-dir: also searched for debug files (.debug_frame)
 };
 
 struct Stats {

@@ -144,22 +144,6 @@ std::span<const uint8_t> ElfObject::code_bytes(uint64_t svma, uint64_t size) con
   return {};
 }
 
-std::optional<uint32_t> file_crc32(const std::string& path) {
-  auto m = map_file(path);
-  if (!m) return std::nullopt;
-  uLong crc = crc32(0L, Z_NULL, 0);
-  auto bytes = m->bytes();
-  const Bytef* p = reinterpret_cast<const Bytef*>(bytes.data());
-  size_t left = bytes.size();
-  while (left > 0) {
-    uInt chunk = static_cast<uInt>(std::min<size_t>(left, 1u << 30));
-    crc = crc32(crc, p, chunk);
-    p += chunk;
-    left -= chunk;
-  }
-  return static_cast<uint32_t>(crc);
-}
-
 void SymbolTable::add_elf_symbols(const ElfObject& obj, uint64_t base_svma) {
   Elf* elf = obj.elf();
   for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {

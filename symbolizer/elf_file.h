@@ -54,9 +54,6 @@ class ElfObject {
   uint16_t machine_ = 0;
 };
 
-// CRC32 of a whole file (the .gnu_debuglink checksum); nullopt when it cannot be read.
-std::optional<uint32_t> file_crc32(const std::string& path);
-
 // A sorted, deduplicated function-symbol table with lib-relative addresses.
 class SymbolTable {
  public:

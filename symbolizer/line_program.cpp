@@ -291,6 +291,8 @@ bool decode_line_program(const LineSections& sec, uint64_t offset, const char* c
           reset();
           seq_start = rows.size();
         } else if (sub == 2) {  // set_address
+          // An operand longer than 8 bytes is no x86-64 or aarch64 address (and would shift past 64 bits).
+          if (len - 1 > 8) return false;
           addr = r.fixed(static_cast<size_t>(len - 1));
         } else if (sub == 3) {  // define_file (DWARF <= 4)
           const char* name = r.cstr();

@@ -1,9 +1,7 @@
 #include "symbolizer/symbolizer.h"
 
 #include <capstone/capstone.h>
-#include <dlfcn.h>
 #include <elf.h>
-#include <elfutils/debuginfod.h>
 #include <simdjson.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +12,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "elf/elf.h"
 #include "model/profile.h"
 #include "symbolizer/demangle.h"
 #include "symbolizer/dwarf_index.h"
@@ -28,13 +27,6 @@ std::string upper(std::string_view s) {
   for (char& c : out)
     if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
   return out;
-}
-
-std::string dir_of(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
 }
 
 std::string base_of(const std::string& path) {
@@ -383,33 +375,6 @@ static Result<std::shared_ptr<Library>> load_perf_map(const KnownLib& k) {
   return lib;
 }
 
-namespace {
-
-// libdebuginfod is loaded on first use. Linking it pulls in libcurl and GnuTLS, whose constructors cost about
-// 18 ms at every start of fxprof (measured here: 20 ms for `fxprof --version` against 2 ms without them),
-// while most runs never ask a debuginfod server.
-struct DebuginfodApi {
-  debuginfod_client* (*begin)() = nullptr;
-  int (*find_debuginfo)(debuginfod_client*, const unsigned char*, int, char**) = nullptr;
-  void (*end)(debuginfod_client*) = nullptr;
-};
-
-const DebuginfodApi* debuginfod_api() {
-  static const DebuginfodApi* api = []() -> const DebuginfodApi* {
-    void* lib = ::dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) return nullptr;
-    static DebuginfodApi a;
-    a.begin = reinterpret_cast<decltype(a.begin)>(::dlsym(lib, "debuginfod_begin"));
-    a.find_debuginfo =
-        reinterpret_cast<decltype(a.find_debuginfo)>(::dlsym(lib, "debuginfod_find_debuginfo"));
-    a.end = reinterpret_cast<decltype(a.end)>(::dlsym(lib, "debuginfod_end"));
-    return a.begin && a.find_debuginfo && a.end ? &a : nullptr;
-  }();
-  return api;
-}
-
-}  // namespace
-
 Result<std::shared_ptr<Library>> Symbolizer::Impl::load(const KnownLib& k) {
   const std::string want = upper(k.breakpad_id);
   if (k.debug_name.empty() || want.empty()) return Err("empty debugName or breakpadId");
@@ -470,51 +435,29 @@ Result<std::shared_ptr<Library>> Symbolizer::Impl::load(const KnownLib& k) {
     auto o = try_open(path);
     if (o && useful_debug(*o)) debug = std::move(o);
   };
-  if (!build_id.empty()) {
-    std::string hex = build_id_hex(build_id);
-    std::string rel = "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
-    for (const auto& root : options.debug_dirs) try_debug(root + rel);
-    for (const auto& root : options.symbol_dirs) try_debug(root + rel);
-  }
-  if (!debug && binary) {
-    if (auto link = binary->debuglink()) {
-      std::string dir = dir_of(binary->path());
-      std::vector<std::string> cands = {dir + "/" + link->first, dir + "/.debug/" + link->first};
-      for (const auto& root : options.debug_dirs) cands.push_back(root + dir + "/" + link->first);
-      for (const auto& root : options.symbol_dirs) cands.push_back(root + "/" + link->first);
-      for (const auto& c : cands) {
-        if (debug || c == binary->path() || !is_file(c)) continue;
-        auto crc = file_crc32(c);
-        if (!crc || *crc != link->second) {
-          notes.push_back(c + ": debuglink CRC mismatch");
-          continue;
-        }
-        try_debug(c);
-      }
-    }
-  }
   if (!debug) {
-    for (const auto& d : options.symbol_dirs)
-      if (plain_name) try_debug(d + "/" + k.debug_name + ".debug");
-  }
-  if (!debug && !build_id.empty() && options.use_debuginfod && std::getenv("DEBUGINFOD_URLS") != nullptr &&
-      *std::getenv("DEBUGINFOD_URLS") != '\0') {
-    const DebuginfodApi* api = debuginfod_api();
-    if (api == nullptr) notes.push_back("debuginfod: libdebuginfod.so.1 cannot be loaded");
-    if (debuginfod_client* client = api ? api->begin() : nullptr) {
-      char* path = nullptr;
-      int fd = api->find_debuginfo(client, build_id.data(), static_cast<int>(build_id.size()), &path);
-      if (fd >= 0) {
-        ::close(fd);
-        if (path != nullptr) try_debug(path);
-      } else {
-        notes.push_back("debuginfod: " + errno_text(-fd));
-      }
-      std::free(path);
-      api->end(client);
+    // The shared locator (elf/elf.h): build-ID trees, debuglink (CRC checked), --symbol-dir, debuginfod.
+    elf::DebugQuery q;
+    q.build_id = build_id;
+    if (binary) {
+      q.binary_path = binary->path();
+      if (auto link = binary->debuglink()) std::tie(q.debuglink, q.debuglink_crc) = *link;
     }
+    if (plain_name) q.debug_name = k.debug_name;
+    elf::LocatorOptions lo{options.symbol_dirs, options.debug_dirs, options.use_debuginfod};
+    elf::locate_debug_file(
+        q, lo,
+        [&](const std::string& path) {
+          try_debug(path);
+          return debug != nullptr;
+        },
+        &notes);
   }
-
+  if (!debug && build_id.empty() && plain_name) {
+    // No build ID to locate by (the binary is gone and the profile has no codeId): the breakpad ID still
+    // checks a <symbol dir>/<debugName>.debug.
+    for (const auto& d : options.symbol_dirs) try_debug(d + "/" + k.debug_name + ".debug");
+  }
   if (!binary && !debug) {
     std::string msg = "no file with build ID " + want + " found for " + k.debug_name;
     for (const auto& n : notes) msg += "; " + n;

@@ -13,7 +13,7 @@ namespace fxprof::recorder::unw {
 namespace {
 
 struct ElfSections {
-  Section eh_hdr, eh, debug_frame, debuglink, build_id_note;
+  Section eh_hdr, eh, debug_frame;
   bool debug_compressed = false;
 };
 
@@ -53,32 +53,8 @@ bool read_sections(std::span<const uint8_t> img, ElfSections& out) {
       out.debug_frame = sec;
       out.debug_compressed = (s.sh_flags & SHF_COMPRESSED) != 0;
     }
-    if (name == ".gnu_debuglink") out.debuglink = sec;
-    if (name == ".note.gnu.build-id") out.build_id_note = sec;
   }
   return true;
-}
-
-std::string parse_build_id(const Section& note) {
-  Cursor c{note.data, note.data + note.size};
-  while (c.left() >= 12) {
-    uint32_t namesz = c.get<uint32_t>(), descsz = c.get<uint32_t>(), type = c.get<uint32_t>();
-    const uint8_t* name = c.p;
-    c.skip((namesz + 3) & ~3u);
-    const uint8_t* desc = c.p;
-    c.skip((descsz + 3) & ~3u);
-    if (c.bad) break;
-    if (type == NT_GNU_BUILD_ID && namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
-      static const char* hex = "0123456789abcdef";
-      std::string s;
-      for (uint32_t i = 0; i < descsz; ++i) {
-        s += hex[desc[i] >> 4];
-        s += hex[desc[i] & 15];
-      }
-      return s;
-    }
-  }
-  return {};
 }
 
 // x86-64 rt_sigreturn trampoline: mov $15,%rax; syscall.
@@ -132,11 +108,7 @@ void load_elf(Module& m) {
   read_sections(img, secs);
   m.eh_hdr = !secs.eh_hdr.empty() ? secs.eh_hdr : hdr_from_phdr;
   m.eh = secs.eh;
-  m.build_id = parse_build_id(secs.build_id_note);
-  if (!secs.debuglink.empty()) {
-    const char* s = reinterpret_cast<const char*>(secs.debuglink.data);
-    m.debuglink.assign(s, strnlen(s, secs.debuglink.size));
-  }
+  if (auto id = elf::parse(std::as_bytes(img))) m.identity = std::move(*id);
   // .eh_frame_hdr: version 1, eh_frame_ptr, fde_count, then the table.
   if (!m.eh_hdr.empty() && m.eh_hdr.size >= 4 && m.eh_hdr.data[0] == 1) {
     Cursor c{m.eh_hdr.data + 4, m.eh_hdr.data + m.eh_hdr.size};
@@ -187,25 +159,24 @@ void load_debug_frame(Module& m) {
     return !m.dbg_index.empty();
   };
   if (try_image(m.image)) return;
-  std::vector<std::string> candidates;
-  if (m.build_id.size() > 2)
-    candidates.push_back("/usr/lib/debug/.build-id/" + m.build_id.substr(0, 2) + "/" + m.build_id.substr(2) +
-                         ".debug");
-  if (!m.debuglink.empty() && m.path.starts_with('/')) {
-    std::string dir = m.path.substr(0, m.path.rfind('/'));
-    candidates.push_back(dir + "/" + m.debuglink);
-    candidates.push_back(dir + "/.debug/" + m.debuglink);
-    candidates.push_back("/usr/lib/debug" + dir + "/" + m.debuglink);
-  }
-  for (const std::string& p : candidates) {
-    if (p == m.path) continue;
+  // The locator shared with the symbolizer: build ID and debuglink CRC checked, --symbol-dir searched,
+  // never debuginfod (no network fetch on the reading thread).
+  elf::LocatorOptions options = m.locator != nullptr ? *m.locator : elf::LocatorOptions{};
+  options.use_debuginfod = false;
+  elf::DebugQuery q{m.path.starts_with('/') ? m.path : std::string(),
+                    m.identity.build_id,
+                    m.identity.debuglink,
+                    m.identity.debuglink_crc,
+                    {}};
+  elf::locate_debug_file(q, options, [&](const std::string& p) {
     auto f = map_file(p);
-    if (!f.ok()) continue;
+    if (!f.ok()) return false;
     m.debug_file = std::move(f.value());
     auto b = m.debug_file.bytes();
-    if (try_image({reinterpret_cast<const uint8_t*>(b.data()), b.size()})) return;
+    if (try_image({reinterpret_cast<const uint8_t*>(b.data()), b.size()})) return true;
     m.debug_file = MappedFile{};
-  }
+    return false;
+  });
 }
 
 // The FDE covering `svma` in .eh_frame.

@@ -5,9 +5,8 @@
 // Design: a module is the mmap'ed file itself: .eh_frame_hdr's sorted table (8 bytes an FDE) is
 // binary-searched in place (libpython: 5,900 FDEs, 13 probes), no parse, no copy. Only a binary without a
 // usable table, and .debug_frame (loaded lazily, on the first address .eh_frame lacks: most binaries never
-// need it), get a sorted FDE index, built once. The separate debug file is found by build ID
-// (/usr/lib/debug/.build-id/xx/rest.debug) or .gnu_debuglink next to the binary, in .debug/ or under
-// /usr/lib/debug.
+// need it), get a sorted FDE index, built once. The separate debug file is found by elf/'s locator (the
+// symbolizer's): build-ID trees, .gnu_debuglink with its CRC, the --symbol-dir folders, build ID checked.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "base/fd.h"
+#include "elf/elf.h"
 #include "recorder/unwind/cfi.h"
 #include "recorder/unwind/rules.h"
 #include "recorder/unwind/unwinder.h"
@@ -46,8 +46,8 @@ struct Module {
   size_t table_count = 0;
   std::vector<FdeRef> eh_index;  // when there is no usable table
 
-  std::string build_id;  // hex
-  std::string debuglink;
+  elf::Identity identity;  // build ID, segments with flags, debuglink: the parse shared with the recorder
+  const elf::LocatorOptions* locator = nullptr;  // where debug files are looked for (null: the defaults)
   bool debug_tried = false;
   MappedFile debug_file;
   std::vector<uint8_t> debug_owned;  // decompressed .debug_frame

@@ -70,6 +70,7 @@ struct Unwinder::Impl {
   std::vector<Set> cache = std::vector<Set>(size_t{1} << kSetBits);
   UnwindStats stats;
   uint32_t next_module_id = 1;
+  elf::LocatorOptions locator;
 
   Module* module_for(std::string_view path) {
     std::string key(path);
@@ -85,6 +86,7 @@ struct Unwinder::Impl {
     slot = std::make_unique<Module>();
     Module& m = *slot;
     m.id = next_module_id++;
+    m.locator = &locator;
     open_module(m, path);
     ++stats.modules;
     if (!m.ok) ++stats.modules_failed;
@@ -119,7 +121,9 @@ struct Unwinder::Impl {
   }
 };
 
-Unwinder::Unwinder() : impl_(std::make_unique<Impl>()) {}
+Unwinder::Unwinder(elf::LocatorOptions locator) : impl_(std::make_unique<Impl>()) {
+  impl_->locator = std::move(locator);
+}
 Unwinder::~Unwinder() = default;
 
 const UnwindStats& Unwinder::stats() const { return impl_->stats; }
@@ -138,7 +142,8 @@ std::vector<UnwindStop> Unwinder::stops() const {
   return out;
 }
 
-void Unwinder::on_mmap(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, std::string_view path) {
+void Unwinder::on_mmap(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, std::string_view path,
+                       uint32_t prot) {
   if (len == 0 || path.empty()) return;
   uint64_t end = start + len;
   Process& proc = impl_->procs[pid];
@@ -154,15 +159,10 @@ void Unwinder::on_mmap(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgof
     if (e.end > end) kept.push_back({end, e.end, e.bias, e.module});
   }
   Module* m = impl_->module_for(path);
-  // avma = start + (file offset - pgoff); svma = file offset - p_offset + p_vaddr of the segment mapped here.
-  uint64_t bias = start - pgoff;
-  for (const Module::Load& l : m->loads) {
-    uint64_t seg_page = l.off & ~uint64_t{0xfff};
-    if (pgoff >= seg_page && pgoff < l.off + std::max<uint64_t>(l.filesz, 1)) {
-      bias = start - pgoff + l.off - l.vaddr;
-      break;
-    }
-  }
+  // avma - svma, with the segment the kernel mapped here (elf::Identity::mapping_svma: lld layouts share a
+  // file page between the read-only and the code segment).
+  auto svma = m->identity.mapping_svma(pgoff, prot);
+  uint64_t bias = svma ? start - *svma : start - pgoff;
   kept.push_back({start, end, bias, m});
   std::sort(kept.begin(), kept.end(), [](const MapEntry& a, const MapEntry& b) { return a.start < b.start; });
   proc.maps = std::move(kept);
@@ -198,7 +198,8 @@ Status Unwinder::load_proc_maps(uint32_t pid) {
     if (perms[2] != 'x' || path_pos <= 0 || static_cast<size_t>(path_pos) >= l.size()) continue;
     std::string_view path = std::string_view(l).substr(static_cast<size_t>(path_pos));
     if (path.empty() || (path[0] != '/' && path != "[vdso]")) continue;
-    on_mmap(pid, start, end - start, off, path);
+    on_mmap(pid, start, end - start, off, path,
+            PROT_EXEC | (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0));
   }
   return {};
 }

@@ -16,8 +16,8 @@
 //   mtime, so a rebuilt file is a new module), shared by every process mapping it, kept for the Unwinder's
 //   life. A module is the mmap'ed file itself: .eh_frame_hdr's sorted table is binary-searched in place (no
 //   parse, no copy); only a binary without a usable table, and .debug_frame (from the binary or its separate
-//   debug file, /usr/lib/debug/.build-id/xx/rest.debug or .gnu_debuglink, loaded lazily on the first address
-//   .eh_frame lacks), get a sorted FDE index, built once. "[vdso]" is read from our own process
+//   debug file, found by elf/'s locator with build ID and debuglink CRC checked, loaded lazily on the first
+//   address .eh_frame lacks), get a sorted FDE index, built once. "[vdso]" is read from our own process
 //   (getauxval(AT_SYSINFO_EHDR): same kernel, same image).
 // - Rules. Evaluating DW_CFA_* instructions for one address walks the CIE and FDE programs (a few us); a
 //   program hits a few thousand distinct addresses over and over, so the result is reduced to a 24-byte rule
@@ -51,6 +51,8 @@
 //   (tgid): threads share their process's mappings. Paths are opened as seen from our mount namespace.
 #pragma once
 
+#include <sys/mman.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -60,6 +62,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "elf/elf.h"
 
 namespace fxprof::recorder {
 
@@ -113,14 +116,18 @@ struct UnwindStop {
 
 class Unwinder {
  public:
-  Unwinder();
+  // `locator` finds separate debug files for .debug_frame (build-ID trees, debuglink, --symbol-dir; never
+  // debuginfod: no network fetch on the reading thread).
+  explicit Unwinder(elf::LocatorOptions locator = {});
   ~Unwinder();
   Unwinder(const Unwinder&) = delete;
   Unwinder& operator=(const Unwinder&) = delete;
 
   // Process bookkeeping, fed from MMAP2/FORK/COMM(exec)/EXIT records (and /proc/PID/maps when attaching).
   // Only executable file mappings matter; `path` may be "[vdso]".
-  void on_mmap(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, std::string_view path);
+  // `prot` (PROT_* bits of the MMAP2 record) picks the ELF segment the kernel mapped there.
+  void on_mmap(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, std::string_view path,
+               uint32_t prot = PROT_READ | PROT_EXEC);
   void on_fork(uint32_t parent_pid, uint32_t child_pid);  // the child starts with the parent's mappings
   void on_exec(uint32_t pid);                             // forgets the old image's mappings
   void on_exit(uint32_t pid);

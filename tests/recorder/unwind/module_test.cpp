@@ -1,11 +1,13 @@
 // Binaries as the unwinder sees them: real test programs' .eh_frame_hdr tables, .debug_frame in the binary
-// and in a separate debug file (found by .gnu_debuglink), our own vDSO, and files that are not ELF.
+// and in a separate debug file (found by .gnu_debuglink, CRC checked, or in --symbol-dir folders), our own
+// vDSO, and files that are not ELF.
 #include "recorder/unwind/module.h"
 
 #include <catch2/catch.hpp>
 #include <string>
 
 #include "tests/recorder/unwind/capture.h"
+#include "tests/support/support.h"
 
 using namespace fxprof::recorder::unw;
 using fxprof::unwind_test::Symbolizer;
@@ -21,7 +23,7 @@ TEST_CASE("module: .eh_frame_hdr's table finds the FDE of every function of a pr
   CHECK(!m.loads.empty());
   CHECK(m.table != nullptr);  // searched in place
   CHECK(m.table_count > 10);
-  CHECK(m.build_id.size() == 40);
+  CHECK(m.identity.build_id.size() == 20);
   for (const char* fn : {"main", "recurse", "recurse_leaf", "compare_slow", "sig_victim"}) {
     auto range = Symbolizer::symbol_range(kDir + "/unw_prog", fn);
     REQUIRE(range.ok());
@@ -76,4 +78,38 @@ TEST_CASE("module: our own vDSO; files that are not ELF or do not exist", "[unwi
   Module text;
   open_module(text, std::string(FXPROF_TEST_PROGRAMS_DIR) + "/../../CTestTestfile.cmake");
   CHECK(!text.ok);
+}
+
+TEST_CASE("module: the separate debug file is CRC checked and found in --symbol-dir folders",
+          "[unwind][module]") {
+  using fxprof::test::run;
+  fxprof::test::TempDir bin, syms;
+  REQUIRE(run({"cp", kDir + "/unw_split", bin.file("unw_split")}).status == 0);
+  auto range = Symbolizer::symbol_range(kDir + "/unw_split.debug", "nocfi_leaf");
+  REQUIRE(range.ok());
+  Fde f;
+  {
+    // Beside the binary, a debug file of the right name whose contents changed: refused (its CRC differs).
+    REQUIRE(run({"cp", kDir + "/unw_split.debug", bin.file("unw_split.debug")}).status == 0);
+    REQUIRE(run({"sh", "-c", "printf x >> " + bin.file("unw_split.debug")}).status == 0);
+    Module m;
+    open_module(m, bin.file("unw_split"));
+    REQUIRE(m.ok);
+    CHECK(!find_debug_fde(m, range->first + 1, f));
+  }
+  // The right debug file in a --symbol-dir folder.
+  REQUIRE(run({"rm", bin.file("unw_split.debug")}).status == 0);
+  REQUIRE(run({"cp", kDir + "/unw_split.debug", syms.file("unw_split.debug")}).status == 0);
+  {
+    Module m;
+    open_module(m, bin.file("unw_split"));
+    CHECK(!find_debug_fde(m, range->first + 1, f));  // not without the folder
+  }
+  fxprof::elf::LocatorOptions locator;
+  locator.symbol_dirs = {syms.path()};
+  Module m;
+  m.locator = &locator;
+  open_module(m, bin.file("unw_split"));
+  REQUIRE(find_debug_fde(m, range->first + 1, f));
+  CHECK(f.pc_begin == range->first);
 }

@@ -1,0 +1,127 @@
+#include <dlfcn.h>
+#include <elfutils/debuginfod.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "base/fd.h"
+#include "elf/elf.h"
+
+namespace fxprof::elf {
+
+namespace {
+
+bool is_file(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string dir_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? std::string() : path.substr(0, slash);
+}
+
+// libdebuginfod is loaded on first use. Linking it pulls in libcurl and GnuTLS, whose constructors cost about
+// 18 ms at every start of fxprof (measured: 20 ms for `fxprof --version` against 2 ms without them), while
+// most runs never ask a debuginfod server.
+struct DebuginfodApi {
+  debuginfod_client* (*begin)() = nullptr;
+  int (*find_debuginfo)(debuginfod_client*, const unsigned char*, int, char**) = nullptr;
+  void (*end)(debuginfod_client*) = nullptr;
+};
+
+const DebuginfodApi* debuginfod_api() {
+  static const DebuginfodApi* api = []() -> const DebuginfodApi* {
+    void* lib = ::dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) return nullptr;
+    static DebuginfodApi a;
+    a.begin = reinterpret_cast<decltype(a.begin)>(::dlsym(lib, "debuginfod_begin"));
+    a.find_debuginfo =
+        reinterpret_cast<decltype(a.find_debuginfo)>(::dlsym(lib, "debuginfod_find_debuginfo"));
+    a.end = reinterpret_cast<decltype(a.end)>(::dlsym(lib, "debuginfod_end"));
+    return a.begin && a.find_debuginfo && a.end ? &a : nullptr;
+  }();
+  return api;
+}
+
+}  // namespace
+
+std::optional<std::string> locate_debug_file(const DebugQuery& q, const LocatorOptions& options,
+                                             const std::function<bool(const std::string& path)>& accept,
+                                             std::vector<std::string>* notes) {
+  if (q.build_id.empty()) return std::nullopt;
+  auto note = [&](std::string s) {
+    if (notes) notes->push_back(std::move(s));
+  };
+  const std::string want = hex(q.build_id);
+  // Each candidate: exists, is not the binary itself, has the build ID, and the caller takes it.
+  auto try_path = [&](const std::string& path, const uint32_t* crc) -> bool {
+    if (path.empty() || path == q.binary_path || !is_file(path)) return false;
+    if (crc != nullptr) {
+      auto got = file_crc32(path);
+      if (!got || *got != *crc) {
+        note(path + ": debuglink CRC mismatch");
+        return false;
+      }
+    }
+    auto id = read_file(path);
+    if (!id) {
+      note(path + ": not an ELF64 file");
+      return false;
+    }
+    if (id->build_id != q.build_id) {
+      note(path + " has build ID " + (id->build_id.empty() ? std::string("(none)") : hex(id->build_id)) +
+           ", not " + want);
+      return false;
+    }
+    return accept(path);
+  };
+
+  std::string rel = "/.build-id/" + want.substr(0, 2) + "/" + want.substr(2) + ".debug";
+  for (const auto& root : options.debug_dirs)
+    if (try_path(root + rel, nullptr)) return root + rel;
+  for (const auto& root : options.symbol_dirs)
+    if (try_path(root + rel, nullptr)) return root + rel;
+
+  if (!q.debuglink.empty() && q.debuglink.find('/') == std::string::npos && !q.binary_path.empty()) {
+    std::string dir = dir_of(q.binary_path);
+    std::vector<std::string> cands = {dir + "/" + q.debuglink, dir + "/.debug/" + q.debuglink};
+    if (q.binary_path.starts_with('/'))
+      for (const auto& root : options.debug_dirs) cands.push_back(root + dir + "/" + q.debuglink);
+    for (const auto& root : options.symbol_dirs) cands.push_back(root + "/" + q.debuglink);
+    for (const auto& c : cands)
+      if (try_path(c, &q.debuglink_crc)) return c;
+  }
+
+  const bool plain_name =
+      !q.debug_name.empty() && q.debug_name.find('/') == std::string::npos && q.debug_name != "..";
+  if (plain_name) {
+    for (const auto& d : options.symbol_dirs)
+      if (try_path(d + "/" + q.debug_name + ".debug", nullptr)) return d + "/" + q.debug_name + ".debug";
+  }
+
+  const char* urls = std::getenv("DEBUGINFOD_URLS");
+  if (options.use_debuginfod && urls != nullptr && *urls != '\0') {
+    const DebuginfodApi* api = debuginfod_api();
+    if (api == nullptr) note("debuginfod: libdebuginfod.so.1 cannot be loaded");
+    if (debuginfod_client* client = api ? api->begin() : nullptr) {
+      char* path = nullptr;
+      int fd = api->find_debuginfo(client, q.build_id.data(), static_cast<int>(q.build_id.size()), &path);
+      std::optional<std::string> found;
+      if (fd >= 0) {
+        ::close(fd);
+        if (path != nullptr && try_path(path, nullptr)) found = std::string(path);
+      } else {
+        note("debuginfod: " + errno_text(-fd));
+      }
+      std::free(path);
+      api->end(client);
+      if (found) return found;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace fxprof::elf
