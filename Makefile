@@ -4,7 +4,8 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 DEPS       := g++ cmake ninja-build pkg-config libbpf-dev libsimdjson-dev zlib1g-dev libcpp-httplib-dev catch2 \
-              libdw-dev libelf-dev libdebuginfod-dev libcapstone-dev liblzma-dev
+              libdw-dev libelf-dev libdebuginfod-dev libcapstone-dev liblzma-dev \
+              libunwind-dev
 TEST_DEPS  := linux-perf elfutils binutils llvm
 PCLI_DIR   := tests/.profiler-cli
 
