@@ -347,7 +347,11 @@ void record_free(void* p) {
   if (!full_mode) {
     if (!sampled_bits) return;
     size_t bit = addr_hash(p);
-    if (!(sampled_bits[bit / 64].load(std::memory_order_relaxed) & (uint64_t{1} << (bit % 64)))) return;
+    const uint64_t mask = uint64_t{1} << (bit % 64);
+    if (!(sampled_bits[bit / 64].load(std::memory_order_relaxed) & mask)) return;
+    // Cleared at once: an address the allocator hands out again must not send every later free. (Two live
+    // sampled blocks sharing one of the 8M bits is rare; the second one's free is then missed.)
+    sampled_bits[bit / 64].fetch_and(~mask, std::memory_order_relaxed);
   }
   ThreadState* s = thread_state();
   if (!s) return;
