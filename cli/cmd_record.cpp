@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "base/fd.h"
@@ -15,6 +17,7 @@
 #include "exporter/pprof.h"
 #include "exporter/report.h"
 #include "pipeline/symbolicate.h"
+#include "heap/heap.h"
 #include "recorder/recorder.h"
 #include "server/server.h"
 
@@ -39,6 +42,10 @@ constexpr const char* kHelp =
     "  -p, --pid PID[,PID...]   attach to running processes (and what they start) until Ctrl+C or "
     "--duration\n"
     "  -d, --duration SECONDS   stop recording after SECONDS (the program keeps running)\n"
+    "  --heap[=MODE]            also record heap allocations and frees (launch mode only): sampled\n"
+    "                           (default: Poisson sampling by bytes, unbiased estimates) or full (every\n"
+    "                           allocation and free: exact leaks and peak)\n"
+    "  --heap-rate BYTES        sampled mode: on average one sample per BYTES allocated (default 524288)\n"
     "  -v, --verbose            print what the recorder chose (event, buffer sizes, timings)\n"
     "\n"
     "Output:\n"
@@ -106,6 +113,8 @@ int cmd_record(std::span<char*> args) {
   int symbolicate = -1;  // -1: default (yes with --save-only, no when serving)
   std::vector<std::string> exports;
   bool quiet = false;
+  std::optional<heap::Options> heap_opt;
+  double heap_rate = 512 * 1024;
 
   ArgParser p(args);
   while (p.at_option()) {
@@ -147,6 +156,16 @@ int cmd_record(std::span<char*> args) {
       auto n = parse_number(*v);
       if (!n || *n <= 0) return usage_error("--duration needs a positive number of seconds");
       rec.duration_s = *n;
+    } else if (p.flag("", "--heap")) {
+      heap_opt = heap::Options{};
+    } else if (auto v = p.option("", "--heap")) {
+      if (*v != "sampled" && *v != "full") return usage_error("--heap must be sampled or full");
+      heap_opt = heap::Options{};
+      heap_opt->mode = *v == "full" ? heap::Mode::Full : heap::Mode::Sampled;
+    } else if (auto v = p.option("", "--heap-rate")) {
+      auto n = parse_number(*v);
+      if (!n || *n < 1) return usage_error("--heap-rate needs a positive number of bytes");
+      heap_rate = *n;
     } else if (p.flag("-v", "--verbose")) {
       rec.verbose = true;
     } else if (p.flag("-s", "--save-only")) {
@@ -187,12 +206,32 @@ int cmd_record(std::span<char*> args) {
   if (!rec.command.empty() && !rec.pids.empty())
     return usage_error("give either a command or -p PID, not both");
 
+  if (heap_opt && !rec.pids.empty())
+    return usage_error("--heap records programs fxprof starts; it cannot attach to a running process (-p)");
+
   // An output we cannot write is found now, not after the program ran: create (and drop) its temporary file.
   if (auto probe = AtomicFile::create(output); !probe) {
     std::fprintf(stderr, "fxprof: %s\n", probe.error().c_str());
     return 1;
   }
+
+  // The heap library goes into the environment of the program we launch only (heap/heap.h).
+  std::unique_ptr<heap::HeapSource> heap_source;
+  if (heap_opt) {
+    heap_opt->rate_bytes = heap_rate;
+    auto h = heap::HeapSource::start(*heap_opt);
+    if (!h) {
+      std::fprintf(stderr, "fxprof: %s\n", h.error().c_str());
+      return 1;
+    }
+    heap_source = std::move(*h);
+  }
   auto recording = recorder::record(rec);
+  std::string heap_summary;
+  if (heap_source) {
+    if (recording) heap_summary = heap::format_summary(heap_source->finish(recording->profile));
+    heap_source.reset();
+  }
   if (!recording) {
     std::fprintf(stderr, "fxprof: %s\n", recording.error().c_str());
     return recording.exit_code();
@@ -218,6 +257,7 @@ int cmd_record(std::span<char*> args) {
                "fxprof: recorded %.2f s, %llu samples, %u threads, %u processes, %llu lost records -> %s\n",
                st.duration_s, static_cast<unsigned long long>(st.samples), st.threads, st.processes,
                static_cast<unsigned long long>(st.lost_records), output.c_str());
+  std::fputs(heap_summary.c_str(), stderr);
   // The top functions and the exports want names: symbolicate the model (only the addresses the samples
   // use; frames already named are not asked again).
   if ((!quiet || !exports.empty()) && !hold.interrupted()) {

@@ -246,6 +246,7 @@ void write_thread(const Profile& p, const Process& proc, PidLabel pid, const Thr
     };
     for (const auto& s : t.samples) use(s.stack);
     for (const auto& m : t.markers) use(m.stack);
+    for (const auto& a : t.allocations) use(a.stack);
     std::sort(used.begin(), used.end());
   }
   std::unordered_map<StackId, uint32_t> stack_index;
@@ -321,6 +322,46 @@ void write_thread(const Profile& p, const Process& proc, PidLabel pid, const Thr
     write_marker_payload(p, m, proc.start_ns, stack_index, w);
     w.end_array();
   }
+  // Heap events: `Native allocation` markers become the thread's native allocations table on import; the
+  // payload's stack is a one-sample "thread" whose stack index points into this thread's stackTable.
+  const uint32_t name_index = t.allocations.empty() ? 0 : strings.intern("Native allocation");
+  for (const auto& a : t.allocations) {
+    double time = rel_ms(a.time_ns, proc.start_ns);
+    w.begin_array().value(name_index).value(time).null().value(0).value(0);
+    w.begin_object().key("type").value("Native allocation").key("size").value(a.bytes);
+    w.key("memoryAddress").value(a.address).key("threadId").value(a.tid);
+    w.key("stack").begin_object().key("name").value("SyncProfile").key("registerTime").null();
+    w.key("unregisterTime").null().key("processType").value("default").key("tid").value(t.tid);
+    w.key("pid");
+    pid.write(w);
+    w.key("markers")
+        .begin_object()
+        .key("schema")
+        .begin_object()
+        .key("name")
+        .value(0)
+        .key("startTime")
+        .value(1);
+    w.key("endTime")
+        .value(2)
+        .key("phase")
+        .value(3)
+        .key("category")
+        .value(4)
+        .key("data")
+        .value(5)
+        .end_object();
+    w.key("data").begin_array().end_array().end_object();
+    w.key("samples").begin_object().key("schema").begin_object().key("stack").value(0).key("time").value(1);
+    w.end_object().key("data").begin_array().begin_array();
+    if (a.stack == model::kNoStack)
+      w.null();
+    else
+      w.value(stack_index.at(a.stack));
+    w.value(time).end_array().end_array().end_object();
+    w.end_object().end_object();
+    w.end_array();
+  }
   w.end_array().end_object();
 
   // Stack and frame tables.
@@ -393,6 +434,23 @@ void write_threads(const Profile& p, const Process* proc, PidLabel pid, JsonWrit
   w.end_array();
 }
 
+// Counters of one process (Gecko `counters`: times in ms since the process start, `count` the change).
+void write_counters(const Process* proc, JsonWriter& w) {
+  w.key("counters").begin_array();
+  if (proc) {
+    for (const auto& c : proc->counters) {
+      w.begin_object().key("name").value(c.name).key("category").value(c.category);
+      w.key("description").value(c.description);
+      w.key("samples").begin_object().key("schema").begin_object().key("time").value(0).key("count").value(1);
+      w.key("number").value(2).end_object().key("data").begin_array();
+      for (const auto& s : c.samples)
+        w.begin_array().value(rel_ms(s.time_ns, proc->start_ns)).value(s.delta).value(s.count).end_array();
+      w.end_array().end_object().end_object();
+    }
+  }
+  w.end_array();
+}
+
 void write_empty_extras(JsonWriter& w) {
   w.key("pausedRanges").begin_array().end_array();
   w.key("sources").begin_object();
@@ -413,6 +471,7 @@ void write_gecko(const Profile& p, JsonWriter& w) {
   write_meta(p, top, true, w);
   write_libs(top, w);
   write_threads(p, top, top ? pids[0] : PidLabel{}, w);
+  write_counters(top, w);
   w.key("processes").begin_array();
   for (size_t i = 1; i < p.processes.size(); ++i) {
     const Process& proc = p.processes[i];
@@ -420,6 +479,7 @@ void write_gecko(const Profile& p, JsonWriter& w) {
     write_meta(p, &proc, false, w);
     write_libs(&proc, w);
     write_threads(p, &proc, pids[i], w);
+    write_counters(&proc, w);
     w.key("processes").begin_array().end_array();
     write_empty_extras(w);
     w.end_object();

@@ -152,6 +152,27 @@ struct MarkerSchema {
   std::vector<MarkerSchemaField> fields;
 };
 
+// One allocation or free (`Native allocation` marker): bytes < 0 for a free, on the thread that allocated
+// the block (so that the front end pairs frees with allocations by address within one thread's table).
+struct Allocation {
+  uint64_t time_ns = 0;
+  StackId stack = kNoStack;  // where the block was allocated
+  int64_t bytes = 0;
+  uint64_t address = 0;
+  uint32_t tid = 0;  // the thread that allocated (bytes > 0) or freed (bytes < 0)
+};
+
+// A counter track (Gecko `counters`): each sample is the change since the previous one.
+struct CounterSample {
+  uint64_t time_ns = 0;
+  int64_t delta = 0;
+  uint64_t count = 0;  // operations in the interval
+};
+struct Counter {
+  std::string name, category, description;  // category "Memory" draws a memory track
+  std::vector<CounterSample> samples;
+};
+
 struct Thread {
   uint32_t tid = 0;
   std::string name;
@@ -160,6 +181,7 @@ struct Thread {
   std::optional<uint64_t> end_ns;  // unregisterTime
   std::vector<Sample> samples;     // the exporter sorts them by time
   std::vector<Marker> markers;
+  std::vector<Allocation> allocations;  // sorted by time
 };
 
 // An executable mapping of an ELF file in one process.
@@ -191,6 +213,7 @@ struct Process {
   std::optional<uint64_t> end_ns;  // shutdownTime
   std::vector<Lib> libs;           // the exporter sorts them and drops overlaps
   std::vector<Thread> threads;
+  std::vector<Counter> counters;
 };
 
 struct Meta {

@@ -1,0 +1,538 @@
+// fxprof heap shim: the LD_PRELOAD library `fxprof record --heap` puts into the recorded program.
+//
+// Design:
+//  - Wraps the malloc family by calling the next definition (dlsym(RTLD_NEXT)); blocks are the real
+//    allocator's, untouched, so malloc_usable_size and everything else stay right. dlsym itself may call
+//    calloc before the real one is known: such early calls are served from a static bootstrap arena whose
+//    blocks are never freed.
+//  - A thread-local `busy` flag makes the hook reentrancy-safe: whatever the hook itself causes (libunwind's
+//    first-use setup, a signal handler that allocates while the hook runs) goes straight to the real
+//    allocator, unrecorded. The hook never allocates with malloc: its buffers are mmap'd.
+//  - sampled mode: Poisson sampling by bytes (a per-thread countdown drawn from an exponential distribution
+//    of mean --heap-rate); an allocation of size s is taken when the countdown crosses it and weighted
+//    s / (1 - exp(-s/rate)), the unbiased estimate. The unsampled path is one thread-local subtraction.
+//    Sampled addresses go into a bitmap so that a free of an unsampled block costs one load.
+//  - full mode: every allocation and free.
+//  - Stacks: libunwind's unw_backtrace (frame-pointer free, CFI based, with its own per-thread cache of
+//    unwind info). Measured here on a 6-deep chain: ~0.5 us per backtrace after warm-up, against ~1.2 us for
+//    _Unwind_Backtrace (libgcc) and no reliable result from frame pointers through Debian's libstdc++. Each
+//    thread interns its stacks in a small hash table, so a repeated call site is sent once.
+//  - Transport: each thread fills a 4 KiB chunk and writes it with one write(2) to the pipe inherited through
+//    FXPROF_HEAP_FD (see heap/wire.h). A full pipe blocks the program until the recorder reads: memory stays
+//    bounded and nothing is dropped. A chunk that cannot be written (pipe closed) is counted as lost in the
+//    next one that is.
+//  - fork: the child starts with empty buffers and stack caches under its own pid; exec: the environment
+//    keeps LD_PRELOAD, so the new program loads the shim again.
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "heap/wire.h"
+
+namespace {
+
+using fxprof::heap::wire::ChunkHeader;
+using fxprof::heap::wire::Kind;
+using fxprof::heap::wire::Record;
+namespace wire = fxprof::heap::wire;
+
+using MallocFn = void* (*)(size_t);
+using FreeFn = void (*)(void*);
+using CallocFn = void* (*)(size_t, size_t);
+using ReallocFn = void* (*)(void*, size_t);
+using MemalignFn = void* (*)(size_t, size_t);
+using PosixMemalignFn = int (*)(void**, size_t, size_t);
+using VallocFn = void* (*)(size_t);
+using UsableFn = size_t (*)(void*);
+
+struct Real {
+  MallocFn malloc;
+  FreeFn free;
+  CallocFn calloc;
+  ReallocFn realloc;
+  MemalignFn memalign;
+  PosixMemalignFn posix_memalign;
+  MemalignFn aligned_alloc;
+  VallocFn valloc;
+  VallocFn pvalloc;
+  UsableFn usable;
+};
+Real real;
+std::atomic<int> init_state{0};  // 0 = not started, 1 = resolving (dlsym running), 2 = ready
+
+// Bootstrap arena for the calls dlsym makes before the real functions are known.
+alignas(64) char boot_arena[64 * 1024];
+std::atomic<size_t> boot_used{0};
+bool in_boot(const void* p) {
+  auto* c = static_cast<const char*>(p);
+  return c >= boot_arena && c < boot_arena + sizeof boot_arena;
+}
+void* boot_alloc(size_t n, size_t align = 16) {
+  size_t off = boot_used.load();
+  for (;;) {
+    size_t start = (off + align - 1) & ~(align - 1);
+    if (start + n > sizeof boot_arena) return nullptr;
+    if (boot_used.compare_exchange_weak(off, start + n)) return boot_arena + start;
+  }
+}
+
+// Configuration, read once from the environment (getenv does not allocate).
+int out_fd = -1;
+bool full_mode = false;
+double rate = 512 * 1024;
+std::atomic<uint32_t> cur_pid{0};
+std::atomic<uint64_t> lost_chunks{0};
+
+// Sampled blocks: a bitmap of address hashes (false positives only cost a free record the recorder ignores).
+constexpr size_t kBitmapBits = size_t{1} << 23;  // 1 MiB
+std::atomic<uint64_t>* sampled_bits = nullptr;
+size_t addr_hash(const void* p) {
+  auto v = reinterpret_cast<uintptr_t>(p) >> 4;
+  return static_cast<size_t>((v * 0x9E3779B97F4A7C15ull) >> 40) & (kBitmapBits - 1);
+}
+
+// The shim's own code, skipped at the top of every backtrace.
+uintptr_t self_lo = 0, self_hi = 0;
+
+constexpr size_t kCacheSlots = 4096;  // per-thread stack cache: hash -> id (64 KiB)
+struct CacheSlot {
+  uint64_t hash;
+  uint32_t id;
+  uint32_t used;
+};
+
+struct ThreadState {
+  std::atomic<int> lock{0};  // taken by the owner while writing, by the exit flusher to flush
+  uint32_t tid = 0;
+  uint32_t pid = 0;
+  uint32_t next_stack = 0;
+  uint32_t fill = 0;  // bytes of records in buf
+  double countdown = 0;
+  uint64_t rng = 0;
+  alignas(16) char buf[wire::kChunkMax];
+  CacheSlot cache[kCacheSlots];
+};
+
+constexpr size_t kMaxThreads = 4096;
+std::atomic<ThreadState*> registry[kMaxThreads];
+
+__attribute__((tls_model("initial-exec"))) thread_local int busy = 0;
+__attribute__((tls_model("initial-exec"))) thread_local ThreadState* state = nullptr;
+__attribute__((tls_model("initial-exec"))) thread_local bool thread_done = false;
+pthread_key_t exit_key;
+
+double next_exponential(struct ThreadState& s);
+
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+bool write_all(const void* data, size_t n) {
+  auto* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = write(out_fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// Sends the thread's chunk (caller holds s.lock).
+void flush_locked(ThreadState& s) {
+  if (s.fill == 0) return;
+  int saved = errno;
+  char out[sizeof(ChunkHeader) + wire::kChunkMax];
+  ChunkHeader h{wire::kMagic, s.pid, s.tid, s.fill};
+  std::memcpy(out, &h, sizeof h);
+  std::memcpy(out + sizeof h, s.buf, s.fill);
+  if (!write_all(out, sizeof h + s.fill)) lost_chunks.fetch_add(1, std::memory_order_relaxed);
+  s.fill = 0;
+  errno = saved;
+}
+
+constexpr uint32_t kRoom = wire::kChunkMax - static_cast<uint32_t>(sizeof(ChunkHeader));
+
+void put(ThreadState& s, const void* data, uint32_t n) {
+  if (s.fill + n > kRoom) flush_locked(s);
+  std::memcpy(s.buf + s.fill, data, n);
+  s.fill += n;
+}
+
+void unregister(ThreadState* s) {
+  for (auto& slot : registry) {
+    ThreadState* expected = s;
+    if (slot.compare_exchange_strong(expected, nullptr)) return;
+  }
+}
+
+void release_state(ThreadState* s) {
+  while (s->lock.exchange(1, std::memory_order_acquire) != 0) {
+  }
+  flush_locked(*s);
+  unregister(s);
+  munmap(s, sizeof(ThreadState));
+}
+
+void on_thread_exit(void*) {
+  ++busy;
+  if (ThreadState* s = state) {
+    state = nullptr;
+    release_state(s);
+  }
+  thread_done = true;  // later frees of this thread (other TLS destructors) go unrecorded
+  --busy;
+}
+
+ThreadState* thread_state() {
+  if (state) return state;
+  if (thread_done) return nullptr;
+  void* m = mmap(nullptr, sizeof(ThreadState), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return nullptr;
+  auto* s = new (m) ThreadState();
+  s->tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  s->pid = cur_pid.load(std::memory_order_relaxed);
+  s->rng = now_ns() ^ (uint64_t{s->tid} << 32) ^ 0x9E3779B97F4A7C15ull;
+  s->countdown = next_exponential(*s);
+  state = s;
+  for (auto& slot : registry) {
+    ThreadState* expected = nullptr;
+    if (slot.compare_exchange_strong(expected, s)) break;
+  }
+  pthread_setspecific(exit_key, s);  // keys below 32 need no allocation
+  return s;
+}
+
+double next_exponential(ThreadState& s) {
+  // xorshift64*, then inverse transform: -ln(U) * rate.
+  s.rng ^= s.rng >> 12;
+  s.rng ^= s.rng << 25;
+  s.rng ^= s.rng >> 27;
+  uint64_t r = s.rng * 2685821657736338717ull;
+  double u = (static_cast<double>(r >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+  return -std::log(u) * rate;
+}
+
+int find_self(dl_phdr_info* info, size_t, void*) {
+  auto here = reinterpret_cast<uintptr_t>(&find_self);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const auto& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+    uintptr_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+    if (here >= lo && here < hi) {
+      self_lo = lo;
+      self_hi = hi;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+// Interns the current call stack for this thread; returns its id (sending the definition on first use).
+uint32_t current_stack(ThreadState& s) {
+  void* frames[wire::kMaxFrames + 8];
+  int n = unw_backtrace(frames, static_cast<int>(wire::kMaxFrames + 8));
+  int first = 0;
+  while (first < n && reinterpret_cast<uintptr_t>(frames[first]) >= self_lo &&
+         reinterpret_cast<uintptr_t>(frames[first]) < self_hi)
+    ++first;
+  int count = n - first;
+  if (count > static_cast<int>(wire::kMaxFrames)) count = static_cast<int>(wire::kMaxFrames);
+  uint64_t h = 1469598103934665603ull;
+  for (int i = 0; i < count; ++i) h = (h ^ reinterpret_cast<uintptr_t>(frames[first + i])) * 1099511628211ull;
+  h ^= static_cast<uint64_t>(count);
+  size_t slot = static_cast<size_t>(h) & (kCacheSlots - 1);
+  for (size_t probe = 0; probe < 16; ++probe) {
+    CacheSlot& c = s.cache[(slot + probe) & (kCacheSlots - 1)];
+    if (c.used && c.hash == h) return c.id;
+    if (!c.used) {
+      c = {h, s.next_stack++, 1};
+      Record def{static_cast<uint8_t>(Kind::StackDef), {}, c.id, 0, static_cast<uint64_t>(count), 0};
+      uint32_t bytes = sizeof def + static_cast<uint32_t>(count) * 8;
+      if (s.fill + bytes > kRoom) flush_locked(s);
+      put(s, &def, sizeof def);
+      put(s, frames + first, static_cast<uint32_t>(count) * 8);
+      return c.id;
+    }
+  }
+  // A crowded neighbourhood: start over (ids keep growing, so old definitions are simply superseded).
+  std::memset(s.cache, 0, sizeof s.cache);
+  return current_stack(s);
+}
+
+void resolve() {
+  int expected = 0;
+  if (!init_state.compare_exchange_strong(expected, 1)) {
+    while (init_state.load() != 2) {
+    }  // another thread resolves; dlsym's own calls on that thread use the arena
+    return;
+  }
+  real.malloc = reinterpret_cast<MallocFn>(dlsym(RTLD_NEXT, "malloc"));
+  real.free = reinterpret_cast<FreeFn>(dlsym(RTLD_NEXT, "free"));
+  real.calloc = reinterpret_cast<CallocFn>(dlsym(RTLD_NEXT, "calloc"));
+  real.realloc = reinterpret_cast<ReallocFn>(dlsym(RTLD_NEXT, "realloc"));
+  real.memalign = reinterpret_cast<MemalignFn>(dlsym(RTLD_NEXT, "memalign"));
+  real.posix_memalign = reinterpret_cast<PosixMemalignFn>(dlsym(RTLD_NEXT, "posix_memalign"));
+  real.aligned_alloc = reinterpret_cast<MemalignFn>(dlsym(RTLD_NEXT, "aligned_alloc"));
+  real.valloc = reinterpret_cast<VallocFn>(dlsym(RTLD_NEXT, "valloc"));
+  real.pvalloc = reinterpret_cast<VallocFn>(dlsym(RTLD_NEXT, "pvalloc"));
+  real.usable = reinterpret_cast<UsableFn>(dlsym(RTLD_NEXT, "malloc_usable_size"));
+
+  if (const char* fd = getenv(wire::kFdEnv)) out_fd = atoi(fd);
+  if (const char* m = getenv(wire::kModeEnv)) full_mode = std::strcmp(m, "full") == 0;
+  if (const char* r = getenv(wire::kRateEnv)) {
+    double v = atof(r);
+    if (v >= 1) rate = v;
+  }
+  cur_pid.store(static_cast<uint32_t>(getpid()));
+  if (out_fd >= 0 && !full_mode) {
+    void* m = mmap(nullptr, kBitmapBits / 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m != MAP_FAILED) sampled_bits = static_cast<std::atomic<uint64_t>*>(m);
+  }
+  dl_iterate_phdr(find_self, nullptr);
+  init_state.store(2);
+}
+
+inline bool ready() {
+  if (init_state.load(std::memory_order_acquire) == 2) return true;
+  resolve();
+  return init_state.load() == 2;
+}
+
+// Records an allocation (caller checked busy == 0 and the mode wants it).
+void record_alloc(void* p, size_t size) {
+  if (!p || out_fd < 0) return;
+  ThreadState* s = thread_state();
+  if (!s) return;
+  uint64_t weight = size;
+  if (!full_mode) {
+    s->countdown -= static_cast<double>(size);
+    if (s->countdown > 0) return;         // the common, unsampled path
+    s->countdown = next_exponential(*s);  // memoryless: a fresh draw after each sample is exact
+    double sz = static_cast<double>(size == 0 ? 1 : size);
+    weight = static_cast<uint64_t>(std::llround(sz / -std::expm1(-sz / rate)));
+    size_t bit = addr_hash(p);
+    sampled_bits[bit / 64].fetch_or(uint64_t{1} << (bit % 64), std::memory_order_relaxed);
+  }
+  while (s->lock.exchange(1, std::memory_order_acquire) != 0) {
+  }
+  uint32_t stack = current_stack(*s);
+  Record r{static_cast<uint8_t>(Kind::Alloc), {}, stack, now_ns(), reinterpret_cast<uintptr_t>(p), weight};
+  put(*s, &r, sizeof r);
+  s->lock.store(0, std::memory_order_release);
+}
+
+void record_free(void* p) {
+  if (!p || out_fd < 0) return;
+  if (!full_mode) {
+    if (!sampled_bits) return;
+    size_t bit = addr_hash(p);
+    const uint64_t mask = uint64_t{1} << (bit % 64);
+    if (!(sampled_bits[bit / 64].load(std::memory_order_relaxed) & mask)) return;
+    // Cleared at once: an address the allocator hands out again must not send every later free. (Two live
+    // sampled blocks sharing one of the 8M bits is rare; the second one's free is then missed.)
+    sampled_bits[bit / 64].fetch_and(~mask, std::memory_order_relaxed);
+  }
+  ThreadState* s = thread_state();
+  if (!s) return;
+  while (s->lock.exchange(1, std::memory_order_acquire) != 0) {
+  }
+  Record r{static_cast<uint8_t>(Kind::Free), {}, 0, now_ns(), reinterpret_cast<uintptr_t>(p), 0};
+  put(*s, &r, sizeof r);
+  s->lock.store(0, std::memory_order_release);
+}
+
+// Guards a hook: the real call first (so its result is known), then the record, unless reentered.
+struct Hook {
+  bool active;
+  Hook() : active(busy == 0) { ++busy; }
+  ~Hook() { --busy; }
+};
+
+void flush_all() {
+  for (auto& slot : registry) {
+    ThreadState* s = slot.load();
+    if (!s) continue;
+    if (s->lock.exchange(1, std::memory_order_acquire) != 0) continue;  // busy in another thread: skip
+    flush_locked(*s);
+    s->lock.store(0, std::memory_order_release);
+  }
+  if (uint64_t lost = lost_chunks.exchange(0)) {
+    // One more try for the count itself, in a chunk of its own.
+    struct {
+      ChunkHeader h;
+      Record r;
+    } msg{{wire::kMagic, cur_pid.load(), static_cast<uint32_t>(syscall(SYS_gettid)), sizeof(Record)},
+          {static_cast<uint8_t>(Kind::Lost), {}, 0, now_ns(), 0, lost}};
+    write_all(&msg, sizeof msg);
+  }
+}
+
+void before_fork() {
+  ++busy;
+  if (state) {
+    while (state->lock.exchange(1, std::memory_order_acquire) != 0) {
+    }
+    flush_locked(*state);
+    state->lock.store(0, std::memory_order_release);
+  }
+  --busy;
+}
+
+void in_child() {
+  cur_pid.store(static_cast<uint32_t>(getpid()));
+  // Only this thread survives; its state starts over under the new pid (stack ids are per pid and tid).
+  for (auto& slot : registry) slot.store(nullptr);
+  if (ThreadState* s = state) {
+    s->pid = cur_pid.load();
+    s->tid = static_cast<uint32_t>(syscall(SYS_gettid));
+    s->fill = 0;
+    s->next_stack = 0;
+    std::memset(s->cache, 0, sizeof s->cache);
+    registry[0].store(s);
+  }
+}
+
+__attribute__((constructor)) void shim_init() {
+  ++busy;
+  ready();
+  pthread_key_create(&exit_key, on_thread_exit);
+  pthread_atfork(before_fork, nullptr, in_child);
+  --busy;
+}
+
+__attribute__((destructor)) void shim_fini() {
+  ++busy;
+  flush_all();
+  --busy;
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) void* malloc(size_t size) {
+  if (!ready()) return boot_alloc(size);
+  Hook h;
+  void* p = real.malloc(size);
+  if (h.active) record_alloc(p, size);
+  return p;
+}
+
+__attribute__((visibility("default"))) void free(void* p) {
+  if (!p || in_boot(p)) return;
+  if (!ready()) return;
+  Hook h;
+  if (h.active) record_free(p);
+  real.free(p);
+}
+
+__attribute__((visibility("default"))) void* calloc(size_t n, size_t size) {
+  if (!ready()) {
+    size_t total;
+    if (__builtin_mul_overflow(n, size, &total)) return nullptr;
+    return boot_alloc(total);  // static storage: already zero
+  }
+  Hook h;
+  void* p = real.calloc(n, size);
+  if (h.active) record_alloc(p, n * size);
+  return p;
+}
+
+__attribute__((visibility("default"))) void* realloc(void* old, size_t size) {
+  if (!ready() || in_boot(old)) {
+    void* p = ready() ? malloc(size) : boot_alloc(size);
+    if (p && old) {
+      size_t room = static_cast<size_t>(boot_arena + sizeof boot_arena - static_cast<char*>(old));
+      std::memcpy(p, old,
+                  size < room ? size : room);  // a bootstrap block's size is unknown: copy what may be it
+    }
+    return p;
+  }
+  Hook h;
+  if (h.active && old) record_free(old);
+  void* p = real.realloc(old, size);
+  if (h.active && size != 0) record_alloc(p ? p : nullptr, size);
+  return p;
+}
+
+__attribute__((visibility("default"))) void* reallocarray(void* old, size_t n, size_t size) {
+  size_t total;
+  if (__builtin_mul_overflow(n, size, &total)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return realloc(old, total);
+}
+
+__attribute__((visibility("default"))) int posix_memalign(void** out, size_t align, size_t size) {
+  if (!ready()) {
+    *out = boot_alloc(size, align);
+    return *out ? 0 : ENOMEM;
+  }
+  Hook h;
+  int rc = real.posix_memalign(out, align, size);
+  if (h.active && rc == 0) record_alloc(*out, size);
+  return rc;
+}
+
+__attribute__((visibility("default"))) void* aligned_alloc(size_t align, size_t size) {
+  if (!ready()) return boot_alloc(size, align);
+  Hook h;
+  void* p = real.aligned_alloc(align, size);
+  if (h.active) record_alloc(p, size);
+  return p;
+}
+
+__attribute__((visibility("default"))) void* memalign(size_t align, size_t size) {
+  if (!ready()) return boot_alloc(size, align);
+  Hook h;
+  void* p = real.memalign(align, size);
+  if (h.active) record_alloc(p, size);
+  return p;
+}
+
+__attribute__((visibility("default"))) void* valloc(size_t size) {
+  if (!ready()) return boot_alloc(size, 4096);
+  Hook h;
+  void* p = real.valloc(size);
+  if (h.active) record_alloc(p, size);
+  return p;
+}
+
+__attribute__((visibility("default"))) void* pvalloc(size_t size) {
+  if (!ready()) return boot_alloc(size, 4096);
+  Hook h;
+  void* p = real.pvalloc(size);
+  if (h.active) record_alloc(p, size);
+  return p;
+}
+
+__attribute__((visibility("default"))) size_t malloc_usable_size(void* p) {
+  if (!p) return 0;
+  if (in_boot(p)) return 0;  // bootstrap blocks are never handed to the program's own code
+  if (!ready()) return 0;
+  return real.usable(p);
+}
+
+}  // extern "C"

@@ -1,0 +1,43 @@
+// fxprof heap wire format: what the interposition library (heap/shim.cpp) writes into the recorder's pipe.
+//
+// The stream is a sequence of chunks of at most PIPE_BUF (4096) bytes, each written with one write(2), so
+// that chunks from many threads and processes sharing the pipe never interleave. A chunk is a ChunkHeader
+// then 32-byte records; a StackDef record is followed by `count` 8-byte return addresses. Stack ids are
+// scoped to (pid, tid): each thread interns its own call sites, so a definition always precedes its uses in
+// the stream (they travel in the same thread's chunks, in order) without any lock between threads. Numbers:
+// an event is 32 bytes, so a chunk carries ~127 of them; 1M full-mode events are 32 MB of pipe traffic, ~10
+// ms of the recorder's time to read.
+#pragma once
+
+#include <cstdint>
+
+namespace fxprof::heap::wire {
+
+inline constexpr uint32_t kChunkMax = 4096;  // PIPE_BUF on Linux: one write(2) stays atomic
+inline constexpr uint32_t kMaxFrames = 64;
+inline constexpr const char* kFdEnv = "FXPROF_HEAP_FD";      // the pipe's write end, inherited
+inline constexpr const char* kModeEnv = "FXPROF_HEAP_MODE";  // "full" or "sampled"
+inline constexpr const char* kRateEnv = "FXPROF_HEAP_RATE";  // mean bytes between samples (sampled mode)
+inline constexpr const char* kLibEnv = "FXPROF_HEAP_LIB";    // the shim's path (so children keep LD_PRELOAD)
+
+struct ChunkHeader {
+  uint32_t magic;  // kMagic: a reader that lost sync stops rather than misreads
+  uint32_t pid;
+  uint32_t tid;
+  uint32_t bytes;  // records after this header
+};
+inline constexpr uint32_t kMagic = 0x48505846;  // "FXPH"
+
+enum class Kind : uint8_t { Alloc = 1, Free = 2, StackDef = 3, Lost = 4 };
+
+struct Record {
+  uint8_t kind;
+  uint8_t pad[3];
+  uint32_t stack;  // Alloc/StackDef: the thread-scoped stack id
+  uint64_t time;   // CLOCK_MONOTONIC ns (as perf's samples)
+  uint64_t addr;   // Alloc/Free: the block; StackDef: number of frames following
+  uint64_t size;   // Alloc: weighted bytes (exact in full mode, unbiased estimate in sampled); Lost: count
+};
+static_assert(sizeof(Record) == 32);
+
+}  // namespace fxprof::heap::wire

@@ -1,0 +1,142 @@
+// Heap test program with known numbers (tests/heap/heap_test.cpp checks them through fxprof's profiles):
+//   heap_prog leak N SIZE        leak_blocks() leaks exactly N blocks of SIZE bytes; churn() makes 1000
+//                                temporary 64-byte blocks; peak_phase() holds 100 x 10000 bytes at once.
+//   heap_prog threads            8 threads allocate 1000 blocks of 256 bytes each, hand them to the next
+//                                thread, which frees them; each thread also leaks 10 blocks of 1000 bytes.
+//   heap_prog forkexec N SIZE    fork; the child execs `heap_prog leak N SIZE`; the parent leaks 3 x 333.
+//   heap_prog signal             a timer signal whose handler allocates and frees while main allocates.
+#include <pthread.h>
+#include <signal.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+void* volatile g_sink;
+
+extern "C" __attribute__((noinline)) void leak_blocks(int n, size_t size) {
+  for (int i = 0; i < n; ++i) {
+    void* p = malloc(size);
+    memset(p, 1, size);
+    g_sink = p;  // leaked on purpose
+  }
+}
+
+extern "C" __attribute__((noinline)) void churn(int n) {
+  for (int i = 0; i < n; ++i) {
+    void* p = malloc(64);
+    g_sink = p;
+    free(p);
+  }
+}
+
+extern "C" __attribute__((noinline)) void peak_phase() {
+  void* blocks[100];
+  for (auto& b : blocks) {
+    b = malloc(10000);
+    g_sink = b;
+  }
+  for (auto& b : blocks) free(b);
+}
+
+namespace {
+
+struct Mailbox {
+  std::mutex m;
+  std::vector<void*> items;
+};
+
+extern "C" __attribute__((noinline)) void thread_leak() {
+  for (int i = 0; i < 10; ++i) g_sink = malloc(1000);
+}
+
+int threads_mode() {
+  constexpr int kThreads = 8;
+  static Mailbox boxes[kThreads];
+  std::atomic<int> done{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t) {
+    ts.emplace_back([t, &done] {
+      thread_leak();
+      for (int i = 0; i < 1000; ++i) {
+        void* p = malloc(256);
+        {
+          std::lock_guard lock(boxes[(t + 1) % kThreads].m);
+          boxes[(t + 1) % kThreads].items.push_back(p);
+        }
+        std::vector<void*> mine;
+        {
+          std::lock_guard lock(boxes[t].m);
+          mine.swap(boxes[t].items);
+        }
+        for (void* q : mine) free(q);
+      }
+      done.fetch_add(1);
+      while (done.load() < kThreads) sched_yield();
+      std::lock_guard lock(boxes[t].m);
+      for (void* q : boxes[t].items) free(q);
+      boxes[t].items.clear();
+      boxes[t].items.shrink_to_fit();
+    });
+  }
+  for (auto& t : ts) t.join();
+  return 0;
+}
+
+std::atomic<long> g_handled{0};
+void on_alarm(int) {
+  void* p = malloc(48);
+  g_sink = p;
+  free(p);
+  g_handled.fetch_add(1);
+}
+
+int signal_mode() {
+  struct sigaction sa {};
+  sa.sa_handler = on_alarm;
+  sigaction(SIGALRM, &sa, nullptr);
+  itimerval it{{0, 200}, {0, 200}};
+  setitimer(ITIMER_REAL, &it, nullptr);
+  while (g_handled.load() < 500) {
+    void* p = malloc(32);
+    g_sink = p;
+    free(p);
+  }
+  itimerval off{};
+  setitimer(ITIMER_REAL, &off, nullptr);
+  std::printf("handled %ld\n", g_handled.load());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 4 && strcmp(argv[1], "leak") == 0) {
+    churn(1000);
+    peak_phase();
+    leak_blocks(atoi(argv[2]), static_cast<size_t>(atol(argv[3])));
+    return 0;
+  }
+  if (argc >= 2 && strcmp(argv[1], "threads") == 0) return threads_mode();
+  if (argc >= 2 && strcmp(argv[1], "signal") == 0) return signal_mode();
+  if (argc >= 4 && strcmp(argv[1], "forkexec") == 0) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      execl("/proc/self/exe", argv[0], "leak", argv[2], argv[3], static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    for (int i = 0; i < 3; ++i) g_sink = malloc(333);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  }
+  std::fprintf(stderr, "usage: heap_prog leak N SIZE | threads | forkexec N SIZE | signal\n");
+  return 2;
+}
