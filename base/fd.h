@@ -79,18 +79,28 @@ Result<std::string> read_file(const std::string& path);
 // "strerror(errno)" without the thread-safety trap of strerror().
 std::string errno_text(int err);
 
-// Writes `data` to a temporary file beside `path` and renames it over `path`: readers never see a
-// half-written file under the final name. Used by every writer of user-visible files.
+// Writes a file that appears under its final name only when complete: an unnamed O_TMPFILE in the target
+// folder, fsynced, linked under a temporary name and renamed over `path` (readers never see a half-written
+// file; a killed writer leaves nothing behind). Mode 0600: profiles hold command lines and paths, as
+// perf.data does. Where O_TMPFILE is not supported, a named `path.tmp.XXXXXXXX` file is used instead.
+// create() is also how a writer checks, before long work, that it will be able to write `path`.
 class AtomicFile {
  public:
   static Result<AtomicFile> create(const std::string& path);
-  AtomicFile(AtomicFile&&) noexcept = default;
-  AtomicFile& operator=(AtomicFile&&) noexcept = default;
+  AtomicFile(AtomicFile&& o) noexcept
+      : fd_(std::move(o.fd_)),
+        temp_(std::move(o.temp_)),
+        final_(std::move(o.final_)),
+        committed_(o.committed_) {
+    o.temp_.clear();
+    o.committed_ = true;
+  }
+  AtomicFile& operator=(AtomicFile&& o) noexcept;
   ~AtomicFile();  // removes the temporary file unless commit() succeeded
 
   int fd() const { return fd_.get(); }
-  const std::string& temp_path() const { return temp_; }
-  // fsyncs nothing (profiles are reproducible); closes and renames.
+  const std::string& temp_path() const { return temp_; }  // "" while unnamed (O_TMPFILE)
+  // fsyncs, names and renames; the rename is the commit point.
   Status commit();
 
  private:

@@ -45,7 +45,8 @@ void append_json_string(std::string& out, std::string_view s) {
       continue;
     }
     // A UTF-8 sequence: copy it when well-formed, else one U+FFFD per bad byte.
-    size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+    // Lead bytes: C2-DF two bytes, E0-EF three, F0-F4 four; 80-C1 and F5-FF never start a character.
+    size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
     bool ok = len != 0 && i + len <= n;
     for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
     if (ok && len == 3) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "base/fd.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "exporter/gecko.h"
@@ -168,12 +169,18 @@ int cmd_record(std::span<char*> args) {
   if (!rec.command.empty() && !rec.pids.empty())
     return usage_error("give either a command or -p PID, not both");
 
+  // An output we cannot write is found now, not after the program ran: create (and drop) its temporary file.
+  if (auto probe = AtomicFile::create(output); !probe) {
+    std::fprintf(stderr, "fxprof: %s\n", probe.error().c_str());
+    return 1;
+  }
   auto recording = recorder::record(rec);
   if (!recording) {
     std::fprintf(stderr, "fxprof: %s\n", recording.error().c_str());
     return recording.exit_code();
   }
   const int exit_status = recording->exit_status;
+  const bool recording_hangup = recording->hangup;
   const auto& st = recording->stats;
 
   // A Ctrl-C while the profile is written must not leave a temporary file behind: hold SIGINT/SIGTERM until
@@ -195,7 +202,8 @@ int cmd_record(std::span<char*> args) {
       return exit_status != 0 ? exit_status : 1;
     }
   }
-  if (!save_only && !hold.interrupted()) {
+  // After a hangup (closed terminal, dropped SSH) nobody is there to open the URL: the profile is the result.
+  if (!save_only && !hold.interrupted() && !recording_hangup) {
     hold.release();  // the server handles Ctrl+C itself
     serve.profile_path = output;
     if (auto s = server::serve_profile(serve); !s) {

@@ -112,8 +112,9 @@ size_t ceil_pow2(size_t v) {
   return p;
 }
 
-// Blocks SIGINT/SIGTERM for the recording and reads them from a signalfd; restores the caller's mask after
-// consuming what arrived, so a Ctrl-C during recording never kills the caller before it writes the profile.
+// Blocks SIGINT/SIGTERM/SIGHUP for the recording and reads them from a signalfd; restores the caller's mask
+// after consuming what arrived, so a Ctrl-C during recording never kills the caller before it writes the
+// profile.
 class SignalGuard {
  public:
   SignalGuard() {
@@ -121,6 +122,8 @@ class SignalGuard {
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set,
+              SIGHUP);  // a closed terminal must not lose the recording (nor leave the program unwatched)
     pthread_sigmask(SIG_BLOCK, &set, &old_);
     fd_.reset(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
   }
@@ -421,6 +424,7 @@ Result<Recording> Session::run() {
 
     signalfd_siginfo si;
     while (signals.next(si)) {
+      if (si.ssi_signo == SIGHUP) rec_.hangup = true;
       if (!launch) {
         stop = true;  // attach mode: Ctrl-C ends the recording, the processes run on untouched
       } else if ((si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE) && si.ssi_pid != 0 &&

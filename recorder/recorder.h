@@ -85,11 +85,13 @@ struct Recording {
   model::Profile profile;
   int exit_status = 0;  // launch mode: the program's exit status (128+signal if killed); attach mode: 0
   Stats stats;
+  bool hangup =
+      false;  // SIGHUP arrived (closed terminal): handled like SIGTERM, and nobody is there to serve
 };
 
-// Records until the launched program exits, the duration elapses, or SIGINT/SIGTERM (attach mode). Notices
-// (no PMU, paranoid level, clamped rate) go to stderr. An exec failure is an Error with exit_code 127 and the
-// message "cannot run 'NAME': <strerror>".
+// Records until the launched program exits, the duration elapses, or SIGINT/SIGTERM/SIGHUP (attach mode).
+// Notices (no PMU, paranoid level, clamped rate) go to stderr. An exec failure is an Error with exit_code 127
+// and the message "cannot run 'NAME': <strerror>".
 Result<Recording> record(const Options& options);
 
 }  // namespace fxprof::recorder

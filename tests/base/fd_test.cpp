@@ -1,10 +1,13 @@
 #include "base/fd.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include "tests/support/support.h"
 
@@ -57,4 +60,45 @@ TEST_CASE("AtomicFile appears under its name only when committed") {
   ::unlink(path.c_str());
   CHECK(::rmdir(dir.path().c_str()) == 0);
   ::mkdir(dir.path().c_str(), 0755);
+}
+
+TEST_CASE("AtomicFile: 0600, nothing on disk before commit, nothing left by a killed writer") {
+  test::TempDir dir;
+  std::string path = dir.file("profile.json");
+  auto entries = [&] {
+    int n = 0;
+    for (auto& e : std::filesystem::directory_iterator(dir.path())) n += e.is_regular_file() ? 1 : 0;
+    return n;
+  };
+  {
+    auto f = AtomicFile::create(path);
+    REQUIRE(f);
+    REQUIRE(::write(f->fd(), "{}", 2) == 2);
+    CHECK(entries() == 0);  // unnamed while written
+    REQUIRE(f->commit());
+  }
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  CHECK(entries() == 1);
+  // A writer killed half-way (SIGKILL: no destructor runs) leaves no OUT.tmp.XXXX behind.
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    auto f = AtomicFile::create(path);
+    if (f) (void)!::write(f->fd(), "partial", 7);
+    ::raise(SIGKILL);
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFSIGNALED(status));
+  CHECK(entries() == 1);
+  CHECK(*read_file(path) == "{}");
+}
+
+TEST_CASE("AtomicFile::create fails at once, naming the file, where it cannot write") {
+  auto f = AtomicFile::create("/nonexistent-folder/profile.json");
+  REQUIRE_FALSE(f);
+  CHECK(f.error() == "cannot write /nonexistent-folder/profile.json: No such file or directory");
 }

@@ -1,5 +1,7 @@
 #include "base/json_string.h"
 
+#include <simdjson.h>
+
 #include <catch2/catch.hpp>
 
 using namespace fxprof;
@@ -17,4 +19,23 @@ TEST_CASE("plain ASCII and well-formed UTF-8 pass through unchanged") {
   out.clear();
   append_json_string(out, std::string_view("\xED\xA0\x80", 3));  // a UTF-16 surrogate encoded in UTF-8
   CHECK(out == "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");
+}
+
+TEST_CASE("every lead byte, followed by continuations or alone, gives valid UTF-8 JSON") {
+  // An argument like $'\xf5\x80\x80' was copied as if F5 started a three-byte character.
+  for (int lead = 0; lead < 256; ++lead) {
+    for (std::string tail : {std::string(), std::string("\x80"), std::string("\x80\x80"),
+                             std::string("\x80\x80\x80"), std::string("\xBF\xBF\xBF\xBF")}) {
+      std::string in(1, static_cast<char>(lead));
+      in += tail;
+      std::string out;
+      append_json_string(out, in);
+      INFO("lead " << lead << " + " << tail.size() << " continuation bytes");
+      CHECK(simdjson::validate_utf8(out.data(), out.size()));
+      simdjson::dom::parser parser;
+      std::string doc = "[" + out + "]";
+      simdjson::dom::element e;
+      CHECK(parser.parse(doc).get(e) == simdjson::SUCCESS);
+    }
+  }
 }

@@ -1,5 +1,10 @@
 // The fxprof command line: usage errors are one line and a non-zero exit, and the README documents every
 // option that `--help` lists.
+#include <signal.h>
+#include <simdjson.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <regex>
 #include <set>
@@ -45,10 +50,51 @@ TEST_CASE("usage errors are one clear line and exit 2") {
   }
 }
 
-TEST_CASE("an unwritable output is an error, and no profile appears") {
-  auto r = run({fxprof_bin(), "record", "--save-only", "-o", "/nonexistent-dir/p.json.gz", "--", "true"});
-  CHECK(r.status != 0);
-  CHECK(r.err.find("fxprof: cannot create /nonexistent-dir/p.json.gz") != std::string::npos);
+TEST_CASE("an unwritable output is an error before the program is launched") {
+  TempDir dir;
+  std::string marker = dir.file("ran");
+  auto r = run({fxprof_bin(), "record", "--save-only", "-o", "/nonexistent-dir/p.json.gz", "--", "sh", "-c",
+                "touch " + marker});
+  CHECK(r.status == 1);
+  CHECK(r.err == "fxprof: cannot write /nonexistent-dir/p.json.gz: No such file or directory\n");
+  CHECK(::access(marker.c_str(), F_OK) != 0);  // the program never ran
+}
+
+TEST_CASE("SIGHUP (a closed terminal) ends the program, and the profile is still written, 0600") {
+  TempDir dir;
+  std::string out = dir.file("p.json");
+  // Not --save-only: after a hangup fxprof must not start serving to nobody.
+  Background rec({fxprof_bin(), "record", "--no-symbolicate", "-n", "-o", out, "--", "sh", "-c",
+                  "echo ready; exec sleep 60"});
+  REQUIRE(rec.wait_for_line("ready", std::chrono::seconds(60)) == "ready");
+  REQUIRE(::kill(rec.pid(), SIGHUP) == 0);  // to fxprof alone: it is passed on to the program
+  int status = rec.stop(0, std::chrono::seconds(60));
+  INFO(rec.err());
+  CHECK(status == 128 + SIGHUP);  // the program's status: sleep died of the SIGHUP
+  CHECK(rec.out().find("from-url") == std::string::npos);
+  std::string text = read_profile_text(out);
+  CHECK(lint_gecko_profile(text).empty());
+  CHECK(text.find("sleep") != std::string::npos);
+  struct stat st {};
+  REQUIRE(::stat(out.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+}
+
+TEST_CASE("arguments that are not UTF-8 are written as valid UTF-8 (all 256 lead bytes)") {
+  TempDir dir;
+  std::string out = dir.file("p.json");
+  std::vector<std::string> argv = {fxprof_bin(), "record", "--save-only", "--no-symbolicate", "-o", out,
+                                   "--",         "sh",     "-c",          "exit 0",           "sh"};
+  for (int lead = 1; lead < 256; ++lead) argv.push_back(std::string(1, static_cast<char>(lead)) + "\x80\x80");
+  argv.push_back("\xf5\x80\x80");
+  auto r = run(argv);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  std::string text = read_profile_text(out);
+  CHECK(simdjson::validate_utf8(text.data(), text.size()));
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  CHECK(parser.parse(text).get(doc) == simdjson::SUCCESS);
 }
 
 TEST_CASE("the README documents every option of every command's --help") {
