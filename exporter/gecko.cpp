@@ -7,6 +7,8 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "model/symbols.h"
+
 namespace fxprof::exporter {
 namespace {
 
@@ -40,10 +42,31 @@ class LocalStrings {
   std::vector<const std::string*> list_;
 };
 
+std::string_view binary_label(const Profile& p, model::BinaryId b) {
+  const model::Binary& bin = p.binaries[b];
+  return !bin.name.empty() ? std::string_view(bin.name) : std::string_view(bin.debug_name);
+}
+
 std::string frame_location(const Profile& p, const model::Frame& f) {
   char buf[32];
   switch (f.kind) {
     case model::FrameKind::Native:
+      if (f.binary != model::kNoBinary) {
+        // "func (in lib)" (pre-symbolicated, format doc 1.6), or "0x<relative> (in lib)" for an address no
+        // symbols named: the front end shows it as it is (it starts with 0x but is no number, so it is never
+        // located in the absolute-address libs), and it is the same in every process and run.
+        std::string out;
+        if (f.name != model::kNoString) {
+          out = p.strings.get(f.name);
+        } else {
+          std::snprintf(buf, sizeof buf, "0x%" PRIx64, f.address);
+          out = buf;
+        }
+        out += " (in ";
+        out += binary_label(p, f.binary);
+        out += ')';
+        return out;
+      }
       std::snprintf(buf, sizeof buf, "0x%" PRIx64, f.address);
       return buf;
     case model::FrameKind::Kernel:
@@ -127,18 +150,11 @@ void write_meta(const Profile& p, const Process* proc, bool top, JsonWriter& w) 
   w.end_object();
 }
 
+// The one place the Gecko `libs` schema is written (format doc 1.4).
 void write_libs(const Process* proc, JsonWriter& w) {
   w.key("libs").begin_array();
   if (proc) {
-    std::vector<const model::Lib*> libs;
-    for (const auto& l : proc->libs)
-      if (l.end > l.start) libs.push_back(&l);
-    std::stable_sort(libs.begin(), libs.end(), [](auto* a, auto* b) { return a->start < b->start; });
-    uint64_t covered_to = 0;
-    for (const model::Lib* l : libs) {
-      if (l->start < covered_to)
-        continue;  // overlaps the previous mapping: the locator needs disjoint ranges
-      covered_to = l->end;
+    for (const model::Lib* l : model::disjoint_libs(*proc)) {
       w.begin_object();
       w.key("start").value(l->start).key("end").value(l->end).key("offset").value(l->offset);
       w.key("name").value(l->name).key("path").value(l->path);
@@ -290,13 +306,31 @@ void write_thread(const Profile& p, const Process& proc, PidLabel pid, const Thr
   w.key("schema").begin_object();
   w.key("location").value(0).key("relevantForJS").value(1).key("innerWindowID").value(2);
   w.key("implementation").value(3).key("line").value(4).key("column").value(5);
-  w.key("category").value(6).key("subcategory").value(7).end_object();
+  w.key("category").value(6).key("subcategory").value(7);
+  // Ours, ignored by the front end (it maps columns by schema): what Gecko cannot carry for a native frame
+  // (its file, its inline depth, its binary-relative address), so that our reader gets the model back.
+  w.key(kFileColumn).value(8).key(kInlineDepthColumn).value(9).key(kAddressColumn).value(10).end_object();
   w.key("data").begin_array();
   for (model::FrameId fid : frames) {
     const auto& f = p.frames.get(fid);
+    const bool in_binary = f.kind == model::FrameKind::Native && f.binary != model::kNoBinary;
     w.begin_array();
-    w.value(strings.intern(frame_location(p, f))).value(false).value(0).null().null().null();
+    w.value(strings.intern(frame_location(p, f))).value(false).value(0).null();
+    if (f.line > 0)
+      w.value(f.line);
+    else
+      w.null();
+    w.null();
     w.value(static_cast<int>(f.category)).value(0);
+    if (f.file != model::kNoString)
+      w.value(strings.intern(p.strings.get(f.file)));
+    else
+      w.null();
+    w.value(static_cast<unsigned>(f.inline_depth));
+    if (in_binary)
+      w.value(f.address);
+    else
+      w.null();
     w.end_array();
   }
   w.end_array().end_object();

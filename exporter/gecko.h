@@ -11,7 +11,11 @@
 //    subset its samples use, renumbered in increasing global order, which keeps every prefix before its
 //    stack.
 //  - User frames are written as "0x<address>" (symbolicated lazily by our server); kernel frames are already
-//    named "name (in [kernel.kallsyms])" in the Kernel category; labels are plain names.
+//    named "name (in [kernel.kallsyms])" in the Kernel category; labels are plain names. Frames symbolicated
+//    on the model (model/symbols.h) are "function (in lib)" with the line in the `line` column, and those
+//    left unresolved in a known binary "0x<binary-relative address> (in lib)". Gecko has no place for a
+//    native frame's file or inline depth (format doc 1.6): three extra frameTable columns (kFileColumn...)
+//    carry them for our own reader; the front end maps columns by schema and ignores them.
 //  - Libs are sorted by start, and a mapping overlapping an earlier one is dropped (the front end
 //  binary-searches).
 //  - Samples are written sorted by time (a stable sort): unsorted times load but show an empty call tree.
@@ -28,6 +32,10 @@
 namespace fxprof::exporter {
 
 inline constexpr int kGeckoVersion = 36;
+// Our frameTable columns (see above).
+inline constexpr const char* kFileColumn = "fxprofFile";                // string index or null
+inline constexpr const char* kInlineDepthColumn = "fxprofInlineDepth";  // 0 = not inlined
+inline constexpr const char* kAddressColumn = "fxprofAddress";          // binary-relative, or null
 
 // Writes `profile` to `path` (gzip when it ends in ".gz"), through a temporary file renamed on success.
 Status write_gecko_profile(const model::Profile& profile, const std::string& path);

@@ -7,8 +7,12 @@
 //  - The stack table is a prefix tree in topological order: a stack's prefix always has a smaller index than
 //    the stack itself (the Firefox Profiler loops forever otherwise). intern_stack() guarantees it because a
 //    prefix must exist before a stack can name it.
-//  - Frames hold raw addresses (user code is symbolicated lazily by the server); kernel frames and labels
-//    carry a name. Times are CLOCK_MONOTONIC nanoseconds throughout; the exporter converts them to the
+//  - Frames hold raw addresses as recorded (user code is symbolicated lazily by the server, or on the model
+//  by
+//    model/symbols.h); kernel frames and labels carry a name. A symbolicated frame names its binary (a
+//    profile-wide Binary), its lib-relative address, function, file, line and inline depth as plain fields,
+//    so sinks (Gecko, folded, pprof, SVG, report) read them without parsing strings. Times are
+//    CLOCK_MONOTONIC nanoseconds throughout; the exporter converts them to the
 //    milliseconds-since-process-start the Gecko format wants.
 //  - Numbers that shaped it: a 1 kHz recording of 8 busy threads for 60 s is ~500k samples (12 MB here) but
 //    only ~10k distinct stacks and ~5k distinct frames in real programs.
@@ -28,6 +32,8 @@ namespace fxprof::model {
 using StringId = uint32_t;
 using FrameId = uint32_t;
 using StackId = uint32_t;
+using BinaryId = uint32_t;
+inline constexpr BinaryId kNoBinary = UINT32_MAX;  // a frame not (yet) tied to a binary
 inline constexpr StackId kNoStack = UINT32_MAX;    // a sample without a stack
 inline constexpr StringId kNoString = UINT32_MAX;  // an absent optional string
 
@@ -57,10 +63,17 @@ enum class FrameKind : uint8_t {
 };
 
 struct Frame {
-  uint64_t address = 0;       // absolute address in the process (Native/Kernel)
-  StringId name = kNoString;  // Kernel: symbol name once known; Label: the text
+  // Native with binary == kNoBinary: absolute address in the process, as recorded (Kernel: likewise).
+  // Native with a binary: the binary-relative address (what /symbolicate/v5 takes), process-independent.
+  uint64_t address = 0;
+  StringId name = kNoString;  // Kernel: symbol name once known; Label: the text; Native: the function once
+                              // symbolicated (kNoString = unresolved)
   FrameKind kind = FrameKind::Native;
   Category category = Category::User;
+  uint8_t inline_depth = 0;     // 0: the function the address is in; 1..: functions inlined into it
+  BinaryId binary = kNoBinary;  // index into Profile::binaries
+  StringId file = kNoString;    // source file of `name`, when known
+  uint32_t line = 0;            // 0 = unknown
   bool operator==(const Frame&) const = default;
 };
 
@@ -73,18 +86,11 @@ class FrameTable {
   std::span<const Frame> all() const { return frames_; }
 
  private:
-  struct Key {
-    uint64_t address;
-    StringId name;
-    uint8_t kind;
-    uint8_t category;
-    bool operator==(const Key&) const = default;
-  };
   struct KeyHash {
-    size_t operator()(const Key& k) const noexcept;
+    size_t operator()(const Frame& k) const noexcept;
   };
   std::vector<Frame> frames_;
-  std::unordered_map<Key, FrameId, KeyHash> index_;
+  std::unordered_map<Frame, FrameId, KeyHash> index_;
 };
 
 class StackTable {
@@ -96,6 +102,11 @@ class StackTable {
   StackId prefix(StackId s) const { return prefix_[s]; }
   FrameId frame(StackId s) const { return frame_[s]; }
   size_t size() const { return frame_.size(); }
+  void reserve(size_t n) {
+    prefix_.reserve(n);
+    frame_.reserve(n);
+    index_.reserve(n);
+  }
 
  private:
   std::vector<StackId> prefix_;
@@ -163,6 +174,15 @@ struct Lib {
   std::string arch = "x86_64";
 };
 
+// A binary as symbolication sees it: one entry per (debug_name, breakpad_id) across all processes, so that
+// frames of the same code in several processes share their symbols. Built from the Lib mappings by
+// index_binaries() (model/symbols.h) or by a reader.
+struct Binary {
+  std::string name, path, debug_name, debug_path, breakpad_id, code_id, arch;
+  // Only binaries with both identities can be looked up (the front end asks for no others either).
+  bool symbolicatable() const { return !debug_name.empty() && !breakpad_id.empty(); }
+};
+
 struct Process {
   uint32_t pid = 0;
   std::string name;                // processName, e.g. the command's base name
@@ -190,6 +210,11 @@ struct Profile {
   FrameTable frames;
   StackTable stacks;
   std::vector<Process> processes;  // processes[0] is the top-level one (the launched or first attached)
+  std::vector<Binary> binaries;    // what Frame::binary points to
+
+  // The binary for a mapping (existing or new), deduplicated by (debug_name, breakpad_id), else by path.
+  BinaryId intern_binary(const Lib& lib);
+  std::unordered_map<std::string, BinaryId> binary_index;  // intern_binary's key -> id
 
   // Conveniences for builders.
   FrameId native_frame(uint64_t address) {

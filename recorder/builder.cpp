@@ -9,6 +9,7 @@
 
 #include "base/fd.h"
 #include "recorder/kallsyms.h"
+#include "recorder/unwind/splice.h"
 
 namespace fxprof::recorder {
 
@@ -480,21 +481,9 @@ void ProfileBuilder::on_sample(const std::byte* p, size_t size) {
       UserRegs regs = decode_user_regs(std::span<const uint64_t>(vals.data(), n));
       UnwindResult u = unwinder_->unwind(pid, regs, stack, unwound_);
       if (u.count > 0) {
-        // Splice: where the copy ended, the kernel's frame-pointer chain may know the rest.
-        size_t splice_from = 0;
-        if (u.end != UnwindEnd::Complete) {
-          uint64_t last = unwound_[u.count - 1];
-          for (size_t j = 1; j + 1 < user_.size(); ++j)
-            if (user_[j] == last) {
-              splice_from = j + 1;
-              break;
-            }
-          truncated = splice_from == 0;
-        }
-        spliced_.clear();
-        if (splice_from) spliced_.assign(user_.begin() + static_cast<ptrdiff_t>(splice_from), user_.end());
-        user_.assign(unwound_.begin(), unwound_.begin() + static_cast<ptrdiff_t>(u.count));
-        user_.insert(user_.end(), spliced_.begin(), spliced_.end());
+        truncated =
+            splice_fp_chain(std::span<const uint64_t>(unwound_.data(), u.count), u.end, user_, spliced_);
+        user_.swap(spliced_);
       }
     }
   }

@@ -120,10 +120,16 @@ DwarfIndex::CuData& DwarfIndex::load(Cu& cu) {
   size_t nlines = 0;
   Dwarf_Attribute attr;
   Dwarf_Word stmt_list;
+  const char* comp_dir = nullptr;
+  if (dwarf_attr(&cu.die, DW_AT_comp_dir, &attr) != nullptr) comp_dir = dwarf_formstring(&attr);
+  // libdw's paths (fallbacks) made absolute the same way as the decoder's, kept in file_names_.
+  auto absolute = [&](const char* f) -> const char* {
+    if (f == nullptr) return nullptr;
+    std::string p = absolute_source_path(f, comp_dir);
+    return p == f ? f : file_names_.emplace_back(std::move(p)).c_str();
+  };
   if (!sections_.line.empty() && dwarf_attr(&cu.die, DW_AT_stmt_list, &attr) != nullptr &&
       dwarf_formudata(&attr, &stmt_list) == 0) {
-    const char* comp_dir = nullptr;
-    if (dwarf_attr(&cu.die, DW_AT_comp_dir, &attr) != nullptr) comp_dir = dwarf_formstring(&attr);
     std::vector<DecodedRow> rows;
     size_t store_before = file_names_.size();
     decoded = decode_line_program(sections_, stmt_list, comp_dir, file_names_, files, rows);
@@ -163,7 +169,7 @@ DwarfIndex::CuData& DwarfIndex::load(Cu& cu) {
       if (dwarf_lineaddr(l, &addr) != 0) continue;
       dwarf_lineno(l, &lineno);
       dwarf_lineendsequence(l, &end);
-      const char* file = dwarf_linesrc(l, nullptr, nullptr);
+      const char* file = absolute(dwarf_linesrc(l, nullptr, nullptr));
       data->lines.push_back({addr, file, static_cast<uint32_t>(std::max(lineno, 0)), end ? 1u : 0u});
     }
     nlines *= 2;  // libdw keeps its own copy
@@ -185,7 +191,7 @@ DwarfIndex::CuData& DwarfIndex::load(Cu& cu) {
     Dwarf_Files* df = nullptr;
     size_t nf = 0;
     if (dwarf_getsrcfiles(&cu.sub, &df, &nf) == 0)
-      for (size_t i = 0; i < nf; ++i) files.push_back(dwarf_filesrc(df, i, nullptr, nullptr));
+      for (size_t i = 0; i < nf; ++i) files.push_back(absolute(dwarf_filesrc(df, i, nullptr, nullptr)));
   }
   b.files = &files;
   auto add_node = [&](Dwarf_Die* die, int32_t parent) -> int32_t {
@@ -324,13 +330,18 @@ bool DwarfIndex::lookup(uint64_t svma, std::vector<RawFrame>& frames, uint64_t& 
 void DwarfIndex::referenced_files(uint64_t svma, std::vector<std::string>& out) {
   auto add_unit = [&](Cu& cu) {
     std::unordered_set<std::string> seen(out.begin(), out.end());
+    Dwarf_Attribute attr;
+    const char* comp_dir = nullptr;
+    if (dwarf_attr(&cu.die, DW_AT_comp_dir, &attr) != nullptr) comp_dir = dwarf_formstring(&attr);
     for (Dwarf_Die* die : {&cu.die, &cu.sub}) {
       Dwarf_Files* files = nullptr;
       size_t n = 0;
       if (dwarf_getsrcfiles(die, &files, &n) != 0) continue;
       for (size_t i = 0; i < n; ++i) {
         const char* f = dwarf_filesrc(files, i, nullptr, nullptr);
-        if (f != nullptr && seen.insert(f).second) out.emplace_back(f);
+        if (f == nullptr) continue;
+        std::string path = absolute_source_path(f, comp_dir);
+        if (seen.insert(path).second) out.push_back(std::move(path));
       }
     }
   };

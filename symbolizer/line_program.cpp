@@ -1,6 +1,7 @@
 #include "symbolizer/line_program.h"
 
 #include <cstring>
+#include <filesystem>
 
 namespace fxprof::symbolizer {
 namespace {
@@ -137,6 +138,15 @@ bool read_form(Reader& r, uint64_t form, bool dwarf64, const LineSections& sec, 
 
 }  // namespace
 
+std::string absolute_source_path(std::string_view path, const char* comp_dir) {
+  std::filesystem::path p(path);
+  if (p.is_relative()) {
+    if (comp_dir == nullptr || comp_dir[0] != '/') return std::string(path);
+    p = std::filesystem::path(comp_dir) / p;
+  }
+  return p.lexically_normal().string();
+}
+
 bool decode_line_program(const LineSections& sec, uint64_t offset, const char* comp_dir,
                          std::deque<std::string>& store, std::vector<const char*>& files,
                          std::vector<DecodedRow>& rows) {
@@ -175,21 +185,25 @@ bool decode_line_program(const LineSections& sec, uint64_t offset, const char* c
   std::vector<uint8_t> std_lengths(opcode_base);
   for (uint8_t i = 1; i < opcode_base; ++i) std_lengths[i] = r.u8();
 
-  // Directories and files, paths joined the way libdw joins them (dir + "/" + name unless name is absolute).
+  // Directories and files: dir + "/" + name unless name is absolute, then absolute_source_path().
   std::vector<const char*> dirs;
   auto add_file = [&](const char* name, uint64_t dir) {
     if (name == nullptr) {
       files.push_back(nullptr);
       return;
     }
-    if (name[0] == '/' || dir >= dirs.size() || dirs[dir] == nullptr) {
+    std::string joined;
+    if (name[0] != '/' && dir < dirs.size() && dirs[dir] != nullptr) {
+      joined = dirs[dir];
+      joined += '/';
+    }
+    joined += name;
+    std::string path = absolute_source_path(joined, comp_dir);
+    if (path == name) {
       files.push_back(name);
       return;
     }
-    std::string& s = store.emplace_back(dirs[dir]);
-    s += '/';
-    s += name;
-    files.push_back(s.c_str());
+    files.push_back(store.emplace_back(std::move(path)).c_str());
   };
   if (version < 5) {
     dirs.push_back(comp_dir);

@@ -10,6 +10,7 @@
 #include <deque>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fxprof::symbolizer {
@@ -27,7 +28,14 @@ struct DecodedRow {
   bool end;  // end of sequence
 };
 
-// Decodes the line program at `offset`. File names are made absolute with `comp_dir` (as libdw does) and
+// The path a line table names, as a normalized absolute path when it can be made one: a relative path is
+// joined with DW_AT_comp_dir (DWARF 4 include directories relative to it, as in every cargo project's
+// src/main.rs, and compilers run with relative paths, as under ccache's base_dir), then "." and ".." are
+// removed lexically, so that the file we return is one /source/v1 can serve. Paths that stay relative are
+// returned as they are. Every file name the symbolizer hands out goes through here.
+std::string absolute_source_path(std::string_view path, const char* comp_dir);
+
+// Decodes the line program at `offset`. File names go through absolute_source_path() and
 // stored in `store`; files[i] is the path of file index i (DWARF 5: 0-based; earlier: 1-based, files[0]
 // null). Returns false on malformed or unsupported input (rows/files are then unspecified).
 bool decode_line_program(const LineSections& sec, uint64_t offset, const char* comp_dir,

@@ -6,8 +6,10 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <gelf.h>
+#include <sys/stat.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
@@ -727,7 +729,8 @@ TEST_CASE("symbolizer: the line-program decoder agrees with libdw on every row")
         dwarf_lineno(l, &line);
         dwarf_lineendsequence(l, &end);
         const char* f = dwarf_linesrc(l, nullptr, nullptr);
-        theirs.emplace_back(addr, end, static_cast<uint32_t>(line), f ? f : "");
+        theirs.emplace_back(addr, end, static_cast<uint32_t>(line),
+                            f ? sym::absolute_source_path(f, comp_dir) : "");
       }
       // Compare what matters: the (file, line) every address resolves to, with rows sorted the way DwarfIndex
       // sorts them. Sequence end addresses are left out: rows there cover no byte (the decoder marks them
@@ -813,4 +816,39 @@ TEST_CASE("symbolizer: mutated requests never crash the APIs") {
     simdjson::dom::element root;
     CHECK(parser.parse(simdjson::padded_string(r.body)).get(root) == simdjson::SUCCESS);
   }
+}
+
+// Issue 10 item 6: a DWARF 4 line table whose include directory is relative to DW_AT_comp_dir (how cargo
+// builds src/main.rs, and how gcc records a source named by a relative path) must give the absolute path,
+// which /source/v1 then serves.
+TEST_CASE("symbolizer: DWARF 4 paths relative to the compilation directory come back absolute") {
+  fxprof::test::TempDir dir;
+  REQUIRE(::mkdir(dir.file("src").c_str(), 0755) == 0);
+  {
+    std::ofstream src(dir.file("src/rel_main.c"));
+    src << "int rel_function(int x) { return x * 3 + 1; }\nint main(int argc, char** argv) { (void)argv; "
+           "return rel_function(argc); }\n";
+  }
+  fxprof::test::CmdOptions in_dir;
+  in_dir.cwd = dir.path();
+  auto cc =
+      run({"gcc", "-g", "-gdwarf-4", "-O0", "-Wl,--build-id", "src/rel_main.c", "-o", "rel_main"}, in_dir);
+  REQUIRE(cc.status == 0);
+
+  Prog p = prog(dir.file("rel_main"));
+  uint64_t fn = nm_symbols(p.path).at("rel_function").addr;
+  sym::Symbolizer s(no_system_debug());
+  s.add_known_lib(known(p, p.path, "rel_main"));
+  auto info = s.lookup("rel_main", p.breakpad, std::vector<uint64_t>{fn});
+  REQUIRE(info.ok());
+  REQUIRE((*info)[0].found);
+  // Without joining with comp_dir the symbolizer answered "src/rel_main.c".
+  std::string want = std::filesystem::canonical(dir.path()).string() + "/src/rel_main.c";
+  CHECK((*info)[0].file == want);
+  std::ostringstream offset;
+  offset << std::hex << fn;
+  auto served = s.source_v1(R"({"debugName":"rel_main","debugId":")" + p.breakpad +
+                            R"(","moduleOffset":"0x)" + offset.str() + R"(","file":")" + want + R"("})");
+  CHECK(served.http_status == 200);
+  CHECK(served.body.find("rel_function") != std::string::npos);
 }

@@ -1,6 +1,8 @@
 // Unwinder tests through the real path: a perf event (cpu-clock, REGS_USER + STACK_USER) on a child program
 // built -O2 without frame pointers, its MMAP2/COMM/FORK records fed to the Unwinder, every sample unwound and
 // its frames named from the binaries' ELF symbols; cross-checked against `perf record --call-graph dwarf`.
+#include "recorder/unwind/unwinder.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,7 +18,6 @@
 #include <vector>
 
 #include "base/fd.h"
-#include "recorder/unwind/unwinder.h"
 #include "tests/recorder/unwind/capture.h"
 
 using fxprof::recorder::UnwindEnd;

@@ -1,0 +1,54 @@
+// fxprof exporter: the Gecko reader, a source beside the Gecko writer. It reads fxprof's own Gecko output
+// (plain or gzip) back into a model::Profile, so that `load`, `symbolicate` and the exports work from the
+// model, exactly as `record` does.
+//
+// Design:
+//  - simdjson On-Demand, forward only: no DOM of the profile. Each thread's tables are read in document order
+//    and interned straight into the model's profile-wide tables (samples keep their thread-local stack index
+//    until the thread's stackTable has been read). Peak memory is the (inflated) text, simdjson's structural
+//    index of it and the model: the old DOM reader held ~204 bytes per sample.
+//  - It reads what the writer writes (see gecko.h): "0x<abs>" native frames, "func (in lib)" and
+//    "0x<rel> (in lib)" pre-symbolicated ones with our file/inline-depth/address columns, kernel frames
+//    "name (in [kernel.kallsyms])", labels; sample and marker times relative to each process's startTime,
+//    converted back to CLOCK_MONOTONIC nanoseconds (meta.startTimeAsClockMonotonicNanosecondsSinceBoot).
+//    write -> read -> write gives the same file.
+//  - Untrusted input gets one-line errors naming the file, decided as early as possible: not a regular file
+//    (a FIFO would block forever), empty, neither gzip nor '{' in the first bytes ("not a profile", without
+//    reading a 1 GiB file on), gzip that inflates beyond kMaxInflateRatio x its size or kMaxInflatedBytes
+//    (gzip bombs: 2 MB can inflate to 2.6 GB), truncated or corrupt JSON, numbers beyond double range.
+//  - Processed-format profiles (samply's) are not Gecko: the reader says so (ReadInfo::processed) and the
+//    caller serves them as they are.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "model/profile.h"
+
+namespace fxprof::exporter {
+
+inline constexpr size_t kMaxInflateRatio = 200;  // profiles compress 8-30x; bombs ~1000x
+inline constexpr size_t kMaxInflatedBytes = size_t{16} << 30;
+
+struct ReadInfo {
+  bool gzip = false;       // by magic, not by name
+  bool processed = false;  // a processed-format profile (meta.preprocessedProfileVersion): not read
+};
+
+// Reads a whole profile file into memory, inflating gzip (multi-member too) within the limits above. The
+// string has at least 64 bytes of spare capacity after its size (simdjson's padding).
+Result<std::string> read_profile_bytes(const std::string& path, bool* was_gzip = nullptr);
+
+// Reads a Gecko profile file into a model. With info->processed set, the profile is returned empty.
+Result<model::Profile> read_gecko_profile(const std::string& path, ReadInfo* info = nullptr);
+
+// The same from JSON text with simdjson padding after `json.size()` (as read_profile_bytes returns it).
+// `name` prefixes error messages.
+Result<model::Profile> read_gecko(const std::string& json, const std::string& name, ReadInfo* info = nullptr);
+
+// "truncated JSON", "empty file" or "not valid JSON (<reason>)" for JSON text that failed to parse.
+std::string describe_json_error(std::string_view text, int simdjson_error);
+
+}  // namespace fxprof::exporter

@@ -1,0 +1,217 @@
+#include "model/symbols.h"
+
+#include <algorithm>
+#include <array>
+#include <unordered_map>
+
+namespace fxprof::model {
+namespace {
+
+constexpr uint8_t kLeaf = 1, kCaller = 2;
+
+struct Mapping {
+  uint64_t start, end, base;
+  BinaryId binary;
+};
+
+std::vector<Mapping> mappings_of(Profile& p, const Process& proc) {
+  std::vector<Mapping> out;
+  for (const Lib* l : disjoint_libs(proc))
+    out.push_back({l->start, l->end, l->start - l->offset, p.intern_binary(*l)});
+  return out;
+}
+
+const Mapping* locate(const std::vector<Mapping>& maps, uint64_t addr) {
+  auto it = std::upper_bound(maps.begin(), maps.end(), addr,
+                             [](uint64_t a, const Mapping& m) { return a < m.start; });
+  if (it == maps.begin()) return nullptr;
+  --it;
+  return addr < it->end ? &*it : nullptr;
+}
+
+// Marks the stacks a process's samples use: kLeaf for sampled stacks, kCaller for every prefix. `roles` is
+// dense over all stacks and all zero on entry; the touched stacks are returned in increasing (topological)
+// order. Every marked stack has all its prefixes marked, so a walk up stops at the first caller seen.
+std::vector<StackId> mark_used(const Profile& p, const Process& proc, std::vector<uint8_t>& roles) {
+  std::vector<StackId> touched;
+  for (const Thread& t : proc.threads) {
+    for (const Sample& s : t.samples) {
+      if (s.stack == kNoStack) continue;
+      bool fresh = roles[s.stack] == 0;
+      if (fresh) touched.push_back(s.stack);
+      roles[s.stack] |= kLeaf;
+      if (!fresh) continue;
+      for (StackId q = p.stacks.prefix(s.stack); q != kNoStack && !(roles[q] & kCaller);
+           q = p.stacks.prefix(q)) {
+        if (roles[q] == 0) touched.push_back(q);
+        roles[q] |= kCaller;
+      }
+    }
+  }
+  std::sort(touched.begin(), touched.end());
+  return touched;
+}
+
+// Where a native frame lives: binary and relative address, or nothing (outside every mapping, or not native,
+// or already named).
+struct Place {
+  BinaryId binary = kNoBinary;
+  uint64_t rel = 0;
+};
+Place place_of(const Frame& f, const std::vector<Mapping>& maps) {
+  if (f.kind != FrameKind::Native || f.name != kNoString) return {};
+  if (f.binary != kNoBinary) return {f.binary, f.address};
+  if (const Mapping* m = locate(maps, f.address)) return {m->binary, f.address - m->base};
+  return {};
+}
+
+uint64_t asked(const Place& pl, uint8_t role) { return role == kCaller && pl.rel > 0 ? pl.rel - 1 : pl.rel; }
+
+// A chain's key: the place and which answer it holds (leaf's, caller's, or none: unresolved).
+struct ChainKey {
+  BinaryId binary;
+  uint8_t variant;
+  uint64_t rel;
+  bool operator==(const ChainKey&) const = default;
+};
+struct ChainKeyHash {
+  size_t operator()(const ChainKey& k) const noexcept {
+    uint64_t h = (k.rel * 0x9E3779B97F4A7C15ull) ^ (static_cast<uint64_t>(k.binary) << 2 | k.variant);
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+};
+
+}  // namespace
+
+std::vector<const Lib*> disjoint_libs(const Process& process) {
+  std::vector<const Lib*> libs;
+  for (const auto& l : process.libs)
+    if (l.end > l.start) libs.push_back(&l);
+  std::stable_sort(libs.begin(), libs.end(), [](const Lib* a, const Lib* b) { return a->start < b->start; });
+  std::vector<const Lib*> out;
+  uint64_t covered_to = 0;
+  for (const Lib* l : libs) {
+    if (l->start < covered_to) continue;  // overlaps the previous mapping: the locator needs disjoint ranges
+    covered_to = l->end;
+    out.push_back(l);
+  }
+  return out;
+}
+
+std::vector<SymbolRequest> symbol_requests(Profile& p) {
+  std::vector<std::vector<uint64_t>> wanted;
+  std::vector<uint8_t> roles(p.stacks.size(), 0);
+  for (const Process& proc : p.processes) {
+    std::vector<Mapping> maps = mappings_of(p, proc);
+    std::vector<StackId> used = mark_used(p, proc, roles);
+    if (wanted.size() < p.binaries.size()) wanted.resize(p.binaries.size());
+    for (StackId s : used) {
+      Place pl = place_of(p.frames.get(p.stacks.frame(s)), maps);
+      if (pl.binary != kNoBinary && p.binaries[pl.binary].symbolicatable()) {
+        for (uint8_t role : {kLeaf, kCaller})
+          if (roles[s] & role) wanted[pl.binary].push_back(asked(pl, role));
+      }
+      roles[s] = 0;
+    }
+  }
+  std::vector<SymbolRequest> out;
+  for (size_t b = 0; b < wanted.size(); ++b) {
+    auto& a = wanted[b];
+    if (a.empty()) continue;
+    std::sort(a.begin(), a.end());
+    a.erase(std::unique(a.begin(), a.end()), a.end());
+    out.push_back({static_cast<BinaryId>(b), std::move(a), {}});
+  }
+  return out;
+}
+
+void apply_symbols(Profile& p, const std::vector<SymbolRequest>& requests) {
+  std::vector<const SymbolRequest*> by_binary;
+  for (const SymbolRequest& r : requests) {
+    if (r.binary >= by_binary.size()) by_binary.resize(r.binary + 1, nullptr);
+    by_binary[r.binary] = &r;
+  }
+  auto answer = [&](BinaryId b, uint64_t addr) -> const Symbol* {
+    if (b >= by_binary.size() || !by_binary[b]) return nullptr;
+    const SymbolRequest& r = *by_binary[b];
+    auto it = std::lower_bound(r.addresses.begin(), r.addresses.end(), addr);
+    if (it == r.addresses.end() || *it != addr) return nullptr;
+    size_t i = static_cast<size_t>(it - r.addresses.begin());
+    return i < r.answers.size() && !r.answers[i].empty() ? &r.answers[i] : nullptr;
+  };
+
+  FrameTable frames;
+  StackTable stacks;
+  stacks.reserve(p.stacks.size());
+  constexpr FrameId kUnset = UINT32_MAX;
+  std::vector<FrameId> kept(p.frames.size(), kUnset);  // old frame -> new, for frames copied as they are
+  // (binary, rel, role) -> new frames, outermost first; shared by every process.
+  std::unordered_map<ChainKey, std::vector<FrameId>, ChainKeyHash> chains;
+  std::vector<uint8_t> roles(p.stacks.size(), 0);
+  std::vector<std::array<StackId, 2>> remap(p.stacks.size(), {kNoStack, kNoStack});  // [leaf, caller]
+
+  auto frames_for = [&](FrameId old, const Place& pl, uint8_t role,
+                        std::vector<FrameId>& scratch) -> const std::vector<FrameId>& {
+    const Frame& f = p.frames.get(old);
+    if (pl.binary == kNoBinary) {
+      if (kept[old] == kUnset) kept[old] = frames.intern(f);
+      scratch.assign(1, kept[old]);
+      return scratch;
+    }
+    const Symbol* sym = answer(pl.binary, asked(pl, role));
+    ChainKey key{pl.binary, static_cast<uint8_t>(!sym ? 2 : role == kCaller ? 1 : 0), pl.rel};
+    auto [it, inserted] = chains.try_emplace(key);
+    if (!inserted) return it->second;
+    if (!sym) {
+      Frame u = f;
+      u.address = pl.rel;
+      u.binary = pl.binary;
+      it->second.push_back(frames.intern(u));
+      return it->second;
+    }
+    uint8_t depth = 0;
+    for (const SymbolFrame& sf : *sym) {
+      Frame n;
+      n.kind = FrameKind::Native;
+      n.category = f.category;
+      n.address = pl.rel;
+      n.binary = pl.binary;
+      n.name = p.strings.intern(sf.function);
+      n.file = sf.file.empty() ? kNoString : p.strings.intern(sf.file);
+      n.line = sf.line;
+      n.inline_depth = depth;
+      if (depth < UINT8_MAX) ++depth;
+      it->second.push_back(frames.intern(n));
+    }
+    return it->second;
+  };
+
+  std::vector<FrameId> scratch;
+  for (Process& proc : p.processes) {
+    std::vector<Mapping> maps = mappings_of(p, proc);
+    std::vector<StackId> used = mark_used(p, proc, roles);
+    for (StackId s : used) {
+      StackId old_prefix = p.stacks.prefix(s);
+      StackId parent = old_prefix == kNoStack ? kNoStack : remap[old_prefix][1];
+      FrameId old_frame = p.stacks.frame(s);
+      Place pl = place_of(p.frames.get(old_frame), maps);
+      for (uint8_t role : {kLeaf, kCaller}) {
+        if (!(roles[s] & role)) continue;
+        StackId node = parent;
+        for (FrameId nf : frames_for(old_frame, pl, role, scratch)) node = stacks.intern(node, nf);
+        remap[s][role == kLeaf ? 0 : 1] = node;
+      }
+    }
+    for (Thread& t : proc.threads)
+      for (Sample& smp : t.samples)
+        if (smp.stack != kNoStack) smp.stack = remap[smp.stack][0];
+    for (StackId s : used) {
+      roles[s] = 0;
+      remap[s] = {kNoStack, kNoStack};
+    }
+  }
+  p.frames = std::move(frames);
+  p.stacks = std::move(stacks);
+}
+
+}  // namespace fxprof::model

@@ -1,0 +1,76 @@
+// Binaries as the unwinder sees them: one Module per mapped ELF file (or our own vDSO), its PT_LOAD
+// segments, .eh_frame_hdr's search table, and .debug_frame from the binary or its separate debug file; and
+// the lookup of the Rule for one address in it.
+//
+// Design: a module is the mmap'ed file itself: .eh_frame_hdr's sorted table (8 bytes an FDE) is
+// binary-searched in place (libpython: 5,900 FDEs, 13 probes), no parse, no copy. Only a binary without a
+// usable table, and .debug_frame (loaded lazily, on the first address .eh_frame lacks: most binaries never
+// need it), get a sorted FDE index, built once. The separate debug file is found by build ID
+// (/usr/lib/debug/.build-id/xx/rest.debug) or .gnu_debuglink next to the binary, in .debug/ or under
+// /usr/lib/debug.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/fd.h"
+#include "recorder/unwind/cfi.h"
+#include "recorder/unwind/rules.h"
+#include "recorder/unwind/unwinder.h"
+
+namespace fxprof::recorder::unw {
+
+// One binary, shared by every process that maps it.
+struct Module {
+  uint32_t id = 0;
+  std::string path;
+  bool ok = false;  // has an ELF image we could read (else: frame pointers only)
+  MappedFile file;
+  std::span<const uint8_t> image;  // the file bytes (or our own vDSO's memory)
+  struct Load {
+    uint64_t off, vaddr, filesz;
+  };
+  std::vector<Load> loads;
+
+  Section eh_hdr, eh;
+  const uint8_t* table = nullptr;  // .eh_frame_hdr search table (datarel sdata4 pairs)
+  size_t table_count = 0;
+  std::vector<FdeRef> eh_index;  // when there is no usable table
+
+  std::string build_id;  // hex
+  std::string debuglink;
+  bool debug_tried = false;
+  MappedFile debug_file;
+  std::vector<uint8_t> debug_owned;  // decompressed .debug_frame
+  Section dbg;
+  std::vector<FdeRef> dbg_index;
+
+  // svma -> pointer to the bytes there (n bytes available), or nullptr.
+  const uint8_t* bytes_at(uint64_t svma, size_t n) const {
+    for (const Load& l : loads) {
+      if (svma >= l.vaddr && svma - l.vaddr + n <= l.filesz) {
+        uint64_t off = l.off + (svma - l.vaddr);
+        if (off + n <= image.size()) return image.data() + off;
+      }
+    }
+    return nullptr;
+  }
+};
+
+// Maps `path` (or our own "[vdso]") into m.image and loads it (load_elf); m.ok says whether it worked.
+void open_module(Module& m, std::string_view path);
+// Reads the ELF image in m.image (program headers, .eh_frame_hdr/.eh_frame, build ID, debuglink); sets m.ok.
+void load_elf(Module& m);
+// Loads .debug_frame from the binary itself or its separate debug file (find_debug_fde calls it once).
+void load_debug_frame(Module& m);
+// The FDE covering `svma` in .eh_frame / in .debug_frame (loaded on first use).
+bool find_eh_fde(const Module& m, uint64_t svma, Fde& fde);
+bool find_debug_fde(Module& m, uint64_t svma, Fde& fde);
+// The Rule for an address of `m`: `look` is the svma looked up (ra - 1 for return addresses), `ip_svma` the
+// address itself (a sigreturn trampoline is recognised by its code there).
+Rule compute_rule(Module& m, uint64_t look, uint64_t ip_svma, UnwindStats& stats);
+
+}  // namespace fxprof::recorder::unw

@@ -1,0 +1,341 @@
+// Rule evaluation (design in rules.h).
+#include "recorder/unwind/rules.h"
+
+#include <array>
+
+namespace fxprof::recorder::unw {
+
+namespace {
+
+enum RegKind : uint8_t { kSame, kUndef, kOffset, kUnsupported };
+struct RegRule {
+  RegKind kind = kSame;
+  int64_t off = 0;
+};
+struct CfaState {
+  uint32_t cfa_reg = kDwRsp;
+  int64_t cfa_off = 8;
+  bool cfa_ok = true;
+  RegRule ra, bp;
+};
+
+// DWARF expression folded at rule time: values are "register + constant" or constants (RIP = the address).
+}  // namespace
+
+bool fold_cfa_expression(Cursor c, uint64_t addr, uint32_t& reg, int64_t& off) {
+  struct Val {
+    int reg;  // -1: constant
+    int64_t v;
+  };
+  std::array<Val, 16> st;
+  size_t n = 0;
+  auto push = [&](Val v) {
+    if (n == st.size()) return false;
+    st[n++] = v;
+    return true;
+  };
+  while (c.p < c.end && !c.bad) {
+    uint8_t op = c.u8();
+    if (op >= 0x30 && op <= 0x4f) {  // DW_OP_lit0..31
+      if (!push({-1, op - 0x30})) return false;
+    } else if (op >= 0x70 && op <= 0x8f) {  // DW_OP_breg0..31
+      uint32_t r = op - 0x70;
+      int64_t o = c.sleb();
+      if (r == kDwRip) {
+        if (!push({-1, static_cast<int64_t>(addr) + o})) return false;
+      } else if (r == kDwRsp || r == kDwRbp) {
+        if (!push({static_cast<int>(r), o})) return false;
+      } else {
+        return false;
+      }
+    } else if (op == 0x08 || op == 0x09 || op == 0x0a || op == 0x0b || op == 0x0c || op == 0x0d ||
+               op == 0x10 || op == 0x11) {
+      int64_t v = 0;
+      switch (op) {
+        case 0x08:
+          v = c.u8();
+          break;
+        case 0x09:
+          v = c.get<int8_t>();
+          break;
+        case 0x0a:
+          v = c.get<uint16_t>();
+          break;
+        case 0x0b:
+          v = c.get<int16_t>();
+          break;
+        case 0x0c:
+          v = c.get<uint32_t>();
+          break;
+        case 0x0d:
+          v = c.get<int32_t>();
+          break;
+        case 0x10:
+          v = static_cast<int64_t>(c.uleb());
+          break;
+        case 0x11:
+          v = c.sleb();
+          break;
+      }
+      if (!push({-1, v})) return false;
+    } else if (op == 0x23) {  // DW_OP_plus_uconst
+      if (n < 1) return false;
+      st[n - 1].v += static_cast<int64_t>(c.uleb());
+    } else if (op == 0x12) {  // DW_OP_dup
+      if (n < 1 || !push(st[n - 1])) return false;
+    } else {
+      if (n < 2) return false;
+      Val b = st[--n];
+      Val& a = st[n - 1];
+      uint64_t av = static_cast<uint64_t>(a.v), bv = static_cast<uint64_t>(b.v);
+      if (op == 0x22) {  // plus
+        if (a.reg >= 0 && b.reg >= 0) return false;
+        a = {a.reg >= 0 ? a.reg : b.reg, static_cast<int64_t>(av + bv)};
+        continue;
+      }
+      if (op == 0x1c) {  // minus
+        if (b.reg >= 0) return false;
+        a.v = static_cast<int64_t>(av - bv);
+        continue;
+      }
+      if (a.reg >= 0 || b.reg >= 0) return false;
+      switch (op) {
+        case 0x1a:
+          a.v = static_cast<int64_t>(av & bv);
+          break;  // and
+        case 0x21:
+          a.v = static_cast<int64_t>(av | bv);
+          break;  // or
+        case 0x24:
+          a.v = bv < 64 ? static_cast<int64_t>(av << bv) : 0;
+          break;  // shl
+        case 0x25:
+          a.v = bv < 64 ? static_cast<int64_t>(av >> bv) : 0;
+          break;  // shr
+        case 0x1e:
+          a.v = static_cast<int64_t>(av * bv);
+          break;  // mul
+        case 0x29:
+          a.v = a.v == b.v;
+          break;  // eq
+        case 0x2a:
+          a.v = a.v >= b.v;
+          break;  // ge
+        case 0x2b:
+          a.v = a.v > b.v;
+          break;  // gt
+        case 0x2c:
+          a.v = a.v <= b.v;
+          break;  // le
+        case 0x2d:
+          a.v = a.v < b.v;
+          break;  // lt
+        case 0x2e:
+          a.v = a.v != b.v;
+          break;  // ne
+        default:
+          return false;
+      }
+    }
+  }
+  if (c.bad || n != 1 || st[0].reg < 0) return false;
+  reg = static_cast<uint32_t>(st[0].reg);
+  off = st[0].v;
+  return true;
+}
+
+namespace {
+
+// Runs CFA instructions until the location passes `target`. `initial` is the state after the CIE's program
+// (for DW_CFA_restore). Returns false on malformed input.
+bool run_cfa(const uint8_t* p, const uint8_t* end, const Cie& cie, const PtrBase& base, uint64_t& loc,
+             uint64_t target, CfaState& st, const CfaState& initial) {
+  std::array<CfaState, 8> remembered;
+  size_t depth = 0;
+  Cursor c{p, end};
+  auto reg_rule = [&](uint32_t r) -> RegRule* {
+    if (r == cie.ra_reg) return &st.ra;
+    if (r == kDwRbp) return &st.bp;
+    return nullptr;
+  };
+  auto set = [&](uint32_t r, RegKind k, int64_t off) {
+    if (RegRule* rr = reg_rule(r)) *rr = {k, off};
+  };
+  auto restore = [&](uint32_t r) {
+    if (r == cie.ra_reg) st.ra = initial.ra;
+    if (r == kDwRbp) st.bp = initial.bp;
+  };
+  auto advance = [&](uint64_t delta) {
+    loc += delta * cie.code_align;
+    return loc <= target;
+  };
+  while (c.p < c.end && !c.bad) {
+    uint8_t op = c.u8();
+    uint8_t low = op & 0x3f;
+    switch (op >> 6) {
+      case 1:
+        if (!advance(low)) return true;
+        continue;
+      case 2:
+        set(low, kOffset, static_cast<int64_t>(c.uleb()) * cie.data_align);
+        continue;
+      case 3:
+        restore(low);
+        continue;
+      default:
+        break;
+    }
+    switch (op) {
+      case 0x00:
+        break;      // nop
+      case 0x01: {  // set_loc
+        uint64_t a = 0;
+        if (!read_encoded(c, cie.fde_enc, base, a)) return false;
+        loc = a;
+        if (loc > target) return true;
+        break;
+      }
+      case 0x02:
+        if (!advance(c.u8())) return true;
+        break;
+      case 0x03:
+        if (!advance(c.get<uint16_t>())) return true;
+        break;
+      case 0x04:
+        if (!advance(c.get<uint32_t>())) return true;
+        break;
+      case 0x05: {
+        uint32_t r = static_cast<uint32_t>(c.uleb());
+        set(r, kOffset, static_cast<int64_t>(c.uleb()) * cie.data_align);
+        break;
+      }
+      case 0x06:
+        restore(static_cast<uint32_t>(c.uleb()));
+        break;
+      case 0x07:
+        set(static_cast<uint32_t>(c.uleb()), kUndef, 0);
+        break;
+      case 0x08:
+        set(static_cast<uint32_t>(c.uleb()), kSame, 0);
+        break;
+      case 0x09: {  // register: value lives in another register we do not track
+        uint32_t r = static_cast<uint32_t>(c.uleb());
+        c.uleb();
+        set(r, kUnsupported, 0);
+        break;
+      }
+      case 0x0a:
+        if (depth == remembered.size()) return false;
+        remembered[depth++] = st;
+        break;
+      case 0x0b:
+        if (depth == 0) return false;
+        st = remembered[--depth];
+        break;
+      case 0x0c:
+        st.cfa_reg = static_cast<uint32_t>(c.uleb());
+        st.cfa_off = static_cast<int64_t>(c.uleb());
+        st.cfa_ok = true;
+        break;
+      case 0x0d:
+        st.cfa_reg = static_cast<uint32_t>(c.uleb());
+        st.cfa_ok = true;
+        break;
+      case 0x0e:
+        st.cfa_off = static_cast<int64_t>(c.uleb());
+        break;
+      case 0x0f: {  // def_cfa_expression
+        uint64_t len = c.uleb();
+        if (c.bad || len > c.left()) return false;
+        uint32_t reg;
+        int64_t off;
+        st.cfa_ok = fold_cfa_expression(Cursor{c.p, c.p + len}, target, reg, off);
+        if (st.cfa_ok) {
+          st.cfa_reg = reg;
+          st.cfa_off = off;
+        }
+        c.skip(len);
+        break;
+      }
+      case 0x10:    // expression
+      case 0x16: {  // val_expression
+        uint32_t r = static_cast<uint32_t>(c.uleb());
+        c.skip(c.uleb());
+        set(r, kUnsupported, 0);
+        break;
+      }
+      case 0x11: {
+        uint32_t r = static_cast<uint32_t>(c.uleb());
+        set(r, kOffset, c.sleb() * cie.data_align);
+        break;
+      }
+      case 0x12:
+        st.cfa_reg = static_cast<uint32_t>(c.uleb());
+        st.cfa_off = c.sleb() * cie.data_align;
+        st.cfa_ok = true;
+        break;
+      case 0x13:
+        st.cfa_off = c.sleb() * cie.data_align;
+        break;
+      case 0x14:
+      case 0x15: {  // val_offset(_sf): value = CFA + off (not an address we can restore from)
+        uint32_t r = static_cast<uint32_t>(c.uleb());
+        if (op == 0x14)
+          c.uleb();
+        else
+          c.sleb();
+        set(r, kUnsupported, 0);
+        break;
+      }
+      case 0x2e:
+        c.uleb();
+        break;      // GNU_args_size
+      case 0x2f: {  // GNU_negative_offset_extended
+        uint32_t r = static_cast<uint32_t>(c.uleb());
+        set(r, kOffset, -static_cast<int64_t>(c.uleb()) * cie.data_align);
+        break;
+      }
+      default:
+        return false;
+    }
+  }
+  return !c.bad;
+}
+
+}  // namespace
+
+Rule rule_from_fde(const Fde& fde, const PtrBase& base, uint64_t addr) {
+  Rule fail;
+  fail.kind = Rule::FramePointer;
+  if (fde.cie.signal) {
+    Rule r;
+    r.kind = Rule::SigReturn;
+    return r;
+  }
+  CfaState st;
+  st.ra = {kUndef, 0};
+  uint64_t loc = 0;
+  if (!run_cfa(fde.cie.insns, fde.cie.insns_end, fde.cie, base, loc, ~uint64_t{0}, st, st)) return fail;
+  CfaState initial = st;
+  loc = fde.pc_begin;
+  if (!run_cfa(fde.insns, fde.insns_end, fde.cie, base, loc, addr, st, initial)) return fail;
+  Rule r;
+  if (st.ra.kind == kUndef) {
+    r.kind = Rule::End;
+    return r;
+  }
+  if (!st.cfa_ok || (st.cfa_reg != kDwRsp && st.cfa_reg != kDwRbp) || st.ra.kind != kOffset) return fail;
+  if (st.cfa_off < INT32_MIN || st.cfa_off > INT32_MAX || st.ra.off < INT16_MIN || st.ra.off > INT16_MAX)
+    return fail;
+  r.kind = Rule::Cfa;
+  r.cfa_is_bp = st.cfa_reg == kDwRbp;
+  r.cfa_off = static_cast<int32_t>(st.cfa_off);
+  r.ra_off = static_cast<int16_t>(st.ra.off);
+  if (st.bp.kind == kOffset && st.bp.off >= INT16_MIN && st.bp.off <= INT16_MAX) {
+    r.bp_saved = 1;
+    r.bp_off = static_cast<int16_t>(st.bp.off);
+  }
+  return r;
+}
+
+}  // namespace fxprof::recorder::unw

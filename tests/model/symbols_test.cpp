@@ -1,0 +1,157 @@
+// Tests of model/symbols.h: which addresses the model asks for (front-end rules: per-process mappings,
+// callers at -1, only what samples use) and how it applies answers (inline chains, unresolved frames made
+// binary-relative, topological stacks, samples remapped).
+#include "model/symbols.h"
+
+#include <catch2/catch.hpp>
+
+namespace m = fxprof::model;
+
+namespace {
+
+// One process with two mappings of "app" (r-x at 0x555555555000, file offset 0x1000) and libc; a second
+// process maps a different binary at the same addresses (exec'd programs reuse them).
+m::Profile make_profile() {
+  m::Profile p;
+  m::Process a;
+  a.pid = 1;
+  a.libs.push_back(
+      {0x555555555000, 0x555555556000, 0x1000, "app", "/tmp/app", "app", "/tmp/app", "AAAA0", "aa"});
+  a.libs.push_back({0x7f0000001000, 0x7f0000009000, 0x1000, "libc.so.6", "/lib/libc.so.6", "libc.so.6",
+                    "/lib/libc.so.6", "CCCC0", "cc"});
+  a.libs.push_back({0x7fff00000000, 0x7fff00001000, 0, "[vdso]", "[vdso]", "", "", "", ""});
+  m::Process b;
+  b.pid = 2;
+  b.libs.push_back(
+      {0x555555555000, 0x555555556000, 0x1000, "other", "/tmp/other", "other", "/tmp/other", "BBBB0", "bb"});
+  p.processes = {a, b};
+  return p;
+}
+
+std::string name_of(const m::Profile& p, m::FrameId f) {
+  const m::Frame& fr = p.frames.get(f);
+  return fr.name == m::kNoString ? std::string() : std::string(p.strings.get(fr.name));
+}
+
+// Frames of a stack, root first.
+std::vector<m::FrameId> path(const m::Profile& p, m::StackId s) {
+  std::vector<m::FrameId> out;
+  for (; s != m::kNoStack; s = p.stacks.prefix(s)) out.insert(out.begin(), p.stacks.frame(s));
+  return out;
+}
+
+const m::SymbolRequest& request_for(const std::vector<m::SymbolRequest>& rs, const m::Profile& p,
+                                    const std::string& name) {
+  for (const auto& r : rs)
+    if (p.binaries[r.binary].name == name) return r;
+  FAIL("no request for " << name);
+  return rs.front();
+}
+
+}  // namespace
+
+TEST_CASE("the model asks per binary for what samples use, callers at -1", "[model]") {
+  m::Profile p = make_profile();
+  // app: main (0x555555555100) calls work (leaf 0x555555555200); libc frame in between.
+  m::FrameId main_f = p.native_frame(0x555555555100), libc_f = p.native_frame(0x7f0000002345),
+             work_f = p.native_frame(0x555555555200), vdso_f = p.native_frame(0x7fff00000010),
+             stray = p.native_frame(0x1234), unused = p.native_frame(0x555555555999);
+  m::FrameId kern = p.kernel_frame(0xffffffff81000000);
+  std::vector<m::FrameId> s1{main_f, libc_f, work_f};
+  std::vector<m::FrameId> s2{main_f, vdso_f, stray, kern};
+  m::StackId leaf1 = p.stacks.intern_path(s1), leaf2 = p.stacks.intern_path(s2);
+  p.stacks.intern_path(std::vector<m::FrameId>{unused});  // interned, never sampled: not asked
+  p.processes[0].threads.push_back({});
+  p.processes[0].threads[0].samples = {{1, leaf1, -1}, {2, leaf2, -1}, {3, leaf1, -1}};
+  // Process 2: the same absolute address as `work`, but it is "other" there; used as a leaf and a caller.
+  m::StackId o_leaf = p.stacks.intern_path(std::vector<m::FrameId>{work_f});
+  m::StackId o_deeper = p.stacks.intern(o_leaf, main_f);
+  p.processes[1].threads.push_back({});
+  p.processes[1].threads[0].samples = {{1, o_leaf, -1}, {2, o_deeper, -1}};
+
+  auto reqs = m::symbol_requests(p);
+  REQUIRE(reqs.size() == 3);  // app, libc, other; [vdso] has no identity; 0x1234 is in no mapping
+  CHECK(request_for(reqs, p, "app").addresses == std::vector<uint64_t>{0x10ff, 0x1200});
+  CHECK(request_for(reqs, p, "libc.so.6").addresses == std::vector<uint64_t>{0x2344});
+  // main is the leaf there (exact), work both a caller (-1) and a leaf.
+  CHECK(request_for(reqs, p, "other").addresses == std::vector<uint64_t>{0x1100, 0x11ff, 0x1200});
+}
+
+TEST_CASE("answers become named frames with inline chains; the rest becomes binary-relative", "[model]") {
+  m::Profile p = make_profile();
+  m::FrameId main_f = p.native_frame(0x555555555100), work_f = p.native_frame(0x555555555200),
+             libc_f = p.native_frame(0x7f0000002345), vdso_f = p.native_frame(0x7fff00000010);
+  m::FrameId label = p.label_frame("(stack truncated)");
+  m::StackId leaf = p.stacks.intern_path(std::vector<m::FrameId>{label, main_f, libc_f, work_f});
+  m::StackId leaf_vdso = p.stacks.intern_path(std::vector<m::FrameId>{label, main_f, vdso_f});
+  p.processes[0].threads.push_back({});
+  p.processes[0].threads[0].samples = {{1, leaf, 500}, {2, leaf_vdso, -1}, {3, m::kNoStack, -1}};
+
+  auto reqs = m::symbol_requests(p);
+  for (auto& r : reqs) {
+    if (p.binaries[r.binary].name != "app") continue;  // libc: no answers (no symbols)
+    REQUIRE(r.addresses == std::vector<uint64_t>{0x10ff, 0x1200});
+    r.answers.push_back({{"main", "/src/app.c", 10}});
+    r.answers.push_back(
+        {{"work", "/src/app.c", 20}, {"helper", "/src/util.h", 5}, {"inner", "/src/util.h", 7}});
+  }
+  m::apply_symbols(p, reqs);
+
+  const auto& samples = p.processes[0].threads[0].samples;
+  CHECK(samples[2].stack == m::kNoStack);
+  CHECK(samples[0].cpu_delta_ns == 500);
+  auto frames = path(p, samples[0].stack);
+  REQUIRE(frames.size() == 6);  // label, main, libc (unresolved), work, helper, inner
+  CHECK(name_of(p, frames[0]) == "(stack truncated)");
+  CHECK(name_of(p, frames[1]) == "main");
+  const m::Frame& mf = p.frames.get(frames[1]);
+  CHECK(p.binaries[mf.binary].name == "app");
+  CHECK(mf.address == 0x1100);  // the frame keeps the return address; the lookup used 0x10ff
+  CHECK(std::string(p.strings.get(mf.file)) == "/src/app.c");
+  CHECK(mf.line == 10);
+  const m::Frame& lf = p.frames.get(frames[2]);
+  CHECK(lf.name == m::kNoString);
+  CHECK(lf.address == 0x2345);  // binary-relative now, the same in every process and run
+  CHECK(p.binaries[lf.binary].name == "libc.so.6");
+  CHECK(name_of(p, frames[3]) == "work");
+  CHECK(name_of(p, frames[4]) == "helper");
+  CHECK(name_of(p, frames[5]) == "inner");
+  CHECK(p.frames.get(frames[3]).inline_depth == 0);
+  CHECK(p.frames.get(frames[4]).inline_depth == 1);
+  CHECK(p.frames.get(frames[5]).inline_depth == 2);
+  CHECK(p.frames.get(frames[5]).line == 7);
+  // The [vdso] frame has a mapping but no identity: binary-relative, unnamed.
+  auto v = path(p, samples[1].stack);
+  REQUIRE(v.size() == 3);
+  CHECK(p.frames.get(v[2]).address == 0x10);
+  // Topological order and no stacks the samples do not use.
+  for (m::StackId s = 0; s < p.stacks.size(); ++s) {
+    if (p.stacks.prefix(s) != m::kNoStack) CHECK(p.stacks.prefix(s) < s);
+  }
+  CHECK(p.stacks.size() == 7);  // 6 on the first path, 1 more for [vdso] (label and main are shared)
+  // Named frames are not asked again; what stayed unresolved is (another symbol dir may have it).
+  auto again = m::symbol_requests(p);
+  REQUIRE(again.size() == 1);
+  CHECK(p.binaries[again[0].binary].name == "libc.so.6");
+  CHECK(again[0].addresses == std::vector<uint64_t>{0x2344});
+}
+
+TEST_CASE("a frame sampled as a leaf and used as a caller gets both answers", "[model]") {
+  m::Profile p = make_profile();
+  m::FrameId f = p.native_frame(0x555555555100), g = p.native_frame(0x555555555200);
+  m::StackId as_leaf = p.stacks.intern_path(std::vector<m::FrameId>{f});
+  m::StackId deeper = p.stacks.intern(as_leaf, g);
+  p.processes[0].threads.push_back({});
+  p.processes[0].threads[0].samples = {{1, as_leaf, -1}, {2, deeper, -1}};
+  auto reqs = m::symbol_requests(p);
+  REQUIRE(reqs.size() == 1);
+  REQUIRE(reqs[0].addresses == std::vector<uint64_t>{0x10ff, 0x1100, 0x1200});
+  reqs[0].answers = {{{"before", "", 0}}, {{"at", "", 0}}, {{"leaf", "", 0}}};
+  m::apply_symbols(p, reqs);
+  const auto& s = p.processes[0].threads[0].samples;
+  CHECK(name_of(p, p.stacks.frame(s[0].stack)) == "at");
+  auto d = path(p, s[1].stack);
+  REQUIRE(d.size() == 2);
+  CHECK(name_of(p, d[0]) == "before");
+  CHECK(name_of(p, d[1]) == "leaf");
+}

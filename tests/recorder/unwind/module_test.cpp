@@ -1,0 +1,79 @@
+// Binaries as the unwinder sees them: real test programs' .eh_frame_hdr tables, .debug_frame in the binary
+// and in a separate debug file (found by .gnu_debuglink), our own vDSO, and files that are not ELF.
+#include "recorder/unwind/module.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "tests/recorder/unwind/capture.h"
+
+using namespace fxprof::recorder::unw;
+using fxprof::unwind_test::Symbolizer;
+
+namespace {
+const std::string kDir = FXPROF_TEST_PROGRAMS_DIR;
+}
+
+TEST_CASE("module: .eh_frame_hdr's table finds the FDE of every function of a program", "[unwind][module]") {
+  Module m;
+  open_module(m, kDir + "/unw_prog");
+  REQUIRE(m.ok);
+  CHECK(!m.loads.empty());
+  CHECK(m.table != nullptr);  // searched in place
+  CHECK(m.table_count > 10);
+  CHECK(m.build_id.size() == 40);
+  for (const char* fn : {"main", "recurse", "recurse_leaf", "compare_slow", "sig_victim"}) {
+    auto range = Symbolizer::symbol_range(kDir + "/unw_prog", fn);
+    REQUIRE(range.ok());
+    INFO(fn);
+    Fde f;
+    for (uint64_t a : {range->first, (range->first + range->second) / 2, range->second - 1}) {
+      REQUIRE(find_eh_fde(m, a, f));
+      CHECK(f.pc_begin <= range->first);
+      CHECK(f.pc_end >= range->second);
+    }
+    fxprof::recorder::UnwindStats stats;
+    CHECK(compute_rule(m, range->first, range->first, stats).kind == Rule::Cfa);
+  }
+}
+
+TEST_CASE("module: .debug_frame from the binary and from its separate debug file", "[unwind][module]") {
+  for (const char* prog : {"unw_dbgframe", "unw_split"}) {
+    INFO(prog);
+    Module m;
+    open_module(m, kDir + "/" + prog);
+    REQUIRE(m.ok);
+    auto range = Symbolizer::symbol_range(
+        std::string(prog) == "unw_split" ? kDir + "/unw_split.debug" : kDir + "/" + prog, "nocfi_leaf");
+    REQUIRE(range.ok());
+    Fde f;
+    CHECK(!find_eh_fde(m, range->first, f));  // built without unwind tables
+    CHECK(!m.debug_tried);                    // nothing loaded until needed
+    REQUIRE(find_debug_fde(m, range->first + 1, f));
+    CHECK(m.debug_tried);
+    CHECK(f.pc_begin == range->first);
+    fxprof::recorder::UnwindStats stats;
+    CHECK(compute_rule(m, range->first, range->first, stats).kind == Rule::Cfa);
+    CHECK(stats.debug_frame_rules == 1);
+  }
+  Module fp;
+  open_module(fp, kDir + "/unw_fp");  // no CFI at all for its own code: frame pointers
+  REQUIRE(fp.ok);
+  auto leaf = Symbolizer::symbol_range(kDir + "/unw_fp", "nocfi_leaf");
+  REQUIRE(leaf.ok());
+  fxprof::recorder::UnwindStats stats;
+  CHECK(compute_rule(fp, leaf->first + 4, leaf->first + 4, stats).kind == Rule::FramePointer);
+}
+
+TEST_CASE("module: our own vDSO; files that are not ELF or do not exist", "[unwind][module]") {
+  Module v;
+  open_module(v, "[vdso]");
+  CHECK(v.ok);
+  CHECK(!v.loads.empty());
+  Module none;
+  open_module(none, "/nonexistent/lib.so");
+  CHECK(!none.ok);
+  Module text;
+  open_module(text, std::string(FXPROF_TEST_PROGRAMS_DIR) + "/../../CTestTestfile.cmake");
+  CHECK(!text.ok);
+}
