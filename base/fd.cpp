@@ -91,10 +91,10 @@ Result<AtomicFile> AtomicFile::create(const std::string& path) {
   UniqueFd fd(::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600));
   if (fd.valid()) return AtomicFile(std::move(fd), std::string(), path);
   if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
-    return Err("cannot write " + path + ": " + errno_text(errno));
+    return Err("cannot create " + path + ": " + errno_text(errno));
   std::string temp = temp_name(path);
   fd.reset(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-  if (!fd.valid()) return Err("cannot write " + path + ": " + errno_text(errno));
+  if (!fd.valid()) return Err("cannot create " + path + ": " + errno_text(errno));
   return AtomicFile(std::move(fd), std::move(temp), path);
 }
 

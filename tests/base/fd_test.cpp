@@ -100,5 +100,5 @@ TEST_CASE("AtomicFile: 0600, nothing on disk before commit, nothing left by a ki
 TEST_CASE("AtomicFile::create fails at once, naming the file, where it cannot write") {
   auto f = AtomicFile::create("/nonexistent-folder/profile.json");
   REQUIRE_FALSE(f);
-  CHECK(f.error() == "cannot write /nonexistent-folder/profile.json: No such file or directory");
+  CHECK(f.error() == "cannot create /nonexistent-folder/profile.json: No such file or directory");
 }

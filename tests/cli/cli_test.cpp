@@ -56,7 +56,7 @@ TEST_CASE("an unwritable output is an error before the program is launched") {
   auto r = run({fxprof_bin(), "record", "--save-only", "-o", "/nonexistent-dir/p.json.gz", "--", "sh", "-c",
                 "touch " + marker});
   CHECK(r.status == 1);
-  CHECK(r.err == "fxprof: cannot write /nonexistent-dir/p.json.gz: No such file or directory\n");
+  CHECK(r.err == "fxprof: cannot create /nonexistent-dir/p.json.gz: No such file or directory\n");
   CHECK(::access(marker.c_str(), F_OK) != 0);  // the program never ran
 }
 

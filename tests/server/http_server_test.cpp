@@ -325,7 +325,7 @@ TEST_CASE("a binary overwritten in place while served does not kill the server o
   CHECK_THAT(read_response(fd.get()), Catch::StartsWith("HTTP/1.1 200"));
 }
 
-TEST_CASE("--address 0.0.0.0 prints a reachable address and warns about exposure", "[server][cli]") {
+TEST_CASE("serving on 0.0.0.0 prints a reachable address and warns about exposure", "[server][cli]") {
   TempDir dir;
   write_text(dir.file("p.json"),
              R"({"meta":{"version":36,"interval":1,"startTime":0,"product":"x","categories":[]},)"
