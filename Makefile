@@ -5,7 +5,11 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 DEPS       := g++ cmake ninja-build pkg-config libbpf-dev libsimdjson-dev zlib1g-dev libcpp-httplib-dev catch2 \
               libdw-dev libelf-dev libdebuginfod-dev libcapstone-dev liblzma-dev
-TEST_DEPS  := linux-perf elfutils binutils llvm
+# The tests use every tool they need, none is optional (a missing one fails the suite, never skips a test):
+# perf for the unwinder's cross-check, lld for lld-linked binaries, rustc for Rust programs (rustup's in
+# ~/.cargo/bin is preferred when present), nodejs for JIT-named frames and profiler-cli, libc6-dbg for
+# libc's debug info.
+TEST_DEPS  := linux-perf elfutils binutils llvm libc6-dbg lld rustc nodejs
 PCLI_DIR   := tests/.profiler-cli
 
 .PHONY: all deps test-deps build demo test test-release test-asan bench format clean

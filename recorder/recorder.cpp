@@ -444,9 +444,14 @@ Result<Recording> Session::run() {
         if (launch) {
           int st = 0;
           pid_t r;
-          while ((r = waitpid(pids[i], &st, 0)) < 0 && errno == EINTR) {
+          rusage ru{};
+          while ((r = wait4(pids[i], &st, 0, &ru)) < 0 && errno == EINTR) {
           }
-          if (r == pids[i]) rec_.exit_status = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+          if (r == pids[i]) {
+            rec_.exit_status = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+            rec_.stats.program_cpu_ms = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+                                        static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+          }
           child_exited = true;
         }
       }

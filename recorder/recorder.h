@@ -79,6 +79,8 @@ struct Stats {
   double frequency_hz = 0;      // the rate actually used (lowered to perf_event_max_sample_rate if needed)
   double finish_ms = 0;         // from the program's exit (or the end) to the profile being built
   double reader_cpu_ms = 0;     // CPU time of the thread that called record() (reading, unwinding, building)
+  double program_cpu_ms = -1;   // launch mode: the program's CPU time (user + system, with the children it
+                                // waited for), from wait4; -1 when unknown (attach mode, --duration)
 };
 
 struct Recording {

@@ -7,16 +7,18 @@ namespace fxprof::recorder::unw {
 
 namespace {
 
-enum RegKind : uint8_t { kSame, kUndef, kOffset, kUnsupported };
+enum RegKind : uint8_t { kSame, kUndef, kOffset, kValOffset, kRegister, kExpr, kValExpr, kUnsupported };
 struct RegRule {
   RegKind kind = kSame;
+  uint8_t reg = 0;  // kRegister: the source; kExpr/kValExpr: the base (DWARF numbers)
   int64_t off = 0;
 };
+constexpr uint32_t kColumns = 17;  // DWARF registers 0-16: the general registers and the return address
 struct CfaState {
   uint32_t cfa_reg = kDwRsp;
   int64_t cfa_off = 8;
   bool cfa_ok = true;
-  RegRule ra, bp;
+  std::array<RegRule, kColumns> regs;
 };
 
 // DWARF expression folded at rule time: values are "register + constant" or constants (RIP = the address).
@@ -43,7 +45,7 @@ bool fold_cfa_expression(Cursor c, uint64_t addr, uint32_t& reg, int64_t& off) {
       int64_t o = c.sleb();
       if (r == kDwRip) {
         if (!push({-1, static_cast<int64_t>(addr) + o})) return false;
-      } else if (r == kDwRsp || r == kDwRbp) {
+      } else if (reg_from_dwarf(r) != kRegCount) {
         if (!push({static_cast<int>(r), o})) return false;
       } else {
         return false;
@@ -153,17 +155,23 @@ bool run_cfa(const uint8_t* p, const uint8_t* end, const Cie& cie, const PtrBase
   std::array<CfaState, 8> remembered;
   size_t depth = 0;
   Cursor c{p, end};
-  auto reg_rule = [&](uint32_t r) -> RegRule* {
-    if (r == cie.ra_reg) return &st.ra;
-    if (r == kDwRbp) return &st.bp;
-    return nullptr;
+  auto set = [&](uint64_t r, RegKind k, int64_t off, uint32_t src = 0) {
+    if (r < kColumns) st.regs[r] = {k, static_cast<uint8_t>(src), off};
   };
-  auto set = [&](uint32_t r, RegKind k, int64_t off) {
-    if (RegRule* rr = reg_rule(r)) *rr = {k, off};
+  auto restore = [&](uint64_t r) {
+    if (r < kColumns) st.regs[r] = initial.regs[r];
   };
-  auto restore = [&](uint32_t r) {
-    if (r == cie.ra_reg) st.ra = initial.ra;
-    if (r == kDwRbp) st.bp = initial.bp;
+  // DW_CFA_expression / val_expression: kept when it folds to "register + constant".
+  auto expr = [&](uint64_t r, RegKind k, uint64_t len) {
+    if (c.bad || len > c.left()) return false;
+    uint32_t base_reg;
+    int64_t off;
+    if (fold_cfa_expression(Cursor{c.p, c.p + len}, target, base_reg, off))
+      set(r, k, off, base_reg);
+    else
+      set(r, kUnsupported, 0);
+    c.skip(len);
+    return true;
   };
   auto advance = [&](uint64_t delta) {
     loc += delta * cie.code_align;
@@ -205,23 +213,26 @@ bool run_cfa(const uint8_t* p, const uint8_t* end, const Cie& cie, const PtrBase
         if (!advance(c.get<uint32_t>())) return true;
         break;
       case 0x05: {
-        uint32_t r = static_cast<uint32_t>(c.uleb());
+        uint64_t r = c.uleb();
         set(r, kOffset, static_cast<int64_t>(c.uleb()) * cie.data_align);
         break;
       }
       case 0x06:
-        restore(static_cast<uint32_t>(c.uleb()));
+        restore(c.uleb());
         break;
       case 0x07:
-        set(static_cast<uint32_t>(c.uleb()), kUndef, 0);
+        set(c.uleb(), kUndef, 0);
         break;
       case 0x08:
-        set(static_cast<uint32_t>(c.uleb()), kSame, 0);
+        set(c.uleb(), kSame, 0);
         break;
-      case 0x09: {  // register: value lives in another register we do not track
-        uint32_t r = static_cast<uint32_t>(c.uleb());
-        c.uleb();
-        set(r, kUnsupported, 0);
+      case 0x09: {  // register: the value lives in another register
+        uint64_t r = c.uleb();
+        uint64_t src = c.uleb();
+        if (src < kColumns)
+          set(r, kRegister, 0, static_cast<uint32_t>(src));
+        else
+          set(r, kUnsupported, 0);
         break;
       }
       case 0x0a:
@@ -257,15 +268,18 @@ bool run_cfa(const uint8_t* p, const uint8_t* end, const Cie& cie, const PtrBase
         c.skip(len);
         break;
       }
-      case 0x10:    // expression
-      case 0x16: {  // val_expression
-        uint32_t r = static_cast<uint32_t>(c.uleb());
-        c.skip(c.uleb());
-        set(r, kUnsupported, 0);
+      case 0x10: {  // expression: saved at the folded address
+        uint64_t r = c.uleb();
+        if (!expr(r, kExpr, c.uleb())) return false;
+        break;
+      }
+      case 0x16: {  // val_expression: the folded value itself
+        uint64_t r = c.uleb();
+        if (!expr(r, kValExpr, c.uleb())) return false;
         break;
       }
       case 0x11: {
-        uint32_t r = static_cast<uint32_t>(c.uleb());
+        uint64_t r = c.uleb();
         set(r, kOffset, c.sleb() * cie.data_align);
         break;
       }
@@ -277,21 +291,21 @@ bool run_cfa(const uint8_t* p, const uint8_t* end, const Cie& cie, const PtrBase
       case 0x13:
         st.cfa_off = c.sleb() * cie.data_align;
         break;
-      case 0x14:
-      case 0x15: {  // val_offset(_sf): value = CFA + off (not an address we can restore from)
-        uint32_t r = static_cast<uint32_t>(c.uleb());
-        if (op == 0x14)
-          c.uleb();
-        else
-          c.sleb();
-        set(r, kUnsupported, 0);
+      case 0x14: {  // val_offset: value = CFA + off
+        uint64_t r = c.uleb();
+        set(r, kValOffset, static_cast<int64_t>(c.uleb()) * cie.data_align);
+        break;
+      }
+      case 0x15: {  // val_offset_sf
+        uint64_t r = c.uleb();
+        set(r, kValOffset, c.sleb() * cie.data_align);
         break;
       }
       case 0x2e:
         c.uleb();
         break;      // GNU_args_size
       case 0x2f: {  // GNU_negative_offset_extended
-        uint32_t r = static_cast<uint32_t>(c.uleb());
+        uint64_t r = c.uleb();
         set(r, kOffset, -static_cast<int64_t>(c.uleb()) * cie.data_align);
         break;
       }
@@ -304,6 +318,29 @@ bool run_cfa(const uint8_t* p, const uint8_t* end, const Cie& cie, const PtrBase
 
 }  // namespace
 
+Reg reg_from_dwarf(uint64_t dw) {
+  switch (dw) {
+    case kDwRbx:
+      return kBx;
+    case kDwRbp:
+      return kBp;
+    case kDwRsp:
+      return kSp;
+    case 12:
+      return kR12;
+    case 13:
+      return kR13;
+    case 14:
+      return kR14;
+    case 15:
+      return kR15;
+    case kDwRip:
+      return kIp;
+    default:
+      return kRegCount;
+  }
+}
+
 Rule rule_from_fde(const Fde& fde, const PtrBase& base, uint64_t addr) {
   Rule fail;
   fail.kind = Rule::FramePointer;
@@ -312,28 +349,54 @@ Rule rule_from_fde(const Fde& fde, const PtrBase& base, uint64_t addr) {
     r.kind = Rule::SigReturn;
     return r;
   }
+  if (fde.cie.ra_reg >= kColumns) return fail;
   CfaState st;
-  st.ra = {kUndef, 0};
+  st.regs[fde.cie.ra_reg] = {kUndef, 0, 0};
   uint64_t loc = 0;
   if (!run_cfa(fde.cie.insns, fde.cie.insns_end, fde.cie, base, loc, ~uint64_t{0}, st, st)) return fail;
   CfaState initial = st;
   loc = fde.pc_begin;
   if (!run_cfa(fde.insns, fde.insns_end, fde.cie, base, loc, addr, st, initial)) return fail;
   Rule r;
-  if (st.ra.kind == kUndef) {
+  const RegRule& ra = st.regs[fde.cie.ra_reg];
+  if (ra.kind == kUndef) {
     r.kind = Rule::End;
     return r;
   }
-  if (!st.cfa_ok || (st.cfa_reg != kDwRsp && st.cfa_reg != kDwRbp) || st.ra.kind != kOffset) return fail;
-  if (st.cfa_off < INT32_MIN || st.cfa_off > INT32_MAX || st.ra.off < INT16_MIN || st.ra.off > INT16_MAX)
+  const Reg cfa_reg = reg_from_dwarf(st.cfa_reg);
+  if (!st.cfa_ok || cfa_reg == kRegCount || cfa_reg == kIp) return fail;
+  // An expression based on the CFA's own register is an offset from the CFA.
+  auto cfa_relative = [&](const RegRule& rr, int64_t& off) {
+    if (rr.kind == kOffset || rr.kind == kValOffset) {
+      off = rr.off;
+      return true;
+    }
+    if ((rr.kind == kExpr || rr.kind == kValExpr) && rr.reg == st.cfa_reg) {
+      off = rr.off - st.cfa_off;
+      return true;
+    }
+    return false;
+  };
+  auto fits16 = [](int64_t v) { return v >= INT16_MIN && v <= INT16_MAX; };
+  int64_t ra_off = 0;
+  if (ra.kind == kValOffset || ra.kind == kValExpr || !cfa_relative(ra, ra_off) || !fits16(ra_off))
     return fail;
+  if (st.cfa_off < INT32_MIN || st.cfa_off > INT32_MAX) return fail;
   r.kind = Rule::Cfa;
-  r.cfa_is_bp = st.cfa_reg == kDwRbp;
+  r.cfa_reg = cfa_reg;
   r.cfa_off = static_cast<int32_t>(st.cfa_off);
-  r.ra_off = static_cast<int16_t>(st.ra.off);
-  if (st.bp.kind == kOffset && st.bp.off >= INT16_MIN && st.bp.off <= INT16_MAX) {
-    r.bp_saved = 1;
-    r.bp_off = static_cast<int16_t>(st.bp.off);
+  r.ra_off = static_cast<int16_t>(ra_off);
+  static constexpr uint32_t kDwSaved[6] = {kDwRbx, kDwRbp, 12, 13, 14, 15};
+  for (size_t i = 0; i < 6; ++i) {
+    const RegRule& rr = st.regs[kDwSaved[i]];
+    int64_t off = 0;
+    if (rr.kind == kRegister) {
+      Reg src = reg_from_dwarf(rr.reg);
+      if (src != kRegCount && src != kIp) r.set(i, Rule::FromReg, static_cast<int16_t>(src));
+    } else if (cfa_relative(rr, off) && fits16(off)) {
+      bool val = rr.kind == kValOffset || rr.kind == kValExpr;
+      r.set(i, val ? Rule::ValCfa : Rule::AtCfa, static_cast<int16_t>(off));
+    }
   }
   return r;
 }

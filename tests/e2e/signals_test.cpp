@@ -34,9 +34,10 @@ std::vector<std::string> record_argv(const std::string& out) {
 TEST_CASE("Ctrl+C reaches the program, and fxprof writes what it has and exits as the program did", "[e2e]") {
   TempDir dir;
   std::string out = dir.file("ctrl-c.json.gz");
-  Background fx(record_argv(out));
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));
-  ::kill(-fx.pid(), SIGINT);  // what a terminal does: the whole foreground process group
+  CpuLog cpu;
+  Background fx(record_argv(out), {.env = {{CpuLog::kVariable, cpu.path()}}});
+  REQUIRE(cpu.wait_for("ready"));  // the program runs, sampled, 100 ms of CPU into its work
+  ::kill(-fx.pid(), SIGINT);       // what a terminal does: the whole foreground process group
   int status = fx.stop(0);
   INFO(fx.err());
   CHECK(status == 128 + SIGINT);
@@ -46,16 +47,18 @@ TEST_CASE("Ctrl+C reaches the program, and fxprof writes what it has and exits a
   auto threads = summarize(text);
   const ThreadSummary* t = find_thread(threads, "GeckoMain");
   REQUIRE(t != nullptr);
-  CHECK(t->samples >= 100);
+  CHECK_SAMPLES(t->samples, cpu.ms("main"), 1000);
   CHECK(list_dir(dir.path()) == std::vector<std::string>{"ctrl-c.json.gz"});
 }
 
 TEST_CASE("a second Ctrl+C while the profile is written leaves no partial file", "[e2e]") {
   TempDir dir;
   std::string out = dir.file("twice.json.gz");
-  Background fx(record_argv(out));
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  CpuLog cpu;
+  Background fx(record_argv(out), {.env = {{CpuLog::kVariable, cpu.path()}}});
+  REQUIRE(cpu.wait_for("ready"));
   ::kill(-fx.pid(), SIGINT);
+  // Second Ctrl+Cs spread over the next 40 ms, while fxprof writes the profile.
   for (int i = 0; i < 20; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
     ::kill(fx.pid(), SIGINT);
@@ -76,11 +79,13 @@ TEST_CASE("a rate above perf_event_max_sample_rate is lowered with one notice", 
   // process dies (a sanitizer abort skips destructors).
   TempDir dir;
   std::string out = dir.file("clamped.json");
+  CpuLog cpu;
   const std::string script =
       "knob=/proc/sys/kernel/perf_event_max_sample_rate; orig=$(cat $knob); trap 'echo $orig > $knob' EXIT; "
       "echo 400 > $knob && \"$@\"";
   auto r = run({"sh", "-c", script, "sh", fxprof_bin(), "record", "--save-only", "--no-symbolicate", "-F",
-                "1000", "-o", out, "--", test_program("e2e_threads")});
+                "1000", "-o", out, "--", test_program("e2e_threads")},
+               {.env = {{CpuLog::kVariable, cpu.path()}}});
   INFO(r.err);
   REQUIRE(r.status == 0);
   CHECK(r.err.find("fxprof: sampling at 400 Hz, the kernel's limit (kernel.perf_event_max_sample_rate), "
@@ -89,6 +94,5 @@ TEST_CASE("a rate above perf_event_max_sample_rate is lowered with one notice", 
   const ThreadSummary* t = find_thread(threads, "GeckoMain");
   REQUIRE(t != nullptr);
   // 300 ms of CPU at 400 Hz: about 120 samples, not 300.
-  CHECK(t->samples >= 50);
-  CHECK(t->samples <= 200);
+  CHECK_SAMPLES(t->samples, cpu.ms("main"), 400);
 }

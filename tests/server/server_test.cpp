@@ -644,10 +644,8 @@ TEST_CASE("fxprof symbolicate writes a self-contained profile that loads with na
   auto bad = run({fxprof_bin(), "symbolicate", dir.file("missing.json"), "-o", dir.file("x.json")});
   CHECK(bad.status != 0);
   CHECK_FALSE(std::filesystem::exists(dir.file("x.json")));
-  if (!have_profiler_cli()) {
-    WARN("profiler-cli is not installed (make test-deps): skipping its part");
-    return;
-  }
+  INFO("profiler-cli comes with `make test-deps`");
+  REQUIRE(have_profiler_cli());
   ProfilerCli pcli;
   auto load = pcli.load(dir.file("shared.json.gz"));
   REQUIRE(load.status == 0);
@@ -661,10 +659,8 @@ TEST_CASE("fxprof symbolicate writes a self-contained profile that loads with na
 
 TEST_CASE("fxprof load serves to profiler-cli, which symbolicates through our server",
           "[server][profiler-cli]") {
-  if (!have_profiler_cli()) {
-    WARN("profiler-cli is not installed (make test-deps): skipping");
-    return;
-  }
+  INFO("profiler-cli comes with `make test-deps`");
+  REQUIRE(have_profiler_cli());
   TempDir dir;
   write_text(dir.file("p.json.gz"), gzip(demo_profile()));
   LoadProcess load({"--no-open", "-P", "0", dir.file("p.json.gz")});
@@ -705,10 +701,8 @@ TEST_CASE("fxprof load serves to profiler-cli, which symbolicates through our se
 }
 
 TEST_CASE("profiler-cli --with-samply runs fxprof as its samply", "[server][profiler-cli]") {
-  if (!have_profiler_cli()) {
-    WARN("profiler-cli is not installed (make test-deps): skipping");
-    return;
-  }
+  INFO("profiler-cli comes with `make test-deps`");
+  REQUIRE(have_profiler_cli());
   TempDir dir;
   write_text(dir.file("p.json"), demo_profile());
   ProfilerCli pcli;
@@ -745,10 +739,8 @@ TEST_CASE("fxprof load opens $BROWSER when there is a display, and SIGTERM stops
 
 TEST_CASE("a recorded profile: served by fxprof load and baked by fxprof symbolicate",
           "[server][profiler-cli]") {
-  if (!have_profiler_cli()) {
-    WARN("profiler-cli is not installed (make test-deps): skipping");
-    return;
-  }
+  INFO("profiler-cli comes with `make test-deps`");
+  REQUIRE(have_profiler_cli());
   TempDir dir;
   std::string raw = dir.file("raw.json.gz");
   auto rec =

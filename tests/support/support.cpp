@@ -1,8 +1,10 @@
 #include "tests/support/support.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -332,6 +334,76 @@ bool ProfilerCli::select_thread(const std::string& name) {
     }
   }
   return false;
+}
+
+CpuLog::CpuLog() : path_(dir_.file("cpu.log")) {
+  UniqueFd fd(::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666));
+  if (!fd.valid()) throw std::runtime_error("cannot create " + path_);
+  ::fchmod(fd.get(), 0666);
+}
+
+std::string CpuLog::text() const {
+  auto t = read_file(path_);
+  return t ? *t : std::string();
+}
+
+double CpuLog::ms(const std::string& label) const {
+  double total = 0;
+  std::string t = text();
+  size_t pos = 0;
+  while (pos < t.size()) {
+    size_t nl = t.find('\n', pos);
+    if (nl == std::string::npos) break;  // a line being written
+    std::string line = t.substr(pos, nl - pos);
+    pos = nl + 1;
+    size_t sp = line.rfind(' ');
+    if (sp != std::string::npos && line.compare(0, sp, label) == 0 && sp == label.size())
+      total += std::strtod(line.c_str() + sp + 1, nullptr);
+  }
+  return total;
+}
+
+size_t CpuLog::count(const std::string& label) const {
+  size_t n = 0;
+  std::string t = text(), prefix = label + " ";
+  for (size_t pos = 0; pos < t.size();) {
+    size_t nl = t.find('\n', pos);
+    if (nl == std::string::npos) break;
+    if (t.compare(pos, prefix.size(), prefix) == 0) ++n;
+    pos = nl + 1;
+  }
+  return n;
+}
+
+bool CpuLog::wait_for(const std::string& label, size_t times, std::chrono::seconds timeout) const {
+  // inotify wakes us when the file is written; the bounded poll is only a backstop.
+  UniqueFd in(::inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+  if (in.valid()) ::inotify_add_watch(in.get(), path_.c_str(), IN_MODIFY | IN_CLOSE_WRITE);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (count(label) < times) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    pollfd p{in.get(), POLLIN, 0};
+    if (::poll(&p, in.valid() ? 1 : 0, 200) > 0) {
+      char buf[4096];
+      while (::read(in.get(), buf, sizeof buf) > 0) {
+      }
+    }
+  }
+  return true;
+}
+
+double process_cpu_ms(pid_t pid) {
+  double ns = 0;
+  std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+      auto s = read_file(dir + "/" + e->d_name + "/schedstat");  // "on-cpu-ns wait-ns timeslices"
+      if (s) ns += std::strtod(s->c_str(), nullptr);
+    }
+    ::closedir(d);
+  }
+  return ns / 1e6;
 }
 
 std::string url_decode(std::string_view s) {

@@ -124,7 +124,44 @@ class FxprofServer {
   std::string url_, symbol_server_;
 };
 
+// The CPU time the test programs log (tests/programs/cpu_log.h): put env() into the program's environment,
+// then expect samples = logged CPU time x frequency (CHECK_SAMPLES). The file is created world-writable, so a
+// program run as another user can log too.
+class CpuLog {
+ public:
+  CpuLog();
+  static constexpr const char* kVariable = "FXPROF_TEST_CPU_LOG";
+  const std::string& path() const { return path_; }
+  // CPU milliseconds logged under `label`, summed over its entries (0 when none).
+  double ms(const std::string& label) const;
+  size_t count(const std::string& label) const;
+  // Waits until `label` has been logged `times` times (programs saying they are ready); false on timeout.
+  bool wait_for(const std::string& label, size_t times = 1,
+                std::chrono::seconds timeout = std::chrono::seconds(60)) const;
+  std::string text() const;  // the whole log, for INFO
+
+ private:
+  TempDir dir_;
+  std::string path_;
+};
+
+// CPU time of a running process, all its threads (from /proc/PID/task/*/schedstat), in milliseconds.
+double process_cpu_ms(pid_t pid);
+
 // Percent-decoding of a URL component.
 std::string url_decode(std::string_view s);
 
 }  // namespace fxprof::test
+
+// What a sample count must be: CPU time x frequency, within +-25% (the cpu-clock event samples CPU time, so
+// this holds on a loaded machine too; a floor would let a recorder that loses most samples pass).
+#define CHECK_SAMPLES(samples, cpu_ms, hz)                                                                   \
+  do {                                                                                                       \
+    const double fxprof_expected_ = (cpu_ms) * (hz) / 1000.0;                                                \
+    const double fxprof_got_ = static_cast<double>(samples);                                                 \
+    INFO("samples " << fxprof_got_ << ", expected " << fxprof_expected_ << " (" << (cpu_ms) << " ms CPU at " \
+                    << (hz) << " Hz) +-25%");                                                                \
+    CHECK(fxprof_expected_ > 0);                                                                             \
+    CHECK(fxprof_got_ >= 0.75 * fxprof_expected_);                                                           \
+    CHECK(fxprof_got_ <= 1.25 * fxprof_expected_);                                                           \
+  } while (0)

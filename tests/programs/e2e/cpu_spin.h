@@ -3,6 +3,8 @@
 #pragma once
 #include <time.h>
 
+#include "../cpu_log.h"
+
 inline volatile unsigned long cpu_spin_sink;
 
 __attribute__((noinline)) inline void spin_cpu_ms(long ms) {

@@ -16,6 +16,7 @@ __attribute__((noinline)) void busy_before_exit() {
 
 int main(int argc, char** argv) {
   busy_before_exit();
+  cpu_log("main");
   if (argc < 2) return 0;
   if (!std::strcmp(argv[1], "exit") && argc > 2) std::exit(std::atoi(argv[2]));
   if (!std::strcmp(argv[1], "segv")) return *null_ptr;

@@ -1,4 +1,5 @@
-// Two named worker threads and a busy main thread, 300 ms of CPU each, with distinctive function names.
+// Two named worker threads and a busy main thread, 300 ms of CPU each, with distinctive function names; each
+// thread logs its CPU time (cpu_log.h).
 #include <pthread.h>
 
 #include <cstdio>
@@ -26,12 +27,15 @@ int main() {
   std::thread a([] {
     pthread_setname_np(pthread_self(), "e2e-alpha");
     alpha_spin();
+    cpu_log("e2e-alpha");
   });
   std::thread b([] {
     pthread_setname_np(pthread_self(), "e2e-beta");
     beta_spin();
+    cpu_log("e2e-beta");
   });
   main_spin();
+  cpu_log("main");
   a.join();
   b.join();
   std::puts("threads done");

@@ -6,6 +6,8 @@
 //   exec      spin MS ms, then exec itself as `rec_busy spin MS`
 //   deep      spin MS ms at the bottom of a 200-deep recursion (~120 KiB of stack)
 //   sleep     sleep MS ms (SIGTERM/SIGINT end it with the default action)
+// Each spinning thread logs its CPU time as "main" or "spinner-N" when done (cpu_log.h); in spin mode the
+// main thread logs "ready" once the workers exist and it has spun 50 ms (attach tests wait for it).
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -20,6 +22,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "../cpu_log.h"
 
 namespace {
 
@@ -76,16 +80,19 @@ int main(int argc, char** argv) {
   int threads = argc > 3 ? std::atoi(argv[3]) : 1;
   if (mode == "syscalls") {
     rec_syscall_loop(ms);
+    cpu_log("main");
     return 0;
   }
   if (mode == "exec") {  // spin, then become `rec_busy spin MS` (same pid, new image)
     rec_busy_spin(ms);
+    cpu_log("before-exec");
     std::string arg = std::to_string(ms);
     execl("/proc/self/exe", "rec_busy", "spin", arg.c_str(), static_cast<char*>(nullptr));
     return 127;
   }
   if (mode == "deep") {
     g_sink = rec_deep_recurse(200, ms);
+    cpu_log("main");
     return 0;
   }
   if (mode == "sleep") {
@@ -98,8 +105,16 @@ int main(int argc, char** argv) {
       std::string name = "spinner-" + std::to_string(t);
       pthread_setname_np(pthread_self(), name.c_str());
       rec_busy_spin(ms);
+      cpu_log(name.c_str());
     });
-  rec_busy_spin(ms);
+  if (ms > 50) {
+    rec_busy_spin(50);
+    cpu_log("ready");
+    rec_busy_spin(ms - 50);
+  } else {
+    rec_busy_spin(ms);
+  }
+  cpu_log("main");
   for (auto& w : workers) w.join();
   if (mode == "exit3") std::exit(3);
   if (mode == "segv") {

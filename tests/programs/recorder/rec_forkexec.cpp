@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "../cpu_log.h"
+
 extern char** environ;
 
 namespace {
@@ -56,6 +58,7 @@ int main(int argc, char** argv) {
   pid_t worker = fork();
   if (worker == 0) {
     rec_fork_child_work();
+    cpu_log("worker");
     _exit(0);
   }
   void* h = dlopen(argv[1], RTLD_NOW);

@@ -96,9 +96,11 @@ void parse(const std::vector<uint8_t>& rec, Capture& cap, uint64_t seq_time_fall
       uint64_t abi = at<uint64_t>(rec, off);
       off += 8;
       if (abi != 0) {
-        uint64_t vals[3] = {at<uint64_t>(rec, off), at<uint64_t>(rec, off + 8), at<uint64_t>(rec, off + 16)};
-        r.regs = recorder::decode_user_regs(vals);
-        off += 24;
+        const size_t n = static_cast<size_t>(__builtin_popcountll(recorder::user_regs_mask()));
+        uint64_t vals[64];
+        for (size_t i = 0; i < n; ++i) vals[i] = at<uint64_t>(rec, off + 8 * i);
+        r.regs = recorder::decode_user_regs(std::span<const uint64_t>(vals, n));
+        off += 8 * n;
       }
       uint64_t size = at<uint64_t>(rec, off);
       off += 8;
@@ -302,12 +304,12 @@ Result<Capture> read_perf_data(const std::string& path) {
     uint64_t abi = at<uint64_t>(rec, off);
     off += 8;
     if (abi != 0) {
-      uint64_t vals[3];
-      int k = 0;
+      uint64_t vals[64] = {};
+      size_t k = 0;
       for (int bit = 0; bit < 64; ++bit)
         if (our_mask & (uint64_t{1} << bit))
           vals[k++] = at<uint64_t>(rec, off + 8 * static_cast<size_t>(reg_index(bit)));
-      r.regs = recorder::decode_user_regs(vals);
+      r.regs = recorder::decode_user_regs(std::span<const uint64_t>(vals, k));
       off += 8 * static_cast<size_t>(__builtin_popcountll(mask));
     }
     if (st & PERF_SAMPLE_STACK_USER) {

@@ -15,6 +15,7 @@ namespace {
 constexpr uint8_t kCie[] = {0x0c, 7, 8, 0x90, 1};
 
 struct Program {
+  std::vector<uint8_t> cie{std::begin(kCie), std::end(kCie)};
   std::vector<uint8_t> fde;
   bool signal = false;
   Rule at(uint64_t addr) const {
@@ -25,8 +26,8 @@ struct Program {
     f.cie.data_align = -8;
     f.cie.ra_reg = kDwRip;
     f.cie.signal = signal;
-    f.cie.insns = kCie;
-    f.cie.insns_end = kCie + sizeof kCie;
+    f.cie.insns = cie.data();
+    f.cie.insns_end = cie.data() + cie.size();
     f.insns = fde.data();
     f.insns_end = fde.data() + fde.size();
     return rule_from_fde(f, PtrBase{}, addr);
@@ -41,19 +42,19 @@ TEST_CASE("rules: push rbp; mov rbp, rsp (the frame-pointer prologue)", "[unwind
   p.fde = {0x41, 0x0e, 16, 0x86, 2, 0x43, 0x0d, 6};
   Rule r = p.at(0x1000);
   CHECK(r.kind == Rule::Cfa);
-  CHECK(!r.cfa_is_bp);
+  CHECK(r.cfa_reg == kSp);
   CHECK(r.cfa_off == 8);
   CHECK(r.ra_off == -8);
-  CHECK(!r.bp_saved);
+  CHECK(r.how_of(1) == Rule::Same);
   r = p.at(0x1001);
   CHECK(r.cfa_off == 16);
-  CHECK(r.bp_saved);
-  CHECK(r.bp_off == -16);
+  CHECK(r.how_of(1) == Rule::AtCfa);  // kSaved[1] is BP
+  CHECK(r.off[1] == -16);
   r = p.at(0x1004);
-  CHECK(r.cfa_is_bp);
+  CHECK(r.cfa_reg == kBp);
   CHECK(r.cfa_off == 16);
   r = p.at(0x10ff);
-  CHECK(r.cfa_is_bp);
+  CHECK(r.cfa_reg == kBp);
 }
 
 TEST_CASE("rules: remember_state / restore_state around an early return", "[unwind][rules]") {
@@ -75,7 +76,7 @@ TEST_CASE("rules: the PLT's CFA expression is folded with RIP = the address", "[
     Rule r = p.at(a);
     INFO("address " << std::hex << a);
     REQUIRE(r.kind == Rule::Cfa);
-    CHECK(!r.cfa_is_bp);
+    CHECK(r.cfa_reg == kSp);
     CHECK(r.cfa_off == ((a & 15) >= 11 ? 16 : 8));
   }
 }
@@ -91,7 +92,7 @@ TEST_CASE("rules: undefined RA ends the stack; the S augmentation is a signal fr
 
 TEST_CASE("rules: what the walk cannot use falls back to frame pointers", "[unwind][rules]") {
   Program p;
-  p.fde = {0x0c, 3, 8};  // def_cfa rbx+8: not a register the walk has
+  p.fde = {0x0c, 1, 8};  // def_cfa rdx+8: a caller-saved register the walk does not have
   CHECK(p.at(0x1000).kind == Rule::FramePointer);
   Program q;
   q.fde = {0x41, 0x3f};  // an unknown opcode after the address: the rule before it still holds
@@ -100,4 +101,38 @@ TEST_CASE("rules: what the walk cannot use falls back to frame pointers", "[unwi
   Program t;
   t.fde = {0x0c, 7};  // truncated operand
   CHECK(t.at(0x1000).kind == Rule::FramePointer);
+}
+
+TEST_CASE("rules: glibc's lazy-binding trampoline: CFA from RBX, RBX saved", "[unwind][rules]") {
+  // _dl_runtime_resolve_xsavec: push rbx (cfa 24, rbx at cfa-24); mov rbx, rsp; def_cfa_register rbx.
+  Program p;
+  p.cie = {0x0c, 7, 24, 0x90, 3};  // its CIE-level state after the PLT pushed two words: CFA = rsp+24
+  p.fde = {0x41, 0x0e, 32, 0x83, 4, 0x43, 0x0d, 3};
+  Rule r = p.at(0x1010);
+  REQUIRE(r.kind == Rule::Cfa);
+  CHECK(r.cfa_reg == kBx);
+  CHECK(r.cfa_off == 32);
+  CHECK(r.ra_off == -24);
+  CHECK(r.how_of(0) == Rule::AtCfa);  // kSaved[0] is BX
+  CHECK(r.off[0] == -32);
+}
+
+TEST_CASE("rules: every register rule: register, val_offset, expression, val_expression", "[unwind][rules]") {
+  Program p;
+  // register(r12 <- rbx); val_offset_sf(r13) cfa+16; expression(r14): breg7(rsp)+0 (= CFA - 8);
+  // val_expression(r15): breg7(rsp)+8 (= CFA); offset_extended(rbp) cfa-16
+  p.fde = {0x09, 12, 3, 0x15, 13, 0x7e, 0x10, 14, 2, 0x77, 0, 0x16, 15, 2, 0x77, 8, 0x05, 6, 2};
+  Rule r = p.at(0x1000);
+  REQUIRE(r.kind == Rule::Cfa);
+  CHECK(r.how_of(2) == Rule::FromReg);
+  CHECK(r.off[2] == kBx);
+  CHECK(r.how_of(3) == Rule::ValCfa);
+  CHECK(r.off[3] == 16);
+  CHECK(r.how_of(4) == Rule::AtCfa);
+  CHECK(r.off[4] == -8);
+  CHECK(r.how_of(5) == Rule::ValCfa);
+  CHECK(r.off[5] == 0);
+  CHECK(r.how_of(1) == Rule::AtCfa);
+  CHECK(r.off[1] == -16);
+  CHECK(r.how_of(0) == Rule::Same);
 }
