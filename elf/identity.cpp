@@ -1,10 +1,14 @@
 #include <elf.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "base/fd.h"
 #include "elf/elf.h"
@@ -174,17 +178,17 @@ const std::optional<Identity>& own_vdso() {
 }
 
 std::optional<uint32_t> file_crc32(const std::string& path) {
-  auto m = map_file(path);
-  if (!m) return std::nullopt;
+  // Read, not mapped: a debug file rewritten while we checksum it must not raise SIGBUS.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return std::nullopt;
   uLong crc = crc32(0L, Z_NULL, 0);
-  auto bytes = m->bytes();
-  const Bytef* p = reinterpret_cast<const Bytef*>(bytes.data());
-  size_t left = bytes.size();
-  while (left > 0) {
-    auto chunk = static_cast<uInt>(std::min<size_t>(left, 1u << 30));
-    crc = crc32(crc, p, chunk);
-    p += chunk;
-    left -= chunk;
+  std::vector<Bytef> buf(1 << 20);
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::nullopt;
+    if (n == 0) break;
+    crc = crc32(crc, buf.data(), static_cast<uInt>(n));
   }
   return static_cast<uint32_t>(crc);
 }

@@ -146,6 +146,14 @@ Status serve_profile(const ServeOptions& options) {
 
   const std::string url = (*server)->profiler_url();
   std::fprintf(stderr, "Local server listening at %s\n", (*server)->origin().c_str());
+  if (options.address != "127.0.0.1" && options.address != "::1" && options.address != "[::1]" &&
+      options.address != "localhost") {
+    std::fprintf(
+        stderr,
+        "Warning: serving on %s: anyone who can reach it and has the URL's token can read the profile "
+        "and the files it lists.\n",
+        options.address.c_str());
+  }
   // stdout, flushed: profiler-cli (and scripts) wait for this line there.
   std::fprintf(stdout, "%s\n", url.c_str());
   std::fflush(stdout);

@@ -10,16 +10,16 @@
 //    the token: 404 (a short plain page at /), no CORS headers. Under it: CORS `*`, OPTIONS preflights, 16
 //    MiB request bodies (413 above), malformed JSON 400 with {"error": ...}; a handler never takes the server
 //    down.
-//  - cpp-httplib with a 16-thread pool (the front end sends up to 6 requests at a time per host;
-//  symbolication
-//    of one big library can take seconds, so others must not wait behind it) and short keep-alive (2 s) so
-//    stop() is prompt: it never waits longer than one keep-alive or read timeout.
+//  - Our own small HTTP/1.1 server (http_server.cpp says why not cpp-httplib's): one epoll thread reads
+//    request heads (16 KiB, 10 s deadline) so slow or idle clients hold no thread, 8 workers answer, bodies
+//    are limited while they arrive (chunked too), TCP_NODELAY, the profile read with pread (never mapped).
 //  - serve_profile() blocks SIGINT/SIGTERM and waits for them with sigtimedwait: no async-signal-unsafe code
 //    runs in a handler, and it does not matter what handlers the caller (record) installed.
 //  - Baking symbols into a profile is not the server's business: it happens on the model
 //    (model/symbols.h, pipeline/symbolicate.h) before the file is written.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -82,8 +82,10 @@ class ProfileServer {
     std::string address = "127.0.0.1";
     int port = 3000;  // 0: any free port
     bool port_exact = false;
+    bool tcp_nodelay = true;                        // false only to measure what it buys (bench/)
+    std::chrono::milliseconds head_timeout{10000};  // a request head must arrive whole within this
   };
-  // Maps the profile, binds (port, port+1, ... up to 3099 unless exact) and starts serving; returns when the
+  // Opens the profile, binds (port, port+1, ... up to 3099 unless exact) and starts serving; returns when the
   // server accepts connections. `symbols` must outlive the server.
   static Result<std::unique_ptr<ProfileServer>> start(const Config& config, symbolizer::Symbolizer& symbols);
   ~ProfileServer();  // stop()

@@ -28,7 +28,11 @@ Result<std::unique_ptr<ElfObject>> ElfObject::open(const std::string& path) {
   obj->path_ = path;
   obj->fd_ = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!obj->fd_.valid()) return Err("cannot open " + path + ": " + errno_text(errno));
-  obj->elf_ = elf_begin(obj->fd_.get(), ELF_C_READ_MMAP, nullptr);
+  // Read, not mapped: elfutils preads what is asked for into its own buffers. A mapping of a binary that a
+  // new build overwrites in place (`cp`) turns every later access past the new end into SIGBUS.
+  if (::fstat(obj->fd_.get(), &obj->opened_) != 0)
+    return Err("cannot stat " + path + ": " + errno_text(errno));
+  obj->elf_ = elf_begin(obj->fd_.get(), ELF_C_READ, nullptr);
   if (obj->elf_ == nullptr) return Err(path + ": " + elf_errmsg(-1));
   if (Status s = obj->init(); !s) return std::move(s).take_error();
   return obj;
@@ -125,10 +129,7 @@ Result<std::string> ElfObject::mini_debug_info() const {
   return out;
 }
 
-std::span<const uint8_t> ElfObject::code_bytes(uint64_t svma, uint64_t size) const {
-  size_t file_size = 0;
-  const char* raw = elf_rawfile(elf_, &file_size);
-  if (raw == nullptr) return {};
+std::vector<uint8_t> ElfObject::code_bytes(uint64_t svma, uint64_t size) const {
   size_t phnum = 0;
   if (elf_getphdrnum(elf_, &phnum) != 0) return {};
   for (size_t i = 0; i < phnum; ++i) {
@@ -138,8 +139,19 @@ std::span<const uint8_t> ElfObject::code_bytes(uint64_t svma, uint64_t size) con
     uint64_t skip = svma - ph.p_vaddr;
     uint64_t off = ph.p_offset + skip;
     uint64_t len = std::min<uint64_t>(size, ph.p_filesz - skip);
-    if (off > file_size || len > file_size - off) return {};
-    return {reinterpret_cast<const uint8_t*>(raw) + off, static_cast<size_t>(len)};
+    if (!image_.empty() || !fd_.valid()) {
+      if (off > image_.size() || len > image_.size() - off) return {};
+      return {reinterpret_cast<const uint8_t*>(image_.data()) + off,
+              reinterpret_cast<const uint8_t*>(image_.data()) + off + len};
+    }
+    struct stat now {};
+    if (::fstat(fd_.get(), &now) != 0 || now.st_size != opened_.st_size ||
+        now.st_mtim.tv_sec != opened_.st_mtim.tv_sec || now.st_mtim.tv_nsec != opened_.st_mtim.tv_nsec)
+      return {};  // not the file whose build ID we checked any more
+    std::vector<uint8_t> out(static_cast<size_t>(len));
+    ssize_t n = ::pread(fd_.get(), out.data(), out.size(), static_cast<off_t>(off));
+    if (n < 0 || static_cast<size_t>(n) != out.size()) return {};
+    return out;
   }
   return {};
 }

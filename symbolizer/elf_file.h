@@ -3,6 +3,7 @@
 #pragma once
 
 #include <libelf.h>
+#include <sys/stat.h>
 
 #include <cstdint>
 #include <deque>
@@ -38,15 +39,17 @@ class ElfObject {
   std::optional<std::pair<std::string, uint32_t>> debuglink() const;
   // The decompressed .gnu_debugdata image, if present.
   Result<std::string> mini_debug_info() const;
-  // Bytes of the file image backing [svma, svma+size) through PT_LOAD segments (clipped to the segment).
-  std::span<const uint8_t> code_bytes(uint64_t svma, uint64_t size) const;
+  // Bytes of the file image backing [svma, svma+size) through PT_LOAD segments (clipped to the segment),
+  // read with pread: empty when the file changed since it was opened (rewritten in place by a new build).
+  std::vector<uint8_t> code_bytes(uint64_t svma, uint64_t size) const;
   size_t owned_bytes() const { return image_.size(); }
 
  private:
   ElfObject() = default;
   Status init();
   UniqueFd fd_;
-  std::string image_;  // owned image (from_memory)
+  struct stat opened_ {};  // the file's identity when opened (size, mtime), to notice in-place rewrites
+  std::string image_;      // owned image (from_memory)
   Elf* elf_ = nullptr;
   std::string path_;
   std::vector<uint8_t> build_id_;
