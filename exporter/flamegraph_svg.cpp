@@ -171,6 +171,9 @@ constexpr const char* kScript = R"JS(
     zoom(g || null); return !!g;
   };
   layout();
+  // ?s=RE in the address searches at load, as inferno's viewer does: a link can point at a function.
+  var q = /[?&]s=([^&]*)/.exec(location.search);
+  if (q) { try { search(new RegExp(decodeURIComponent(q[1]))); } catch (e) {} }
 })();
 )JS";
 

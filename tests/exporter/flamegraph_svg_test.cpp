@@ -119,3 +119,22 @@ TEST_CASE("flame graph SVG: icicle, categories, narrow boxes left out, escaping"
   std::string esc = svg_of(p, {}, dir);
   CHECK(esc.find("std::vector&lt;int&gt; operator&lt;&lt;(a&amp;b, &quot;q&quot;)") != std::string::npos);
 }
+
+// The viewer runs in a real browser (Debian's chromium, headless, no network): the page's own script lays out
+// the boxes and a search from the address (?s=) colours the matches and reports the share they cover.
+TEST_CASE("flame graph SVG: the viewer searches in headless Chromium") {
+  test::TempDir dir;
+  exporter::SvgOptions o;
+  o.min_width = 0;
+  svg_of(test::sink_profile(), o, dir);
+  auto r = test::run({"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+                      "file://" + dir.file("fg.svg") + "?s=%5Ehelper%24"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  // helper has 2 of 20 samples: 10.0%; exactly one box (helper's) is painted the match colour.
+  CHECK(r.out.find("Matched: 10.0%") != std::string::npos);
+  size_t painted = 0;
+  for (size_t at = r.out.find("rgb(230,0,230)"); at != std::string::npos; at = r.out.find("rgb(230,0,230)", at + 1))
+    ++painted;
+  CHECK(painted == 1);
+}
