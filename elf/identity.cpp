@@ -1,8 +1,8 @@
 #include <elf.h>
 #include <fcntl.h>
-#include <unistd.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>

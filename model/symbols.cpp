@@ -47,12 +47,15 @@ std::vector<StackId> mark_used(const Profile& p, const Process& proc, std::vecto
         roles[q] |= kCaller;
       }
     }
-    for (const Marker& m : t.markers) {  // backtraces hold return addresses only: the front end nudges all
-      for (StackId q = m.stack; q != kNoStack && !(roles[q] & kCaller); q = p.stacks.prefix(q)) {
+    // Marker backtraces and allocation stacks hold return addresses only: the front end nudges all of them.
+    auto callers_only = [&](StackId leaf) {
+      for (StackId q = leaf; q != kNoStack && !(roles[q] & kCaller); q = p.stacks.prefix(q)) {
         if (roles[q] == 0) touched.push_back(q);
         roles[q] |= kCaller;
       }
-    }
+    };
+    for (const Marker& m : t.markers) callers_only(m.stack);
+    for (const Allocation& a : t.allocations) callers_only(a.stack);
   }
   std::sort(touched.begin(), touched.end());
   return touched;
@@ -213,6 +216,8 @@ void apply_symbols(Profile& p, const std::vector<SymbolRequest>& requests) {
         if (smp.stack != kNoStack) smp.stack = remap[smp.stack][0];
       for (Marker& m : t.markers)
         if (m.stack != kNoStack) m.stack = remap[m.stack][1];
+      for (Allocation& a : t.allocations)
+        if (a.stack != kNoStack) a.stack = remap[a.stack][1];
     }
     for (StackId s : used) {
       roles[s] = 0;

@@ -134,7 +134,8 @@ TEST_CASE("flame graph SVG: the viewer searches in headless Chromium") {
   // helper has 2 of 20 samples: 10.0%; exactly one box (helper's) is painted the match colour.
   CHECK(r.out.find("Matched: 10.0%") != std::string::npos);
   size_t painted = 0;
-  for (size_t at = r.out.find("rgb(230,0,230)"); at != std::string::npos; at = r.out.find("rgb(230,0,230)", at + 1))
+  for (size_t at = r.out.find("rgb(230,0,230)"); at != std::string::npos;
+       at = r.out.find("rgb(230,0,230)", at + 1))
     ++painted;
   CHECK(painted == 1);
 }

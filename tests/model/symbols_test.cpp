@@ -155,3 +155,23 @@ TEST_CASE("a frame sampled as a leaf and used as a caller gets both answers", "[
   CHECK(name_of(p, d[0]) == "before");
   CHECK(name_of(p, d[1]) == "leaf");
 }
+
+// Allocation stacks (heap shim) hold return addresses only, like marker backtraces: asked at -1 and remapped
+// with the samples, so a baked --heap profile keeps each allocation on its own call site.
+TEST_CASE("allocation stacks are asked as callers and remapped with the samples", "[model]") {
+  m::Profile p = make_profile();
+  m::FrameId site = p.native_frame(0x555555555300), hot = p.native_frame(0x555555555400);
+  m::StackId alloc_stack = p.stacks.intern_path(std::vector<m::FrameId>{site});
+  m::StackId sample_stack = p.stacks.intern_path(std::vector<m::FrameId>{hot});
+  p.processes[0].threads.push_back({});
+  auto& t = p.processes[0].threads[0];
+  t.samples = {{1, sample_stack, -1}};
+  t.allocations = {{5, alloc_stack, 64, 0x1000, 1}};
+  auto reqs = m::symbol_requests(p);
+  REQUIRE(reqs.size() == 1);
+  REQUIRE(reqs[0].addresses == std::vector<uint64_t>{0x12ff, 0x1400});
+  reqs[0].answers = {{{"leak_site", "", 0}}, {{"hot_loop", "", 0}}};
+  m::apply_symbols(p, reqs);
+  CHECK(name_of(p, p.stacks.frame(t.allocations[0].stack)) == "leak_site");
+  CHECK(name_of(p, p.stacks.frame(t.samples[0].stack)) == "hot_loop");
+}
