@@ -165,7 +165,8 @@ class Session {
   // short when more than 5 % of a thread's did (recorder/unwind/report.h).
   void report_stack_walk(model::Profile& prof) {
     const UnwindStats& u = unwinder_->stats();
-    prof.meta.stack_walk = model::Meta::StackWalk{u.stacks, u.truncated, u.failed};
+    prof.meta.stack_walk =
+        model::Meta::StackWalk{u.stacks, u.truncated, u.failed, u.fp_stacks, u.scanned_stacks};
     std::vector<bool> marker(prof.frames.size());
     for (size_t f = 0; f < prof.frames.size(); ++f) {
       const model::Frame& fr = prof.frames.get(static_cast<model::FrameId>(f));
@@ -527,8 +528,12 @@ Result<Recording> Session::run() {
     notice("DWARF unwinding: " + std::to_string(u.stacks) + " stacks, " + std::to_string(u.complete) +
            " complete, " + std::to_string(u.truncated) + " truncated by the " +
            std::to_string(cfg_.stack_size) + "-byte copy, " + std::to_string(u.failed) + " failed; " +
-           std::to_string(u.modules) + " binaries");
+           std::to_string(u.modules) + " binaries; through code without CFI: " + std::to_string(u.fp_stacks) +
+           " by frame pointers, " + std::to_string(u.scanned_stacks) + " by scanning for return addresses");
   }
+  if (opt_.verbose && builder_->jit_functions() > 0)
+    notice(std::to_string(builder_->jit_functions()) +
+           " JIT code ranges named from perf maps and jitdump files");
   if (opt_.verbose)
     notice("recording thread CPU time " + std::to_string(static_cast<int>(rec_.stats.reader_cpu_ms)) + " ms");
   if (opt_.verbose)
