@@ -34,9 +34,11 @@ T load(std::string_view image, size_t at) {
   return v;
 }
 
-// Reads a regular file (never blocks on a FIFO or device that happens to carry the name).
+// Reads a regular file (never blocks on a FIFO or device that happens to carry the name). Symbolic links
+// are refused: anyone can create /tmp/perf-PID.map, and a link there must not make a recorder running as
+// root copy lines of another file into a profile.
 Result<std::string> read_regular(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW));
   if (!fd.valid()) return Err("cannot open " + path + ": " + errno_text(errno));
   struct stat st {};
   if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return Err(path + ": not a regular file");

@@ -19,7 +19,7 @@
 // read in file order and a later entry replaces what it overlaps (perf does the same for perf maps), so a
 // profile names the code with the latest name at each address; a sample taken before the reuse may get
 // the newer name. Files are opened non-blocking and must be regular files (a FIFO named like a map would
-// block the recorder otherwise), at most kMaxJitFileBytes.
+// block the recorder otherwise), not symbolic links, at most kMaxJitFileBytes.
 #pragma once
 
 #include <cstdint>

@@ -145,4 +145,7 @@ TEST_CASE("jitdump file names and reading files", "[recorder][jit]") {
   auto got = r::read_perf_map(dir.file("p.map"));
   REQUIRE(got.ok());
   CHECK(got->size() == 2);
+  // A symbolic link (anyone can create /tmp/perf-PID.map) is not followed.
+  REQUIRE(symlink(dir.file("p.map").c_str(), dir.file("link.map").c_str()) == 0);
+  CHECK(!r::read_perf_map(dir.file("link.map")).ok());
 }
