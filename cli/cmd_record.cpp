@@ -16,8 +16,8 @@
 #include "exporter/output.h"
 #include "exporter/pprof.h"
 #include "exporter/report.h"
-#include "pipeline/symbolicate.h"
 #include "heap/heap.h"
+#include "pipeline/symbolicate.h"
 #include "recorder/recorder.h"
 #include "server/server.h"
 
@@ -239,6 +239,15 @@ int cmd_record(std::span<char*> args) {
   const int exit_status = recording->exit_status;
   const bool recording_hangup = recording->hangup;
   const auto& st = recording->stats;
+  // Nothing sampled (and no heap data): an empty profile would look like a recording that worked. Say why
+  // instead and fail. After a hangup nobody reads the message: the profile (processes, threads) is written.
+  bool allocations = false;
+  for (const model::Process& proc : recording->profile.processes)
+    for (const model::Thread& t : proc.threads) allocations |= !t.allocations.empty();
+  if (st.samples == 0 && !allocations && !recording_hangup) {
+    std::fprintf(stderr, "fxprof: %s\n", recorder::no_samples_message(rec, st).c_str());
+    return exit_status != 0 ? exit_status : 1;
+  }
 
   // A Ctrl-C while the profile is written must not leave a temporary file behind: hold SIGINT/SIGTERM until
   // the file is complete, then take a pending one as "do not serve".

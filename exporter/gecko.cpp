@@ -157,6 +157,8 @@ void write_meta(const Profile& p, const Process* proc, bool top, JsonWriter& w) 
     entry("Stacks unwound (DWARF)", sw->stacks);
     entry("Ended at the end of the stack copy", sw->truncated);
     entry("Failed (no unwind information)", sw->failed);
+    entry(kStackWalkFramePointer, sw->frame_pointer);
+    entry(kStackWalkScanned, sw->scanned);
     w.end_array().end_object().end_array();
   }
   w.key("categories");

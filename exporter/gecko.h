@@ -24,6 +24,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "base/result.h"
 #include "exporter/json_writer.h"
@@ -36,6 +37,9 @@ inline constexpr int kGeckoVersion = 36;
 inline constexpr const char* kFileColumn = "fxprofFile";                // string index or null
 inline constexpr const char* kInlineDepthColumn = "fxprofInlineDepth";  // 0 = not inlined
 inline constexpr const char* kAddressColumn = "fxprofAddress";          // binary-relative, or null
+// Entries of meta.extra "Stack walking" for stacks recovered heuristically through code without CFI.
+inline constexpr std::string_view kStackWalkFramePointer = "Through code without CFI by frame pointers";
+inline constexpr std::string_view kStackWalkScanned = "Through code without CFI by stack scanning";
 
 // Writes `profile` to `path` (gzip when it ends in ".gz"), through a temporary file renamed on success.
 Status write_gecko_profile(const model::Profile& profile, const std::string& path);

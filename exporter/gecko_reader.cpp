@@ -415,6 +415,8 @@ class Reader {
               if (el == "Stacks unwound (DWARF)") sw.stacks = v;
               if (el == "Ended at the end of the stack copy") sw.truncated = v;
               if (el == "Failed (no unwind information)") sw.failed = v;
+              if (el == kStackWalkFramePointer) sw.frame_pointer = v;
+              if (el == kStackWalkScanned) sw.scanned = v;
               return eok;
             });
           });

@@ -206,6 +206,13 @@ struct Binary {
   bool symbolicatable() const { return !debug_name.empty() && !breakpad_id.empty(); }
 };
 
+// Code a process generated at run time (a JIT), named by the runtime itself in /tmp/perf-PID.map or a
+// jitdump file (recorder/jit.h). Absolute addresses [start, end) in the process.
+struct JitCode {
+  uint64_t start = 0, end = 0;
+  std::string name;
+};
+
 struct Process {
   uint32_t pid = 0;
   std::string name;                // processName, e.g. the command's base name
@@ -214,6 +221,12 @@ struct Process {
   std::vector<Lib> libs;           // the exporter sorts them and drops overlaps
   std::vector<Thread> threads;
   std::vector<Counter> counters;
+  // JIT code named by the process (sorted by start, disjoint) and the file the names came from (its base
+  // name is the pseudo-library of those frames, as perf shows it: "perf-PID.map", "jit-PID.dump"). The
+  // recorder reads them when the process exits (the files are the process's, gone or reused later) and
+  // names the frames at once (model::name_jit_frames): a saved profile carries the names, not the tables.
+  std::vector<JitCode> jit;
+  std::string jit_source;
 };
 
 struct Meta {
@@ -229,8 +242,11 @@ struct Meta {
   // DWARF stack walking (record's default): the stacks unwound, and those whose walk stopped at the end of
   // the stack copy (truncated) or found no rule (failed), before the kernel's frame-pointer chain was
   // spliced on. Written as a meta.extra section ("Stack walking").
+  // Stacks that went through code without CFI (JIT code, trampolines) by the validated frame-pointer rule
+  // (frame_pointer) or by scanning the stack copy for a return address (scanned): recovered heuristically.
   struct StackWalk {
     uint64_t stacks = 0, truncated = 0, failed = 0;
+    uint64_t frame_pointer = 0, scanned = 0;
   };
   std::optional<StackWalk> stack_walk;
 };

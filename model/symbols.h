@@ -17,6 +17,10 @@
 //    binary that stays unresolved becomes binary-relative (process-independent: what a shared profile
 //    needs); frames outside every mapping, kernel frames and labels stay as they are. Frames that are
 //    already named are never asked again, so a baked profile loaded back asks only for what is missing.
+//  - JIT code (Process::jit, named by the runtime's perf map or jitdump) is one more kind of mapping, of a
+//    pseudo-binary per process without a build ID: name_jit_frames() names its frames from the process's
+//    table (the recorder calls it; nothing else could: the tables are not in the saved file), and they are
+//    never asked of a symbol server.
 //  - Numbers: a 100k-sample profile of a real program uses ~5k distinct addresses; planning and applying
 //    cost ~O(stacks + samples) with one hash lookup per new stack node.
 #pragma once
@@ -50,8 +54,21 @@ struct SymbolRequest {
 std::vector<SymbolRequest> symbol_requests(Profile& profile);
 
 // Applies the answers (see the header comment). Sets nothing in meta: baking (presymbolicated) is the
-// caller's decision.
-void apply_symbols(Profile& profile, const std::vector<SymbolRequest>& requests);
+// caller's decision. RequestedBinaries leaves the frames of every other binary exactly as they are (raw
+// absolute addresses stay raw, for the front end to symbolicate lazily).
+enum class ApplyTo { AllBinaries, RequestedBinaries };
+void apply_symbols(Profile& profile, const std::vector<SymbolRequest>& requests,
+                   ApplyTo scope = ApplyTo::AllBinaries);
+
+// JIT code (Process::jit): names the frames the samples have there, from the process's own table, as
+// frames of the pseudo-library jit_lib() (relative address = absolute address). The recorder calls it
+// once the tables are read, so that every later path (the Gecko file served lazily, a baked profile,
+// the exports) shows the names: the runtime's map files are not there any more when the profile is
+// loaded. Frames of every other binary are left untouched. Within the process's libs, a lib wins.
+void name_jit_frames(Profile& profile);
+// The pseudo-library of a process's JIT code: named after the file the names came from, no build ID (so
+// never sent to a symbol server).
+Lib jit_lib(const Process& process);
 
 // The mappings of a process as the front end sees them: sorted by start, empty ones and any mapping
 // overlapping an earlier one dropped (the front end binary-searches them). The Gecko writer writes these.

@@ -8,6 +8,8 @@
 #include <cstring>
 
 #include "base/fd.h"
+#include "model/symbols.h"
+#include "recorder/jit.h"
 #include "recorder/kallsyms.h"
 #include "recorder/unwind/splice.h"
 
@@ -198,8 +200,9 @@ void ProfileBuilder::add_attached(uint32_t pid, uint64_t time_ns) {
     int path_at = 0;
     if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &off, &path_at) < 4)
       continue;
-    if (perms[2] != 'x' || path_at <= 0 || static_cast<size_t>(path_at) >= line.size()) continue;
-    std::string path = line.substr(static_cast<size_t>(path_at));
+    if (perms[2] != 'x' || path_at <= 0) continue;
+    std::string path = static_cast<size_t>(path_at) < line.size() ? line.substr(static_cast<size_t>(path_at))
+                                                                  : std::string(kAnonymousCode);  // JIT code
     if (path.ends_with(" (deleted)")) path.resize(path.size() - 10);
     uint32_t prot = PROT_EXEC | (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0);
     add_mapping(pid, start, end - start, off, prot, path, time_ns);
@@ -233,7 +236,11 @@ const elf::Identity* ProfileBuilder::elf_for(const std::string& path) {
 
 void ProfileBuilder::add_mapping(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t prot,
                                  const std::string& path, uint64_t t) {
-  if (path.empty() || (path[0] != '/' && path != "[vdso]")) return;  // anonymous/JIT code: no file to name it
+  if (path.empty() || (path[0] != '/' && path != "[vdso]")) return;  // no file to name it
+  if (jitdump_pid(path) != 0) {  // a JIT runtime announcing its jitdump file: names, not code
+    process(pid, t).jitdump = path;
+    return;
+  }
   if (unwinder_) unwinder_->on_mmap(pid, start, len, pgoff, path, prot);
   const elf::Identity* elf = elf_for(path);
   if (!elf) return;
@@ -352,6 +359,7 @@ void ProfileBuilder::on_comm(const std::byte* p, size_t size, uint16_t misc) {
     }
   }
   procs_[pid].live = 1;
+  procs_[pid].jitdump.clear();  // the old image's
   // The exec'ing thread is on a CPU right now: its CPU time counts from here.
   ThreadRef& th = threads_[pid];
   th.cpu = CpuState{true, true, t, 0, 0};
@@ -403,7 +411,35 @@ void ProfileBuilder::on_exit(const std::byte* p, size_t size) {
   if (pit == procs_.end()) return;
   if (tid == pid) profile_.processes[pit->second.proc].end_ns = t;
   // The mappings stay until the last thread is gone (the leader may exit before its threads' last samples).
-  if (pit->second.live == 0 && unwinder_) unwinder_->on_exit(pid);
+  if (pit->second.live > 0) return;
+  if (unwinder_) unwinder_->on_exit(pid);
+  // The JIT map files now say all they will; the pid (and the file names) may be reused from now on.
+  read_jit(pid, pit->second);
+}
+
+void ProfileBuilder::read_jit(uint32_t pid, ProcRef& pr) {
+  if (pr.jit_read) return;
+  pr.jit_read = true;
+  model::Process& proc = profile_.processes[pr.proc];
+  if (!has_samples(proc)) return;
+  std::vector<model::JitCode> entries;
+  std::string source;
+  const std::string map_path = "/tmp/perf-" + std::to_string(pid) + ".map";
+  if (auto m = read_perf_map(map_path); m && !m->empty()) {
+    entries = std::move(*m);
+    source = map_path;
+  }
+  if (!pr.jitdump.empty()) {
+    // Later entries win: a jitdump (which also has the code) over the perf map for the same code.
+    if (auto d = read_jitdump(pr.jitdump); d && !d->empty()) {
+      entries.insert(entries.end(), std::make_move_iterator(d->begin()), std::make_move_iterator(d->end()));
+      source = pr.jitdump;
+    }
+  }
+  if (entries.empty()) return;
+  proc.jit = disjoint_jit_table(std::move(entries));
+  proc.jit_source = std::move(source);
+  jit_functions_ += proc.jit.size();
 }
 
 void ProfileBuilder::on_switch(const std::byte* p, size_t size, uint16_t misc) {
@@ -535,6 +571,10 @@ void ProfileBuilder::on_sample(const std::byte* p, size_t size) {
   ++samples_;
 }
 
-void ProfileBuilder::finish() { name_kernel_frames(profile_); }
+void ProfileBuilder::finish() {
+  name_kernel_frames(profile_);
+  for (auto& [pid, pr] : procs_) read_jit(pid, pr);  // processes still running
+  model::name_jit_frames(profile_);
+}
 
 }  // namespace fxprof::recorder

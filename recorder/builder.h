@@ -9,6 +9,9 @@
 // that time) unless the old entry has no samples yet (a fork child that execs at once: the common
 // fork+exec and posix_spawn case would otherwise show one empty track per child). A fork copies the parent's
 // libs. Threads are named by their comm; renames (COMM without exec) rename them.
+//
+// JIT code (recorder/jit.h): a process's perf map and jitdump (announced by its MMAP2) are read when its
+// last thread exits, or at finish() for processes still running, and finish() names the frames there.
 #pragma once
 
 #include <array>
@@ -46,6 +49,7 @@ class ProfileBuilder {
   uint64_t samples() const { return samples_; }
   uint64_t lost() const { return lost_; }
   uint64_t throttled() const { return throttled_; }
+  uint64_t jit_functions() const { return jit_functions_; }  // named JIT ranges read (all processes)
 
  private:
   struct CpuState {
@@ -63,6 +67,8 @@ class ProfileBuilder {
     uint32_t proc = 0;
     bool launch_exec_pending = false;  // launched: the first exec keeps the entry and the command's name
     uint32_t live = 0;                 // threads not yet exited: the unwinder forgets the pid at 0
+    std::string jitdump;               // the jit-PID.dump file the process mmapped ("" if none)
+    bool jit_read = false;             // its JIT names were read (at exit, or at the end: read_jit)
   };
 
   uint32_t new_process(uint32_t pid, const std::string& name, uint64_t t);
@@ -74,6 +80,8 @@ class ProfileBuilder {
   void add_mapping(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t prot,
                    const std::string& path, uint64_t t);
   const elf::Identity* elf_for(const std::string& path);
+  // Reads the process's perf map and jitdump into its model::Process::jit (recorder/jit.h), once.
+  void read_jit(uint32_t pid, ProcRef& pr);
 
   void on_sample(const std::byte* p, size_t size);
   void on_mmap2(const std::byte* p, size_t size);
@@ -93,7 +101,7 @@ class ProfileBuilder {
   std::vector<uint64_t> user_, kernel_, spliced_;
   std::array<uint64_t, 1024> unwound_{};
   model::StringId lost_name_ = model::kNoString, lost_type_ = model::kNoString, count_key_ = model::kNoString;
-  uint64_t samples_ = 0, lost_ = 0, throttled_ = 0;
+  uint64_t samples_ = 0, lost_ = 0, throttled_ = 0, jit_functions_ = 0;
 };
 
 }  // namespace fxprof::recorder

@@ -165,7 +165,8 @@ class Session {
   // short when more than 5 % of a thread's did (recorder/unwind/report.h).
   void report_stack_walk(model::Profile& prof) {
     const UnwindStats& u = unwinder_->stats();
-    prof.meta.stack_walk = model::Meta::StackWalk{u.stacks, u.truncated, u.failed};
+    prof.meta.stack_walk =
+        model::Meta::StackWalk{u.stacks, u.truncated, u.failed, u.fp_stacks, u.scanned_stacks};
     std::vector<bool> marker(prof.frames.size());
     for (size_t f = 0; f < prof.frames.size(); ++f) {
       const model::Frame& fr = prof.frames.get(static_cast<model::FrameId>(f));
@@ -527,8 +528,12 @@ Result<Recording> Session::run() {
     notice("DWARF unwinding: " + std::to_string(u.stacks) + " stacks, " + std::to_string(u.complete) +
            " complete, " + std::to_string(u.truncated) + " truncated by the " +
            std::to_string(cfg_.stack_size) + "-byte copy, " + std::to_string(u.failed) + " failed; " +
-           std::to_string(u.modules) + " binaries");
+           std::to_string(u.modules) + " binaries; through code without CFI: " + std::to_string(u.fp_stacks) +
+           " by frame pointers, " + std::to_string(u.scanned_stacks) + " by scanning for return addresses");
   }
+  if (opt_.verbose && builder_->jit_functions() > 0)
+    notice(std::to_string(builder_->jit_functions()) +
+           " JIT code ranges named from perf maps and jitdump files");
   if (opt_.verbose)
     notice("recording thread CPU time " + std::to_string(static_cast<int>(rec_.stats.reader_cpu_ms)) + " ms");
   if (opt_.verbose)
@@ -540,6 +545,80 @@ Result<Recording> Session::run() {
 }
 
 }  // namespace
+
+std::vector<ProcessInfo> descendants(int pid, size_t limit) {
+  // pid -> (ppid, comm) of every process; /proc/PID/stat is "pid (comm) state ppid ...", comm may hold
+  // spaces and parentheses: the last ')' ends it.
+  std::vector<std::pair<int, ProcessInfo>> all;  // (ppid, process)
+  if (DIR* d = opendir("/proc")) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+      auto stat = read_file(std::string("/proc/") + e->d_name + "/stat");
+      if (!stat) continue;
+      size_t open = stat->find('('), close = stat->rfind(')');
+      if (open == std::string::npos || close == std::string::npos || close < open) continue;
+      int ppid = 0;
+      char state = 0;
+      if (std::sscanf(stat->c_str() + close + 1, " %c %d", &state, &ppid) != 2) continue;
+      all.push_back({ppid, {std::atoi(e->d_name), stat->substr(open + 1, close - open - 1)}});
+    }
+    closedir(d);
+  }
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.second.pid < b.second.pid; });
+  std::vector<ProcessInfo> out;
+  std::vector<int> frontier{pid};
+  while (!frontier.empty() && out.size() < limit) {
+    std::vector<int> next;
+    for (int parent : frontier)
+      for (const auto& [ppid, info] : all)
+        if (ppid == parent && out.size() < limit) {
+          out.push_back(info);
+          next.push_back(info.pid);
+        }
+    frontier = std::move(next);
+  }
+  return out;
+}
+
+std::string no_samples_message(const Options& options, const Stats& stats) {
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.1f s", stats.duration_s);
+  if (options.pids.empty()) {
+    std::string program = options.command.empty() ? "the program" : basename_of(options.command[0]);
+    std::string msg =
+        "no samples: " + program + " and what it started used less CPU than one sampling interval";
+    if (stats.program_cpu_ms >= 0) {
+      char cpu[64];
+      std::snprintf(cpu, sizeof cpu, " (%.1f ms of CPU", stats.program_cpu_ms);
+      msg += std::string(cpu) + " at " + std::to_string(static_cast<long>(stats.frequency_hz)) + " Hz)";
+    }
+    return msg + "; nothing to profile, no profile written. Profile a longer run or raise -F";
+  }
+  std::string list, msg = "no samples: ";
+  std::vector<ProcessInfo> kids;
+  for (size_t i = 0; i < options.pids.size(); ++i) {
+    const int pid = options.pids[i];
+    list += (i ? "," : "") + std::to_string(pid);
+    msg += (i ? ", " : "") + std::string("pid ") + std::to_string(pid);
+    if (auto comm = read_file("/proc/" + std::to_string(pid) + "/comm"); comm && !comm->empty())
+      msg += " (" + comm->substr(0, comm->find('\n')) + ")";
+    for (ProcessInfo& k : descendants(pid)) kids.push_back(std::move(k));
+  }
+  const bool many = options.pids.size() > 1;
+  msg += std::string(" used no CPU during the ") + secs + " recorded; no profile written.";
+  if (kids.empty())
+    return msg + (many ? " They have" : " It has") +
+           " no child processes either: record while it is busy, or longer (-d)";
+  msg += std::string(" ") + (many ? "Their" : "Its") +
+         " running child processes were not recorded (-p follows what the processes start later, not what "
+         "already runs):";
+  std::string add;
+  for (const ProcessInfo& k : kids) {
+    msg += " " + std::to_string(k.pid) + " (" + k.name + ")";
+    add += "," + std::to_string(k.pid);
+  }
+  return msg + ". Add them: -p " + list + add;
+}
 
 Result<Recording> record(const Options& options) {
   Session s(options);

@@ -92,6 +92,20 @@ struct Recording {
       false;  // SIGHUP arrived (closed terminal): handled like SIGTERM, and nobody is there to serve
 };
 
+// A running process: pid and name (comm).
+struct ProcessInfo {
+  int pid = 0;
+  std::string name;
+};
+// The descendants of `pid` running now (children first, then theirs), from /proc/*/stat; at most `limit`.
+// For `-p` recordings that got no samples: the work may be done by children that were already running
+// (attaching follows only what the given processes start later).
+std::vector<ProcessInfo> descendants(int pid, size_t limit = 16);
+
+// The message for a recording without any sample (one paragraph, without "fxprof: "): why it may be, and
+// for attached processes which running descendants could be added with -p.
+std::string no_samples_message(const Options& options, const Stats& stats);
+
 // Records until the launched program exits, the duration elapses, or SIGINT/SIGTERM/SIGHUP (attach mode).
 // Notices (no PMU, paranoid level, clamped rate) go to stderr. An exec failure is an Error with exit_code 127
 // and the message "cannot run 'NAME': <strerror>".

@@ -31,6 +31,9 @@ constexpr uint64_t kUcReg[unw::kRegCount] = {
 // The result of one pass of the walk (see unwind()).
 enum class Pass { Done, NeedFull };
 
+constexpr uint64_t kScanWords = 512;                       // the return-address scan reads up to 4 KiB
+constexpr uint64_t kMaxFrameDistance = uint64_t{8} << 20;  // a frame pointer this far above SP: garbage
+
 struct MapEntry {
   uint64_t start, end;
   uint64_t bias;  // avma - svma
@@ -48,7 +51,21 @@ struct Process {
   }
 };
 
+// x86-64 call instructions end where a return address points: E8 rel32, or FF /2 (call r/m64) of 2 to 7
+// bytes (register, [reg], disp8, SIB, disp32, rip-relative; with or without a REX prefix). Loose on
+// purpose: it only has to reject most data that happens to point into code.
+bool follows_call(const uint8_t* before, size_t n) {
+  if (n >= 5 && before[n - 5] == 0xE8) return true;
+  for (size_t k : {2, 3, 4, 6, 7})
+    if (n >= k && before[n - k] == 0xFF && ((before[n - k + 1] >> 3) & 7) == 2) return true;
+  return false;
+}
+
 }  // namespace
+
+bool is_anonymous_code(std::string_view path) {
+  return path == kAnonymousCode || (!path.empty() && path[0] != '/' && path != "[vdso]");
+}
 
 struct Unwinder::Impl {
   // 4096 sets of two (key, rule) slots, each set one cache line. The key packs the looked-up svma (48 bits),
@@ -158,12 +175,16 @@ void Unwinder::on_mmap(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgof
     if (e.start < start) kept.push_back({e.start, start, e.bias, e.module});
     if (e.end > end) kept.push_back({end, e.end, e.bias, e.module});
   }
-  Module* m = impl_->module_for(path);
-  // avma - svma, with the segment the kernel mapped here (elf::Identity::mapping_svma: lld layouts share a
-  // file page between the read-only and the code segment).
-  auto svma = m->identity.mapping_svma(pgoff, prot);
-  uint64_t bias = svma ? start - *svma : start - pgoff;
-  kept.push_back({start, end, bias, m});
+  if (is_anonymous_code(path)) {
+    kept.push_back({start, end, 0, nullptr});  // JIT code: known code, no file, no CFI
+  } else {
+    Module* m = impl_->module_for(path);
+    // avma - svma, with the segment the kernel mapped here (elf::Identity::mapping_svma: lld layouts share
+    // a file page between the read-only and the code segment).
+    auto svma = m->identity.mapping_svma(pgoff, prot);
+    uint64_t bias = svma ? start - *svma : start - pgoff;
+    kept.push_back({start, end, bias, m});
+  }
   std::sort(kept.begin(), kept.end(), [](const MapEntry& a, const MapEntry& b) { return a.start < b.start; });
   proc.maps = std::move(kept);
 }
@@ -195,9 +216,11 @@ Status Unwinder::load_proc_maps(uint32_t pid) {
     std::string l(line);
     if (std::sscanf(l.c_str(), "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &off, &path_pos) < 4)
       continue;
-    if (perms[2] != 'x' || path_pos <= 0 || static_cast<size_t>(path_pos) >= l.size()) continue;
-    std::string_view path = std::string_view(l).substr(static_cast<size_t>(path_pos));
-    if (path.empty() || (path[0] != '/' && path != "[vdso]")) continue;
+    if (perms[2] != 'x' || path_pos <= 0) continue;
+    std::string_view path = static_cast<size_t>(path_pos) < l.size()
+                                ? std::string_view(l).substr(static_cast<size_t>(path_pos))
+                                : std::string_view(kAnonymousCode);  // JIT code (maps shows no name)
+    if (path[0] != '/' && path != "[vdso]") continue;
     on_mmap(pid, start, end - start, off, path,
             PROT_EXEC | (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0));
   }
@@ -210,9 +233,13 @@ UnwindResult Unwinder::unwind(uint32_t pid, const UserRegs& regs, std::span<cons
   UnwindStats& stats = im.stats;
   ++stats.stacks;
   UnwindResult res;
-  Module* at_module = nullptr;  // the binary of the frame being stepped (null: no file mapping)
+  Module* at_module = nullptr;              // the binary of the frame being stepped (null: no file mapping)
+  bool used_fp = false, used_scan = false;  // this stack needed the heuristics (code without CFI)
   auto finish = [&](UnwindEnd end) {
     res.end = end;
+    res.heuristic = used_fp || used_scan;
+    stats.fp_stacks += used_fp;
+    stats.scanned_stacks += used_scan;
     if (end != UnwindEnd::Complete) {
       auto& counts = at_module ? at_module->stops : im.anon_stops;
       ++(end == UnwindEnd::Truncated ? counts.truncated : counts.failed);
@@ -254,8 +281,34 @@ UnwindResult Unwinder::unwind(uint32_t pid, const UserRegs& regs, std::span<cons
   // Two passes: the fast one tracks SP, BP and IP only (what nearly every stack needs: one or two reads a
   // frame); a frame whose CFA or BP comes from another register sends the stack to the full pass, which
   // restores every callee-saved register (up to six more reads a frame, 1.5-2x the time on python3).
+  // Known code: an address inside an executable mapping of the process (file or anonymous).
+  auto is_code = [&](uint64_t a) { return proc && proc->find(a) != nullptr; };
+  // The return-address scan: the first word of the copy from `from` upward (at most kScanWords) that
+  // points into known code, and for code in a readable file right after a call instruction. JIT code
+  // cannot be read from here, so any address into it counts. A word found at A gives IP = [A], SP = A + 8.
+  auto scan = [&](uint64_t from, uint64_t& ip_out, uint64_t& sp_out) {
+    for (uint64_t a = (from + 7) & ~uint64_t{7}, n = 0; n < kScanWords; a += 8, ++n) {
+      uint64_t v = 0;
+      if (!read(a, v)) return false;
+      const MapEntry* e = proc ? proc->find(v) : nullptr;
+      if (!e) continue;
+      if (e->module && e->module->ok) {
+        const uint64_t svma = v - e->bias;
+        const uint8_t* code = nullptr;
+        size_t n_before = 7;
+        for (; n_before >= 2 && !(code = e->module->bytes_at(svma - n_before, n_before)); --n_before) {
+        }
+        if (!code || !follows_call(code, n_before)) continue;
+      }
+      ip_out = v;
+      sp_out = a + 8;
+      return true;
+    }
+    return false;
+  };
   auto walk = [&]<bool full>(std::bool_constant<full>) -> Pass {
     res.count = 0;
+    used_fp = used_scan = false;
     uint64_t r[unw::kRegCount] = {regs.bx, regs.bp, regs.sp, regs.r12, regs.r13, regs.r14, regs.r15, regs.ip};
     bool exact = true;  // ip is not a return address (first frame, or interrupted by a signal)
     out[res.count++] = r[kIp];
@@ -266,7 +319,7 @@ UnwindResult Unwinder::unwind(uint32_t pid, const UserRegs& regs, std::span<cons
       at_module = me ? me->module : nullptr;
       static constexpr Rule kFramePointer{Rule::FramePointer};
       const Rule& rule =
-          me && me->module->ok
+          me && me->module && me->module->ok
               ? im.rule_for(*me->module, exact ? ip - me->bias : ip - me->bias - 1, ip - me->bias)
               : kFramePointer;
       // Registers are updated in place (the common case: no copy); a rule taking a register from another
@@ -335,13 +388,31 @@ UnwindResult Unwinder::unwind(uint32_t pid, const UserRegs& regs, std::span<cons
         }
         case Rule::FramePointer:
         case Rule::Invalid: {
-          // Code without usable CFI: [bp] = caller's bp, [bp+8] = return address.
+          // Code without usable CFI. The frame-pointer rule (CFA = BP+16, return address at BP+8, the
+          // caller's BP at BP), taken when BP is an aligned address above SP and the return address is
+          // known code. A BP beyond the copy but within a stack's reach means the copy was too short.
           const uint64_t bp = r[kBp];
-          if (bp < sp || bp == 0) return done(bp == 0 ? UnwindEnd::Complete : UnwindEnd::Failed);
-          if (!read(bp + 8, new_ip) || !read(bp, r[kBp])) return done(read_fail(bp));
-          new_sp = bp + 16;
-          ++stats.fp_frames;
-          break;
+          const bool plausible = bp >= sp && bp % 8 == 0 && bp - sp < kMaxFrameDistance;
+          uint64_t ra = 0, caller_bp = 0;
+          const bool readable = plausible && read(bp + 8, ra) && read(bp, caller_bp);
+          if (readable && ra == 0) return done(UnwindEnd::Complete);  // the chain's end
+          if (readable && is_code(ra)) {
+            new_ip = ra;
+            r[kBp] = caller_bp;
+            new_sp = bp + 16;
+            ++stats.fp_frames;
+            used_fp = true;
+            break;
+          }
+          if (plausible && bp + 16 > stack_lo + stack_size) return done(UnwindEnd::Truncated);
+          // Code outside any file (JIT code, trampolines) has no CFI anywhere: scan for the return address.
+          // Code in a file is not scanned: its walk fails and the report names the binary and the remedy.
+          if (!at_module && scan(sp, new_ip, new_sp)) {
+            ++stats.scanned_frames;
+            used_scan = true;
+            break;
+          }
+          return done(bp == 0 ? UnwindEnd::Complete : UnwindEnd::Failed);
         }
       }
       if (new_ip == 0) return done(UnwindEnd::Complete);

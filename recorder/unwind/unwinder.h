@@ -35,9 +35,16 @@
 //   in the call. A signal frame (glibc's __restore_rt, `mov $15,%rax; syscall`, or a CIE with the 'S'
 //   augmentation) restores RIP/RSP/RBP from the ucontext in the stack copy, and the interrupted IP is then
 //   looked up exactly. A callee-saved slot below SP (epilogues after `pop %rbp`, where GCC's CFI still says
-//   "saved") means the register was already restored. Code without CFI (JIT, no module) is walked by frame
-//   pointers. Reading past the copy ends the stack as Truncated (the recorder then splices the kernel's FP
-//   callchain or adds a marker frame).
+//   "saved") means the register was already restored. Reading past the copy ends the stack as Truncated
+//   (the recorder then splices the kernel's FP callchain or adds a marker frame).
+// - Code without CFI (JIT code and trampolines in anonymous memory, binaries without .eh_frame) is walked by
+//   the frame-pointer rule, validated: BP aligned, above SP and within 8 MiB of it, the return address
+//   inside known code (an executable mapping of the process, file or anonymous). When that fails in
+//   anonymous code, whose runtime could not have written CFI for us, the copy is scanned upward (up to
+//   4 KiB) for the first word pointing into known code (for code in a file: right after a call
+//   instruction). Both are heuristics: counted per stack (UnwindStats fp_stacks/scanned_stacks, written to
+//   the profile's meta, "Stack walking"), and UnwindResult::heuristic says so per stack. A binary without
+//   CFI is not scanned: its walk fails and the post-recording line names it with the remedy.
 // - Checked against `perf record --call-graph dwarf` on the same samples: the same functions on 100 % of the
 //   samples both unwind completely (tests/recorder/unwind/unwind_test.cpp).
 // - Registers. x86-64 samples IP, SP and the callee-saved BX, BP, R12-R15 (64 bytes a sample, next to the
@@ -89,6 +96,7 @@ enum class UnwindEnd : uint8_t {
 struct UnwindResult {
   size_t count = 0;  // addresses written to `out`: out[0] = ip, then return addresses (not adjusted)
   UnwindEnd end = UnwindEnd::Complete;
+  bool heuristic = false;  // some frame was recovered without CFI (frame pointers or a stack scan)
 };
 
 // Counters since construction (cheap to read at any time, e.g. for --verbose).
@@ -102,6 +110,9 @@ struct UnwindStats {
   uint64_t cache_misses = 0;       // rules evaluated from CFI
   uint64_t debug_frame_rules = 0;  // of those, found in .debug_frame (binary or separate debug file)
   uint64_t fp_frames = 0;          // frames found by the frame-pointer fallback
+  uint64_t scanned_frames = 0;     // frames found by the return-address scan (code outside any file)
+  uint64_t fp_stacks = 0;          // stacks that used the frame-pointer fallback
+  uint64_t scanned_stacks = 0;     // stacks that used the return-address scan
   uint64_t signal_frames = 0;      // sigreturn trampolines crossed
   uint64_t modules = 0;            // distinct binaries loaded
   uint64_t modules_failed = 0;     // binaries that could not be opened or parsed (unwound by frame pointers)
@@ -114,6 +125,11 @@ struct UnwindStop {
   uint64_t failed = 0;
 };
 
+// The path the recorder gives executable memory without a file (MMAP2 names it "//anon"; /proc/PID/maps
+// shows no name): JIT code, trampolines. Known code for the walk, with no CFI.
+inline constexpr std::string_view kAnonymousCode = "//anon";
+bool is_anonymous_code(std::string_view path);
+
 class Unwinder {
  public:
   // `locator` finds separate debug files for .debug_frame (build-ID trees, debuglink, --symbol-dir; never
@@ -124,7 +140,7 @@ class Unwinder {
   Unwinder& operator=(const Unwinder&) = delete;
 
   // Process bookkeeping, fed from MMAP2/FORK/COMM(exec)/EXIT records (and /proc/PID/maps when attaching).
-  // Only executable file mappings matter; `path` may be "[vdso]".
+  // Only executable mappings matter; `path` may be "[vdso]" or anonymous (kAnonymousCode).
   // `prot` (PROT_* bits of the MMAP2 record) picks the ELF segment the kernel mapped there.
   void on_mmap(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, std::string_view path,
                uint32_t prot = PROT_READ | PROT_EXEC);

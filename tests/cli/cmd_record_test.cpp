@@ -1,5 +1,8 @@
 // `fxprof record --export FORMAT` writes the exports beside the profile; the summary names the top self
 // functions unless -q.
+#include <signal.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include "tests/cli/sink_cli.h"
@@ -40,4 +43,41 @@ TEST_CASE("record -q prints no top functions; a bad --export is a usage error") 
   auto bad = run({fxprof_bin(), "record", "--export", "png", "--", "true"});
   CHECK(bad.status == 2);
   CHECK(bad.err == "fxprof record: --export must be folded, pprof or svg (try `fxprof record --help`)\n");
+}
+
+TEST_CASE("record -p of an idle parent whose child works: an error naming the child, no file") {
+  // sh starts the busy child, then becomes `sleep`: the pid given to -p never runs while it is recorded.
+  TempDir dir;
+  CpuLog cpu;
+  Background parent({"sh", "-c", test_program("e2e_spin") + " & echo child $!; exec sleep 60"},
+                    {.env = {{CpuLog::kVariable, cpu.path()}}});
+  const std::string line = parent.wait_for_line("child ");
+  REQUIRE(!line.empty());
+  const int child = std::stoi(line.substr(line.find("child ") + 6));
+  struct StopChild {
+    int pid;
+    ~StopChild() { ::kill(pid, SIGTERM); }
+  } stop_child{child};
+  REQUIRE(cpu.wait_for("ready"));  // the child runs (and has exec'd)
+  const std::string out = dir.file("idle.json.gz");
+  auto r = run(
+      {fxprof_bin(), "record", "--save-only", "-d", "0.5", "-o", out, "-p", std::to_string(parent.pid())});
+  INFO(r.err);
+  CHECK(r.status == 1);
+  CHECK(access(out.c_str(), F_OK) != 0);
+  CHECK(r.err.find("fxprof: no samples: pid " + std::to_string(parent.pid()) + " (sleep) used no CPU") == 0);
+  CHECK(r.err.find(std::to_string(child) + " (e2e_spin)") != std::string::npos);
+  CHECK(r.err.find("Add them: -p " + std::to_string(parent.pid()) + "," + std::to_string(child) + "\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("record of a program too short for one sample: an error, no file") {
+  TempDir dir;
+  const std::string out = dir.file("short.json.gz");
+  auto r = run({fxprof_bin(), "record", "--save-only", "-F", "1", "-o", out, "--", "true"});
+  INFO(r.err);
+  CHECK(r.status == 1);
+  CHECK(access(out.c_str(), F_OK) != 0);
+  CHECK(r.err.find("fxprof: no samples: true and what it started used less CPU than one sampling interval") ==
+        0);
 }

@@ -4,6 +4,7 @@
 #include "model/symbols.h"
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 
 namespace m = fxprof::model;
 
@@ -174,4 +175,47 @@ TEST_CASE("allocation stacks are asked as callers and remapped with the samples"
   m::apply_symbols(p, reqs);
   CHECK(name_of(p, p.stacks.frame(t.allocations[0].stack)) == "leak_site");
   CHECK(name_of(p, p.stacks.frame(t.samples[0].stack)) == "hot_loop");
+
+TEST_CASE("JIT code is named from the process's own table; other frames stay raw", "[model][jit]") {
+  m::Profile p = make_profile();
+  // Process 1 ran JIT code at 0x10000..0x10100 ("fast") and 0x10100..0x10200 ("slow"); process 2 has the
+  // same addresses, but no JIT table: its frames there stay raw.
+  p.processes[0].jit = {{0x10000, 0x10100, "fast"}, {0x10100, 0x10200, "slow"}};
+  p.processes[0].jit_source = "/tmp/perf-1.map";
+  m::FrameId main_f = p.native_frame(0x555555555100), fast_leaf = p.native_frame(0x10010),
+             slow_ret = p.native_frame(0x10100),  // a return address right after a call at the end of "fast"
+      libc_f = p.native_frame(0x7f0000002345), outside = p.native_frame(0x20000);
+  std::vector<m::FrameId> s1{main_f, fast_leaf}, s2{main_f, slow_ret, libc_f}, s3{main_f, outside};
+  p.processes[0].threads.push_back({});
+  p.processes[0].threads[0].samples = {
+      {1, p.stacks.intern_path(s1)}, {2, p.stacks.intern_path(s2)}, {3, p.stacks.intern_path(s3)}};
+  p.processes[1].threads.push_back({});
+  p.processes[1].threads[0].samples = {{1, p.stacks.intern_path(s1)}};
+
+  m::name_jit_frames(p);
+
+  auto names = [&](m::StackId s) {
+    std::vector<std::string> out;
+    for (m::FrameId f : path(p, s)) {
+      const m::Frame& fr = p.frames.get(f);
+      char hex[32];
+      std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(fr.address));
+      std::string n = fr.name == m::kNoString ? hex : name_of(p, f);
+      if (fr.binary != m::kNoBinary) n += " (in " + p.binaries[fr.binary].name + ")";
+      out.push_back(n);
+    }
+    return out;
+  };
+  const auto& t1 = p.processes[0].threads[0].samples;
+  // The leaf at its address; the caller's return address 0x10100 at 0x100ff: still "fast" (the call).
+  CHECK(names(t1[0].stack) == std::vector<std::string>{"0x555555555100", "fast (in perf-1.map)"});
+  CHECK(names(t1[1].stack) ==
+        std::vector<std::string>{"0x555555555100", "fast (in perf-1.map)", "0x7f0000002345"});
+  CHECK(names(t1[2].stack) == std::vector<std::string>{"0x555555555100", "0x20000"});
+  CHECK(names(p.processes[1].threads[0].samples[0].stack) ==
+        std::vector<std::string>{"0x555555555100", "0x10010"});
+  // Named frames are never asked again; the libs' addresses are, as before.
+  auto reqs = m::symbol_requests(p);
+  for (const auto& r : reqs) CHECK(p.binaries[r.binary].name != "perf-1.map");
+  CHECK(request_for(reqs, p, "app").addresses.size() == 1);
 }

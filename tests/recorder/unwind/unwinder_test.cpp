@@ -638,3 +638,70 @@ TEST_CASE("unwind: lazy PLT binding sampled mid-resolution (CFA from RBX)", "[un
   CHECK(resolving_ok >= resolving * 97 / 100);
   CHECK(bad.size() <= in_ld.size() * 3 / 100);
 }
+
+TEST_CASE("unwind: JIT code (anonymous memory) by checked frame pointers, then a return-address scan",
+          "[unwind][jit]") {
+  // Two JIT regions (MMAP2 names anonymous code "//anon"), and a file that cannot be read (no CFI).
+  Unwinder u;
+  u.on_mmap(1, 0x10000, 0x1000, 0, "//anon");
+  u.on_mmap(1, 0x20000, 0x1000, 0, "//anon");
+  u.on_mmap(1, 0x30000, 0x1000, 0, "/nonexistent/no-cfi.so");
+  const uint64_t sp = 0x7ff000000000;
+  std::vector<uint64_t> words(1024, 0);  // an 8 KiB stack copy at sp
+  auto at = [&](uint64_t addr) -> uint64_t& { return words[(addr - sp) / 8]; };
+  auto walk = [&](fxprof::recorder::UserRegs regs, size_t copy_words = 1024) {
+    std::vector<uint64_t> out(16);
+    auto bytes = std::as_bytes(std::span(words)).first(copy_words * 8);
+    auto res = u.unwind(1, regs, bytes, out);
+    out.resize(res.count);
+    return std::pair{res, out};
+  };
+
+  SECTION("a frame pointer whose return address is JIT code") {
+    at(sp + 32) = 0;        // the caller's bp: 0, the end of the chain
+    at(sp + 40) = 0x20020;  // return address into the other JIT region
+    auto [res, out] = walk({0x10010, sp, sp + 32});
+    CHECK(out == std::vector<uint64_t>{0x10010, 0x20020});
+    CHECK(res.end == UnwindEnd::Complete);
+    CHECK(res.heuristic);
+    CHECK(u.stats().fp_stacks == 1);
+    CHECK(u.stats().scanned_stacks == 0);
+  }
+  SECTION("a frame pointer pointing at data is refused; the scan finds the return address") {
+    at(sp + 32) = sp + 64;
+    at(sp + 40) = 0x999999;  // no code there
+    at(sp + 16) = 0x20030;   // the first word into known code, above sp
+    auto [res, out] = walk({0x10010, sp, sp + 32});
+    REQUIRE(out.size() >= 2);
+    CHECK(out[1] == 0x20030);
+    CHECK(res.heuristic);
+    CHECK(u.stats().scanned_stacks == 1);
+    CHECK(u.stats().scanned_frames >= 1);
+  }
+  SECTION("rbp = 0 in JIT code is not the end of the stack: scanned") {
+    at(sp + 8) = 0x10040;
+    auto [res, out] = walk({0x20010, sp, 0});
+    REQUIRE(out.size() >= 2);
+    CHECK(out[1] == 0x10040);
+    CHECK(u.stats().scanned_stacks == 1);
+  }
+  SECTION("the scan reads at most 4 KiB") {
+    at(sp + 4096 + 8) = 0x10040;
+    auto [res, out] = walk({0x20010, sp, 0});
+    CHECK(out == std::vector<uint64_t>{0x20010});
+    CHECK(res.end == UnwindEnd::Complete);
+    CHECK(u.stats().scanned_stacks == 0);
+  }
+  SECTION("code in a file without CFI is not scanned: the walk fails there") {
+    at(sp + 16) = 0x20030;
+    auto [res, out] = walk({0x30010, sp, sp + 8 * 1000 + 3});  // an unaligned bp: garbage
+    CHECK(out == std::vector<uint64_t>{0x30010});
+    CHECK(res.end == UnwindEnd::Failed);
+    CHECK(!res.heuristic);
+  }
+  SECTION("a frame pointer past the end of the copy: truncated, for the kernel's chain to continue") {
+    auto [res, out] = walk({0x10010, sp, sp + 2048}, 128);
+    CHECK(out == std::vector<uint64_t>{0x10010});
+    CHECK(res.end == UnwindEnd::Truncated);
+  }
+}

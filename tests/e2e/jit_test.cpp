@@ -1,0 +1,167 @@
+// JIT code, end to end (issue 10 items 2 and 3): a program of ours that generates machine code into
+// anonymous memory and names it in /tmp/perf-PID.map and a jitdump file, and Debian's node with
+// --perf-basic-prof. The names must reach every path: the lazily served profile (through the Firefox
+// Profiler's own code and our server), a baked profile and the exports; stacks through the JIT code
+// (frame pointers, or a scan where there are none) must reach main.
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "tests/e2e/e2e.h"
+
+using namespace fxprof::test;
+
+namespace {
+
+struct Folded {
+  std::vector<std::string> frames;  // root first
+  size_t count = 0;
+  bool has(const std::string& f) const { return std::find(frames.begin(), frames.end(), f) != frames.end(); }
+};
+
+std::vector<Folded> read_folded(const std::string& path) {
+  std::vector<Folded> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    size_t sp = line.rfind(' ');
+    if (sp == std::string::npos) continue;
+    Folded f;
+    f.count = std::stoul(line.substr(sp + 1));
+    std::stringstream ss(line.substr(0, sp));
+    for (std::string fr; std::getline(ss, fr, ';');) f.frames.push_back(fr);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+size_t samples_with(const std::vector<Folded>& stacks, const std::string& frame, bool and_main = false) {
+  size_t n = 0;
+  for (const Folded& f : stacks)
+    if (f.has(frame) && (!and_main || f.has("main"))) n += f.count;
+  return n;
+}
+
+// Removes /tmp/perf-PID.map of the recorded processes (the runtime leaves it, as perf expects).
+struct PerfMapCleanup {
+  std::vector<int64_t> pids;
+  ~PerfMapCleanup() {
+    for (int64_t pid : pids) unlink(("/tmp/perf-" + std::to_string(pid) + ".map").c_str());
+  }
+};
+
+uint64_t stack_walk_entry(const std::string& text, const std::string& label) {
+  simdjson::dom::parser parser;
+  auto root = parse_json(parser, text);
+  for (simdjson::dom::element section : simdjson::dom::array(root["meta"]["extra"]))
+    for (simdjson::dom::element e : simdjson::dom::array(section["entries"]))
+      if (std::string_view(e["label"]) == label) return uint64_t(e["value"]);
+  FAIL("no meta.extra entry " << label);
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("JIT code named by a perf map and a jitdump, unwound to main", "[e2e][jit]") {
+  TempDir dir;
+  CpuLog cpu;
+  const std::string raw = dir.file("jit.json.gz");
+  auto r = record(raw, {test_program("jit_prog"), dir.path(), "300"}, {},
+                  {.env = {{CpuLog::kVariable, cpu.path()}}});
+  INFO(r.err << cpu.text());
+  REQUIRE(r.status == 0);
+  const std::string text = read_profile_text(raw);
+  PerfMapCleanup cleanup;
+  for (const ThreadSummary& t : summarize(text)) cleanup.pids.push_back(t.pid);
+  {
+    auto problems = lint_gecko_profile(text);
+    for (const auto& p : problems) UNSCOPED_INFO(p);
+    REQUIRE(problems.empty());
+  }
+
+  // The exports (symbolicated from the raw profile: the JIT names were baked in when recording).
+  const std::string folded = dir.file("jit.folded");
+  auto ex = run({fxprof_bin(), "export", "folded", raw, "-o", folded});
+  INFO(ex.err);
+  REQUIRE(ex.status == 0);
+  auto stacks = read_folded(folded);
+  // Each phase's samples are its CPU time at 1 kHz. jit_hot_loop is named only by the perf map,
+  // jit_nofp_loop only by the jitdump; jit_calls_back by both, and the jitdump (read last) wins.
+  CHECK_SAMPLES(samples_with(stacks, "jit_hot_loop"), cpu.ms("hot"), 1000);
+  CHECK_SAMPLES(samples_with(stacks, "jit_calls_back"), cpu.ms("callback"), 1000);
+  CHECK_SAMPLES(samples_with(stacks, "c_callback"), cpu.ms("callback"), 1000);
+  CHECK_SAMPLES(samples_with(stacks, "jit_nofp_loop"), cpu.ms("nofp"), 1000);
+  CHECK(samples_with(stacks, "jit_calls_back_map") == 0);
+  // Through the JIT frames to main: by frame pointers (jit_hot_loop, and jit_calls_back under c_callback)
+  // and by scanning for the return address (jit_nofp_loop has rbp = 0). At least 97 % of each.
+  for (std::string fn : {"jit_hot_loop", "jit_calls_back", "jit_nofp_loop"}) {
+    INFO(fn);
+    CHECK(samples_with(stacks, fn, true) * 100 >= samples_with(stacks, fn) * 97);
+  }
+  // The heuristics are counted in the profile's meta (Profile Info, "Stack walking").
+  CHECK_SAMPLES(stack_walk_entry(text, "Through code without CFI by stack scanning"), cpu.ms("nofp"), 1000);
+  CHECK_SAMPLES(stack_walk_entry(text, "Through code without CFI by frame pointers"),
+                cpu.ms("hot") + cpu.ms("callback"), 1000);
+
+  // A baked profile names them, within the jitdump's pseudo-library.
+  const std::string baked = dir.file("baked.json");
+  auto sym = run({fxprof_bin(), "symbolicate", raw, "-o", baked});
+  INFO(sym.err);
+  REQUIRE(sym.status == 0);
+  const std::string baked_text = read_profile_text(baked);
+  for (std::string fn : {"jit_hot_loop", "jit_calls_back", "jit_nofp_loop"})
+    CHECK(baked_text.find("\"" + fn + " (in jit-" + std::to_string(cleanup.pids.at(0)) + ".dump)\"") !=
+          std::string::npos);
+
+  // The front end, served lazily by our server: the same names under main.
+  ProfilerCli cli;
+  auto server = load_through_fxprof(cli, raw);
+  REQUIRE(cli.select_thread("GeckoMain"));
+  auto tree = cli.cmd({"thread", "samples-top-down"});
+  INFO(tree.out << tree.err);
+  REQUIRE(tree.status == 0);
+  for (std::string fn :
+       {"jit_prog!main", "jit_hot_loop", "jit_calls_back", "jit_prog!c_callback", "jit_nofp_loop"})
+    CHECK(tree.out.find(fn) != std::string::npos);
+  // No raw address of the JIT code's page left ("code 0xSTART 0xEND" on the program's stdout).
+  size_t code = r.out.find("code 0x");
+  REQUIRE(code != std::string::npos);
+  const std::string page = r.out.substr(code + 5, r.out.find(' ', code + 5) - code - 5 - 3);
+  INFO(page);
+  CHECK(tree.out.find(page) == std::string::npos);
+}
+
+TEST_CASE("node --perf-basic-prof: the hot JavaScript function is the top leaf", "[e2e][jit]") {
+  TempDir dir;
+  const std::string out = dir.file("node.json.gz");
+  auto r = run({fxprof_bin(), "record", "--save-only", "-o", out, "--export", "folded", "--", "node",
+                "--perf-basic-prof", source_dir() + "/tests/programs/jit/hot.js", "1000"});
+  INFO(r.err);
+  PerfMapCleanup cleanup;
+  for (const ThreadSummary& t : summarize(read_profile_text(out))) cleanup.pids.push_back(t.pid);
+  REQUIRE(r.status == 0);
+  // The summary line's top self function: "JS:*fxprofHotLoop /path/hot.js:3:23" (V8's name for it).
+  size_t top = r.err.find("fxprof: top self: ");
+  REQUIRE(top != std::string::npos);
+  std::string first = r.err.substr(top + 18, r.err.find(',', top) - top - 18);
+  CHECK(first.find("fxprofHotLoop") != std::string::npos);
+  // Its samples, leaf or not, reach main through V8's frames.
+  auto stacks = read_folded(dir.file("node.folded"));
+  size_t hot = 0, hot_main = 0, all = 0;
+  for (const Folded& f : stacks) {
+    all += f.count;
+    bool in_hot = std::any_of(f.frames.begin(), f.frames.end(), [](const std::string& fr) {
+      return fr.find("fxprofHotLoop") != std::string::npos;
+    });
+    if (!in_hot) continue;
+    hot += f.count;
+    if (std::any_of(f.frames.begin(), f.frames.end(),
+                    [](const std::string& fr) { return fr.rfind("node::Start", 0) == 0; }))
+      hot_main += f.count;
+  }
+  INFO("samples " << all << ", in fxprofHotLoop " << hot << ", of those from node::Start " << hot_main);
+  CHECK(hot * 2 > all);  // the script spends ~1 s in it, node's start-up ~0.1-0.3 s
+  CHECK(hot_main * 100 >= hot * 97);
+}

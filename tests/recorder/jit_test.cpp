@@ -1,0 +1,151 @@
+// Tests of recorder/jit.h: perf map and jitdump parsing, and the table that later entries win.
+#include "recorder/jit.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tests/support/support.h"
+
+namespace r = fxprof::recorder;
+namespace m = fxprof::model;
+
+namespace {
+
+struct Entry {
+  uint64_t start, end;
+  std::string name;
+  bool operator==(const Entry&) const = default;
+};
+std::vector<Entry> entries(const std::vector<m::JitCode>& in) {
+  std::vector<Entry> out;
+  for (const auto& c : in) out.push_back({c.start, c.end, c.name});
+  return out;
+}
+
+template <class T>
+void put(std::string& out, T v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+std::string jitdump_header(uint32_t magic = 0x4A695444) {
+  std::string d;
+  put<uint32_t>(d, magic);
+  put<uint32_t>(d, 1);
+  put<uint32_t>(d, 40);
+  put<uint32_t>(d, 62);
+  put<uint32_t>(d, 0);
+  put<uint32_t>(d, 1234);
+  put<uint64_t>(d, 1);
+  put<uint64_t>(d, 0);
+  return d;
+}
+void code_load(std::string& d, uint64_t addr, uint64_t size, const std::string& name, uint64_t index) {
+  put<uint32_t>(d, 0);
+  put<uint32_t>(d, static_cast<uint32_t>(16 + 40 + name.size() + 1 + size));
+  put<uint64_t>(d, 2);
+  put<uint32_t>(d, 1234);
+  put<uint32_t>(d, 1234);
+  put<uint64_t>(d, addr);
+  put<uint64_t>(d, addr);
+  put<uint64_t>(d, size);
+  put<uint64_t>(d, index);
+  d += name;
+  d += '\0';
+  d.append(size, '\xcc');
+}
+void code_move(std::string& d, uint64_t old_addr, uint64_t new_addr, uint64_t size, uint64_t index) {
+  put<uint32_t>(d, 1);
+  put<uint32_t>(d, 16 + 48);
+  put<uint64_t>(d, 3);
+  put<uint32_t>(d, 1234);
+  put<uint32_t>(d, 1234);
+  put<uint64_t>(d, new_addr);
+  put<uint64_t>(d, old_addr);
+  put<uint64_t>(d, new_addr);
+  put<uint64_t>(d, size);
+  put<uint64_t>(d, index);
+}
+
+}  // namespace
+
+TEST_CASE("perf map: hex START SIZE and a name with spaces; bad lines skipped", "[recorder][jit]") {
+  auto got = r::parse_perf_map(
+      "7f0000001000 40 LazyCompile:*fib /tmp/a.js:1:10\n"
+      "0x7f0000002000 0x10 py::f:/x.py\r\n"
+      "zzz 10 not hex\n"
+      "7f0000003000 0 empty\n"
+      "7f0000004000 20\n"
+      "\n"
+      "7f0000005000 8 last without newline");
+  CHECK(entries(got) ==
+        std::vector<Entry>{{0x7f0000001000, 0x7f0000001040, "LazyCompile:*fib /tmp/a.js:1:10"},
+                           {0x7f0000002000, 0x7f0000002010, "py::f:/x.py"},
+                           {0x7f0000005000, 0x7f0000005008, "last without newline"}});
+}
+
+TEST_CASE("jitdump: code loads and moves; a truncated last record is ignored", "[recorder][jit]") {
+  std::string d = jitdump_header();
+  code_load(d, 0x1000, 0x40, "first", 7);
+  code_load(d, 0x2000, 0x20, "second", 8);
+  code_move(d, 0x1000, 0x3000, 0x40, 7);
+  std::string truncated = d;
+  code_load(truncated, 0x4000, 0x10, "half-written", 9);
+  truncated.resize(truncated.size() - 5);
+  for (const std::string& image : {d, truncated}) {
+    auto got = r::parse_jitdump(image);
+    REQUIRE(got.ok());
+    CHECK(entries(*got) == std::vector<Entry>{{0x1000, 0x1040, "first"},
+                                              {0x2000, 0x2020, "second"},
+                                              {0x3000, 0x3040, "first"}});
+  }
+  CHECK(!r::parse_jitdump(jitdump_header(0x4454694a)).ok());  // other byte order
+  CHECK(!r::parse_jitdump("JiTD").ok());
+  CHECK(!r::parse_jitdump(std::string(64, 'x')).ok());
+}
+
+TEST_CASE("the table: later entries replace what they overlap", "[recorder][jit]") {
+  auto got = r::disjoint_jit_table({{0x100, 0x200, "old"},
+                                    {0x180, 0x190, "inner"},
+                                    {0x300, 0x400, "gone"},
+                                    {0x300, 0x400, "reused"},
+                                    {0x500, 0x500, "empty"},
+                                    {0x1f0, 0x310, "bridge"}});
+  CHECK(entries(got) == std::vector<Entry>{{0x100, 0x180, "old"},
+                                           {0x180, 0x190, "inner"},
+                                           {0x190, 0x1f0, "old"},
+                                           {0x1f0, 0x310, "bridge"},
+                                           {0x310, 0x400, "reused"}});
+}
+
+TEST_CASE("jitdump file names and reading files", "[recorder][jit]") {
+  CHECK(r::jitdump_pid("/home/u/jit-1234.dump") == 1234);
+  CHECK(r::jitdump_pid("jit-7.dump") == 7);
+  CHECK(r::jitdump_pid("/tmp/jit-.dump") == 0);
+  CHECK(r::jitdump_pid("/tmp/jit-12x.dump") == 0);
+  CHECK(r::jitdump_pid("/usr/lib/libjit-1.so") == 0);
+
+  fxprof::test::TempDir dir;
+  CHECK(!r::read_perf_map(dir.file("missing.map")).ok());
+  // A FIFO named like a map must not block the recorder.
+  REQUIRE(mkfifo(dir.file("fifo.map").c_str(), 0600) == 0);
+  CHECK(!r::read_perf_map(dir.file("fifo.map")).ok());
+  {
+    int fd = open(dir.file("p.map").c_str(), O_CREAT | O_WRONLY, 0600);
+    REQUIRE(fd >= 0);
+    std::string text = "1000 10 a\n2000 10 b\n";
+    REQUIRE(write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+    close(fd);
+  }
+  auto got = r::read_perf_map(dir.file("p.map"));
+  REQUIRE(got.ok());
+  CHECK(got->size() == 2);
+  // A symbolic link (anyone can create /tmp/perf-PID.map) is not followed.
+  REQUIRE(symlink(dir.file("p.map").c_str(), dir.file("link.map").c_str()) == 0);
+  CHECK(!r::read_perf_map(dir.file("link.map")).ok());
+}
