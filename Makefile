@@ -2,6 +2,8 @@
 # bundled demo program.  make test: build and run every test, then again under ASan+UBSan.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc)
 DEPS       := g++ cmake ninja-build pkg-config libbpf-dev libsimdjson-dev zlib1g-dev libcpp-httplib-dev catch2 \
               libdw-dev libelf-dev libdebuginfod-dev libcapstone-dev liblzma-dev libprotozero-dev \
@@ -9,11 +11,13 @@ DEPS       := g++ cmake ninja-build pkg-config libbpf-dev libsimdjson-dev zlib1g
 # The tests use every tool they need, none is optional (a missing one fails the suite, never skips a test):
 # perf for the unwinder's cross-check, lld for lld-linked binaries, rustc for Rust programs (rustup's in
 # ~/.cargo/bin is preferred when present), nodejs for JIT-named frames and profiler-cli, libc6-dbg for
-# libc's debug info, go for `go tool pprof` reading our pprof, xmllint and chromium for the SVG flame graphs.
-TEST_DEPS  := linux-perf elfutils binutils llvm libc6-dbg lld rustc nodejs golang-go libxml2-utils chromium
+# libc's debug info, go for `go tool pprof` reading our pprof, xmllint and chromium for the SVG flame graphs,
+# clang and its libFuzzer runtime for the fuzzers' smoke run.
+TEST_DEPS  := linux-perf elfutils binutils llvm libc6-dbg lld rustc nodejs golang-go libxml2-utils chromium \
+              clang libclang-rt-14-dev
 PCLI_DIR   := tests/.profiler-cli
 
-.PHONY: all deps test-deps build demo test test-release test-asan bench format clean
+.PHONY: all deps test-deps build demo test test-release test-asan fuzz fuzz-build fuzz-smoke bench format clean
 
 all: build
 
@@ -37,6 +41,7 @@ demo: build
 test: test-deps
 	@$(MAKE) --no-print-directory test-asan
 	@$(MAKE) --no-print-directory test-release
+	@$(MAKE) --no-print-directory fuzz-smoke
 
 test-release:
 	@[ -f $(BUILD)/build.ninja ] || cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -48,6 +53,18 @@ test-asan:
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest -j $(JOBS) --output-on-failure
 
+# libFuzzer harnesses (fuzz/): `make fuzz` runs each for FUZZ_SECONDS; `make test` runs each for 10 s.
+fuzz-build:
+	@[ -f $(FUZZ_BUILD)/build.ninja ] || CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFXPROF_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS)
+
+fuzz: test-deps fuzz-build
+	@fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+fuzz-smoke: fuzz-build
+	@fuzz/run.sh $(FUZZ_BUILD) 10
+
 bench: build test-deps
 	@bench/run.sh $(BUILD)
 
@@ -55,4 +72,4 @@ format:
 	@git ls-files '*.cpp' '*.h' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

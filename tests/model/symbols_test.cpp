@@ -175,6 +175,7 @@ TEST_CASE("allocation stacks are asked as callers and remapped with the samples"
   m::apply_symbols(p, reqs);
   CHECK(name_of(p, p.stacks.frame(t.allocations[0].stack)) == "leak_site");
   CHECK(name_of(p, p.stacks.frame(t.samples[0].stack)) == "hot_loop");
+}
 
 TEST_CASE("JIT code is named from the process's own table; other frames stay raw", "[model][jit]") {
   m::Profile p = make_profile();

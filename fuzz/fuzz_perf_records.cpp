@@ -1,0 +1,42 @@
+// Perf record decoding: a mutated stream of records (samples with DWARF stacks, MMAP2, COMM, FORK, EXIT,
+// SWITCH, LOST) through the profile builder and the unwinder, as the recorder feeds them from the ring
+// buffers. The kernel writes these, but a bug in our decoding of sizes must not read past a record.
+#include <linux/perf_event.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "model/profile.h"
+#include "recorder/builder.h"
+#include "recorder/unwind/unwinder.h"
+
+using namespace fxprof;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  recorder::EventConfig events;
+  events.dwarf = (data[0] & 1) != 0;
+  events.exclude_kernel = (data[0] & 2) != 0;
+  events.stack_size = 512;
+  events.regs_mask = recorder::user_regs_mask();
+  model::Profile profile;
+  recorder::Unwinder unwinder;
+  recorder::ProfileBuilder builder(profile, events.dwarf ? &unwinder : nullptr, events);
+  builder.add_launched(100, "fuzz", 0);
+  // Records are copied to aligned storage one at a time: the builder reads them in place, as in the ring.
+  std::vector<uint64_t> record;
+  size_t at = 1;
+  while (at + sizeof(perf_event_header) <= size) {
+    perf_event_header h;
+    std::memcpy(&h, data + at, sizeof h);
+    if (h.size < sizeof h || h.size > size - at) break;
+    record.assign((h.size + 7) / 8, 0);
+    std::memcpy(record.data(), data + at, h.size);
+    builder.handle(reinterpret_cast<const perf_event_header*>(record.data()));
+    at += h.size;
+  }
+  builder.finish();
+  return 0;
+}
