@@ -5,7 +5,7 @@
 #
 #   bench/heap.sh [BUILD_DIR] [RUNS] [ITERATIONS]
 set -euo pipefail
-BUILD=${1:-build}
+BUILD=$(realpath "${1:-build}")  # absolute: heaptrack runs from a temporary folder
 RUNS=${2:-3}
 N=${3:-1000000}
 FXPROF=$BUILD/fxprof

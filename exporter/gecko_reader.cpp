@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -346,6 +347,7 @@ class Reader {
         m.start_ns += start;
         m.end_ns += start;
       }
+      for (model::Allocation& a : t.allocations) a.time_ns += start;
     }
     if (proc.name.empty() && !proc.threads.empty()) proc.name = proc.threads[0].name;
   }
@@ -897,7 +899,35 @@ class Reader {
       if (n >= 0 && static_cast<size_t>(n) < tt.strings.size())
         t.markers[i].name = p_.strings.intern(tt.strings[static_cast<size_t>(n)]);
     }
+    take_allocations(t);
     return true;
+  }
+
+  // `Native allocation` markers back into the thread's allocations (what the writer made them from), so that
+  // a profile read and written again keeps their compact form.
+  void take_allocations(model::Thread& t) {
+    auto is_allocation = [&](const model::Marker& m) {
+      return m.type != model::kNoString && p_.strings.get(m.type) == "Native allocation";
+    };
+    if (std::none_of(t.markers.begin(), t.markers.end(), is_allocation)) return;
+    auto kept = t.markers.begin();
+    for (auto it = t.markers.begin(); it != t.markers.end(); ++it) {
+      if (is_allocation(*it)) {
+        model::Allocation a{it->start_ns, it->stack, 0, 0, t.tid};
+        for (const model::MarkerField& f : it->fields) {
+          if (f.is_string) continue;
+          const std::string_view key = p_.strings.get(f.key);
+          if (key == "size") a.bytes = static_cast<int64_t>(std::llround(f.number));
+          if (key == "memoryAddress") a.address = static_cast<uint64_t>(std::llround(f.number));
+          if (key == "threadId") a.tid = static_cast<uint32_t>(std::llround(f.number));
+        }
+        t.allocations.push_back(a);
+        continue;
+      }
+      if (kept != it) *kept = std::move(*it);
+      ++kept;
+    }
+    t.markers.erase(kept, t.markers.end());
   }
 
   const std::string& name_;

@@ -22,7 +22,8 @@
 //    bounded and nothing is dropped. A chunk that cannot be written (pipe closed) is counted as lost in the
 //    next one that is.
 //  - fork: the child starts with empty buffers and stack caches under its own pid; exec: the environment
-//    keeps LD_PRELOAD, so the new program loads the shim again.
+//    keeps LD_PRELOAD, so the new program loads the shim again. _exit and _Exit (how a forked child that does
+//    not exec usually leaves, running no destructors) flush every thread's chunk first.
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
@@ -61,6 +62,7 @@ using MemalignFn = void* (*)(size_t, size_t);
 using PosixMemalignFn = int (*)(void**, size_t, size_t);
 using VallocFn = void* (*)(size_t);
 using UsableFn = size_t (*)(void*);
+using ExitFn = void (*)(int);
 
 struct Real {
   MallocFn malloc;
@@ -73,6 +75,8 @@ struct Real {
   VallocFn valloc;
   VallocFn pvalloc;
   UsableFn usable;
+  ExitFn exit_now;   // _exit
+  ExitFn exit_now2;  // _Exit
 };
 Real real;
 std::atomic<int> init_state{0};  // 0 = not started, 1 = resolving (dlsym running), 2 = ready
@@ -297,6 +301,8 @@ void resolve() {
   real.valloc = reinterpret_cast<VallocFn>(dlsym(RTLD_NEXT, "valloc"));
   real.pvalloc = reinterpret_cast<VallocFn>(dlsym(RTLD_NEXT, "pvalloc"));
   real.usable = reinterpret_cast<UsableFn>(dlsym(RTLD_NEXT, "malloc_usable_size"));
+  real.exit_now = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_exit"));
+  real.exit_now2 = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_Exit"));
 
   if (const char* fd = getenv(wire::kFdEnv)) out_fd = atoi(fd);
   if (const char* m = getenv(wire::kModeEnv)) full_mode = std::strcmp(m, "full") == 0;
@@ -427,6 +433,18 @@ __attribute__((destructor)) void shim_fini() {
   --busy;
 }
 
+// _exit and _Exit run no destructors: flush first (a forked child that does not exec usually leaves this
+// way).
+[[noreturn]] void flush_and_exit(ExitFn fn, int status) {
+  if (ready()) {
+    ++busy;
+    flush_all();
+    --busy;
+  }
+  if (fn) fn(status);
+  for (;;) syscall(SYS_exit_group, status);
+}
+
 }  // namespace
 
 extern "C" {
@@ -526,6 +544,11 @@ __attribute__((visibility("default"))) void* pvalloc(size_t size) {
   void* p = real.pvalloc(size);
   if (h.active) record_alloc(p, size);
   return p;
+}
+
+__attribute__((visibility("default"))) void _exit(int status) { flush_and_exit(real.exit_now, status); }
+__attribute__((visibility("default"))) void _Exit(int status) noexcept {
+  flush_and_exit(real.exit_now2, status);
 }
 
 __attribute__((visibility("default"))) size_t malloc_usable_size(void* p) {

@@ -275,25 +275,52 @@ Summary HeapSource::finish(model::Profile& prof) {
   };
   std::unordered_map<uint32_t, std::unordered_map<uint64_t, Live>> live;  // pid -> address -> block
   std::unordered_map<uint32_t, uint64_t> last_alloc;                      // tid -> address just allocated
+  // The Memory counter: one sample per process and 1 ms bucket with the bucket's change; a bucket whose
+  // highest point lies above both its ends is written as two samples (up to the high, then down from it), so
+  // that the track's maximum is the process's exact peak however briefly it was held.
   struct CounterState {
     uint64_t bucket = UINT64_MAX;
-    int64_t delta = 0;
-    uint64_t count = 0;
+    int64_t value = 0;    // the process's heap bytes after its last event
+    int64_t written = 0;  // what the samples written so far add up to
+    int64_t high = 0;     // the bucket's highest value, reached after high_count of its count events
+    uint64_t high_count = 0, count = 0, last_time = 0;
   };
-  std::map<uint32_t, CounterState> counters;  // process index -> the 1 ms bucket being summed
+  std::map<uint32_t, CounterState> counters;  // process index -> its counter's state
+  auto flush_counter = [&](uint32_t proc, CounterState& c) {
+    if (c.count == 0) return;
+    auto& samples = prof.processes[proc].counters;
+    auto it = std::find_if(samples.begin(), samples.end(),
+                           [](const model::Counter& k) { return k.name == "Memory"; });
+    if (it == samples.end()) {
+      samples.push_back({"Memory", "Memory", "Heap bytes in use (fxprof --heap)", {}});
+      it = samples.end() - 1;
+    }
+    const uint64_t start_ns = c.bucket * 1000000;
+    if (c.high > c.written && c.high > c.value) {
+      it->samples.push_back({start_ns, c.high - c.written, c.high_count});
+      it->samples.push_back({std::max(c.last_time, start_ns + 1), c.value - c.high, c.count - c.high_count});
+    } else {
+      it->samples.push_back({start_ns, c.value - c.written, c.count});
+    }
+    c.written = c.value;
+    c.count = 0;
+  };
   auto add_counter = [&](uint32_t proc, uint64_t t, int64_t d) {
     auto& c = counters[proc];
     uint64_t bucket = t / 1000000;
-    auto& samples = prof.processes[proc].counters;
-    if (samples.empty()) samples.push_back({"Memory", "Memory", "Heap bytes in use (fxprof --heap)", {}});
-    if (c.bucket != bucket && c.count > 0) {
-      samples[0].samples.push_back({c.bucket * 1000000, c.delta, c.count});
-      c.delta = 0;
-      c.count = 0;
+    if (c.bucket != bucket) {
+      flush_counter(proc, c);
+      c.bucket = bucket;
+      c.high = c.written;
+      c.high_count = 0;
     }
-    c.bucket = bucket;
-    c.delta += d;
+    c.value += d;
     ++c.count;
+    c.last_time = t;
+    if (c.value > c.high) {
+      c.high = c.value;
+      c.high_count = c.count;
+    }
   };
   int64_t total = 0;
   const uint64_t start = prof.meta.start_monotonic_ns;
@@ -335,9 +362,7 @@ Summary HeapSource::finish(model::Profile& prof) {
       lit->second.erase(it);
     }
   }
-  for (auto& [proc, c] : counters)
-    if (c.count > 0)
-      prof.processes[proc].counters[0].samples.push_back({c.bucket * 1000000, c.delta, c.count});
+  for (auto& [proc, c] : counters) flush_counter(proc, c);
   sum.allocations = static_cast<uint64_t>(count_estimate);
   sum.temporary = static_cast<uint64_t>(temp_estimate);
 
@@ -417,9 +442,12 @@ std::string format_summary(const Summary& s) {
   std::string out;
   char line[512];
   const char* est = s.mode == Mode::Sampled ? " (estimated from samples)" : "";
+  std::string peak = bytes(s.peak_bytes);
+  if (s.mode == Mode::Full)
+    peak += " (" + std::to_string(s.peak_bytes) + " bytes)";  // exact: worth all digits
   std::snprintf(line, sizeof line,
                 "fxprof: heap%s: peak %s at %.3f s; %s in %llu blocks still allocated at exit\n", est,
-                bytes(s.peak_bytes).c_str(), s.peak_time_s, bytes(s.retained_bytes).c_str(),
+                peak.c_str(), s.peak_time_s, bytes(s.retained_bytes).c_str(),
                 static_cast<unsigned long long>(s.retained_blocks));
   out += line;
   if (s.mode == Mode::Full)

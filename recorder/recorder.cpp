@@ -24,6 +24,7 @@
 #include "recorder/builder.h"
 #include "recorder/launcher.h"
 #include "recorder/perf.h"
+#include "recorder/rss.h"
 #include "recorder/unwind/report.h"
 #include "recorder/unwind/unwinder.h"
 
@@ -437,6 +438,7 @@ Result<Recording> Session::run() {
   const uint64_t deadline = opt_.duration_s > 0 ? start_ns + static_cast<uint64_t>(opt_.duration_s * 1e9) : 0;
   std::vector<bool> hung(bufs_.size(), false), exited(pidfds.size(), false);
   std::vector<pollfd> pfds;
+  RssSampler rss;  // every process's RSS counter (recorder/rss.h): its timer is the last pollfd
   bool stop = false, child_exited = false;
   uint64_t exit_seen_ns = 0;
   while (!stop) {
@@ -444,6 +446,7 @@ Result<Recording> Session::run() {
     pfds.push_back({signals.fd(), POLLIN, 0});
     for (size_t i = 0; i < pidfds.size(); ++i) pfds.push_back({exited[i] ? -1 : pidfds[i].get(), POLLIN, 0});
     for (size_t b = 0; b < bufs_.size(); ++b) pfds.push_back({hung[b] ? -1 : bufs_[b].fd(), POLLIN, 0});
+    pfds.push_back({rss.fd(), POLLIN, 0});
     int timeout = kPollMs;
     if (deadline) {
       uint64_t now = now_ns(CLOCK_MONOTONIC);
@@ -455,6 +458,7 @@ Result<Recording> Session::run() {
     for (size_t b = 0; b < bufs_.size(); ++b)
       if (pfds[1 + pidfds.size() + b].revents & (POLLHUP | POLLERR)) hung[b] = true;
     read_round();
+    rss.tick(prof);
 
     signalfd_siginfo si;
     while (signals.next(si)) {
@@ -502,6 +506,7 @@ Result<Recording> Session::run() {
   }
   const uint64_t end_ns = now_ns(CLOCK_MONOTONIC);
   builder_->finish();
+  rss.finish(prof);
 
   prof.meta.end_monotonic_ns = end_ns;
   rec_.stats.samples = builder_->samples();

@@ -1,6 +1,6 @@
 // Tests of exporter/gecko_reader.h: write -> read -> write gives the same file (plain and gzip, raw and
-// symbolicated frames, markers, child processes, a reused pid), the model read back holds what was written,
-// and hostile files get one-line errors without hanging or inflating without bound.
+// symbolicated frames, markers, native allocations, child processes, a reused pid), the model read back holds
+// what was written, and hostile files get one-line errors without hanging or inflating without bound.
 #include "exporter/gecko_reader.h"
 
 #include <sys/stat.h>
@@ -83,6 +83,9 @@ model::Profile sample_profile() {
   end.type = model::kNoString;
   end.fields.clear();
   t.markers.push_back(end);
+  // A block allocated by this thread and freed by the worker (frees are on the allocating thread).
+  t.allocations = {{kT0 + 1'234'000, a, 4096, 0x5555deadbee0, 100},
+                   {kT0 + 3'001'000, a, -4096, 0x5555deadbee0, 101}};
   model::Thread& w = proc.threads.emplace_back();
   w.tid = 101;
   w.name = "worker";
@@ -184,6 +187,15 @@ TEST_CASE("the model read back holds names, files, lines, inline depth and binar
   CHECK(p.strings.get(t.markers[0].fields[1].string) == "ring \"full\"");
   CHECK(t.markers[1].phase == model::MarkerPhase::IntervalEnd);
   CHECK(t.markers[1].start_ns == kT0 + 1'500'000);  // an end marker's time is its start_ns
+  // Native allocation markers come back as the thread's allocations, not as markers.
+  REQUIRE(t.allocations.size() == 2);
+  CHECK(t.allocations[0].time_ns == kT0 + 1'234'000);
+  CHECK(t.allocations[0].stack == t.samples[0].stack);
+  CHECK(t.allocations[0].bytes == 4096);
+  CHECK(t.allocations[0].address == 0x5555deadbee0);
+  CHECK(t.allocations[0].tid == 100);
+  CHECK(t.allocations[1].bytes == -4096);
+  CHECK(t.allocations[1].tid == 101);
 }
 
 TEST_CASE("hostile or broken files get one-line errors", "[exporter]") {

@@ -1,5 +1,8 @@
 // fxprof record --heap: the shim in real programs, the profile's Native allocation markers and Memory
 // counter, and the native allocation call trees as the Firefox Profiler computes them (profiler-cli).
+#include <unistd.h>
+
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
 #include <string>
@@ -15,31 +18,44 @@ struct HeapTotals {
   int64_t allocated = 0, retained = 0;
   size_t memory_counters = 0;
   int64_t counter_sum = 0;
+  int64_t counter_max = 0;                     // the highest value a Memory counter reaches (one process)
   std::map<int64_t, int64_t> retained_by_pid;  // pid -> bytes still allocated at the end
+  std::map<int64_t, std::map<int64_t, uint64_t>> by_size;  // pid -> size (negative: frees) -> markers
+  // Live bytes just before the first allocation of `first_size` (-1: not seen), per thread in time order.
+  int64_t first_size = 0, live_before_first = -1;
 };
 
 // Adds up the Native allocation markers of every thread: a block is retained when its address has no free.
-HeapTotals totals(const std::string& text) {
+HeapTotals totals(const std::string& text, int64_t first_size = 0) {
   simdjson::dom::parser parser;
   auto doc = parse_json(parser, text);
   HeapTotals t;
+  t.first_size = first_size;
   auto add = [&](simdjson::dom::element proc) {
     for (simdjson::dom::element c : simdjson::dom::array(proc["counters"])) {
-      if (std::string_view(c["category"]) != "Memory") continue;
+      if (std::string_view(c["name"]) != "Memory") continue;  // the heap counter (not RSS)
       ++t.memory_counters;
-      for (simdjson::dom::element s : simdjson::dom::array(c["samples"]["data"]))
-        t.counter_sum += int64_t(simdjson::dom::array(s).at(1));
+      int64_t value = 0;
+      for (simdjson::dom::element s : simdjson::dom::array(c["samples"]["data"])) {
+        value += int64_t(simdjson::dom::array(s).at(1));
+        t.counter_max = std::max(t.counter_max, value);
+      }
+      t.counter_sum += value;
     }
     for (simdjson::dom::element th : simdjson::dom::array(proc["threads"])) {
       int64_t pid =
           th["pid"].is_string() ? std::stoll(std::string(std::string_view(th["pid"]))) : int64_t(th["pid"]);
       std::map<uint64_t, int64_t> live;
+      int64_t live_bytes = 0;
       for (simdjson::dom::element m : simdjson::dom::array(th["markers"]["data"])) {
         simdjson::dom::element data = simdjson::dom::array(m).at(5);
         if (!data.is_object() || std::string_view(data["type"]) != "Native allocation") continue;
         int64_t size = int64_t(data["size"]);
         uint64_t addr = uint64_t(data["memoryAddress"]);
         REQUIRE(data["stack"]["samples"]["data"].is_array());
+        ++t.by_size[pid][size];
+        if (size == t.first_size && t.live_before_first < 0) t.live_before_first = live_bytes;
+        live_bytes += size;
         if (size > 0) {
           ++t.allocations;
           t.allocated += size;
@@ -77,6 +93,30 @@ int64_t bottom_up_bytes(ProfilerCli& cli, const std::string& strategy, const std
   return bytes;
 }
 
+// The bytes profiler-cli's function list gives `function` (its total: its own allocations and those of what
+// it calls) under a native allocation strategy; 0 when the function is not in the list.
+int64_t function_bytes(ProfilerCli& cli, const std::string& strategy, const std::string& function) {
+  auto r = cli.cmd({"thread", "functions", "--strategy", strategy, "--json", "--limit", "0"});
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  simdjson::dom::parser parser;
+  auto doc = parse_json(parser, r.out);
+  int64_t bytes = 0;
+  for (simdjson::dom::element f : simdjson::dom::array(doc["functions"]))
+    if (std::string_view(f["name"]) == function) bytes += int64_t(f["totalSamples"].get_double().value());
+  return bytes;
+}
+
+// The number in the summary line after `label` (e.g. "allocations" -> "fxprof: heap: 123 allocations").
+int64_t summary_number(const std::string& err, const std::string& before, const std::string& after) {
+  size_t end = err.find(after);
+  if (end == std::string::npos) return -1;
+  size_t start = err.rfind(before, end);
+  if (start == std::string::npos) return -1;
+  start += before.size();
+  return std::stoll(err.substr(start, end - start));
+}
+
 constexpr int kN = 50;
 constexpr int kSize = 1000;
 // The leak program's own allocations: churn 1000 x 64 (freed), peak_phase 100 x 10000 (freed), the leak.
@@ -108,6 +148,130 @@ TEST_CASE("heap full: exact leak and count and attribution in the front end", "[
   CHECK(bottom_up_bytes(cli, "native-allocations", "churn") == 1000 * 64);
   CHECK(bottom_up_bytes(cli, "native-retained-allocations", "churn") == 0);
   CHECK(bottom_up_bytes(cli, "native-allocations", "peak_phase") == 100 * 10000);
+}
+
+TEST_CASE("heap full: the peak is exact to the byte in the summary and the Memory counter, counts exact",
+          "[heap]") {
+  TempDir dir;
+  auto out = dir.file("p.json.gz");
+  auto r = record(out, {test_program("heap_prog"), "peak"}, {"--heap=full"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto text = read_profile_text(out);
+  CHECK(lint_gecko_profile(text).empty());
+  // The program's peak is peak_blocks' 200 x 5000 bytes on top of what the C and C++ runtimes hold when
+  // main starts (measured from the markers: the live bytes before the first 5000-byte block).
+  HeapTotals t = totals(text, 5000);
+  REQUIRE(t.live_before_first >= 0);
+  const int64_t peak = t.live_before_first + 200 * 5000;
+  CHECK(summary_number(r.err, "(", " bytes) at") == peak);
+  CHECK(t.memory_counters == 1);
+  CHECK(t.counter_max == peak);
+  // Each of the program's allocations and frees is there exactly once.
+  REQUIRE(t.by_size.size() == 1);
+  auto& sizes = t.by_size.begin()->second;
+  CHECK(sizes[5000] == 200);
+  CHECK(sizes[-5000] == 200);
+  CHECK(sizes[3000] == 100);
+  CHECK(sizes[-3000] == 100);
+  CHECK(sizes[2222] == 7);
+  CHECK(sizes[-2222] == 0);
+  // The summary's counts are the profile's, marker for marker.
+  CHECK(summary_number(r.err, "heap: ", " allocations") == int64_t(t.allocations));
+  CHECK(summary_number(r.err, "temporary, ", " frees") == int64_t(t.frees));
+  CHECK(t.retained == t.live_before_first + 7 * 2222);
+  CHECK(t.counter_sum == t.retained);
+}
+
+TEST_CASE("heap full: a Rust program's bytes go to its Rust functions, its Box::leak is exact", "[heap]") {
+  TempDir dir;
+  auto out = dir.file("p.json.gz");
+  constexpr int kVecs = 2000, kLeak = 12345;
+  auto program = test_program("heap_rust");
+  INFO(program << " is built when CMake finds rustc (`make test-deps` installs it)");
+  REQUIRE(access(program.c_str(), X_OK) == 0);
+  auto r = record(out, {program, std::to_string(kVecs), std::to_string(kLeak)}, {"--heap=full"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  // The summary names the Rust function that leaked, not Rust's allocator shims.
+  CHECK(r.err.find("12.1 KiB in 1 blocks: heap_rust::leak_once (heap_rust)") != std::string::npos);
+  auto text = read_profile_text(out);
+  CHECK(lint_gecko_profile(text).empty());
+  HeapTotals t = totals(text);
+  auto& sizes = t.by_size.begin()->second;
+  CHECK(sizes[1000] == kVecs);
+  CHECK(sizes[-1000] == kVecs);
+  CHECK(sizes[kLeak] == 1);
+  CHECK(sizes[-kLeak] == 0);
+
+  ProfilerCli cli;
+  auto server = load_through_fxprof(cli, out);
+  CHECK(function_bytes(cli, "native-allocations", "heap_rust::churn::vec_churn") == int64_t(kVecs) * 1000);
+  CHECK(function_bytes(cli, "native-retained-allocations", "heap_rust::churn::vec_churn") == 0);
+  CHECK(function_bytes(cli, "native-allocations", "heap_rust::churn::string_churn") >= int64_t(kVecs) * 20);
+  CHECK(function_bytes(cli, "native-retained-allocations", "heap_rust::churn::string_churn") == 0);
+  CHECK(function_bytes(cli, "native-retained-allocations", "heap_rust::leak_once") == kLeak);
+  CHECK(function_bytes(cli, "native-allocations", "heap_rust::leak_once") == kLeak);
+}
+
+TEST_CASE("heap full: a library's allocations across dlopen and dlclose", "[heap]") {
+  TempDir dir;
+  auto out = dir.file("p.json.gz");
+  constexpr int kLoads = 20;
+  auto r = record(
+      out, {test_program("heap_prog"), "dlopen", test_program("libheap_dl.so"), std::to_string(kLoads)},
+      {"--heap=full"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.err.find("86.8 KiB in 20 blocks: dl_alloc (libheap_dl.so)") != std::string::npos);
+  auto text = read_profile_text(out);
+  CHECK(lint_gecko_profile(text).empty());
+  HeapTotals t = totals(text);
+  REQUIRE(t.by_size.size() == 1);
+  auto& sizes = t.by_size.begin()->second;
+  CHECK(sizes[4444] == kLoads);
+  CHECK(sizes[-4444] == 0);
+  CHECK(sizes[96] == 10 * kLoads);
+  CHECK(sizes[-96] == 10 * kLoads);
+  CHECK(sizes[1234] == 3);
+
+  ProfilerCli cli;
+  auto server = load_through_fxprof(cli, out);
+  CHECK(bottom_up_bytes(cli, "native-retained-allocations", "dl_alloc") == kLoads * 4444);
+  CHECK(bottom_up_bytes(cli, "native-allocations", "dl_alloc") == kLoads * (4444 + 10 * 96));
+  CHECK(bottom_up_bytes(cli, "native-retained-allocations", "parent_leak") == 3 * 1234);
+}
+
+TEST_CASE("heap full: fork without exec records the child's allocations under its own pid", "[heap]") {
+  TempDir dir;
+  auto out = dir.file("p.json.gz");
+  auto r = record(out, {test_program("heap_prog"), "fork"}, {"--heap=full"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto text = read_profile_text(out);
+  CHECK(lint_gecko_profile(text).empty());
+  HeapTotals t = totals(text);
+  // Two processes; the child's blocks (it left with _exit, no exit handlers) are its own, the parent's its.
+  REQUIRE(t.by_size.size() == 2);
+  int parents = 0, children = 0;
+  for (auto& [pid, sizes] : t.by_size) {
+    if (sizes.count(4321)) {
+      ++children;
+      CHECK(sizes[4321] == 5);
+      CHECK(sizes[55] == 100);
+      CHECK(sizes[-55] == 100);
+      CHECK(sizes.count(1234) == 0);
+      CHECK(t.retained_by_pid[pid] == 5 * 4321);  // a child frees nothing it inherited as its own
+    } else {
+      ++parents;
+      CHECK(sizes[1234] == 3);
+      CHECK(sizes.count(55) == 0);
+    }
+  }
+  CHECK(parents == 1);
+  CHECK(children == 1);
+  CHECK(t.memory_counters == 2);
+  CHECK(r.err.find("21.1 KiB in 5 blocks: child_work (heap_prog)") != std::string::npos);
 }
 
 TEST_CASE("heap sampled: the estimates are unbiased (within 10%)", "[heap]") {

@@ -5,6 +5,14 @@
 //                                thread, which frees them; each thread also leaks 10 blocks of 1000 bytes.
 //   heap_prog forkexec N SIZE    fork; the child execs `heap_prog leak N SIZE`; the parent leaks 3 x 333.
 //   heap_prog signal             a timer signal whose handler allocates and frees while main allocates.
+//   heap_prog peak               peak_blocks() holds 200 x 5000 bytes at once (the program's peak: exactly
+//                                1,000,000 bytes above what the runtime holds), frees them; small_phase()
+//                                holds 100 x 3000, frees them; leak_small() leaks 7 x 2222. Nothing else.
+//   heap_prog dlopen LIB N       N times: dlopen LIB, call its dl_alloc() (leaks one 4444-byte block, makes
+//                                10 temporary 96-byte ones), dlclose; then leaks 3 x 1234 itself.
+//   heap_prog fork               fork without exec: the child leaks 5 x 4321 and makes 100 temporary 55-byte
+//                                blocks, then _exit(0)s; the parent waits for it and leaks 3 x 1234.
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/time.h>
@@ -46,7 +54,71 @@ extern "C" __attribute__((noinline)) void peak_phase() {
   for (auto& b : blocks) free(b);
 }
 
+extern "C" __attribute__((noinline)) void peak_blocks() {
+  void* blocks[200];
+  for (auto& b : blocks) {
+    b = malloc(5000);
+    g_sink = b;
+  }
+  for (auto& b : blocks) free(b);
+}
+
+extern "C" __attribute__((noinline)) void small_phase() {
+  void* blocks[100];
+  for (auto& b : blocks) {
+    b = malloc(3000);
+    g_sink = b;
+  }
+  for (auto& b : blocks) free(b);
+}
+
+extern "C" __attribute__((noinline)) void leak_small() {
+  for (int i = 0; i < 7; ++i) g_sink = malloc(2222);
+}
+
+extern "C" __attribute__((noinline)) void parent_leak() {
+  for (int i = 0; i < 3; ++i) g_sink = malloc(1234);
+}
+
+extern "C" __attribute__((noinline)) void child_work() {
+  for (int i = 0; i < 5; ++i) g_sink = malloc(4321);
+  for (int i = 0; i < 100; ++i) {
+    void* p = malloc(55);
+    g_sink = p;
+    free(p);
+  }
+}
+
 namespace {
+
+int dlopen_mode(const char* lib, int n) {
+  for (int i = 0; i < n; ++i) {
+    void* h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      std::fprintf(stderr, "dlopen: %s\n", dlerror());
+      return 1;
+    }
+    auto fn = reinterpret_cast<void (*)()>(dlsym(h, "dl_alloc"));
+    if (!fn) return 1;
+    fn();
+    if (dlclose(h) != 0) return 1;
+  }
+  parent_leak();
+  return 0;
+}
+
+int fork_mode() {
+  pid_t pid = fork();
+  if (pid < 0) return 1;
+  if (pid == 0) {
+    child_work();
+    _exit(0);  // no exit handlers, as fork-without-exec children usually leave
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
+  parent_leak();
+  return 0;
+}
 
 struct Mailbox {
   std::mutex m;
@@ -124,6 +196,14 @@ int main(int argc, char** argv) {
     leak_blocks(atoi(argv[2]), static_cast<size_t>(atol(argv[3])));
     return 0;
   }
+  if (argc >= 2 && strcmp(argv[1], "peak") == 0) {
+    peak_blocks();
+    small_phase();
+    leak_small();
+    return 0;
+  }
+  if (argc >= 4 && strcmp(argv[1], "dlopen") == 0) return dlopen_mode(argv[2], atoi(argv[3]));
+  if (argc >= 2 && strcmp(argv[1], "fork") == 0) return fork_mode();
   if (argc >= 2 && strcmp(argv[1], "threads") == 0) return threads_mode();
   if (argc >= 2 && strcmp(argv[1], "signal") == 0) return signal_mode();
   if (argc >= 4 && strcmp(argv[1], "forkexec") == 0) {
@@ -137,6 +217,8 @@ int main(int argc, char** argv) {
     waitpid(pid, &status, 0);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
   }
-  std::fprintf(stderr, "usage: heap_prog leak N SIZE | threads | forkexec N SIZE | signal\n");
+  std::fprintf(
+      stderr,
+      "usage: heap_prog leak N SIZE | threads | forkexec N SIZE | signal | peak | dlopen LIB N | fork\n");
   return 2;
 }

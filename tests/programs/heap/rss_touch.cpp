@@ -1,0 +1,36 @@
+// RSS test program (tests/heap/rss_test.cpp): touches MIB mebibytes (every page of one anonymous mapping),
+// keeps them resident for HOLD_MS of wall-clock time by reading them over and over (the workload the 10 ms
+// RSS sampler must see; nothing waits on it), then unmaps them and exits.
+//   rss_touch MIB HOLD_MS
+#include <sys/mman.h>
+#include <time.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace {
+double now_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: rss_touch MIB HOLD_MS\n");
+    return 2;
+  }
+  const size_t bytes = static_cast<size_t>(atol(argv[1])) << 20;
+  const double hold_ms = atof(argv[2]);
+  auto* p = static_cast<volatile char*>(
+      mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0));
+  if (p == MAP_FAILED) return 1;
+  for (size_t i = 0; i < bytes; i += 4096) p[i] = 1;
+  unsigned sum = 0;
+  const double until = now_ms() + hold_ms;
+  while (now_ms() < until)
+    for (size_t i = 0; i < bytes; i += 4096) sum += static_cast<unsigned>(p[i]);
+  munmap(const_cast<char*>(p), bytes);
+  return sum == 0 ? 1 : 0;
+}
