@@ -38,7 +38,9 @@ void consider(std::string_view line, const std::vector<uint64_t>& queries, std::
   auto it = std::lower_bound(queries.begin(), queries.end(), addr);
   if (it == queries.end()) return;
   Best& b = best[static_cast<size_t>(it - queries.begin())];
-  if (b.found && b.addr >= addr) return;
+  // Aliases at one address (`__pi___x86_indirect_thunk_rax`, then `__x86_indirect_thunk_rax`): the last one
+  // listed wins, as in perf, whose end fixup leaves only the last alias a non-zero size.
+  if (b.found && b.addr > addr) return;
   size_t name_start = i + 3;
   size_t name_end = line.find_first_of(" \t", name_start);
   if (name_end == std::string_view::npos) name_end = line.size();

@@ -1,0 +1,65 @@
+// recorder/kallsyms.h against this machine's own /proc/kallsyms (the tests run as root, so addresses show):
+// a frame inside a function gets its name, and of several names at one address the one perf shows (the last
+// listed, e.g. `__x86_indirect_thunk_rax` rather than `__pi___x86_indirect_thunk_rax`).
+#include "recorder/kallsyms.h"
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace m = fxprof::model;
+
+namespace {
+
+struct Sym {
+  uint64_t addr;
+  char type;
+  std::string name;
+};
+
+std::vector<Sym> text_symbols() {
+  std::ifstream in("/proc/kallsyms");
+  std::vector<Sym> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string a, t, n;
+    ls >> a >> t >> n;
+    if (t != "t" && t != "T" && t != "w" && t != "W") continue;
+    out.push_back({std::stoull(a, nullptr, 16), t[0], n});
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("kernel frames: the function around the address, the alias perf shows", "[recorder]") {
+  auto syms = text_symbols();
+  REQUIRE(syms.size() > 1000);
+  REQUIRE(syms[0].addr != 0);  // root sees addresses (kptr_restrict)
+  // An address with several names (the retpoline thunks have their __pi_ aliases), and one function with a
+  // single name whose frame lies inside it.
+  const Sym* alias_last = nullptr;
+  const Sym* alias_first = nullptr;
+  const Sym* single = nullptr;
+  for (size_t i = 1; i + 1 < syms.size(); ++i) {
+    if (!alias_last && syms[i].addr == syms[i - 1].addr && syms[i + 1].addr > syms[i].addr &&
+        syms[i].name.find("__x86_indirect_thunk_") == 0) {
+      alias_last = &syms[i];
+      alias_first = &syms[i - 1];
+    }
+    if (!single && syms[i - 1].addr < syms[i].addr && syms[i].addr + 0x10 < syms[i + 1].addr &&
+        syms[i].name == "schedule")
+      single = &syms[i];
+  }
+  REQUIRE(alias_last);
+  REQUIRE(single);
+  INFO(alias_first->name << " / " << alias_last->name);
+  m::Profile p;
+  m::FrameId fa = p.kernel_frame(alias_last->addr + 1), fs = p.kernel_frame(single->addr + 8);
+  CHECK(fxprof::recorder::name_kernel_frames(p) == 2);
+  CHECK(p.strings.get(p.frames.get(fa).name) == alias_last->name);
+  CHECK(p.strings.get(p.frames.get(fs).name) == "schedule");
+}
