@@ -47,7 +47,7 @@ struct Reader {
       if (shift < 64) v |= static_cast<int64_t>(static_cast<uint64_t>(b & 0x7f) << shift);
       shift += 7;
     } while (b & 0x80);
-    if (shift < 64 && (b & 0x40)) v |= -(static_cast<int64_t>(1) << shift);
+    if (shift < 64 && (b & 0x40)) v |= static_cast<int64_t>(~uint64_t{0} << shift);  // sign-extend
     return v;
   }
   const char* cstr() {
@@ -309,7 +309,8 @@ bool decode_line_program(const LineSections& sec, uint64_t offset, const char* c
         addr += r.uleb() * min_inst;
         break;  // advance_pc
       case 3:
-        line += r.sleb();
+        // Wrapping: a malformed program can advance by anything (the row's line then reads as 0).
+        line = static_cast<int64_t>(static_cast<uint64_t>(line) + static_cast<uint64_t>(r.sleb()));
         break;  // advance_line
       case 4:
         file = r.uleb();

@@ -7,6 +7,13 @@ namespace fxprof::recorder::unw {
 
 namespace {
 
+// Factored offsets of malformed CFI can be anything: multiply and negate with two's-complement wrap-around
+// (the rule then points nowhere and the walk stops) instead of signed overflow.
+int64_t scaled(int64_t v, int64_t align) {
+  return static_cast<int64_t>(static_cast<uint64_t>(v) * static_cast<uint64_t>(align));
+}
+int64_t negated(uint64_t v) { return static_cast<int64_t>(uint64_t{0} - v); }
+
 enum RegKind : uint8_t { kSame, kUndef, kOffset, kValOffset, kRegister, kExpr, kValExpr, kUnsupported };
 struct RegRule {
   RegKind kind = kSame;
@@ -185,7 +192,7 @@ bool run_cfa(const uint8_t* p, const uint8_t* end, const Cie& cie, const PtrBase
         if (!advance(low)) return true;
         continue;
       case 2:
-        set(low, kOffset, static_cast<int64_t>(c.uleb()) * cie.data_align);
+        set(low, kOffset, scaled(static_cast<int64_t>(c.uleb()), cie.data_align));
         continue;
       case 3:
         restore(low);
@@ -214,7 +221,7 @@ bool run_cfa(const uint8_t* p, const uint8_t* end, const Cie& cie, const PtrBase
         break;
       case 0x05: {
         uint64_t r = c.uleb();
-        set(r, kOffset, static_cast<int64_t>(c.uleb()) * cie.data_align);
+        set(r, kOffset, scaled(static_cast<int64_t>(c.uleb()), cie.data_align));
         break;
       }
       case 0x06:
@@ -280,25 +287,25 @@ bool run_cfa(const uint8_t* p, const uint8_t* end, const Cie& cie, const PtrBase
       }
       case 0x11: {
         uint64_t r = c.uleb();
-        set(r, kOffset, c.sleb() * cie.data_align);
+        set(r, kOffset, scaled(c.sleb(), cie.data_align));
         break;
       }
       case 0x12:
         st.cfa_reg = static_cast<uint32_t>(c.uleb());
-        st.cfa_off = c.sleb() * cie.data_align;
+        st.cfa_off = scaled(c.sleb(), cie.data_align);
         st.cfa_ok = true;
         break;
       case 0x13:
-        st.cfa_off = c.sleb() * cie.data_align;
+        st.cfa_off = scaled(c.sleb(), cie.data_align);
         break;
       case 0x14: {  // val_offset: value = CFA + off
         uint64_t r = c.uleb();
-        set(r, kValOffset, static_cast<int64_t>(c.uleb()) * cie.data_align);
+        set(r, kValOffset, scaled(static_cast<int64_t>(c.uleb()), cie.data_align));
         break;
       }
       case 0x15: {  // val_offset_sf
         uint64_t r = c.uleb();
-        set(r, kValOffset, c.sleb() * cie.data_align);
+        set(r, kValOffset, scaled(c.sleb(), cie.data_align));
         break;
       }
       case 0x2e:
@@ -306,7 +313,7 @@ bool run_cfa(const uint8_t* p, const uint8_t* end, const Cie& cie, const PtrBase
         break;      // GNU_args_size
       case 0x2f: {  // GNU_negative_offset_extended
         uint64_t r = c.uleb();
-        set(r, kOffset, -static_cast<int64_t>(c.uleb()) * cie.data_align);
+        set(r, kOffset, scaled(negated(c.uleb()), cie.data_align));
         break;
       }
       default:
