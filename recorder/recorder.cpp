@@ -156,6 +156,7 @@ class Session {
 
  private:
   Status choose_config(int pid);
+  void choose_off_cpu(int pid);
   Status open_target(int pid, bool required);
   Status attach_thread(int tid);
   size_t read_round();
@@ -200,11 +201,18 @@ class Session {
   std::vector<UniqueFd> fds_;
   std::vector<RingBuffer> bufs_;  // one per CPU: every other event of that CPU writes into it (SET_OUTPUT)
   std::vector<int> buf_of_cpu_;   // index into bufs_, -1 = none yet
+  // Off-CPU stacks: the context-switches events write into a second buffer per CPU, so that their samples
+  // are known by where they come from (the same sample layout, another register mask). It comes after the
+  // CPU's first buffer in bufs_: a switch record read there had its sample written (before it) already.
+  bool switch_stacks_ = false;
+  std::vector<int> switch_buf_of_cpu_;
+  std::vector<bool> is_switch_buf_;  // per bufs_ entry
   std::vector<std::vector<std::byte>> scratch_;
   std::vector<uint64_t> heads_;
   struct Ref {
     uint64_t time;
     const perf_event_header* h;
+    bool switch_event;
   };
   std::vector<Ref> refs_;
   std::unique_ptr<Unwinder> unwinder_;
@@ -250,6 +258,23 @@ Status Session::choose_config(int pid) {
   return Err("perf_event_open failed");
 }
 
+// Off-CPU stacks need the context-switches event with kernel callchains: root, or perf_event_paranoid <= 1.
+// Without them the switch records (on the CPU event) still time every blocked span: markers, no stacks.
+void Session::choose_off_cpu(int pid) {
+  cfg_.switch_regs_mask = (cfg_.dwarf ? cfg_.regs_mask : 0) | kPerfRegDiBit;
+  int err = 0;
+  UniqueFd fd = perf_event_open(make_switch_attr(cfg_), pid, cpus_[0], -1, err);
+  switch_stacks_ = fd.valid();
+  if (switch_stacks_) return;
+  if (err == EACCES || err == EPERM)
+    notice(
+        "off-CPU stacks need `sudo sysctl kernel.perf_event_paranoid=1` or root: blocked time is shown as "
+        "markers without stacks");
+  else
+    notice("off-CPU stacks are not available (context-switches event: " + errno_text(err) +
+           "): blocked time is shown as markers without stacks");
+}
+
 // Opens one event per CPU on `pid` (inherit: its future threads and children follow).
 Status Session::open_target(int pid, bool required) {
   perf_event_attr attr = make_attr(cfg_);
@@ -268,6 +293,7 @@ Status Session::open_target(int pid, bool required) {
       if (!rb) return std::move(rb).take_error();
       buf_of_cpu_[i] = static_cast<int>(bufs_.size());
       bufs_.push_back(std::move(*rb));
+      is_switch_buf_.push_back(false);
       scratch_.emplace_back().reserve(1 << 16);
     } else if (ioctl(fd.get(), PERF_EVENT_IOC_SET_OUTPUT, bufs_[static_cast<size_t>(buf_of_cpu_[i])].fd()) !=
                0) {
@@ -275,6 +301,26 @@ Status Session::open_target(int pid, bool required) {
     }
     fds_.push_back(std::move(fd));
     any = true;
+    if (switch_stacks_) {
+      UniqueFd sw = perf_event_open(make_switch_attr(cfg_), pid, cpus_[i], -1, err);
+      if (!sw.valid()) {
+        if (err == ESRCH && !required) return {};
+        return Err("perf_event_open (context switches) failed on CPU " + std::to_string(cpus_[i]) + ": " +
+                   errno_text(err));
+      }
+      if (switch_buf_of_cpu_[i] < 0) {
+        auto rb = RingBuffer::map(sw.get(), data_pages_, min_pages_);
+        if (!rb) return std::move(rb).take_error();
+        switch_buf_of_cpu_[i] = static_cast<int>(bufs_.size());
+        bufs_.push_back(std::move(*rb));
+        is_switch_buf_.push_back(true);
+        scratch_.emplace_back().reserve(1 << 16);
+      } else if (ioctl(sw.get(), PERF_EVENT_IOC_SET_OUTPUT,
+                       bufs_[static_cast<size_t>(switch_buf_of_cpu_[i])].fd()) != 0) {
+        return Err("cannot share a perf ring buffer: " + errno_text(errno));
+      }
+      fds_.push_back(std::move(sw));
+    }
   }
   if (!any && required) return Err("no CPU could be sampled");
   return {};
@@ -298,14 +344,17 @@ size_t Session::read_round() {
         pos = head;
         break;
       }
-      refs_.push_back({ProfileBuilder::record_time(h), h});
+      refs_.push_back({ProfileBuilder::record_time(h), h, is_switch_buf_[b]});
       pos += h->size;
     }
     heads_[b] = pos;
   }
-  // Merge the buffers in time order (each buffer is already nearly sorted).
-  std::stable_sort(refs_.begin(), refs_.end(), [](const Ref& a, const Ref& b) { return a.time < b.time; });
-  for (const Ref& r : refs_) builder_->handle(r.h);
+  // Merge the buffers in time order (each buffer is already nearly sorted); at equal times a switch-out's
+  // sample goes before its switch record.
+  std::stable_sort(refs_.begin(), refs_.end(), [](const Ref& a, const Ref& b) {
+    return a.time != b.time ? a.time < b.time : a.switch_event > b.switch_event;
+  });
+  for (const Ref& r : refs_) builder_->handle(r.h, r.switch_event);
   for (size_t b = 0; b < bufs_.size(); ++b) bufs_[b].release(heads_[b]);
   return refs_.size();
 }
@@ -364,6 +413,7 @@ Result<Recording> Session::run() {
   data_pages_ = std::min(data_pages_, std::max(min_pages_, floor_pow2((64u << 20) / page / cpus_.size())));
   cfg_.wakeup_bytes = static_cast<uint32_t>(data_pages_ * page / 4);
   buf_of_cpu_.assign(cpus_.size(), -1);
+  switch_buf_of_cpu_.assign(cpus_.size(), -1);
 
   model::Profile& prof = rec_.profile;
   prof.meta.interval_ms = 1000.0 / static_cast<double>(freq);
@@ -395,7 +445,16 @@ Result<Recording> Session::run() {
   }
 
   if (auto s = choose_config(pids[0]); !s) return std::move(s).take_error();
+  if (opt_.off_cpu) choose_off_cpu(pids[0]);
   builder_ = std::make_unique<ProfileBuilder>(prof, unwinder_.get(), cfg_);
+  if (opt_.off_cpu) {
+    OffCpuConfig oc;
+    oc.spans = true;
+    oc.stacks = switch_stacks_;
+    oc.interval_ns = static_cast<uint64_t>(std::llround(1e9 / static_cast<double>(freq)));
+    oc.threshold_ns = static_cast<uint64_t>(std::max(0.0, opt_.off_cpu_threshold_ms) * 1e6);
+    builder_->set_off_cpu(oc);
+  }
 
   prof.meta.start_monotonic_ns = now_ns(CLOCK_MONOTONIC);
   prof.meta.start_unix_ms = static_cast<double>(now_ns(CLOCK_REALTIME)) / 1e6;
@@ -503,7 +562,11 @@ Result<Recording> Session::run() {
   builder_->finish();
 
   prof.meta.end_monotonic_ns = end_ns;
-  rec_.stats.samples = builder_->samples();
+  rec_.stats.samples = builder_->samples() + builder_->off_cpu_samples();
+  rec_.stats.off_cpu_stacks = switch_stacks_;
+  rec_.stats.switch_samples = builder_->switch_samples();
+  rec_.stats.off_cpu_spans = builder_->off_cpu_spans();
+  rec_.stats.off_cpu_samples = builder_->off_cpu_samples();
   rec_.stats.lost_records = builder_->lost();
   rec_.stats.throttles = builder_->throttled();
   rec_.stats.processes = static_cast<uint32_t>(prof.processes.size());
@@ -529,6 +592,11 @@ Result<Recording> Session::run() {
            std::to_string(cfg_.stack_size) + "-byte copy, " + std::to_string(u.failed) + " failed; " +
            std::to_string(u.modules) + " binaries");
   }
+  if (opt_.verbose && opt_.off_cpu)
+    notice("off-CPU: " + std::to_string(rec_.stats.off_cpu_spans) + " blocked or preempted spans, " +
+           std::to_string(rec_.stats.switch_samples) + " context-switch stacks, " +
+           std::to_string(rec_.stats.off_cpu_samples) + " off-CPU samples" +
+           (switch_stacks_ ? "" : " (no stacks: spans as markers only)"));
   if (opt_.verbose)
     notice("recording thread CPU time " + std::to_string(static_cast<int>(rec_.stats.reader_cpu_ms)) + " ms");
   if (opt_.verbose)

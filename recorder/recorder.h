@@ -65,6 +65,13 @@ struct Options {
   double duration_s = 0;        // --duration: 0 = until the program exits (launch) or Ctrl-C (attach)
   bool verbose = false;
   std::vector<std::string> symbol_dirs;  // --symbol-dir: also searched for debug files (.debug_frame)
+  // Off-CPU time (wall-clock profiles; `fxprof record` turns it on unless --cpu-only): blocked and preempted
+  // time as samples with the blocking stack and a `[blocked: reason]` leaf, and a marker per span of at
+  // least off_cpu_threshold_ms ("Lock wait" with the lock's address for futex waits). Without the right
+  // to sample context switches (perf_event_paranoid 2, not root) the spans are markers without stacks and
+  // one notice says so.
+  bool off_cpu = false;
+  double off_cpu_threshold_ms = 1.0;
 };
 
 struct Stats {
@@ -82,6 +89,11 @@ struct Stats {
   double reader_cpu_ms = 0;     // CPU time of the thread that called record() (reading, unwinding, building)
   double program_cpu_ms = -1;   // launch mode: the program's CPU time (user + system, with the children it
                                 // waited for), from wait4; -1 when unknown (attach mode, --duration)
+  // Off-CPU (Options::off_cpu): what was captured.
+  bool off_cpu_stacks = false;   // context-switch samples were allowed: blocked time has stacks
+  uint64_t switch_samples = 0;   // context-switches samples read (one per switch-out)
+  uint64_t off_cpu_spans = 0;    // switch-out .. switch-in spans measured
+  uint64_t off_cpu_samples = 0;  // samples made of blocked time (also counted in `samples`)
 };
 
 struct Recording {
