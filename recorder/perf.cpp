@@ -67,16 +67,16 @@ perf_event_attr make_switch_attr(const EventConfig& c) {
   a.sample_type = c.sample_type() | PERF_SAMPLE_REGS_USER;
   a.sample_regs_user = c.switch_regs_mask;
   if (c.dwarf) a.sample_stack_user = c.stack_size;
+  if (c.switch_wakeup_bytes) {
+    a.watermark = 1;
+    a.wakeup_watermark = c.switch_wakeup_bytes;
+  }
   a.disabled = c.enable_on_exec ? 1 : 0;
   a.enable_on_exec = c.enable_on_exec ? 1 : 0;
   a.inherit = 1;
   a.sample_id_all = 1;
   a.use_clockid = 1;
   a.clockid = CLOCK_MONOTONIC;
-  if (c.wakeup_bytes) {
-    a.watermark = 1;
-    a.wakeup_watermark = c.wakeup_bytes;
-  }
   return a;
 }
 

@@ -29,6 +29,7 @@ struct EventConfig {
   // a futex wait's lock address; RDI alone in frame-pointer mode, where that event still samples
   // REGS_USER). Its samples go to their own ring buffers, so they parse with this mask.
   uint64_t switch_regs_mask = 0;
+  uint32_t switch_wakeup_bytes = 0;  // the context-switches buffers' wake-up mark (0: kernel default)
 
   uint64_t sample_type() const;
   uint32_t regs_count() const { return static_cast<uint32_t>(__builtin_popcountll(regs_mask)); }

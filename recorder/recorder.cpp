@@ -198,6 +198,7 @@ class Session {
   bool root_ = false;  // not limited by it
   std::vector<int> cpus_;
   size_t data_pages_ = 128, min_pages_ = 8;
+  size_t switch_pages_ = 128;  // off-CPU stacks: data pages of each context-switches buffer
   std::vector<UniqueFd> fds_;
   std::vector<RingBuffer> bufs_;  // one per CPU: every other event of that CPU writes into it (SET_OUTPUT)
   std::vector<int> buf_of_cpu_;   // index into bufs_, -1 = none yet
@@ -309,7 +310,7 @@ Status Session::open_target(int pid, bool required) {
                    errno_text(err));
       }
       if (switch_buf_of_cpu_[i] < 0) {
-        auto rb = RingBuffer::map(sw.get(), data_pages_, min_pages_);
+        auto rb = RingBuffer::map(sw.get(), switch_pages_, min_pages_);
         if (!rb) return std::move(rb).take_error();
         switch_buf_of_cpu_[i] = static_cast<int>(bufs_.size());
         bufs_.push_back(std::move(*rb));
@@ -412,6 +413,13 @@ Result<Recording> Session::run() {
   // Big machines: at most 64 MiB of ring buffers in all (2 MiB per CPU up to 32 CPUs).
   data_pages_ = std::min(data_pages_, std::max(min_pages_, floor_pow2((64u << 20) / page / cpus_.size())));
   cfg_.wakeup_bytes = static_cast<uint32_t>(data_pages_ * page / 4);
+  // Context switches come in bursts of thousands per second, each with a stack copy: their buffers are 4x
+  // larger (8 MiB per CPU with DWARF; off-CPU stacks need root or paranoid <= 1, so no mlock budget
+  // applies to root, and an ordinary user's mmap falls back to halves) and wake the reader at a quarter
+  // full like the others. Waking it every few switches would preempt the program as often.
+  switch_pages_ =
+      std::min(data_pages_ * 4, std::max(min_pages_, floor_pow2((128u << 20) / page / cpus_.size())));
+  cfg_.switch_wakeup_bytes = static_cast<uint32_t>(switch_pages_ * page / 4);
   buf_of_cpu_.assign(cpus_.size(), -1);
   switch_buf_of_cpu_.assign(cpus_.size(), -1);
 
