@@ -163,6 +163,23 @@ TEST_CASE("off-CPU: sleep, pipe wait and spin each get their real time, blocked 
   }
   CHECK_WITHIN(sleep_marked, log.ms("sleep"), 0.15);
   CHECK_WITHIN(pipe_marked, log.ms("pipe"), 0.15);
+
+  // The Firefox Profiler's own code, through our server: the waits under their functions in the call tree
+  // (profiler-cli leaves Idle samples out unless asked), and the markers.
+  ProfilerCli cli;
+  auto server = load_through_fxprof(cli, out);
+  REQUIRE(cli.select_thread("GeckoMain"));
+  auto tree = cli.cmd({"thread", "samples-top-down", "--include-idle"});
+  INFO(tree.out << tree.err);
+  REQUIRE(tree.status == 0);
+  for (const char* s : {"offcpu_sleep_phase", "[blocked: sleep]", "offcpu_pipe_phase", "[blocked: I/O]",
+                        "offcpu_spin_phase", "do_nanosleep", "pipe_read"})
+    CHECK(tree.out.find(s) != std::string::npos);
+  auto cpu_tree = cli.cmd({"thread", "samples-top-down"});
+  CHECK(cpu_tree.out.find("[blocked: sleep]") == std::string::npos);
+  auto markers = cli.cmd({"thread", "markers"});
+  INFO(markers.out << markers.err);
+  CHECK(markers.out.find("Blocked") != std::string::npos);
 }
 
 TEST_CASE("off-CPU: --cpu-only records on-CPU samples only", "[e2e][offcpu]") {
