@@ -283,3 +283,35 @@ TEST_CASE("off-CPU as an ordinary user: one line, blocked spans as markers, the 
     if (m.name == "Blocked") blocked += m.end - m.start;
   CHECK_WITHIN(blocked, log.ms("sleep") + log.ms("pipe"), 0.15);
 }
+
+TEST_CASE("off-CPU: Rust std::sync::Mutex waits attribute to the Rust function that locks", "[e2e][offcpu]") {
+  TempDir dir;
+  CpuLog log;
+  CmdOptions opts;
+  opts.env[CpuLog::kVariable] = log.path();
+  std::string out = dir.file("rust.json.gz");
+  auto r = run({fxprof_bin(), "record", "--save-only", "-o", out, "--", test_program("offcpu_mutex")}, opts);
+  INFO(r.err << log.text());
+  REQUIRE(r.status == 0);
+  REQUIRE(log.count("wait") == 4);
+  std::string text = read_profile_text(out);
+  require_lint_clean(text);
+  double futex_samples = 0;
+  size_t lock_markers = 0;
+  for (const ThreadView& t : threads_of(text)) {
+    if (!t.name.starts_with("rust-waiter-")) continue;
+    for (const SampleView& s : t.samples)
+      if (s.leaf() == "[blocked: futex]" && s.has("rust_lock_waiter")) ++futex_samples;
+    for (const MarkerView& m : t.markers) {
+      if (m.name != "Lock wait") continue;
+      ++lock_markers;
+      bool in_waiter = false;
+      for (const auto& f : m.cause) in_waiter = in_waiter || f.find("rust_lock_waiter") != std::string::npos;
+      CHECK(in_waiter);
+      CHECK(!m.lock.empty());
+    }
+  }
+  CHECK(lock_markers > 0);
+  // 1 kHz: one sample per millisecond of waiting.
+  CHECK_WITHIN(futex_samples, log.ms("wait"), 0.20);
+}
