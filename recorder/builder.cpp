@@ -175,6 +175,7 @@ void ProfileBuilder::add_attached(uint32_t pid, uint64_t time_ns) {
   if (name.empty()) name = proc_comm(pid, pid);
   new_process(pid, name, time_ns);
   add_thread(pid, pid, proc_comm(pid, pid), time_ns);
+  blocked_at_attach(pid, pid, time_ns);
   std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
   if (DIR* d = opendir(task_dir.c_str())) {
     while (dirent* e = readdir(d)) {
@@ -211,6 +212,33 @@ void ProfileBuilder::add_attached_thread(uint32_t pid, uint32_t tid, uint64_t ti
   auto it = threads_.find(tid);
   if (it != threads_.end() && it->second.pid == pid) return;
   add_thread(pid, tid, proc_comm(pid, tid), time_ns);
+  blocked_at_attach(pid, tid, time_ns);
+}
+
+// Attach mode: a thread that sleeps when we attach saw no switch-out; its wait counts from now, without a
+// user stack (no sample was taken), under the reason its wait channel (/proc/.../wchan: the kernel function
+// it sleeps in) gives.
+void ProfileBuilder::blocked_at_attach(uint32_t pid, uint32_t tid, uint64_t time_ns) {
+  if (!off_.spans) return;
+  const std::string task = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid);
+  auto stat = read_file(task + "/stat");
+  if (!stat) return;
+  const size_t paren = stat->rfind(')');  // "tid (comm) S ...": the comm may hold spaces and parentheses
+  if (paren == std::string::npos || paren + 2 >= stat->size()) return;
+  const char state = (*stat)[paren + 2];
+  if (state != 'S' && state != 'D') return;
+  auto it = threads_.find(tid);
+  if (it == threads_.end()) return;
+  OffState& o = it->second.off;
+  if (o.out) return;
+  o.out = true;
+  o.out_ns = time_ns;
+  o.preempted = false;
+  o.have_stack = false;
+  auto wchan = read_file(task + "/wchan");
+  std::string_view fn = wchan ? std::string_view(*wchan) : std::string_view();
+  const BlockReason r = classify_kernel_frames(std::span<const std::string_view>(&fn, 1));
+  o.hint = r;
 }
 
 bool ProfileBuilder::has_samples(const model::Process& p) const {
@@ -470,7 +498,10 @@ void ProfileBuilder::end_off_span(ThreadRef& th, uint64_t in_ns) {
     const uint64_t n = o.acc / off_.interval_ns;
     if (n > 0) {
       o.acc -= n * off_.interval_ns;
-      const model::StackId s = profile_.stacks.intern(base, o.preempted ? preempted_frame_ : pending_frame_);
+      model::FrameId leaf = o.preempted ? preempted_frame_ : pending_frame_;
+      if (!o.preempted && !o.have_stack && o.hint != BlockReason::Unknown)
+        leaf = profile_.label_frame(reason_label(o.hint), model::Category::Idle);
+      const model::StackId s = profile_.stacks.intern(base, leaf);
       for (uint64_t k = 0; k < n; ++k) {
         model::Sample smp;
         smp.time_ns = o.out_ns + d * (2 * k + 1) / (2 * n);
@@ -491,6 +522,9 @@ void ProfileBuilder::end_off_span(ThreadRef& th, uint64_t in_ns) {
   m.type = off_type_;
   m.stack = base;
   model::StringId reason = o.preempted ? preempted_reason_ : off_.stacks ? pending_reason_ : unknown_reason_;
+  if (!o.preempted && !o.have_stack && o.hint != BlockReason::Unknown)
+    reason = profile_.strings.intern(reason_text(o.hint));
+  o.hint = BlockReason::Unknown;
   m.fields.push_back({reason_key_, true, 0, reason});
   if (!o.preempted && o.have_stack && o.uaddr) {  // kept in finish() only if the wait was a futex's
     char buf[24];
@@ -641,6 +675,15 @@ void ProfileBuilder::on_sample(const std::byte* p, size_t size, bool switch_even
   s.cpu_delta_ns = delta;
   profile_.processes[th.proc].threads[th.thread].samples.push_back(s);
   ++samples_;
+}
+
+void ProfileBuilder::close_off_spans(uint64_t end_ns) {
+  if (!off_.spans) return;
+  for (auto& [tid, th] : threads_)
+    if (th.off.out && end_ns > th.off.out_ns) {
+      end_off_span(th, end_ns);
+      th.off.out = false;
+    }
 }
 
 void ProfileBuilder::finish() {

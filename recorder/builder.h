@@ -19,6 +19,7 @@
 
 #include "elf/elf.h"
 #include "model/profile.h"
+#include "recorder/offcpu.h"
 #include "recorder/perf.h"
 #include "recorder/unwind/unwinder.h"
 
@@ -53,6 +54,9 @@ class ProfileBuilder {
   void handle(const perf_event_header* h, bool switch_event = false);
   void set_off_cpu(const OffCpuConfig& c);
 
+  // Off-CPU: threads still switched out when the recording stops (attach mode, --duration: a server blocked
+  // in accept) get their wait up to `end_ns`.
+  void close_off_spans(uint64_t end_ns);
   // Names kernel frames and counts; `end_ns` closes nothing (open threads stay open-ended).
   void finish();
 
@@ -73,9 +77,10 @@ class ProfileBuilder {
   struct OffState {
     bool out = false, preempted = false, have_stack = false;
     uint64_t out_ns = 0;
-    model::StackId stack = model::kNoStack;  // the blocking stack (no reason leaf)
-    uint64_t uaddr = 0;                      // RDI at the system call: a futex wait's lock address
-    uint64_t acc = 0;                        // blocked ns not yet given a sample
+    model::StackId stack = model::kNoStack;   // the blocking stack (no reason leaf)
+    uint64_t uaddr = 0;                       // RDI at the system call: a futex wait's lock address
+    uint64_t acc = 0;                         // blocked ns not yet given a sample
+    BlockReason hint = BlockReason::Unknown;  // attach mode: the wait channel of a thread found asleep
   };
   struct ThreadRef {
     uint32_t pid = 0;
@@ -102,6 +107,7 @@ class ProfileBuilder {
 
   void on_sample(const std::byte* p, size_t size, bool switch_event);
   void end_off_span(ThreadRef& th, uint64_t in_ns);
+  void blocked_at_attach(uint32_t pid, uint32_t tid, uint64_t time_ns);
   void name_off_cpu_reasons();
   void on_mmap2(const std::byte* p, size_t size);
   void on_comm(const std::byte* p, size_t size, uint16_t misc);

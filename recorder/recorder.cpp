@@ -567,6 +567,7 @@ Result<Recording> Session::run() {
   while (read_round() > 0) {
   }
   const uint64_t end_ns = now_ns(CLOCK_MONOTONIC);
+  builder_->close_off_spans(exit_seen_ns);
   builder_->finish();
 
   prof.meta.end_monotonic_ns = end_ns;

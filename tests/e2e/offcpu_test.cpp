@@ -182,6 +182,29 @@ TEST_CASE("off-CPU: sleep, pipe wait and spin each get their real time, blocked 
   CHECK(markers.out.find("Blocked") != std::string::npos);
 }
 
+TEST_CASE("off-CPU: attached to a program asleep the whole time, its wait is there", "[e2e][offcpu]") {
+  CpuLog log;
+  CmdOptions opts;
+  opts.env[CpuLog::kVariable] = log.path();
+  Background prog({test_program("offcpu_phases"), "asleep"}, opts);
+  REQUIRE(log.wait_for("ready"));
+  TempDir dir;
+  std::string out = dir.file("attach.json.gz");
+  auto r =
+      run({fxprof_bin(), "record", "--save-only", "-d", "0.5", "-o", out, "-p", std::to_string(prog.pid())});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  std::string text = read_profile_text(out);
+  require_lint_clean(text);
+  auto threads = threads_of(text);
+  REQUIRE(!threads.empty());
+  // No switch-out was seen: the wait counts from the attach, its reason from the wait channel.
+  double asleep = 0;
+  for (const SampleView& s : threads[0].samples)
+    if (s.leaf() == "[blocked: sleep]") ++asleep;
+  CHECK_WITHIN(asleep, 500.0, 0.15);
+}
+
 TEST_CASE("off-CPU: --cpu-only records on-CPU samples only", "[e2e][offcpu]") {
   TempDir dir;
   CpuLog log;

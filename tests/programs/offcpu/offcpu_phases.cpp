@@ -1,11 +1,13 @@
 // Off-CPU test program: the main thread sleeps 200 ms in nanosleep (offcpu_sleep_phase), reads a pipe that a
 // child process writes 300 ms after it starts (offcpu_pipe_phase), then spins 300 ms of CPU
 // (offcpu_spin_phase). It logs what it measured: "sleep" and "pipe" wall ms of the nanosleep and of the
-// read, "spin" CPU ms of the spin. Exits with argv[1] (default 0).
+// read, "spin" CPU ms of the spin. Exits with argv[1] (default 0). With argv[1] "asleep": logs "ready" and
+// sleeps 60 s (a program to attach to while it waits).
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 
 #include "../e2e/cpu_spin.h"
 #include "wall_log.h"
@@ -54,6 +56,12 @@ __attribute__((noinline)) void offcpu_spin_phase() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "asleep") == 0) {
+    cpu_log("ready");
+    timespec ts{60, 0};
+    nanosleep(&ts, nullptr);
+    return 0;
+  }
   offcpu_sleep_phase();
   offcpu_pipe_phase();
   offcpu_spin_phase();
