@@ -40,6 +40,15 @@
 //    part gives the kernel frames, the user part is spliced in where the DWARF walk was cut by the copy's
 //    end; otherwise the stack gets a "(stack truncated)" root rather than a wrong one. FramePointer asks
 //    for CALLCHAIN only (cheapest, but wrong through Debian's libc/libstdc++ which have no frame pointers).
+//  - Off-CPU (Options::off_cpu, the CLI's default): a context-switches event (period 1) per CPU beside the
+//    CPU event, into its own ring buffers (4x larger, waking the reader at a quarter: waking it every ~15
+//    switches preempted the program and lost 40k of 60k records at 100k switches/s), sampling the outgoing
+//    thread with the same stack copy and callchain plus RDI; the CPU event's switch records time the spans
+//    (builder.h OffCpuConfig, offcpu.h for the reasons). bench/offcpu.sh, this VM: ~26k switches/s costs
+//    the program 1.3-1.5x with 0 lost (perf record -e context-switches -c 1 --call-graph dwarf: 1.34x and
+//    768 lost); ~160k/s: 4.2x, 226 lost (perf: 2.95x, half its samples lost). A CPU-bound program switches
+//    a few hundred times a second: within the noise. Paranoid 2 without root: the event is refused, the
+//    switch records still come (tested), so waits are markers without stacks.
 //  - Signals: SIGINT/SIGTERM are blocked during record() and read from a signalfd; in launch mode a signal
 //    sent to fxprof alone is forwarded to the program (the terminal's Ctrl-C reaches both), and fxprof waits
 //    for the program and keeps its exit status (128+signal when killed), crashes included.
