@@ -18,6 +18,7 @@
 #include "exporter/report.h"
 #include "heap/heap.h"
 #include "pipeline/symbolicate.h"
+#include "recorder/offcpu.h"
 #include "recorder/recorder.h"
 #include "server/server.h"
 
@@ -284,6 +285,8 @@ int cmd_record(std::span<char*> args) {
     if (!quiet) {
       std::string top = exporter::top_self_summary(recording->profile, 5);
       if (!top.empty()) std::fprintf(stderr, "fxprof: top self: %s\n", top.c_str());
+      std::string locks = recorder::lock_wait_summary(recording->profile, 3);
+      if (!locks.empty()) std::fprintf(stderr, "fxprof: lock waits: %s\n", locks.c_str());
     }
     for (const std::string& format : exports) {
       Status s;

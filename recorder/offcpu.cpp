@@ -2,6 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "model/profile.h"
 
 namespace fxprof::recorder {
 
@@ -97,6 +103,46 @@ std::string_view reason_text(BlockReason r) {
       break;
   }
   return "unknown";
+}
+
+}  // namespace fxprof::recorder
+
+namespace fxprof::recorder {
+
+std::string lock_wait_summary(const model::Profile& profile, size_t n) {
+  struct Lock {
+    std::string_view address;
+    uint64_t ns = 0, waits = 0;
+    std::set<uint32_t> threads;
+  };
+  std::map<std::string_view, Lock> locks;
+  for (const model::Process& proc : profile.processes)
+    for (const model::Thread& t : proc.threads)
+      for (const model::Marker& m : t.markers) {
+        if (m.name == model::kNoString || profile.strings.get(m.name) != "Lock wait") continue;
+        for (const model::MarkerField& f : m.fields) {
+          if (!f.is_string || f.string == model::kNoString || profile.strings.get(f.key) != "lock") continue;
+          Lock& l = locks[profile.strings.get(f.string)];
+          l.address = profile.strings.get(f.string);
+          l.ns += m.end_ns > m.start_ns ? m.end_ns - m.start_ns : 0;
+          ++l.waits;
+          l.threads.insert(t.tid);
+        }
+      }
+  std::vector<const Lock*> order;
+  for (const auto& [address, l] : locks) order.push_back(&l);
+  std::sort(order.begin(), order.end(), [](const Lock* a, const Lock* b) { return a->ns > b->ns; });
+  std::string out;
+  char buf[160];
+  for (size_t i = 0; i < order.size() && i < n; ++i) {
+    const Lock& l = *order[i];
+    std::snprintf(buf, sizeof buf, "%s%.*s %.1f ms in %llu wait%s by %zu thread%s", out.empty() ? "" : ", ",
+                  static_cast<int>(l.address.size()), l.address.data(), static_cast<double>(l.ns) / 1e6,
+                  static_cast<unsigned long long>(l.waits), l.waits == 1 ? "" : "s", l.threads.size(),
+                  l.threads.size() == 1 ? "" : "s");
+    out += buf;
+  }
+  return out;
 }
 
 }  // namespace fxprof::recorder

@@ -9,7 +9,12 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
+
+namespace fxprof::model {
+struct Profile;
+}
 
 namespace fxprof::recorder {
 
@@ -32,5 +37,9 @@ BlockReason classify_kernel_frames(std::span<const std::string_view> names);
 std::string_view reason_label(BlockReason r);
 // The marker's `reason` field: "futex", "I/O", "sleep", "page fault", "preempted", "unknown".
 std::string_view reason_text(BlockReason r);
+
+// "0x55d8... 383.2 ms in 141 waits by 4 threads, 0x7f2e... 99.2 ms in 1 wait by 1 thread": the `n` locks
+// whose `Lock wait` markers add up to the most time, over every thread of every process; "" without any.
+std::string lock_wait_summary(const model::Profile& profile, size_t n);
 
 }  // namespace fxprof::recorder

@@ -266,6 +266,11 @@ TEST_CASE("off-CPU: four threads on one mutex give Lock wait markers with its ad
   CHECK(other_reason == 0);
   CHECK(in_contender == markers);
   CHECK_WITHIN(waited, log.ms("wait"), 0.20);
+  // The summary after recording names the lock among the three waited for most (the joins are futex waits
+  // too).
+  const size_t line = r.err.find("fxprof: lock waits: ");
+  REQUIRE(line != std::string::npos);
+  CHECK(r.err.substr(line, r.err.find('\n', line) - line).find(address + " ") != std::string::npos);
 }
 
 TEST_CASE("off-CPU as an ordinary user: one line, blocked spans as markers, the program's exit code",
