@@ -126,6 +126,7 @@ uint32_t ProfileBuilder::new_process(uint32_t pid, const std::string& name, uint
   profile_.processes.push_back(std::move(p));
   auto idx = static_cast<uint32_t>(profile_.processes.size() - 1);
   procs_[pid] = ProcRef{idx, false};
+  new_pids_.push_back(pid);
   return idx;
 }
 
@@ -472,6 +473,7 @@ void ProfileBuilder::set_off_cpu(const OffCpuConfig& c) {
   s.tooltip_label = s.table_label = "{marker.name}: {marker.data.reason} {marker.data.lock}";
   s.fields.push_back({"reason", "Reason", "string"});
   s.fields.push_back({"lock", "Lock address", "string"});
+  s.fields.push_back({"waker", "Woken by", "string"});
   profile_.meta.marker_schemas.push_back(std::move(s));
   off_type_ = profile_.strings.intern("OffCpu");
   blocked_name_ = profile_.strings.intern("Blocked");
@@ -479,6 +481,7 @@ void ProfileBuilder::set_off_cpu(const OffCpuConfig& c) {
   lock_name_ = profile_.strings.intern("Lock wait");
   reason_key_ = profile_.strings.intern("reason");
   lock_key_ = profile_.strings.intern("lock");
+  waker_key_ = profile_.strings.intern("waker");
   pending_reason_ = profile_.strings.intern("(pending)");
   preempted_reason_ = profile_.strings.intern(reason_text(BlockReason::Preempted));
   unknown_reason_ = profile_.strings.intern("unknown (no stack)");
@@ -689,6 +692,37 @@ void ProfileBuilder::close_off_spans(uint64_t end_ns) {
 void ProfileBuilder::finish() {
   name_kernel_frames(profile_);
   if (off_interned_) name_off_cpu_reasons();
+  if (off_interned_ && !wakings_.empty()) name_wakers();
+}
+
+// Each off-CPU marker that is not a preemption gets the last wakeup of its thread within its span: "NAME TID"
+// of the waker.
+void ProfileBuilder::name_wakers() {
+  std::sort(wakings_.begin(), wakings_.end(), [](const Waking& a, const Waking& b) {
+    return a.wakee_tid != b.wakee_tid ? a.wakee_tid < b.wakee_tid : a.time < b.time;
+  });
+  std::unordered_map<uint32_t, const model::Thread*> by_tid;
+  for (const model::Process& proc : profile_.processes)
+    for (const model::Thread& t : proc.threads) by_tid[t.tid] = &t;
+  char buf[64];
+  for (model::Process& proc : profile_.processes)
+    for (model::Thread& t : proc.threads)
+      for (model::Marker& m : t.markers) {
+        if (m.type != off_type_ || m.name == preempted_name_) continue;
+        // The last wakeup of this thread at or before the end of the span, if it is within the span.
+        auto it = std::upper_bound(wakings_.begin(), wakings_.end(), std::make_pair(t.tid, m.end_ns),
+                                   [](const std::pair<uint32_t, uint64_t>& key, const Waking& w) {
+                                     return key.first != w.wakee_tid ? key.first < w.wakee_tid
+                                                                     : key.second < w.time;
+                                   });
+        if (it == wakings_.begin()) continue;
+        --it;
+        if (it->wakee_tid != t.tid || it->time < m.start_ns) continue;
+        auto waker = by_tid.find(it->waker_tid);
+        std::snprintf(buf, sizeof buf, "%.40s %u",
+                      waker != by_tid.end() ? waker->second->name.c_str() : "thread", it->waker_tid);
+        m.fields.push_back({waker_key_, true, 0, profile_.strings.intern(buf)});
+      }
 }
 
 // Off-CPU samples and markers get their reason from the kernel frames of their stack, now named: once per

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "elf/elf.h"
@@ -22,6 +23,7 @@
 #include "recorder/offcpu.h"
 #include "recorder/perf.h"
 #include "recorder/unwind/unwinder.h"
+#include "recorder/waker.h"
 
 namespace fxprof::recorder {
 
@@ -53,6 +55,10 @@ class ProfileBuilder {
   // `switch_event`: the record came from a context-switches event's ring buffer (OffCpuConfig::stacks).
   void handle(const perf_event_header* h, bool switch_event = false);
   void set_off_cpu(const OffCpuConfig& c);
+  // Off-CPU wakers (waker.h): wakeups as the tracer reported them, in any order; each off-CPU marker gets
+  // the thread that woke it in finish(). take_new_pids(): processes seen since the last call, to trace.
+  void add_wakings(std::span<const Waking> w) { wakings_.insert(wakings_.end(), w.begin(), w.end()); }
+  std::vector<uint32_t> take_new_pids() { return std::exchange(new_pids_, {}); }
 
   // Off-CPU: threads still switched out when the recording stops (attach mode, --duration: a server blocked
   // in accept) get their wait up to `end_ns`.
@@ -109,6 +115,7 @@ class ProfileBuilder {
   void end_off_span(ThreadRef& th, uint64_t in_ns);
   void blocked_at_attach(uint32_t pid, uint32_t tid, uint64_t time_ns);
   void name_off_cpu_reasons();
+  void name_wakers();
   void on_mmap2(const std::byte* p, size_t size);
   void on_comm(const std::byte* p, size_t size, uint16_t misc);
   void on_fork(const std::byte* p, size_t size);
@@ -138,6 +145,9 @@ class ProfileBuilder {
                   pending_reason_ = model::kNoString, preempted_reason_ = model::kNoString,
                   unknown_reason_ = model::kNoString;
   uint64_t switch_samples_ = 0, off_cpu_samples_ = 0, off_cpu_spans_ = 0;
+  model::StringId waker_key_ = model::kNoString;
+  std::vector<Waking> wakings_;
+  std::vector<uint32_t> new_pids_;
 };
 
 }  // namespace fxprof::recorder

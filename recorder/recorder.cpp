@@ -26,6 +26,7 @@
 #include "recorder/perf.h"
 #include "recorder/unwind/report.h"
 #include "recorder/unwind/unwinder.h"
+#include "recorder/waker.h"
 
 namespace fxprof::recorder {
 
@@ -160,6 +161,7 @@ class Session {
   Status open_target(int pid, bool required);
   Status attach_thread(int tid);
   size_t read_round();
+  void sync_waker();
   void notice(const std::string& s) { std::fprintf(stderr, "fxprof: %s\n", s.c_str()); }
 
   // DWARF mode: the walk's counts go into the profile's meta, and one line names where stacks stopped
@@ -218,6 +220,8 @@ class Session {
   std::vector<Ref> refs_;
   std::unique_ptr<Unwinder> unwinder_;
   std::unique_ptr<ProfileBuilder> builder_;
+  std::unique_ptr<WakerTracer> waker_;  // off-CPU: who woke each wait (optional, eBPF)
+  std::vector<Waking> wakings_;         // reused per round
   std::set<int> attached_tids_;
   Recording rec_;
 };
@@ -357,7 +361,17 @@ size_t Session::read_round() {
   });
   for (const Ref& r : refs_) builder_->handle(r.h, r.switch_event);
   for (size_t b = 0; b < bufs_.size(); ++b) bufs_[b].release(heads_[b]);
+  sync_waker();
   return refs_.size();
+}
+
+// The waker tracer learns the processes the builder saw, and its wakeups go to the builder.
+void Session::sync_waker() {
+  if (!waker_) return;
+  for (uint32_t pid : builder_->take_new_pids()) waker_->trace(pid);
+  wakings_.clear();
+  waker_->drain(wakings_);
+  builder_->add_wakings(wakings_);
 }
 
 Result<Recording> Session::run() {
@@ -462,6 +476,14 @@ Result<Recording> Session::run() {
     oc.interval_ns = static_cast<uint64_t>(std::llround(1e9 / static_cast<double>(freq)));
     oc.threshold_ns = static_cast<uint64_t>(std::max(0.0, opt_.off_cpu_threshold_ms) * 1e6);
     builder_->set_off_cpu(oc);
+    if (switch_stacks_) {
+      auto w = WakerTracer::start();
+      if (w)
+        waker_ = std::move(*w);
+      else
+        notice("off-CPU: the thread that woke each wait is not recorded (eBPF waker tracer: " + w.error() +
+               ")");
+    }
   }
 
   prof.meta.start_monotonic_ns = now_ns(CLOCK_MONOTONIC);
@@ -474,6 +496,7 @@ Result<Recording> Session::run() {
     prof.meta.product = "fxprof: " + cmdline;
     if (auto s = open_target(child->pid(), true); !s) return std::move(s).take_error();
     builder_->add_launched(static_cast<uint32_t>(child->pid()), basename_of(opt_.command[0]), start_ns);
+    sync_waker();
     if (auto s = child->resume(); !s) return std::move(s).take_error();
   } else {
     std::string list;
@@ -484,6 +507,7 @@ Result<Recording> Session::run() {
         if (auto s = attach_thread(static_cast<int>(tid)); !s) return std::move(s).take_error();
       // Events run from here on, so mappings and threads read now miss nothing that follows.
       builder_->add_attached(static_cast<uint32_t>(pid), start_ns);
+      sync_waker();
       // Threads started while we attached: scan again until no new ones (new ones after our events inherit).
       for (int round = 0; round < 20; ++round) {
         bool fresh = false;

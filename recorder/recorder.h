@@ -48,7 +48,8 @@
 //    the program 1.3-1.5x with 0 lost (perf record -e context-switches -c 1 --call-graph dwarf: 1.34x and
 //    768 lost); ~160k/s: 4.2x, 226 lost (perf: 2.95x, half its samples lost). A CPU-bound program switches
 //    a few hundred times a second: within the noise. Paranoid 2 without root: the event is refused, the
-//    switch records still come (tested), so waits are markers without stacks.
+//    switch records still come (tested), so waits are markers without stacks. As root an eBPF program on
+//    sched_waking (waker.h) names the thread that woke each wait; where it cannot load, one line says so.
 //  - Signals: SIGINT/SIGTERM are blocked during record() and read from a signalfd; in launch mode a signal
 //    sent to fxprof alone is forwarded to the program (the terminal's Ctrl-C reaches both), and fxprof waits
 //    for the program and keeps its exit status (128+signal when killed), crashes included.

@@ -28,13 +28,14 @@ struct SampleView {
 };
 
 struct MarkerView {
-  std::string name, reason, lock;
+  std::string name, reason, lock, waker;  // waker: "NAME TID" of the thread that woke the wait (eBPF)
   double start = 0, end = 0;
   std::vector<std::string> cause;  // the payload's stack, leaf first
 };
 
 struct ThreadView {
   std::string name;
+  int64_t tid = 0;
   std::vector<SampleView> samples;
   std::vector<MarkerView> markers;
 };
@@ -62,6 +63,7 @@ std::vector<ThreadView> threads_of(const std::string& text) {
     for (simdjson::dom::element t : simdjson::dom::array(proc["threads"])) {
       ThreadView v;
       v.name = std::string(std::string_view(t["name"]));
+      v.tid = int64_t(t["tid"]);
       for (simdjson::dom::element smp : simdjson::dom::array(t["samples"]["data"])) {
         SampleView s;
         s.frames = stack_frames(t, smp.at(0));
@@ -79,6 +81,8 @@ std::vector<ThreadView> threads_of(const std::string& text) {
         mv.reason = std::string(std::string_view(data["reason"]));
         std::string_view lock;
         if (!data["lock"].get(lock)) mv.lock = std::string(lock);
+        std::string_view waker;
+        if (!data["waker"].get(waker)) mv.waker = std::string(waker);
         simdjson::dom::element stack;
         if (!data["stack"].get(stack)) mv.cause = stack_frames(t, stack["samples"]["data"].at(0).at(0));
         v.markers.push_back(std::move(mv));
@@ -248,11 +252,16 @@ TEST_CASE("off-CPU: four threads on one mutex give Lock wait markers with its ad
   require_lint_clean(text);
 
   double waited = 0;
-  size_t markers = 0, in_contender = 0, other_reason = 0;
+  size_t markers = 0, in_contender = 0, other_reason = 0, woken_by_other = 0;
   for (const ThreadView& t : threads_of(text))
     for (const MarkerView& m : t.markers) {
       if (m.lock != address) continue;
       if (m.name != "Lock wait" || m.reason != "futex") ++other_reason;
+      // The eBPF waker tracer: the thread that unlocked, another contender ("offcpu_locks TID").
+      const size_t sp = m.waker.rfind(' ');
+      if (m.waker.starts_with("offcpu_locks ") && sp != std::string::npos &&
+          std::stoll(m.waker.substr(sp + 1)) != t.tid)
+        ++woken_by_other;
       ++markers;
       waited += m.end - m.start;
       for (const auto& f : m.cause)
@@ -265,6 +274,8 @@ TEST_CASE("off-CPU: four threads on one mutex give Lock wait markers with its ad
   CHECK(markers > 0);
   CHECK(other_reason == 0);
   CHECK(in_contender == markers);
+  CHECK(woken_by_other == markers);
+  CHECK(r.err.find("waker tracer") == std::string::npos);  // it loaded (root, BTF)
   CHECK_WITHIN(waited, log.ms("wait"), 0.20);
   // The summary after recording names the lock among the three waited for most (the joins are futex waits
   // too).
