@@ -6,7 +6,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-$here/../build}" && pwd)
-cmake --build "$build" --target fxprof fxprof_demo fxprof_test_programs fxprof_unwind_bench fxprof_symbolize_bench fxprof_http_bench >/dev/null
+cmake --build "$build" --target fxprof fxprof_demo fxprof_test_programs fxprof_unwind_bench fxprof_symbolize_bench \
+  fxprof_http_bench fxprof_offcpu_bench >/dev/null
 echo "== recording (bench/record.sh)"
 bash "$here/record.sh" "$build"
 echo
@@ -20,3 +21,6 @@ echo "== export (bench/export.sh)"
 bash "$here/export.sh" "$build"
 echo "== local server (bench/http_bench.cpp)"
 "$build/bench/fxprof_http_bench" 3
+echo
+echo "== off-CPU capture (bench/offcpu.sh)"
+bash "$here/offcpu.sh" "$build"

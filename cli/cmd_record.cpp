@@ -18,6 +18,7 @@
 #include "exporter/report.h"
 #include "heap/heap.h"
 #include "pipeline/symbolicate.h"
+#include "recorder/offcpu.h"
 #include "recorder/recorder.h"
 #include "server/server.h"
 
@@ -46,6 +47,17 @@ constexpr const char* kHelp =
     "                           (default: Poisson sampling by bytes, unbiased estimates) or full (every\n"
     "                           allocation and free: exact leaks and peak)\n"
     "  --heap-rate BYTES        sampled mode: on average one sample per BYTES allocated (default 524288)\n"
+    "  --cpu-only               on-CPU samples only. By default the profile is wall-clock: time a thread\n"
+    "                           spends blocked or preempted is sampled too, at the same rate, with the\n"
+    "                           stack it waited in, under a [blocked: futex|I/O|sleep|page fault] or\n"
+    "                           [preempted] leaf in the Idle category and no CPU use, plus a marker per\n"
+    "                           wait (\"Lock wait\" with the lock's address for mutexes). In the Firefox\n"
+    "                           Profiler the CPU graph shows CPU use only and the call tree wall-clock\n"
+    "                           time; for CPU time alone, right-click a [blocked...] node and \"Drop\n"
+    "                           samples with this function\". Stacks of waits need root or\n"
+    "                           kernel.perf_event_paranoid <= 1; otherwise waits are markers without\n"
+    "                           stacks, and fxprof says so\n"
+    "  --off-cpu-threshold MS   a marker for every wait of at least MS milliseconds (default 1; 0: all)\n"
     "  -v, --verbose            print what the recorder chose (event, buffer sizes, timings)\n"
     "\n"
     "Output:\n"
@@ -107,6 +119,7 @@ int usage_error(const std::string& msg) {
 
 int cmd_record(std::span<char*> args) {
   recorder::Options rec;
+  rec.off_cpu = true;  // wall-clock by default; --cpu-only for on-CPU samples alone
   server::ServeOptions serve;
   std::string output = "profile.json.gz";
   bool save_only = false;
@@ -166,6 +179,12 @@ int cmd_record(std::span<char*> args) {
       auto n = parse_number(*v);
       if (!n || *n < 1) return usage_error("--heap-rate needs a positive number of bytes");
       heap_rate = *n;
+    } else if (p.flag("", "--cpu-only")) {
+      rec.off_cpu = false;
+    } else if (auto v = p.option("", "--off-cpu-threshold")) {
+      auto n = parse_number(*v);
+      if (!n || *n < 0) return usage_error("--off-cpu-threshold needs a number of milliseconds (0 or more)");
+      rec.off_cpu_threshold_ms = *n;
     } else if (p.flag("-v", "--verbose")) {
       rec.verbose = true;
     } else if (p.flag("-s", "--save-only")) {
@@ -275,6 +294,8 @@ int cmd_record(std::span<char*> args) {
     if (!quiet) {
       std::string top = exporter::top_self_summary(recording->profile, 5);
       if (!top.empty()) std::fprintf(stderr, "fxprof: top self: %s\n", top.c_str());
+      std::string locks = recorder::lock_wait_summary(recording->profile, 3);
+      if (!locks.empty()) std::fprintf(stderr, "fxprof: lock waits: %s\n", locks.c_str());
     }
     for (const std::string& format : exports) {
       Status s;

@@ -50,7 +50,9 @@ class StringTable {
 };
 
 // Category indices written into meta.categories (the order matters: the first grey one is the default).
-enum class Category : uint8_t { Other = 0, User = 1, Kernel = 2 };
+// Idle: off-CPU samples (a thread blocked or preempted, recorder/offcpu.h); the front end draws no CPU for
+// it.
+enum class Category : uint8_t { Other = 0, User = 1, Kernel = 2, Idle = 3 };
 struct CategoryInfo {
   std::string name;
   std::string color;
@@ -235,7 +237,8 @@ struct Meta {
   double start_unix_ms = 0;  // wall clock at start_monotonic_ns
   uint64_t start_monotonic_ns = 0;
   std::optional<uint64_t> end_monotonic_ns;
-  std::vector<CategoryInfo> categories{{"Other", "grey"}, {"User", "yellow"}, {"Kernel", "orange"}};
+  std::vector<CategoryInfo> categories{
+      {"Other", "grey"}, {"User", "yellow"}, {"Kernel", "orange"}, {"Idle", "transparent"}};
   std::vector<MarkerSchema> marker_schemas;
   std::string oscpu;  // e.g. "Linux 6.1.0"
   bool presymbolicated = false;

@@ -11,6 +11,7 @@
 #include "model/symbols.h"
 #include "recorder/jit.h"
 #include "recorder/kallsyms.h"
+#include "recorder/offcpu.h"
 #include "recorder/unwind/splice.h"
 
 namespace fxprof::recorder {
@@ -127,6 +128,7 @@ uint32_t ProfileBuilder::new_process(uint32_t pid, const std::string& name, uint
   profile_.processes.push_back(std::move(p));
   auto idx = static_cast<uint32_t>(profile_.processes.size() - 1);
   procs_[pid] = ProcRef{idx, false};
+  new_pids_.push_back(pid);
   return idx;
 }
 
@@ -176,6 +178,7 @@ void ProfileBuilder::add_attached(uint32_t pid, uint64_t time_ns) {
   if (name.empty()) name = proc_comm(pid, pid);
   new_process(pid, name, time_ns);
   add_thread(pid, pid, proc_comm(pid, pid), time_ns);
+  blocked_at_attach(pid, pid, time_ns);
   std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
   if (DIR* d = opendir(task_dir.c_str())) {
     while (dirent* e = readdir(d)) {
@@ -213,6 +216,33 @@ void ProfileBuilder::add_attached_thread(uint32_t pid, uint32_t tid, uint64_t ti
   auto it = threads_.find(tid);
   if (it != threads_.end() && it->second.pid == pid) return;
   add_thread(pid, tid, proc_comm(pid, tid), time_ns);
+  blocked_at_attach(pid, tid, time_ns);
+}
+
+// Attach mode: a thread that sleeps when we attach saw no switch-out; its wait counts from now, without a
+// user stack (no sample was taken), under the reason its wait channel (/proc/.../wchan: the kernel function
+// it sleeps in) gives.
+void ProfileBuilder::blocked_at_attach(uint32_t pid, uint32_t tid, uint64_t time_ns) {
+  if (!off_.spans) return;
+  const std::string task = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid);
+  auto stat = read_file(task + "/stat");
+  if (!stat) return;
+  const size_t paren = stat->rfind(')');  // "tid (comm) S ...": the comm may hold spaces and parentheses
+  if (paren == std::string::npos || paren + 2 >= stat->size()) return;
+  const char state = (*stat)[paren + 2];
+  if (state != 'S' && state != 'D') return;
+  auto it = threads_.find(tid);
+  if (it == threads_.end()) return;
+  OffState& o = it->second.off;
+  if (o.out) return;
+  o.out = true;
+  o.out_ns = time_ns;
+  o.preempted = false;
+  o.have_stack = false;
+  auto wchan = read_file(task + "/wchan");
+  std::string_view fn = wchan ? std::string_view(*wchan) : std::string_view();
+  const BlockReason r = classify_kernel_frames(std::span<const std::string_view>(&fn, 1));
+  o.hint = r;
 }
 
 bool ProfileBuilder::has_samples(const model::Process& p) const {
@@ -262,12 +292,12 @@ uint64_t ProfileBuilder::record_time(const perf_event_header* h) {
   return t;
 }
 
-void ProfileBuilder::handle(const perf_event_header* h) {
+void ProfileBuilder::handle(const perf_event_header* h, bool switch_event) {
   auto* p = reinterpret_cast<const std::byte*>(h);
   size_t size = h->size;
   switch (h->type) {
     case PERF_RECORD_SAMPLE:
-      on_sample(p, size);
+      on_sample(p, size, switch_event);
       break;
     case PERF_RECORD_MMAP2:
       on_mmap2(p, size);
@@ -447,15 +477,100 @@ void ProfileBuilder::on_switch(const std::byte* p, size_t size, uint16_t misc) {
   auto it = threads_.find(tr.tid);
   if (it == threads_.end()) return;
   CpuState& c = it->second.cpu;
+  OffState& o = it->second.off;
   if (misc & PERF_RECORD_MISC_SWITCH_OUT) {
     if (c.on && tr.time > c.since) c.acc += tr.time - c.since;
     c.on = false;
     c.known = true;
+    o.out = true;
+    o.out_ns = tr.time;
+    o.preempted = (misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) != 0;
   } else {
     c.on = true;
     c.known = true;
     c.since = tr.time;
+    if (o.out && off_.spans) end_off_span(it->second, tr.time);
+    o.out = false;
+    o.have_stack = false;  // a stack belongs to the switch-out that follows it, nothing later
   }
+}
+
+void ProfileBuilder::set_off_cpu(const OffCpuConfig& c) {
+  off_ = c;
+  if (!off_.spans || off_interned_) return;
+  off_interned_ = true;
+  if (off_.interval_ns == 0) off_.interval_ns = 1;
+  pending_frame_ = profile_.label_frame("[blocked: pending]", model::Category::Idle);
+  preempted_frame_ = profile_.label_frame(reason_label(BlockReason::Preempted), model::Category::Idle);
+  model::MarkerSchema s;
+  s.name = "OffCpu";
+  s.display = {"marker-chart", "marker-table"};
+  s.chart_label = "{marker.data.reason} {marker.data.lock}";
+  s.tooltip_label = s.table_label = "{marker.name}: {marker.data.reason} {marker.data.lock}";
+  s.fields.push_back({"reason", "Reason", "string"});
+  s.fields.push_back({"lock", "Lock address", "string"});
+  s.fields.push_back({"waker", "Woken by", "string"});
+  profile_.meta.marker_schemas.push_back(std::move(s));
+  off_type_ = profile_.strings.intern("OffCpu");
+  blocked_name_ = profile_.strings.intern("Blocked");
+  preempted_name_ = profile_.strings.intern("Preempted");
+  lock_name_ = profile_.strings.intern("Lock wait");
+  reason_key_ = profile_.strings.intern("reason");
+  lock_key_ = profile_.strings.intern("lock");
+  waker_key_ = profile_.strings.intern("waker");
+  pending_reason_ = profile_.strings.intern("(pending)");
+  preempted_reason_ = profile_.strings.intern(reason_text(BlockReason::Preempted));
+  unknown_reason_ = profile_.strings.intern("unknown (no stack)");
+}
+
+// A thread ran again after a switch-out: its blocked time becomes samples (at most one per interval of
+// blocked time, spread over the span) and, above the threshold, a marker.
+void ProfileBuilder::end_off_span(ThreadRef& th, uint64_t in_ns) {
+  OffState& o = th.off;
+  if (in_ns <= o.out_ns) return;
+  const uint64_t d = in_ns - o.out_ns;
+  ++off_cpu_spans_;
+  model::Thread& thread = profile_.processes[th.proc].threads[th.thread];
+  const model::StackId base = o.have_stack ? o.stack : model::kNoStack;
+  if (off_.stacks) {
+    o.acc += d;
+    const uint64_t n = o.acc / off_.interval_ns;
+    if (n > 0) {
+      o.acc -= n * off_.interval_ns;
+      model::FrameId leaf = o.preempted ? preempted_frame_ : pending_frame_;
+      if (!o.preempted && !o.have_stack && o.hint != BlockReason::Unknown)
+        leaf = profile_.label_frame(reason_label(o.hint), model::Category::Idle);
+      const model::StackId s = profile_.stacks.intern(base, leaf);
+      for (uint64_t k = 0; k < n; ++k) {
+        model::Sample smp;
+        smp.time_ns = o.out_ns + d * (2 * k + 1) / (2 * n);
+        smp.stack = s;
+        smp.cpu_delta_ns = 0;
+        thread.samples.push_back(smp);
+      }
+      off_cpu_samples_ += n;
+    }
+  }
+  if (d < off_.threshold_ns) return;
+  model::Marker m;
+  m.name = o.preempted ? preempted_name_ : blocked_name_;
+  m.start_ns = o.out_ns;
+  m.end_ns = in_ns;
+  m.phase = model::MarkerPhase::Interval;
+  m.category = model::Category::Idle;
+  m.type = off_type_;
+  m.stack = base;
+  model::StringId reason = o.preempted ? preempted_reason_ : off_.stacks ? pending_reason_ : unknown_reason_;
+  if (!o.preempted && !o.have_stack && o.hint != BlockReason::Unknown)
+    reason = profile_.strings.intern(reason_text(o.hint));
+  o.hint = BlockReason::Unknown;
+  m.fields.push_back({reason_key_, true, 0, reason});
+  if (!o.preempted && o.have_stack && o.uaddr) {  // kept in finish() only if the wait was a futex's
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(o.uaddr));
+    m.fields.push_back({lock_key_, true, 0, profile_.strings.intern(buf)});
+  }
+  thread.markers.push_back(std::move(m));
 }
 
 void ProfileBuilder::on_lost(const std::byte* p, size_t size) {
@@ -491,7 +606,7 @@ void ProfileBuilder::on_lost(const std::byte* p, size_t size) {
   th->markers.push_back(std::move(m));
 }
 
-void ProfileBuilder::on_sample(const std::byte* p, size_t size) {
+void ProfileBuilder::on_sample(const std::byte* p, size_t size, bool switch_event) {
   Reader r(p + 8, size - 8);
   r.u64();  // ip (the callchain repeats it)
   uint32_t pid, tid;
@@ -520,10 +635,31 @@ void ProfileBuilder::on_sample(const std::byte* p, size_t size) {
   }
 
   bool truncated = false;
-  if (events_.dwarf) {
+  // Registers: the unwinder's (DWARF mode), and RDI on the context-switches event (every mode). perf writes
+  // them in bit order of the event's mask; the unwinder's are picked out of it.
+  std::array<uint64_t, 8> vals{};
+  size_t n_vals = 0;
+  uint64_t di = 0;
+  bool have_regs = false;
+  if (events_.dwarf || switch_event) {
+    const uint64_t mask = switch_event ? events_.switch_regs_mask : events_.regs_mask;
     uint64_t abi = r.u64();
-    std::span<const std::byte> regs_bytes;
-    if (abi != PERF_SAMPLE_REGS_ABI_NONE) regs_bytes = r.bytes(uint64_t{events_.regs_count()} * 8);
+    if (abi != PERF_SAMPLE_REGS_ABI_NONE) {
+      auto regs_bytes = r.bytes(uint64_t{static_cast<uint32_t>(__builtin_popcountll(mask))} * 8);
+      if (r.ok()) {
+        have_regs = true;
+        size_t i = 0;
+        for (uint64_t m = mask; m; m &= m - 1, ++i) {
+          const uint64_t bit = m & (~m + 1);
+          uint64_t v;
+          std::memcpy(&v, regs_bytes.data() + i * 8, 8);
+          if (bit == kPerfRegDiBit) di = v;
+          if ((events_.regs_mask & bit) && n_vals < vals.size()) vals[n_vals++] = v;
+        }
+      }
+    }
+  }
+  if (events_.dwarf) {
     uint64_t stack_size = r.u64();
     std::span<const std::byte> stack;
     if (stack_size) {
@@ -531,11 +667,8 @@ void ProfileBuilder::on_sample(const std::byte* p, size_t size) {
       uint64_t dyn = r.u64();
       if (dyn < stack.size()) stack = stack.first(dyn);
     }
-    if (r.ok() && unwinder_ && abi != PERF_SAMPLE_REGS_ABI_NONE) {
-      std::array<uint64_t, 8> vals{};
-      size_t n = std::min<size_t>(events_.regs_count(), vals.size());
-      std::memcpy(vals.data(), regs_bytes.data(), n * 8);
-      UserRegs regs = decode_user_regs(std::span<const uint64_t>(vals.data(), n));
+    if (r.ok() && unwinder_ && have_regs) {
+      UserRegs regs = decode_user_regs(std::span<const uint64_t>(vals.data(), n_vals));
       UnwindResult u = unwinder_->unwind(pid, regs, stack, unwound_);
       if (u.count > 0) {
         truncated =
@@ -546,6 +679,18 @@ void ProfileBuilder::on_sample(const std::byte* p, size_t size) {
   }
 
   ThreadRef& th = thread(pid, tid, time);
+  if (switch_event) {
+    // A switch-out: keep the stack for the span that the switch records will measure.
+    ++switch_samples_;
+    path_.clear();
+    if (truncated) path_.push_back(profile_.label_frame("(stack truncated)"));
+    for (auto it = user_.rbegin(); it != user_.rend(); ++it) path_.push_back(profile_.native_frame(*it));
+    for (auto it = kernel_.rbegin(); it != kernel_.rend(); ++it) path_.push_back(profile_.kernel_frame(*it));
+    th.off.stack = profile_.stacks.intern_path(path_);
+    th.off.have_stack = true;
+    th.off.uaddr = di;
+    return;
+  }
   CpuState& c = th.cpu;
   int64_t delta = -1;
   if (c.known) {
@@ -571,10 +716,94 @@ void ProfileBuilder::on_sample(const std::byte* p, size_t size) {
   ++samples_;
 }
 
+void ProfileBuilder::close_off_spans(uint64_t end_ns) {
+  if (!off_.spans) return;
+  for (auto& [tid, th] : threads_)
+    if (th.off.out && end_ns > th.off.out_ns) {
+      end_off_span(th, end_ns);
+      th.off.out = false;
+    }
+}
+
 void ProfileBuilder::finish() {
   name_kernel_frames(profile_);
+  if (off_interned_) name_off_cpu_reasons();
+  if (off_interned_ && !wakings_.empty()) name_wakers();
   for (auto& [pid, pr] : procs_) read_jit(pid, pr);  // processes still running
   model::name_jit_frames(profile_);
+}
+
+// Each off-CPU marker that is not a preemption gets the last wakeup of its thread within its span: "NAME TID"
+// of the waker.
+void ProfileBuilder::name_wakers() {
+  std::sort(wakings_.begin(), wakings_.end(), [](const Waking& a, const Waking& b) {
+    return a.wakee_tid != b.wakee_tid ? a.wakee_tid < b.wakee_tid : a.time < b.time;
+  });
+  std::unordered_map<uint32_t, const model::Thread*> by_tid;
+  for (const model::Process& proc : profile_.processes)
+    for (const model::Thread& t : proc.threads) by_tid[t.tid] = &t;
+  char buf[64];
+  for (model::Process& proc : profile_.processes)
+    for (model::Thread& t : proc.threads)
+      for (model::Marker& m : t.markers) {
+        if (m.type != off_type_ || m.name == preempted_name_) continue;
+        // The last wakeup of this thread at or before the end of the span, if it is within the span.
+        auto it = std::upper_bound(wakings_.begin(), wakings_.end(), std::make_pair(t.tid, m.end_ns),
+                                   [](const std::pair<uint32_t, uint64_t>& key, const Waking& w) {
+                                     return key.first != w.wakee_tid ? key.first < w.wakee_tid
+                                                                     : key.second < w.time;
+                                   });
+        if (it == wakings_.begin()) continue;
+        --it;
+        if (it->wakee_tid != t.tid || it->time < m.start_ns) continue;
+        auto waker = by_tid.find(it->waker_tid);
+        std::snprintf(buf, sizeof buf, "%.40s %u",
+                      waker != by_tid.end() ? waker->second->name.c_str() : "thread", it->waker_tid);
+        m.fields.push_back({waker_key_, true, 0, profile_.strings.intern(buf)});
+      }
+}
+
+// Off-CPU samples and markers get their reason from the kernel frames of their stack, now named: once per
+// distinct stack.
+void ProfileBuilder::name_off_cpu_reasons() {
+  std::unordered_map<model::StackId, BlockReason> reasons;
+  std::vector<std::string_view> names;
+  auto reason_of = [&](model::StackId base) {
+    auto [it, fresh] = reasons.try_emplace(base, BlockReason::Unknown);
+    if (!fresh) return it->second;
+    names.clear();
+    for (model::StackId s = base; s != model::kNoStack; s = profile_.stacks.prefix(s)) {
+      const model::Frame& f = profile_.frames.get(profile_.stacks.frame(s));
+      if (f.kind != model::FrameKind::Kernel) break;  // the kernel part is the top of the stack
+      if (f.name != model::kNoString) names.push_back(profile_.strings.get(f.name));
+    }
+    it->second = classify_kernel_frames(names);
+    return it->second;
+  };
+  std::unordered_map<model::StackId, model::StackId> relabeled;
+  for (model::Process& proc : profile_.processes) {
+    for (model::Thread& t : proc.threads) {
+      for (model::Sample& smp : t.samples) {
+        if (smp.stack == model::kNoStack || profile_.stacks.frame(smp.stack) != pending_frame_) continue;
+        auto [it, fresh] = relabeled.try_emplace(smp.stack, model::kNoStack);
+        if (fresh) {
+          const model::StackId base = profile_.stacks.prefix(smp.stack);
+          it->second = profile_.stacks.intern(
+              base, profile_.label_frame(reason_label(reason_of(base)), model::Category::Idle));
+        }
+        smp.stack = it->second;
+      }
+      for (model::Marker& m : t.markers) {
+        if (m.type != off_type_ || m.fields.empty() || m.fields[0].string != pending_reason_) continue;
+        const BlockReason r = m.stack == model::kNoStack ? BlockReason::Unknown : reason_of(m.stack);
+        m.fields[0].string = profile_.strings.intern(reason_text(r));
+        if (r == BlockReason::Futex && m.fields.size() > 1)
+          m.name = lock_name_;
+        else
+          m.fields.resize(1);  // an address is a lock's only in a futex wait
+      }
+    }
+  }
 }
 
 }  // namespace fxprof::recorder

@@ -18,14 +18,28 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "elf/elf.h"
 #include "model/profile.h"
+#include "recorder/offcpu.h"
 #include "recorder/perf.h"
 #include "recorder/unwind/unwinder.h"
+#include "recorder/waker.h"
 
 namespace fxprof::recorder {
+
+// Off-CPU time (recorder/offcpu.h). `spans`: the switch records' blocked spans become markers (the
+// unprivileged case: no stacks); `stacks`: the context-switches event's samples give each span its stack, and
+// blocked time becomes samples at the sampling interval (accumulated per thread: at most one per interval of
+// blocked time) with threadCPUDelta 0, the Idle category and a `[blocked: reason]` leaf.
+struct OffCpuConfig {
+  bool spans = false;
+  bool stacks = false;
+  uint64_t interval_ns = 1000000;   // one off-CPU sample per this much blocked time
+  uint64_t threshold_ns = 1000000;  // a marker per blocked span at least this long
+};
 
 class ProfileBuilder {
  public:
@@ -41,8 +55,17 @@ class ProfileBuilder {
 
   // Timestamp of a record (sample time or sample_id_all trailer), for merging buffers.
   static uint64_t record_time(const perf_event_header* h);
-  void handle(const perf_event_header* h);
+  // `switch_event`: the record came from a context-switches event's ring buffer (OffCpuConfig::stacks).
+  void handle(const perf_event_header* h, bool switch_event = false);
+  void set_off_cpu(const OffCpuConfig& c);
+  // Off-CPU wakers (waker.h): wakeups as the tracer reported them, in any order; each off-CPU marker gets
+  // the thread that woke it in finish(). take_new_pids(): processes seen since the last call, to trace.
+  void add_wakings(std::span<const Waking> w) { wakings_.insert(wakings_.end(), w.begin(), w.end()); }
+  std::vector<uint32_t> take_new_pids() { return std::exchange(new_pids_, {}); }
 
+  // Off-CPU: threads still switched out when the recording stops (attach mode, --duration: a server blocked
+  // in accept) get their wait up to `end_ns`.
+  void close_off_spans(uint64_t end_ns);
   // Names kernel frames and counts; `end_ns` closes nothing (open threads stay open-ended).
   void finish();
 
@@ -50,6 +73,9 @@ class ProfileBuilder {
   uint64_t lost() const { return lost_; }
   uint64_t throttled() const { return throttled_; }
   uint64_t jit_functions() const { return jit_functions_; }  // named JIT ranges read (all processes)
+  uint64_t switch_samples() const { return switch_samples_; }  // context-switches samples read
+  uint64_t off_cpu_samples() const { return off_cpu_samples_; }
+  uint64_t off_cpu_spans() const { return off_cpu_spans_; }  // blocked or preempted spans seen
 
  private:
   struct CpuState {
@@ -57,11 +83,21 @@ class ProfileBuilder {
     uint64_t since = 0, acc = 0;
     uint64_t last_sample = 0;
   };
+  // Off-CPU: the current switch-out, and the stack its context-switches sample took.
+  struct OffState {
+    bool out = false, preempted = false, have_stack = false;
+    uint64_t out_ns = 0;
+    model::StackId stack = model::kNoStack;   // the blocking stack (no reason leaf)
+    uint64_t uaddr = 0;                       // RDI at the system call: a futex wait's lock address
+    uint64_t acc = 0;                         // blocked ns not yet given a sample
+    BlockReason hint = BlockReason::Unknown;  // attach mode: the wait channel of a thread found asleep
+  };
   struct ThreadRef {
     uint32_t pid = 0;
     uint32_t proc = 0;    // index into profile.processes
     uint32_t thread = 0;  // index into that process's threads
     CpuState cpu;
+    OffState off;
   };
   struct ProcRef {
     uint32_t proc = 0;
@@ -83,7 +119,11 @@ class ProfileBuilder {
   // Reads the process's perf map and jitdump into its model::Process::jit (recorder/jit.h), once.
   void read_jit(uint32_t pid, ProcRef& pr);
 
-  void on_sample(const std::byte* p, size_t size);
+  void on_sample(const std::byte* p, size_t size, bool switch_event);
+  void end_off_span(ThreadRef& th, uint64_t in_ns);
+  void blocked_at_attach(uint32_t pid, uint32_t tid, uint64_t time_ns);
+  void name_off_cpu_reasons();
+  void name_wakers();
   void on_mmap2(const std::byte* p, size_t size);
   void on_comm(const std::byte* p, size_t size, uint16_t misc);
   void on_fork(const std::byte* p, size_t size);
@@ -102,6 +142,20 @@ class ProfileBuilder {
   std::array<uint64_t, 1024> unwound_{};
   model::StringId lost_name_ = model::kNoString, lost_type_ = model::kNoString, count_key_ = model::kNoString;
   uint64_t samples_ = 0, lost_ = 0, throttled_ = 0, jit_functions_ = 0;
+  OffCpuConfig off_;
+  // Off-CPU samples and markers get their reason in finish(), once kernel frames have names: until then the
+  // samples' leaf is `pending_frame_` and the markers' reason is `pending_reason_`.
+  model::FrameId pending_frame_ = 0, preempted_frame_ = 0;
+  bool off_interned_ = false;
+  model::StringId off_type_ = model::kNoString, blocked_name_ = model::kNoString,
+                  preempted_name_ = model::kNoString, lock_name_ = model::kNoString,
+                  reason_key_ = model::kNoString, lock_key_ = model::kNoString,
+                  pending_reason_ = model::kNoString, preempted_reason_ = model::kNoString,
+                  unknown_reason_ = model::kNoString;
+  uint64_t switch_samples_ = 0, off_cpu_samples_ = 0, off_cpu_spans_ = 0;
+  model::StringId waker_key_ = model::kNoString;
+  std::vector<Waking> wakings_;
+  std::vector<uint32_t> new_pids_;
 };
 
 }  // namespace fxprof::recorder

@@ -56,6 +56,30 @@ perf_event_attr make_attr(const EventConfig& c) {
   return a;
 }
 
+perf_event_attr make_switch_attr(const EventConfig& c) {
+  perf_event_attr a;
+  std::memset(&a, 0, sizeof a);
+  a.size = sizeof a;
+  a.type = PERF_TYPE_SOFTWARE;
+  a.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+  a.sample_period = 1;
+  // Registers in frame-pointer mode too (RDI alone there): the lock address of a futex wait.
+  a.sample_type = c.sample_type() | PERF_SAMPLE_REGS_USER;
+  a.sample_regs_user = c.switch_regs_mask;
+  if (c.dwarf) a.sample_stack_user = c.stack_size;
+  if (c.switch_wakeup_bytes) {
+    a.watermark = 1;
+    a.wakeup_watermark = c.switch_wakeup_bytes;
+  }
+  a.disabled = c.enable_on_exec ? 1 : 0;
+  a.enable_on_exec = c.enable_on_exec ? 1 : 0;
+  a.inherit = 1;
+  a.sample_id_all = 1;
+  a.use_clockid = 1;
+  a.clockid = CLOCK_MONOTONIC;
+  return a;
+}
+
 UniqueFd perf_event_open(const perf_event_attr& attr, int pid, int cpu, int group_fd, int& err) {
   long fd = syscall(SYS_perf_event_open, &attr, pid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC);
   if (fd < 0) {

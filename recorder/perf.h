@@ -25,12 +25,24 @@ struct EventConfig {
   uint64_t regs_mask = 0;       // DWARF: PERF_SAMPLE_REGS_USER mask
   bool enable_on_exec = false;  // launch mode: start disabled, enabled by the kernel at execve
   uint32_t wakeup_bytes = 0;    // wake poll() when this much data is waiting (0: kernel default, half)
+  // Off-CPU: the context-switches event's registers (regs_mask plus RDI, the first system-call argument:
+  // a futex wait's lock address; RDI alone in frame-pointer mode, where that event still samples
+  // REGS_USER). Its samples go to their own ring buffers, so they parse with this mask.
+  uint64_t switch_regs_mask = 0;
+  uint32_t switch_wakeup_bytes = 0;  // the context-switches buffers' wake-up mark (0: kernel default)
 
   uint64_t sample_type() const;
   uint32_t regs_count() const { return static_cast<uint32_t>(__builtin_popcountll(regs_mask)); }
+  uint32_t switch_regs_count() const { return static_cast<uint32_t>(__builtin_popcountll(switch_regs_mask)); }
 };
 
 perf_event_attr make_attr(const EventConfig& c);
+// The off-CPU event: the context-switches software event with period 1, sampled in the outgoing thread at
+// every switch-out with the same sample layout as make_attr's (user registers, user stack copy, kernel
+// callchain), and nothing else: no side-band records (the CPU event carries those and the switch records).
+perf_event_attr make_switch_attr(const EventConfig& c);
+// perf_regs.h (x86-64) bit of RDI, the first system-call argument.
+inline constexpr uint64_t kPerfRegDiBit = uint64_t{1} << 5;
 
 // perf_event_open(2) with PERF_FLAG_FD_CLOEXEC; on failure returns an invalid fd and sets `err` to errno.
 UniqueFd perf_event_open(const perf_event_attr& attr, int pid, int cpu, int group_fd, int& err);

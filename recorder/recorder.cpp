@@ -27,6 +27,7 @@
 #include "recorder/rss.h"
 #include "recorder/unwind/report.h"
 #include "recorder/unwind/unwinder.h"
+#include "recorder/waker.h"
 
 namespace fxprof::recorder {
 
@@ -157,9 +158,11 @@ class Session {
 
  private:
   Status choose_config(int pid);
+  void choose_off_cpu(int pid);
   Status open_target(int pid, bool required);
   Status attach_thread(int tid);
   size_t read_round();
+  void sync_waker();
   void notice(const std::string& s) { std::fprintf(stderr, "fxprof: %s\n", s.c_str()); }
 
   // DWARF mode: the walk's counts go into the profile's meta, and one line names where stacks stopped
@@ -199,18 +202,28 @@ class Session {
   bool root_ = false;  // not limited by it
   std::vector<int> cpus_;
   size_t data_pages_ = 128, min_pages_ = 8;
+  size_t switch_pages_ = 128;  // off-CPU stacks: data pages of each context-switches buffer
   std::vector<UniqueFd> fds_;
   std::vector<RingBuffer> bufs_;  // one per CPU: every other event of that CPU writes into it (SET_OUTPUT)
   std::vector<int> buf_of_cpu_;   // index into bufs_, -1 = none yet
+  // Off-CPU stacks: the context-switches events write into a second buffer per CPU, so that their samples
+  // are known by where they come from (the same sample layout, another register mask). It comes after the
+  // CPU's first buffer in bufs_: a switch record read there had its sample written (before it) already.
+  bool switch_stacks_ = false;
+  std::vector<int> switch_buf_of_cpu_;
+  std::vector<bool> is_switch_buf_;  // per bufs_ entry
   std::vector<std::vector<std::byte>> scratch_;
   std::vector<uint64_t> heads_;
   struct Ref {
     uint64_t time;
     const perf_event_header* h;
+    bool switch_event;
   };
   std::vector<Ref> refs_;
   std::unique_ptr<Unwinder> unwinder_;
   std::unique_ptr<ProfileBuilder> builder_;
+  std::unique_ptr<WakerTracer> waker_;  // off-CPU: who woke each wait (optional, eBPF)
+  std::vector<Waking> wakings_;         // reused per round
   std::set<int> attached_tids_;
   Recording rec_;
 };
@@ -252,6 +265,23 @@ Status Session::choose_config(int pid) {
   return Err("perf_event_open failed");
 }
 
+// Off-CPU stacks need the context-switches event with kernel callchains: root, or perf_event_paranoid <= 1.
+// Without them the switch records (on the CPU event) still time every blocked span: markers, no stacks.
+void Session::choose_off_cpu(int pid) {
+  cfg_.switch_regs_mask = (cfg_.dwarf ? cfg_.regs_mask : 0) | kPerfRegDiBit;
+  int err = 0;
+  UniqueFd fd = perf_event_open(make_switch_attr(cfg_), pid, cpus_[0], -1, err);
+  switch_stacks_ = fd.valid();
+  if (switch_stacks_) return;
+  if (err == EACCES || err == EPERM)
+    notice(
+        "off-CPU stacks need `sudo sysctl kernel.perf_event_paranoid=1` or root: blocked time is shown as "
+        "markers without stacks");
+  else
+    notice("off-CPU stacks are not available (context-switches event: " + errno_text(err) +
+           "): blocked time is shown as markers without stacks");
+}
+
 // Opens one event per CPU on `pid` (inherit: its future threads and children follow).
 Status Session::open_target(int pid, bool required) {
   perf_event_attr attr = make_attr(cfg_);
@@ -270,6 +300,7 @@ Status Session::open_target(int pid, bool required) {
       if (!rb) return std::move(rb).take_error();
       buf_of_cpu_[i] = static_cast<int>(bufs_.size());
       bufs_.push_back(std::move(*rb));
+      is_switch_buf_.push_back(false);
       scratch_.emplace_back().reserve(1 << 16);
     } else if (ioctl(fd.get(), PERF_EVENT_IOC_SET_OUTPUT, bufs_[static_cast<size_t>(buf_of_cpu_[i])].fd()) !=
                0) {
@@ -277,6 +308,26 @@ Status Session::open_target(int pid, bool required) {
     }
     fds_.push_back(std::move(fd));
     any = true;
+    if (switch_stacks_) {
+      UniqueFd sw = perf_event_open(make_switch_attr(cfg_), pid, cpus_[i], -1, err);
+      if (!sw.valid()) {
+        if (err == ESRCH && !required) return {};
+        return Err("perf_event_open (context switches) failed on CPU " + std::to_string(cpus_[i]) + ": " +
+                   errno_text(err));
+      }
+      if (switch_buf_of_cpu_[i] < 0) {
+        auto rb = RingBuffer::map(sw.get(), switch_pages_, min_pages_);
+        if (!rb) return std::move(rb).take_error();
+        switch_buf_of_cpu_[i] = static_cast<int>(bufs_.size());
+        bufs_.push_back(std::move(*rb));
+        is_switch_buf_.push_back(true);
+        scratch_.emplace_back().reserve(1 << 16);
+      } else if (ioctl(sw.get(), PERF_EVENT_IOC_SET_OUTPUT,
+                       bufs_[static_cast<size_t>(switch_buf_of_cpu_[i])].fd()) != 0) {
+        return Err("cannot share a perf ring buffer: " + errno_text(errno));
+      }
+      fds_.push_back(std::move(sw));
+    }
   }
   if (!any && required) return Err("no CPU could be sampled");
   return {};
@@ -300,16 +351,29 @@ size_t Session::read_round() {
         pos = head;
         break;
       }
-      refs_.push_back({ProfileBuilder::record_time(h), h});
+      refs_.push_back({ProfileBuilder::record_time(h), h, is_switch_buf_[b]});
       pos += h->size;
     }
     heads_[b] = pos;
   }
-  // Merge the buffers in time order (each buffer is already nearly sorted).
-  std::stable_sort(refs_.begin(), refs_.end(), [](const Ref& a, const Ref& b) { return a.time < b.time; });
-  for (const Ref& r : refs_) builder_->handle(r.h);
+  // Merge the buffers in time order (each buffer is already nearly sorted); at equal times a switch-out's
+  // sample goes before its switch record.
+  std::stable_sort(refs_.begin(), refs_.end(), [](const Ref& a, const Ref& b) {
+    return a.time != b.time ? a.time < b.time : a.switch_event > b.switch_event;
+  });
+  for (const Ref& r : refs_) builder_->handle(r.h, r.switch_event);
   for (size_t b = 0; b < bufs_.size(); ++b) bufs_[b].release(heads_[b]);
+  sync_waker();
   return refs_.size();
+}
+
+// The waker tracer learns the processes the builder saw, and its wakeups go to the builder.
+void Session::sync_waker() {
+  if (!waker_) return;
+  for (uint32_t pid : builder_->take_new_pids()) waker_->trace(pid);
+  wakings_.clear();
+  waker_->drain(wakings_);
+  builder_->add_wakings(wakings_);
 }
 
 Result<Recording> Session::run() {
@@ -365,7 +429,15 @@ Result<Recording> Session::run() {
   // Big machines: at most 64 MiB of ring buffers in all (2 MiB per CPU up to 32 CPUs).
   data_pages_ = std::min(data_pages_, std::max(min_pages_, floor_pow2((64u << 20) / page / cpus_.size())));
   cfg_.wakeup_bytes = static_cast<uint32_t>(data_pages_ * page / 4);
+  // Context switches come in bursts of thousands per second, each with a stack copy: their buffers are 4x
+  // larger (8 MiB per CPU with DWARF; off-CPU stacks need root or paranoid <= 1, so no mlock budget
+  // applies to root, and an ordinary user's mmap falls back to halves) and wake the reader at a quarter
+  // full like the others. Waking it every few switches would preempt the program as often.
+  switch_pages_ =
+      std::min(data_pages_ * 4, std::max(min_pages_, floor_pow2((128u << 20) / page / cpus_.size())));
+  cfg_.switch_wakeup_bytes = static_cast<uint32_t>(switch_pages_ * page / 4);
   buf_of_cpu_.assign(cpus_.size(), -1);
+  switch_buf_of_cpu_.assign(cpus_.size(), -1);
 
   model::Profile& prof = rec_.profile;
   prof.meta.interval_ms = 1000.0 / static_cast<double>(freq);
@@ -397,7 +469,29 @@ Result<Recording> Session::run() {
   }
 
   if (auto s = choose_config(pids[0]); !s) return std::move(s).take_error();
+  if (opt_.off_cpu) choose_off_cpu(pids[0]);
   builder_ = std::make_unique<ProfileBuilder>(prof, unwinder_.get(), cfg_);
+  if (opt_.off_cpu) {
+    OffCpuConfig oc;
+    oc.spans = true;
+    oc.stacks = switch_stacks_;
+    oc.interval_ns = static_cast<uint64_t>(std::llround(1e9 / static_cast<double>(freq)));
+    oc.threshold_ns = static_cast<uint64_t>(std::max(0.0, opt_.off_cpu_threshold_ms) * 1e6);
+    builder_->set_off_cpu(oc);
+    if (switch_stacks_) {
+      // Loading parses the kernel's BTF: 30-50 ms on an idle machine here, 70-120 ms under load, before the
+      // program starts (loaded in the background, it named no waits of programs shorter than that).
+      const uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+      auto w = WakerTracer::start();
+      if (!w)
+        notice("off-CPU: the thread that woke each wait is not recorded (eBPF waker tracer: " + w.error() +
+               ")");
+      else if (opt_.verbose)
+        notice("eBPF waker tracer loaded in " + std::to_string((now_ns(CLOCK_MONOTONIC) - t0) / 1000000) +
+               " ms");
+      if (w) waker_ = std::move(*w);
+    }
+  }
 
   prof.meta.start_monotonic_ns = now_ns(CLOCK_MONOTONIC);
   prof.meta.start_unix_ms = static_cast<double>(now_ns(CLOCK_REALTIME)) / 1e6;
@@ -409,6 +503,7 @@ Result<Recording> Session::run() {
     prof.meta.product = "fxprof: " + cmdline;
     if (auto s = open_target(child->pid(), true); !s) return std::move(s).take_error();
     builder_->add_launched(static_cast<uint32_t>(child->pid()), basename_of(opt_.command[0]), start_ns);
+    sync_waker();
     if (auto s = child->resume(); !s) return std::move(s).take_error();
   } else {
     std::string list;
@@ -419,6 +514,7 @@ Result<Recording> Session::run() {
         if (auto s = attach_thread(static_cast<int>(tid)); !s) return std::move(s).take_error();
       // Events run from here on, so mappings and threads read now miss nothing that follows.
       builder_->add_attached(static_cast<uint32_t>(pid), start_ns);
+      sync_waker();
       // Threads started while we attached: scan again until no new ones (new ones after our events inherit).
       for (int round = 0; round < 20; ++round) {
         bool fresh = false;
@@ -505,11 +601,16 @@ Result<Recording> Session::run() {
   while (read_round() > 0) {
   }
   const uint64_t end_ns = now_ns(CLOCK_MONOTONIC);
+  builder_->close_off_spans(exit_seen_ns);
   builder_->finish();
   rss.finish(prof);
 
   prof.meta.end_monotonic_ns = end_ns;
-  rec_.stats.samples = builder_->samples();
+  rec_.stats.samples = builder_->samples() + builder_->off_cpu_samples();
+  rec_.stats.off_cpu_stacks = switch_stacks_;
+  rec_.stats.switch_samples = builder_->switch_samples();
+  rec_.stats.off_cpu_spans = builder_->off_cpu_spans();
+  rec_.stats.off_cpu_samples = builder_->off_cpu_samples();
   rec_.stats.lost_records = builder_->lost();
   rec_.stats.throttles = builder_->throttled();
   rec_.stats.processes = static_cast<uint32_t>(prof.processes.size());
@@ -539,6 +640,11 @@ Result<Recording> Session::run() {
   if (opt_.verbose && builder_->jit_functions() > 0)
     notice(std::to_string(builder_->jit_functions()) +
            " JIT code ranges named from perf maps and jitdump files");
+  if (opt_.verbose && opt_.off_cpu)
+    notice("off-CPU: " + std::to_string(rec_.stats.off_cpu_spans) + " blocked or preempted spans, " +
+           std::to_string(rec_.stats.switch_samples) + " context-switch stacks, " +
+           std::to_string(rec_.stats.off_cpu_samples) + " off-CPU samples" +
+           (switch_stacks_ ? "" : " (no stacks: spans as markers only)"));
   if (opt_.verbose)
     notice("recording thread CPU time " + std::to_string(static_cast<int>(rec_.stats.reader_cpu_ms)) + " ms");
   if (opt_.verbose)

@@ -40,6 +40,16 @@
 //    part gives the kernel frames, the user part is spliced in where the DWARF walk was cut by the copy's
 //    end; otherwise the stack gets a "(stack truncated)" root rather than a wrong one. FramePointer asks
 //    for CALLCHAIN only (cheapest, but wrong through Debian's libc/libstdc++ which have no frame pointers).
+//  - Off-CPU (Options::off_cpu, the CLI's default): a context-switches event (period 1) per CPU beside the
+//    CPU event, into its own ring buffers (4x larger, waking the reader at a quarter: waking it every ~15
+//    switches preempted the program and lost 40k of 60k records at 100k switches/s), sampling the outgoing
+//    thread with the same stack copy and callchain plus RDI; the CPU event's switch records time the spans
+//    (builder.h OffCpuConfig, offcpu.h for the reasons). bench/offcpu.sh, this VM: ~26k switches/s costs
+//    the program 1.3-1.5x with 0 lost (perf record -e context-switches -c 1 --call-graph dwarf: 1.34x and
+//    768 lost); ~160k/s: 4.2x, 226 lost (perf: 2.95x, half its samples lost). A CPU-bound program switches
+//    a few hundred times a second: within the noise. Paranoid 2 without root: the event is refused, the
+//    switch records still come (tested), so waits are markers without stacks. As root an eBPF program on
+//    sched_waking (waker.h) names the thread that woke each wait; where it cannot load, one line says so.
 //  - Signals: SIGINT/SIGTERM are blocked during record() and read from a signalfd; in launch mode a signal
 //    sent to fxprof alone is forwarded to the program (the terminal's Ctrl-C reaches both), and fxprof waits
 //    for the program and keeps its exit status (128+signal when killed), crashes included.
@@ -65,6 +75,13 @@ struct Options {
   double duration_s = 0;        // --duration: 0 = until the program exits (launch) or Ctrl-C (attach)
   bool verbose = false;
   std::vector<std::string> symbol_dirs;  // --symbol-dir: also searched for debug files (.debug_frame)
+  // Off-CPU time (wall-clock profiles; `fxprof record` turns it on unless --cpu-only): blocked and preempted
+  // time as samples with the blocking stack and a `[blocked: reason]` leaf, and a marker per span of at
+  // least off_cpu_threshold_ms ("Lock wait" with the lock's address for futex waits). Without the right
+  // to sample context switches (perf_event_paranoid 2, not root) the spans are markers without stacks and
+  // one notice says so.
+  bool off_cpu = false;
+  double off_cpu_threshold_ms = 1.0;
 };
 
 struct Stats {
@@ -82,6 +99,11 @@ struct Stats {
   double reader_cpu_ms = 0;     // CPU time of the thread that called record() (reading, unwinding, building)
   double program_cpu_ms = -1;   // launch mode: the program's CPU time (user + system, with the children it
                                 // waited for), from wait4; -1 when unknown (attach mode, --duration)
+  // Off-CPU (Options::off_cpu): what was captured.
+  bool off_cpu_stacks = false;   // context-switch samples were allowed: blocked time has stacks
+  uint64_t switch_samples = 0;   // context-switches samples read (one per switch-out)
+  uint64_t off_cpu_spans = 0;    // switch-out .. switch-in spans measured
+  uint64_t off_cpu_samples = 0;  // samples made of blocked time (also counted in `samples`)
 };
 
 struct Recording {

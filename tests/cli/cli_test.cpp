@@ -35,6 +35,8 @@ TEST_CASE("usage errors are one clear line and exit 2") {
            Case{{"record", "--stack-size", "100000", "true"},
                 "--stack-size must be between 512 and 65528 bytes"},
            Case{{"record", "-p", "12x"}, "--pid needs process ids, like 123,456"},
+           Case{{"record", "--off-cpu-threshold", "-1", "true"},
+                "--off-cpu-threshold needs a number of milliseconds (0 or more)"},
            Case{{"record", "--bogus", "true"}, "unknown option '--bogus'"},
            Case{{"record", "-o"}, "option -o needs a value"},
            Case{{"record", "-p", "1", "--", "true"}, "give either a command or -p PID, not both"},

@@ -48,7 +48,9 @@ TEST_CASE("report --json matches profiler-cli's function list") {
   INFO(load.out << load.err);
   REQUIRE(load.status == 0);
   REQUIRE(cli.select_thread("GeckoMain"));
-  auto fns = cli.cmd({"thread", "functions", "--json", "--limit", "0"});
+  // --include-idle: profiler-cli leaves out samples in the Idle category (off-CPU time) unless asked; our
+  // report counts wall-clock time.
+  auto fns = cli.cmd({"thread", "functions", "--json", "--limit", "0", "--include-idle"});
   INFO(fns.out << fns.err);
   REQUIRE(fns.status == 0);
   simdjson::dom::parser p2;

@@ -13,8 +13,9 @@ struct ThreadSummary {
   std::string process;  // processName
   std::string name;     // thread name (GeckoMain for main threads)
   int64_t pid = 0, tid = 0;
-  size_t samples = 0;
-  size_t kernel_frames = 0;  // frames named "... (in [kernel.kallsyms])" in its frame table
+  size_t samples = 0;          // on-CPU samples (what CPU time x frequency predicts)
+  size_t off_cpu_samples = 0;  // samples of blocked or preempted time: leaf frame in the Idle category
+  size_t kernel_frames = 0;    // frames named "... (in [kernel.kallsyms])" in its frame table
 };
 
 // Every thread of the top level and of each process.
@@ -30,7 +31,25 @@ inline std::vector<ThreadSummary> summarize(const std::string& profile_text) {
       // "1234.1" for a later process with a reused pid.
       s.pid = t["pid"].is_string() ? std::stoll(std::string(std::string_view(t["pid"]))) : int64_t(t["pid"]);
       s.tid = int64_t(t["tid"]);
-      s.samples = simdjson::dom::array(t["samples"]["data"]).size();
+      // A sample is off-CPU when its leaf frame's category is "Idle" (fxprof record is wall-clock by
+      // default).
+      int64_t idle = -1, i = 0;
+      for (simdjson::dom::element c : simdjson::dom::array(proc["meta"]["categories"])) {
+        if (std::string_view(c["name"]) == "Idle") idle = i;
+        ++i;
+      }
+      simdjson::dom::array frames = t["frameTable"]["data"], stacks = t["stackTable"]["data"];
+      const auto frame_col = size_t(int64_t(t["stackTable"]["schema"]["frame"]));
+      const auto cat_col = size_t(int64_t(t["frameTable"]["schema"]["category"]));
+      for (simdjson::dom::element smp : simdjson::dom::array(t["samples"]["data"])) {
+        bool off = false;
+        if (!smp.at(0).is_null()) {
+          auto frame = stacks.at(size_t(int64_t(smp.at(0)))).at(frame_col);
+          auto cat = frames.at(size_t(int64_t(frame))).at(cat_col);
+          off = !cat.is_null() && int64_t(cat) == idle;
+        }
+        ++(off ? s.off_cpu_samples : s.samples);
+      }
       for (simdjson::dom::element str : simdjson::dom::array(t["stringTable"]))
         if (std::string_view(str).find("(in [kernel.kallsyms])") != std::string_view::npos) ++s.kernel_frames;
       out.push_back(s);
