@@ -263,7 +263,10 @@ int cmd_record(std::span<char*> args) {
   bool allocations = false;
   for (const model::Process& proc : recording->profile.processes)
     for (const model::Thread& t : proc.threads) allocations |= !t.allocations.empty();
-  if (st.samples == 0 && !allocations && !recording_hangup) {
+  // Attached to processes that never ran (their children do the work), the wall-clock samples of their
+  // sleep are not what was asked for either: with -p it is the on-CPU samples that count.
+  const uint64_t counted = rec.pids.empty() ? st.samples : st.samples - st.off_cpu_samples;
+  if (counted == 0 && !allocations && !recording_hangup) {
     std::fprintf(stderr, "fxprof: %s\n", recorder::no_samples_message(rec, st).c_str());
     return exit_status != 0 ? exit_status : 1;
   }

@@ -113,7 +113,7 @@ void require_lint_clean(const std::string& text) {
 }  // namespace
 
 TEST_CASE("off-CPU: sleep, pipe wait and spin each get their real time, blocked samples use no CPU",
-          "[e2e][offcpu]") {
+          "[e2e][offcpu][serial]") {
   TempDir dir;
   CpuLog log;
   CmdOptions opts;
@@ -232,7 +232,7 @@ TEST_CASE("off-CPU: --cpu-only records on-CPU samples only", "[e2e][offcpu]") {
 }
 
 TEST_CASE("off-CPU: four threads on one mutex give Lock wait markers with its address and the waited time",
-          "[e2e][offcpu]") {
+          "[e2e][offcpu][serial]") {
   TempDir dir;
   CpuLog log;
   CmdOptions opts;
@@ -327,7 +327,8 @@ TEST_CASE("off-CPU as an ordinary user: one line, blocked spans as markers, the 
   CHECK_WITHIN(blocked, log.ms("sleep") + log.ms("pipe"), 0.15);
 }
 
-TEST_CASE("off-CPU: Rust std::sync::Mutex waits attribute to the Rust function that locks", "[e2e][offcpu]") {
+TEST_CASE("off-CPU: Rust std::sync::Mutex waits attribute to the Rust function that locks",
+          "[e2e][offcpu][serial]") {
   TempDir dir;
   CpuLog log;
   CmdOptions opts;
