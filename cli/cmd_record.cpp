@@ -263,9 +263,15 @@ int cmd_record(std::span<char*> args) {
   bool allocations = false;
   for (const model::Process& proc : recording->profile.processes)
     for (const model::Thread& t : proc.threads) allocations |= !t.allocations.empty();
-  // Attached to processes that never ran (their children do the work), the wall-clock samples of their
-  // sleep are not what was asked for either: with -p it is the on-CPU samples that count.
-  const uint64_t counted = rec.pids.empty() ? st.samples : st.samples - st.off_cpu_samples;
+  // Attached to processes that never ran while their running children do the work: the wall-clock samples of
+  // their waiting are not what was asked for, the children are (a process alone asleep is a real profile).
+  bool idle_parents = !rec.pids.empty() && st.samples == st.off_cpu_samples;
+  if (idle_parents) {
+    bool kids = false;
+    for (int pid : rec.pids) kids |= !recorder::descendants(pid, 1).empty();
+    idle_parents = kids;
+  }
+  const uint64_t counted = idle_parents ? 0 : st.samples;
   if (counted == 0 && !allocations && !recording_hangup) {
     std::fprintf(stderr, "fxprof: %s\n", recorder::no_samples_message(rec, st).c_str());
     return exit_status != 0 ? exit_status : 1;
