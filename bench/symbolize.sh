@@ -17,7 +17,7 @@ else
   g++ -std=c++20 -O2 -I"$src" "$src/bench/symbolize_bench.cpp" -o "$bench" \
     "$build/server/libfxprof_server.a" "$build/symbolizer/libfxprof_symbolizer.a" "$build/elf/libfxprof_elf.a" \
     "$build/model/libfxprof_model.a" "$build/base/libfxprof_base.a" \
-    $(pkg-config --libs libdw libelf capstone liblzma simdjson zlib) -ldl -lpthread
+    $(pkg-config --libs libdw libelf capstone liblzma simdjson zlib) -liberty -ldl -lpthread
 fi
 command -v llvm-symbolizer >/dev/null || echo "note: llvm-symbolizer missing (apt-get install llvm-14)"
 command -v eu-addr2line >/dev/null || echo "note: eu-addr2line missing (apt-get install elfutils)"

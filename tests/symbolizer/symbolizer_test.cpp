@@ -20,7 +20,6 @@
 
 #include "base/fd.h"
 #include "model/profile.h"
-#include "symbolizer/demangle.h"
 #include "symbolizer/elf_file.h"
 #include "symbolizer/line_program.h"
 #include "tests/support/support.h"
@@ -278,29 +277,6 @@ TEST_CASE("symbolizer: Rust v0 and legacy symbols are demangled") {
     CHECK(ends_with((*r)[0].file, "sym_rust.rs"));
     CHECK((*r)[1].function == c.spin_want);
   }
-}
-
-TEST_CASE("symbolizer: demangler corner cases") {
-  CHECK(sym::demangle("_ZN4core3ptr13drop_in_place17h0123456789abcdefE.llvm.123") ==
-        "core::ptr::drop_in_place");
-  CHECK(sym::demangle("_ZN4core3ptr85drop_in_place$LT$std..rt..lang_start$LT$$LP$$RP$$GT$..$u7b$$u7b$closure$"
-                      "u7d$$u7d$$GT$"
-                      "17h0123456789abcdefE") ==
-        "core::ptr::drop_in_place<std::rt::lang_start<()>::{{closure}}>");
-  CHECK(sym::demangle("_RNvCs1234_7mycrate3foo") == "mycrate::foo");
-  CHECK(sym::demangle("_RNCNvCs1234_7mycrate3foo0B3_") == "mycrate::foo::{closure#0}");
-  CHECK(sym::demangle("_RINvNtC3std3mem8align_ofjEC3std") == "std::mem::align_of::<usize>");
-  CHECK(sym::demangle("_RNvMCs1_3fooINtB2_3BarRShE3baz") == "<foo::Bar<&[u8]>>::baz");
-  CHECK(sym::demangle("_RNvXCs1_3fooNtB2_3BarNtNtC4core3fmt7Display3fmt") ==
-        "<foo::Bar as core::fmt::Display>::fmt");
-  CHECK(sym::demangle("_ZN5outer5inner3BoxIiE5twiceEi@plt") == "outer::inner::Box<int>::twice(int)@plt");
-  CHECK(sym::demangle("memcpy") == "memcpy");
-  // Garbage never crashes and comes back unchanged.
-  for (const char* bad : {"_R", "_RB_", "_RBBBBB", "_RNvB0_3foo", "_RIIIIIIIIII", "_ZN3foo", "_ZN", "_Z",
-                          "_RNvCs_3f", "_RNvC999999999999999999999foo"})
-    CHECK(sym::demangle(bad) == bad);
-  std::string deep = "_R" + std::string(5000, 'I') + "C3foo";
-  CHECK(sym::demangle(deep) == deep);
 }
 
 TEST_CASE("symbolizer: concurrent requests share one load per library and agree, with or without eviction") {
