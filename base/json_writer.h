@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,13 +54,19 @@ class JsonWriter {
     maybe_flush();
     return *this;
   }
-  // A literal key is written as it is, unchecked: it must need no escaping (every key fxprof writes).
+  // A literal key is written as it is, unchecked: it must need no escaping (every key fxprof writes). Its
+  // comma, quotes and colon go in with it, in one append.
   template <size_t N>
   JsonWriter& key(const char (&k)[N]) {
-    comma();
-    buf_.push_back('"');
-    buf_.append(k, N - 1);
-    buf_.append("\":", 2);
+    char tmp[N + 3];
+    size_t n = 0;
+    if (needs_comma()) tmp[n++] = ',';
+    tmp[n++] = '"';
+    std::memcpy(tmp + n, k, N - 1);
+    n += N - 1;
+    tmp[n++] = '"';
+    tmp[n++] = ':';
+    buf_.append(tmp, n);
     after_key_ = true;
     maybe_flush();
     return *this;
@@ -108,13 +115,19 @@ class JsonWriter {
 
  private:
   static constexpr size_t kBufferSize = 256 * 1024;
-  void comma() {
+  // Whether the next value needs a comma before it; marks the container as no longer empty.
+  bool needs_comma() {
     if (after_key_) {
       after_key_ = false;
-    } else if (!first_.empty()) {
-      if (!first_.back()) buf_.push_back(',');
-      first_.back() = false;
+      return false;
     }
+    if (first_.empty()) return false;
+    bool comma = !first_.back();
+    first_.back() = false;
+    return comma;
+  }
+  void comma() {
+    if (needs_comma()) buf_.push_back(',');
   }
   JsonWriter& open(char c) {
     comma();
