@@ -145,4 +145,17 @@ inline std::string hex(uint64_t v) {
   return buf;
 }
 
+// How many instructions objdump decodes in [addr, addr + size) of a file (Intel syntax), to compare with.
+inline size_t objdump_instruction_count(const std::string& path, uint64_t addr, uint64_t size) {
+  auto od = run({"objdump", "-d", "-M", "intel", "--no-show-raw-insn", "--start-address=" + hex(addr),
+                 "--stop-address=" + hex(addr + size), path});
+  REQUIRE(od.status == 0);
+  size_t count = 0;
+  std::istringstream in(od.out);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.size() > 2 && line[0] == ' ' && line.find(":\t") != std::string::npos) ++count;
+  return count;
+}
+
 }  // namespace fxprof::test::sym_programs
