@@ -5,7 +5,6 @@
 #include "tests/server/api_support.h"
 
 using namespace fxprof::test::api;
-using fxprof::test::run;
 using fxprof::test::test_program;
 
 TEST_CASE("api: /asm/v1 disassembles a known function in Intel syntax") {
