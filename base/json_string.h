@@ -1,5 +1,5 @@
-// fxprof base: JSON string literals, shared by every module that writes JSON (the exporter's streaming
-// writer, the symbolizer's API responses, the server's presymbolication).
+// fxprof base: JSON string literals, for the one JSON writer (base/json_writer.h) and for literals escaped
+// once and written many times through JsonWriter::raw (the server's cached names).
 #pragma once
 
 #include <string>

@@ -12,11 +12,12 @@ if grep -q fxprof_symbolize_bench "$build/build.ninja" 2>/dev/null; then
   cmake --build "$build" --target fxprof_symbolize_bench >/dev/null
 else
   # bench/symbolizer is not added to the build yet: compile the bench against the build's libraries.
-  cmake --build "$build" --target fxprof_symbolizer fxprof_model >/dev/null
+  cmake --build "$build" --target fxprof_server fxprof_symbolizer fxprof_model >/dev/null
   mkdir -p "$build/bench/symbolizer"
   g++ -std=c++20 -O2 -I"$src" "$src/bench/symbolize_bench.cpp" -o "$bench" \
-    "$build/symbolizer/libfxprof_symbolizer.a" "$build/model/libfxprof_model.a" "$build/base/libfxprof_base.a" \
-    $(pkg-config --libs libdw libelf libdebuginfod capstone liblzma simdjson zlib) -lpthread
+    "$build/server/libfxprof_server.a" "$build/symbolizer/libfxprof_symbolizer.a" "$build/elf/libfxprof_elf.a" \
+    "$build/model/libfxprof_model.a" "$build/base/libfxprof_base.a" \
+    $(pkg-config --libs libdw libelf capstone liblzma simdjson zlib) -liberty -ldl -lpthread
 fi
 command -v llvm-symbolizer >/dev/null || echo "note: llvm-symbolizer missing (apt-get install llvm-14)"
 command -v eu-addr2line >/dev/null || echo "note: eu-addr2line missing (apt-get install elfutils)"

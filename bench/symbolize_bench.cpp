@@ -1,6 +1,7 @@
-// Symbolization benchmark: cold and warm /symbolicate/v5 over N addresses of one ELF file, against
-// llvm-symbolizer and eu-addr2line asked the same thing (function names, inline chains, file:line) on the
-// same addresses, all measured in the same run, as CPU time (user + system; the machine is shared). Usage:
+// Symbolization benchmark: cold and warm /symbolicate/v5 (the server's endpoint over the symbolizer) over N
+// addresses of one ELF file, against llvm-symbolizer and eu-addr2line asked the same thing (function names,
+// inline chains, file:line) on the same addresses, all measured in the same run, as CPU time (user + system;
+// the machine is shared). Usage:
 //   fxprof_symbolize_bench FILE [--count N] [--warm-rounds R]
 // Addresses are drawn (fixed seed) inside the file's function symbols; the tools get them as SVMAs on stdin.
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "model/profile.h"
+#include "server/server.h"
 #include "symbolizer/elf_file.h"
 #include "symbolizer/symbolizer.h"
 
@@ -144,7 +146,7 @@ int main(int argc, char** argv) {
     sym::Symbolizer s(opts);
     s.add_known_lib(lib);
     double t = cpu_now();
-    auto r = s.symbolicate_v5(request);
+    auto r = fxprof::server::symbolicate_v5(s, request);
     cold = cpu_now() - t;
     if (r.http_status != 200) {
       std::fprintf(stderr, "error: %s\n", r.body.c_str());
@@ -156,9 +158,9 @@ int main(int argc, char** argv) {
   }
   sym::Symbolizer s(opts);
   s.add_known_lib(lib);
-  (void)s.symbolicate_v5(request);
+  (void)fxprof::server::symbolicate_v5(s, request);
   double t = cpu_now();
-  for (int i = 0; i < warm_rounds; ++i) (void)s.symbolicate_v5(request);
+  for (int i = 0; i < warm_rounds; ++i) (void)fxprof::server::symbolicate_v5(s, request);
   double warm = (cpu_now() - t) / warm_rounds;
   double t2 = cpu_now();
   for (int i = 0; i < warm_rounds; ++i) (void)s.lookup(debug_name, breakpad, addrs);

@@ -91,7 +91,7 @@ int cmd_report(std::span<char*> args) {
   if (json) {
     auto out = exporter::open_output("-");
     {
-      exporter::JsonWriter w(**out);
+      JsonWriter w(**out);
       exporter::write_report_json(report, w);
     }
     (*out)->write("\n");

@@ -12,7 +12,7 @@
 
 #include "base/result.h"
 #include "exporter/call_tree.h"
-#include "exporter/json_writer.h"
+#include "exporter/output.h"
 #include "model/profile.h"
 
 namespace fxprof::exporter {

@@ -27,7 +27,7 @@
 #include <string_view>
 
 #include "base/result.h"
-#include "exporter/json_writer.h"
+#include "exporter/output.h"
 #include "model/profile.h"
 
 namespace fxprof::exporter {

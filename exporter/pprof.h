@@ -17,7 +17,7 @@
 #include <string>
 
 #include "base/result.h"
-#include "exporter/json_writer.h"
+#include "exporter/output.h"
 #include "model/profile.h"
 
 namespace fxprof::exporter {

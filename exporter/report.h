@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "exporter/json_writer.h"
+#include "exporter/output.h"
 #include "model/profile.h"
 
 namespace fxprof::exporter {

@@ -65,7 +65,7 @@
 #include <vector>
 
 #include "base/fd.h"
-#include "base/json_string.h"
+#include "server/internal.h"
 #include "server/server.h"
 
 namespace fxprof::server {
@@ -84,13 +84,8 @@ constexpr size_t kLingerBytes = size_t{32} << 20;
 constexpr size_t kTrimAbove = size_t{1} << 20;  // bodies that make the heap worth trimming
 constexpr int kLastAutoPort = 3099;
 
-// {"error":"..."} for our own error bodies.
-std::string json_error(std::string_view message) {
-  std::string out = "{\"error\":";
-  append_json_string(out, message);
-  out += "}";
-  return out;
-}
+// {"error":"..."} for our own error bodies, as the APIs write theirs.
+std::string json_error(std::string_view message) { return internal::error_response(400, message).body; }
 
 const char* reason(int status) {
   switch (status) {
@@ -282,7 +277,7 @@ struct ProfileServer::Impl {
     std::string body;
     std::vector<std::pair<std::string, std::string>> headers;
   };
-  using ApiFn = symbolizer::ApiResponse (symbolizer::Symbolizer::*)(std::string_view);
+  using ApiFn = ApiResponse (*)(symbolizer::Symbolizer&, std::string_view);
 
   symbolizer::Symbolizer* symbols = nullptr;
   UniqueFd profile_fd;
@@ -500,7 +495,7 @@ ProfileServer::Impl::Reply ProfileServer::Impl::api(std::string& body, ApiFn fn)
       return r;
     }
   }
-  symbolizer::ApiResponse a = (symbols->*fn)(body);
+  ApiResponse a = fn(*symbols, body);
   r.status = a.http_status;
   r.body = std::move(a.body);
   r.content_type = "application/json; charset=UTF-8";
@@ -588,9 +583,9 @@ bool ProfileServer::Impl::handle(Conn& c) {
     return respond(c, r, keep, true) && keep;
   }
   std::string_view route = std::string_view(req.path).substr(prefix.size());
-  ApiFn fn = route == "symbolicate/v5" ? &symbolizer::Symbolizer::symbolicate_v5
-             : route == "source/v1"    ? &symbolizer::Symbolizer::source_v1
-             : route == "asm/v1"       ? &symbolizer::Symbolizer::asm_v1
+  ApiFn fn = route == "symbolicate/v5" ? &symbolicate_v5
+             : route == "source/v1"    ? &source_v1
+             : route == "asm/v1"       ? &asm_v1
                                        : nullptr;
   if (route == "profile.json" && get && !has_body) return stream_profile(c, r, keep, req.method == "HEAD");
   if (fn && req.method == "POST") {

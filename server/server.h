@@ -1,22 +1,21 @@
-// fxprof server: serves a saved profile and the symbolizer's JSON APIs on loopback, under a random token, and
-// opens the Firefox Profiler on it (what `samply load` does).
+// fxprof server: serves a saved profile and the symbolication APIs on loopback, under a random token, and
+// opens the Firefox Profiler on it (what `samply load` does). Also reads what a saved profile says about
+// itself (its libs).
 //
 // Design:
-//  - The profile is written to a file first and served from it (mmap, 64 KiB writes): the in-memory model is
-//    gone by then, and a .json.gz is sent as it is with Content-Encoding: gzip (the browser inflates it, we
-//    never recompress). Profiles run to hundreds of MB; only `load` and presymbolication parse them.
+//  - The server only routes: http_server.cpp is the HTTP/1.1 transport (our own: Debian's cpp-httplib 0.11.4
+//    cannot bound heads or chunked bodies) and serves the profile file; each JSON API is one file,
+//    api_symbolicate_v5.cpp, api_source_v1.cpp, api_asm_v1.cpp, that parses its request (simdjson), asks the
+//    symbolizer for plain data and writes the answer through base/json_writer.h, the one JSON writer.
+//  - The profile is served from its file as it is: a .json.gz goes out with Content-Encoding: gzip (the
+//    browser inflates it, we never recompress). Profiles run to hundreds of MB; only `load` parses them.
 //  - Everything lives under /<token>/, 24 bytes from getrandom in base32 (39 characters, 120 bits): another
 //    local user or a web page cannot guess it, so it cannot pull the profile or make us read files. Outside
 //    the token: 404 (a short plain page at /), no CORS headers. Under it: CORS `*`, OPTIONS preflights, 16
 //    MiB request bodies (413 above), malformed JSON 400 with {"error": ...}; a handler never takes the server
 //    down.
-//  - Our own small HTTP/1.1 server (http_server.cpp says why not cpp-httplib's): one epoll thread reads
-//    request heads (16 KiB, 10 s deadline) so slow or idle clients hold no thread, 8 workers answer, bodies
-//    are limited while they arrive (chunked too), TCP_NODELAY, the profile read with pread (never mapped).
 //  - serve_profile() blocks SIGINT/SIGTERM and waits for them with sigtimedwait: no async-signal-unsafe code
 //    runs in a handler, and it does not matter what handlers the caller (record) installed.
-//  - Baking symbols into a profile is not the server's business: it happens on the model
-//    (model/symbols.h, pipeline/symbolicate.h) before the file is written.
 #pragma once
 
 #include <chrono>
@@ -49,6 +48,16 @@ struct ServeOptions {
 Status serve_profile(const ServeOptions& options);
 
 // ---- Pieces of the above, public for tests and for other front ends. ----
+
+// The JSON APIs the Firefox Profiler calls, as functions: request JSON in, response JSON out. Malformed
+// requests are a 400 with {"error": ...}; the symbolizer's refusals 403, 404, 413 or 422, also with an error.
+struct ApiResponse {
+  int http_status = 200;
+  std::string body;  // JSON
+};
+ApiResponse symbolicate_v5(symbolizer::Symbolizer& symbols, std::string_view request_json);
+ApiResponse source_v1(symbolizer::Symbolizer& symbols, std::string_view request_json);
+ApiResponse asm_v1(symbolizer::Symbolizer& symbols, std::string_view request_json);
 
 // What a saved profile says about itself: its libraries (deduplicated by debugName/breakpadId; top-level
 // `libs`, every `processes[i].libs` and, for old processed profiles, every `threads[i].libs`).

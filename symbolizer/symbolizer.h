@@ -1,16 +1,15 @@
 // fxprof symbolizer: resolves lib-relative addresses to function names, files, lines and inlined frames from
-// ELF symbol tables and DWARF, lazily, and answers the Firefox Profiler's JSON APIs (/symbolicate/v5,
-// /source/v1, /asm/v1) as plain functions: request JSON in, response JSON out. The server only routes.
+// ELF symbol tables and DWARF, lazily, and hands out a library's source files and disassembly. Plain data in
+// and out: the JSON APIs (/symbolicate/v5, /source/v1, /asm/v1) are the server's (server/api_*.cpp).
 //
 // Design (numbers: bench/symbolize.sh on this shared 2-core VM, CPU time, 10,000 random addresses, same run):
 //  - Lazy: nothing is read while recording. A library is opened on the first request naming it (key
-//    debugName/BREAKPADID), indexed once, and kept in an LRU cache bounded by Options::cache_limit_bytes;
-//    concurrent requests for one library wait for a single load, then share it (one lock per library: libdw
-//    is not thread-safe, and names are demangled lazily into per-library caches).
-//  - Never wrong names: a file is used only if its GNU build ID gives the requested breakpadId. Candidates:
-//    the recorded path, --symbol-dir entries; debug files from <debug_dir>/.build-id/xx/rest.debug,
-//    .gnu_debuglink (CRC32 checked) beside the binary, in its .debug/ and <debug_dir>/<dir>/, then
-//    debuginfod when DEBUGINFOD_URLS is set. A rebuilt binary is "not found" with a module error.
+//    debugName/BREAKPADID), indexed once, and kept in an LRU cache bounded by Options::cache_limit_bytes
+//    (cache.h); concurrent requests for one library wait for a single load, then share it (one lock per
+//    library: libdw is not thread-safe, and names are interned lazily).
+//  - Never wrong names: a file is used only if its GNU build ID gives the requested breakpadId. Candidates
+//    (load.cpp): the recorded path, --symbol-dir entries, then the debug file through elf/'s one locator
+//    (build-ID trees, .gnu_debuglink with CRC, --symbol-dir, debuginfod). A rebuilt binary is "not found".
 //  - Symbols: .symtab and .dynsym (and the debug file's), "foo@plt" stubs from .rela.plt, .gnu_debugdata
 //    (MiniDebugInfo, xz) when no debug file exists: one sorted array, binary search. libLLVM-14 (34k
 //    symbols): cold 49 ms vs llvm-symbolizer 172 ms (0.28x); warm 3.5 M addresses/s through the JSON API.
@@ -18,16 +17,16 @@
 //    decoded by our own decoder (line_program.h: libdw's dwarf_getsrclines cost 300 ns a row, most of a cold
 //    request) into a flat sorted table, and its functions and inlines (libdw DIE walk) flattened into
 //    disjoint "deepest inline" segments. An address then costs two binary searches and a parent walk; a
-//    request's addresses are resolved in address order (cache-friendly), each distinct one once. On an 18 MB
-//    -O2 -g C++ binary: cold 212 ms vs llvm-symbolizer 518 ms (0.41x; eu-addr2line ~1000x slower still);
-//    warm 1.2 M addresses/s through the JSON API, whose answer there is 870 bytes per address (template
-//    inline chains).
-//  - Names are demangled here (C++ via __cxa_demangle, Rust legacy without its hash, Rust v0 by our own
-//    parser), since the front end shows them as given. Each name and file is JSON-escaped once and reused.
-//  - The APIs are functions (request JSON in, response JSON out, simdjson): malformed input is a 400 with
-//    {"error": ...}. /source/v1 serves only files named by the line table of the unit at that address
-//    (compared after lexical normalization, so "../" cannot escape); /asm/v1 disassembles the binary's own
-//    bytes with capstone (Intel syntax).
+//    request's addresses are resolved in address order (cache-friendly), each distinct one once (lookup.cpp).
+//    On an 18 MB -O2 -g C++ binary: cold 212 ms vs llvm-symbolizer 518 ms (0.41x); warm 1.2 M addresses/s
+//    through the JSON API, whose answer there is 870 bytes per address (template inline chains).
+//  - Names are demangled here (demangle.cpp: libiberty for Rust, __cxa_demangle for C++), since the front end
+//    shows them as given, and interned per library with their JSON string literal, made once: resolve()
+//    answers with pointers to them, so the server writes a frame's names by copying bytes (lookup() copies
+//    them into plain strings for everyone else).
+//  - source() serves only files named by the line table of the unit at that address (compared after lexical
+//    normalization, so "../" cannot escape); disassemble() decodes the binary's own bytes with capstone
+//    (Intel syntax).
 #pragma once
 
 #include <cstddef>
@@ -36,6 +35,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "base/result.h"
@@ -79,10 +80,63 @@ struct SymbolInfo {
   std::vector<InlineFrame> inlines;  // innermost first, as /symbolicate/v5 wants
 };
 
-struct ApiResponse {
-  int http_status = 200;  // 400 for malformed requests, with an {"error": "..."} body
-  std::string body;       // JSON
+// A function name or file path as a library interns it: its text and its JSON string literal (quotes
+// included), each made once per library.
+struct Name {
+  std::string text;
+  std::string json;
 };
+
+// resolve()'s answer: pointers into the library's interned names, kept alive by `library` (an eviction
+// meanwhile frees nothing they point to).
+struct Resolution {
+  struct Frame {
+    const Name* function = nullptr;  // nullptr = unknown
+    const Name* file = nullptr;      // nullptr = unknown
+    uint32_t line = 0;               // 0 = unknown
+  };
+  struct Address {
+    bool found = false;
+    const Name* function = nullptr;  // set when found
+    uint64_t function_offset = 0;
+    uint64_t function_size = 0;  // 0 = unknown
+    const Name* file = nullptr;
+    uint32_t line = 0;
+    uint32_t inline_begin = 0;  // this address's inlined frames: inlines[inline_begin, +inline_count),
+    uint32_t inline_count = 0;  // innermost first
+  };
+  std::vector<Address> addresses;  // addresses[i] answers the i-th address asked
+  std::vector<Frame> inlines;
+  std::shared_ptr<const void> library;
+};
+
+// Why source() or disassemble() has no answer; the server turns the kind into an HTTP status.
+struct Refusal {
+  enum Kind { kNotFound, kForbidden, kTooLarge, kUnsupported };
+  Kind kind = kNotFound;
+  std::string message;  // one line
+};
+template <class T>
+class [[nodiscard]] Answer {
+ public:
+  Answer(T value) : v_(std::move(value)) {}            // NOLINT: implicit, as Result
+  Answer(Refusal refusal) : v_(std::move(refusal)) {}  // NOLINT
+  bool ok() const { return v_.index() == 0; }
+  T& value() { return std::get<0>(v_); }
+  const Refusal& refusal() const { return std::get<1>(v_); }
+
+ private:
+  std::variant<T, Refusal> v_;
+};
+
+struct Disassembly {
+  uint64_t size = 0;   // bytes decoded (at least the size asked, up to the function's end if asked)
+  std::string arch;    // "x86_64", "x86", "aarch64"
+  std::string syntax;  // "Intel", "ARM"
+  std::vector<std::pair<uint64_t, std::string>> instructions;  // (offset from start, text); "(bad)" bytes
+};
+// The most disassemble() decodes at once.
+inline constexpr uint64_t kMaxDisassemblyBytes = 1 << 20;
 
 // Thread-safe: the server calls it from many threads at once; concurrent requests for the same library wait
 // for one load.
@@ -99,10 +153,21 @@ class Symbolizer {
   // build ID does not match breakpad_id (never wrong names).
   Result<std::vector<SymbolInfo>> lookup(std::string_view debug_name, std::string_view breakpad_id,
                                          std::span<const uint64_t> addresses);
+  // The same without copying names (the server's fast path).
+  Result<Resolution> resolve(std::string_view debug_name, std::string_view breakpad_id,
+                             std::span<const uint64_t> addresses);
 
-  ApiResponse symbolicate_v5(std::string_view request_json);
-  ApiResponse source_v1(std::string_view request_json);
-  ApiResponse asm_v1(std::string_view request_json);
+  // The text of a source file of the library, only if `path` is absolute and the line table of the unit at
+  // module_offset names it (after lexical normalization): kForbidden otherwise, kNotFound for an unknown
+  // library or a missing file, kTooLarge above 64 MiB.
+  Answer<std::string> source(std::string_view debug_name, std::string_view breakpad_id,
+                             uint64_t module_offset, std::string_view path);
+
+  // The instructions of the binary's own bytes at [start, start + size) (lib-relative), or to the end of the
+  // function at start when until_function_end (capped at kMaxDisassemblyBytes). kUnsupported for an
+  // architecture other than x86 and aarch64.
+  Answer<Disassembly> disassemble(std::string_view debug_name, std::string_view breakpad_id, uint64_t start,
+                                  uint64_t size, bool until_function_end);
 
  private:
   struct Impl;

@@ -16,3 +16,9 @@ find_path(PROTOZERO_INCLUDE_DIR protozero/pbf_writer.hpp REQUIRED)
 add_library(protozero INTERFACE IMPORTED)
 target_include_directories(protozero SYSTEM INTERFACE ${PROTOZERO_INCLUDE_DIR})
 find_package(Catch2 2 REQUIRED)                    # catch2: the tests
+# libiberty-dev: binutils' demangler (cplus_demangle) for Rust symbols; a static library without pkg-config.
+find_path(LIBIBERTY_INCLUDE_DIR libiberty/demangle.h REQUIRED)
+find_library(LIBIBERTY_LIBRARY NAMES libiberty.a iberty REQUIRED)
+add_library(libiberty STATIC IMPORTED)
+set_target_properties(libiberty PROPERTIES IMPORTED_LOCATION ${LIBIBERTY_LIBRARY})
+target_include_directories(libiberty SYSTEM INTERFACE ${LIBIBERTY_INCLUDE_DIR})

@@ -92,7 +92,7 @@ TEST_CASE("report as JSON") {
     auto out = exporter::OutputFile::create(dir.file("r.json"));
     REQUIRE(out);
     {
-      exporter::JsonWriter w(**out);
+      JsonWriter w(**out);
       exporter::write_report_json(exporter::make_report(with_losses(), {}), w);
     }
     REQUIRE((*out)->finish());

@@ -1,5 +1,5 @@
 // Symbolizer test program: known inlined helpers, templates and namespaces. The "LINE:" markers are read by
-// tests/symbolizer/symbolizer_test.cpp to know which source lines to expect.
+// tests/symbolizer/lookup_test.cpp to know which source lines to expect.
 #include <cstdio>
 #include <cstdlib>
 

@@ -1,0 +1,87 @@
+// A library's machine code as text, through capstone, from the binary's own bytes.
+#include <capstone/capstone.h>
+#include <elf.h>
+
+#include <algorithm>
+
+#include "symbolizer/symbolizer_impl.h"
+
+namespace fxprof::symbolizer {
+
+Answer<Disassembly> Symbolizer::disassemble(std::string_view debug_name, std::string_view breakpad_id,
+                                            uint64_t start, uint64_t size, bool until_function_end) {
+  size = std::min(size, kMaxDisassemblyBytes);
+  auto handle = impl_->cache.get(debug_name, breakpad_id);
+  if (!handle) return Refusal{Refusal::kNotFound, handle.error()};
+  Library& l = *handle->lib;
+  std::vector<uint8_t> bytes;
+  uint16_t machine;
+  {
+    std::lock_guard<std::mutex> lock(l.mu);
+    if (l.code == nullptr)
+      return Refusal{Refusal::kNotFound, "the binary of " + std::string(debug_name) + " was not found"};
+    if (until_function_end) {
+      if (const auto* s = l.symbols.find(start))
+        size = std::max(size, std::min(l.symbols.end_of(s) - start, kMaxDisassemblyBytes));
+    }
+    auto span = l.code->code_bytes(start + l.base_svma, size);
+    bytes.assign(span.begin(), span.end());
+    machine = l.code->machine();
+  }
+  impl_->cache.account(*handle);
+  if (bytes.empty()) return Refusal{Refusal::kNotFound, "no code at that address"};
+  Disassembly out;
+  cs_arch arch;
+  cs_mode mode;
+  out.syntax = "Intel";
+  switch (machine) {
+    case EM_X86_64:
+      arch = CS_ARCH_X86;
+      mode = CS_MODE_64;
+      out.arch = "x86_64";
+      break;
+    case EM_386:
+      arch = CS_ARCH_X86;
+      mode = CS_MODE_32;
+      out.arch = "x86";
+      break;
+    case EM_AARCH64:
+      arch = CS_ARCH_ARM64;
+      mode = CS_MODE_ARM;
+      out.arch = "aarch64";
+      out.syntax = "ARM";
+      break;
+    default:
+      return Refusal{Refusal::kUnsupported, "unsupported architecture for disassembly"};
+  }
+  csh handle_cs;
+  if (cs_open(arch, mode, &handle_cs) != CS_ERR_OK)
+    return Refusal{Refusal::kUnsupported, "cannot start capstone"};
+  if (arch == CS_ARCH_X86) cs_option(handle_cs, CS_OPT_SYNTAX, CS_OPT_SYNTAX_INTEL);
+  out.size = bytes.size();
+  cs_insn* insn = cs_malloc(handle_cs);
+  const uint8_t* code = bytes.data();
+  size_t left = bytes.size();
+  uint64_t addr = start;
+  while (left > 0) {
+    uint64_t before = addr;
+    if (cs_disasm_iter(handle_cs, &code, &left, &addr, insn)) {
+      std::string text = insn->mnemonic;
+      if (insn->op_str[0] != '\0') {
+        text += ' ';
+        text += insn->op_str;
+      }
+      out.instructions.emplace_back(before - start, std::move(text));
+    } else {
+      out.instructions.emplace_back(before - start, "(bad)");
+      ++code;
+      --left;
+      addr = before + 1;
+    }
+  }
+  cs_free(insn, 1);
+  cs_close(&handle_cs);
+  return out;
+}
+
+}  // namespace fxprof::symbolizer

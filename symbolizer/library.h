@@ -1,0 +1,59 @@
+// Internal to symbolizer/: one library as the symbolizer holds it (opened files, symbol table, DWARF index,
+// interned names), how it is loaded (load.cpp) and how addresses are resolved in it (lookup.cpp).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/result.h"
+#include "symbolizer/dwarf_index.h"
+#include "symbolizer/elf_file.h"
+#include "symbolizer/symbolizer.h"
+
+namespace fxprof::symbolizer {
+
+// "ABC" from "abc": breakpad IDs are compared in upper case.
+std::string upper(std::string_view s);
+
+// A library's opened files and indexes. Everything but the immutable parts is guarded by `mu`.
+struct Library {
+  std::mutex mu;
+  std::string debug_name;
+  uint64_t base_svma = 0;
+  std::vector<std::unique_ptr<ElfObject>> objects;  // kept open: names point into their string tables
+  ElfObject* code = nullptr;                        // the binary itself (for disassembly); may be null
+  SymbolTable symbols;
+  std::unique_ptr<DwarfIndex> dwarf;
+  std::string source;  // which files were used, for messages
+  // Demangled names and file paths with their JSON literals, made lazily (node-based maps: pointers stay
+  // valid, and a Name is never changed once made, so it can be read without the lock).
+  std::unordered_map<const char*, Name> sym_names;  // by symbol name pointer
+  std::unordered_map<const char*, Name> dwarf_names;
+  std::unordered_map<const char*, Name> files;
+  size_t names_bytes = 0;
+  std::vector<RawFrame> scratch;
+
+  size_t memory_bytes() const;
+
+  // Resolves many lib-relative addresses (caller holds mu) in address order (successive binary searches then
+  // touch nearby memory: far fewer cache misses than in request order), each distinct address once.
+  // out.addresses[i] answers addrs[i]; inlined frames are appended to out.inlines.
+  void resolve_all(std::span<const uint64_t> addrs, Resolution& out);
+
+ private:
+  const Name* name_of(std::unordered_map<const char*, Name>& cache, const char* raw);
+  const Name* file_of(const char* path);
+  void resolve(uint64_t rel, Resolution::Address& r, std::vector<Resolution::Frame>& inl);
+};
+
+// Finds and opens the files of a library (the binary, its debug file) and indexes them; an error naming what
+// was tried when no file carries the wanted build ID.
+Result<std::shared_ptr<Library>> load_library(const KnownLib& lib, const Options& options);
+
+}  // namespace fxprof::symbolizer

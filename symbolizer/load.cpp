@@ -1,0 +1,221 @@
+// Loading a library: finding its files (the binary by recorded path or --symbol-dir, its debug file through
+// elf/'s locator), checking their build IDs, and indexing symbols and DWARF; JIT perf maps too.
+#include <sys/stat.h>
+
+#include <tuple>
+
+#include "base/fd.h"
+#include "elf/elf.h"
+#include "model/profile.h"
+#include "symbolizer/library.h"
+
+namespace fxprof::symbolizer {
+
+std::string upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  return out;
+}
+
+namespace {
+
+std::string base_of(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+bool is_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::vector<uint8_t> parse_hex_bytes(std::string_view hex) {
+  std::vector<uint8_t> out;
+  if (hex.size() % 2 != 0) return {};
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    int v = 0;
+    for (int k = 0; k < 2; ++k) {
+      char c = hex[i + static_cast<size_t>(k)];
+      int d = c >= '0' && c <= '9'   ? c - '0'
+              : c >= 'a' && c <= 'f' ? c - 'a' + 10
+              : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                     : -1;
+      if (d < 0) return {};
+      v = v * 16 + d;
+    }
+    out.push_back(static_cast<uint8_t>(v));
+  }
+  return out;
+}
+
+// Hex digits with or without "0x" (perf maps write both); false on anything else or overflow.
+bool parse_hex(std::string_view s, uint64_t& v) {
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
+  if (s.empty() || s.size() > 16) return false;
+  v = 0;
+  for (char c : s) {
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
+    if (d < 0) return false;
+    v = v * 16 + static_cast<uint64_t>(d);
+  }
+  return true;
+}
+
+// A JIT's perf map (/tmp/perf-PID.map: "START SIZE name" lines, hex). It has no build ID to check; its
+// addresses are absolute, so the profile's lib entry for it must have offset == start (relative == absolute).
+bool is_perf_map(const std::string& path) {
+  std::string base = base_of(path);
+  return base.size() > 9 && base.rfind("perf-", 0) == 0 && base.substr(base.size() - 4) == ".map";
+}
+
+Result<std::shared_ptr<Library>> load_perf_map(const KnownLib& k) {
+  auto text = read_file(k.path);
+  if (!text) return std::move(text).take_error();
+  auto lib = std::make_shared<Library>();
+  lib->debug_name = k.debug_name;
+  lib->source = k.path;
+  std::string_view t = *text;
+  while (!t.empty()) {
+    size_t nl = t.find('\n');
+    std::string_view line = t.substr(0, nl);
+    t = nl == std::string_view::npos ? std::string_view() : t.substr(nl + 1);
+    size_t s1 = line.find(' ');
+    size_t s2 = s1 == std::string_view::npos ? s1 : line.find(' ', s1 + 1);
+    if (s2 == std::string_view::npos) continue;
+    uint64_t start, size;
+    if (!parse_hex(line.substr(0, s1), start) || !parse_hex(line.substr(s1 + 1, s2 - s1 - 1), size)) continue;
+    std::string_view name = line.substr(s2 + 1);
+    if (!name.empty() && name.back() == '\r') name.remove_suffix(1);
+    lib->symbols.add(start, size, std::string(name));
+  }
+  lib->symbols.finish();
+  return lib;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& options) {
+  const std::string want = upper(k.breakpad_id);
+  if (k.debug_name.empty() || want.empty()) return Err("empty debugName or breakpadId");
+  if (is_perf_map(k.path)) return load_perf_map(k);
+  std::vector<std::string> notes;
+  auto matches = [&](const ElfObject& o) {
+    return !o.build_id().empty() && upper(model::breakpad_id_from_build_id(o.build_id())) == want;
+  };
+  auto try_open = [&](const std::string& path) -> std::unique_ptr<ElfObject> {
+    if (path.empty() || !is_file(path)) return nullptr;
+    auto o = ElfObject::open(path);
+    if (!o) {
+      notes.push_back(o.error());
+      return nullptr;
+    }
+    if (!matches(**o)) {
+      notes.push_back(path + " has build ID " +
+                      ((*o)->build_id().empty() ? std::string("(none)")
+                                                : model::code_id_from_build_id((*o)->build_id())) +
+                      ", not " + want);
+      return nullptr;
+    }
+    return std::move(o).value();
+  };
+
+  auto lib = std::make_shared<Library>();
+  lib->debug_name = k.debug_name;
+
+  // 1. The binary: the recorded path, then the symbol directories.
+  std::vector<std::string> bin_candidates = {k.path, k.debug_path};
+  // A request may name any debugName: never let one walk out of a symbol directory.
+  const bool plain_name =
+      k.debug_name.find('/') == std::string::npos && k.debug_name != "." && k.debug_name != "..";
+  for (const auto& d : options.symbol_dirs) {
+    if (!plain_name) break;
+    bin_candidates.push_back(d + "/" + k.debug_name);
+    if (!k.name.empty()) bin_candidates.push_back(d + "/" + k.name);
+    if (!k.path.empty()) bin_candidates.push_back(d + "/" + base_of(k.path));
+  }
+  std::unique_ptr<ElfObject> binary;
+  for (const auto& c : bin_candidates) {
+    if ((binary = try_open(c))) break;
+  }
+
+  // 2. A separate debug file, by build ID then by debuglink.
+  std::vector<uint8_t> build_id;
+  if (binary) {
+    build_id = binary->build_id();
+  } else if (!k.code_id.empty()) {
+    build_id = parse_hex_bytes(k.code_id);
+    if (build_id.empty() || upper(model::breakpad_id_from_build_id(build_id)) != want) build_id.clear();
+  }
+  std::unique_ptr<ElfObject> debug;
+  auto useful_debug = [](const ElfObject& o) {
+    return o.has_section(".debug_info") || o.has_section(".symtab");
+  };
+  auto try_debug = [&](const std::string& path) {
+    if (debug || (binary && path == binary->path())) return;
+    auto o = try_open(path);
+    if (o && useful_debug(*o)) debug = std::move(o);
+  };
+  if (!debug) {
+    // The shared locator (elf/elf.h): build-ID trees, debuglink (CRC checked), --symbol-dir, debuginfod.
+    elf::DebugQuery q;
+    q.build_id = build_id;
+    if (binary) {
+      q.binary_path = binary->path();
+      if (auto link = binary->debuglink()) std::tie(q.debuglink, q.debuglink_crc) = *link;
+    }
+    if (plain_name) q.debug_name = k.debug_name;
+    elf::LocatorOptions lo{options.symbol_dirs, options.debug_dirs, options.use_debuginfod};
+    elf::locate_debug_file(
+        q, lo,
+        [&](const std::string& path) {
+          try_debug(path);
+          return debug != nullptr;
+        },
+        &notes);
+  }
+  if (!debug && build_id.empty() && plain_name) {
+    // No build ID to locate by (the binary is gone and the profile has no codeId): the breakpad ID still
+    // checks a <symbol dir>/<debugName>.debug.
+    for (const auto& d : options.symbol_dirs) try_debug(d + "/" + k.debug_name + ".debug");
+  }
+  if (!binary && !debug) {
+    std::string msg = "no file with build ID " + want + " found for " + k.debug_name;
+    for (const auto& n : notes) msg += "; " + n;
+    return Err(msg);
+  }
+
+  // 3. Symbols and DWARF.
+  lib->base_svma = binary ? binary->base_svma() : debug->base_svma();
+  if (debug) {
+    lib->symbols.add_elf_symbols(*debug, lib->base_svma);
+    lib->dwarf = DwarfIndex::open(*debug);
+    lib->source = debug->path();
+  }
+  if (binary) {
+    lib->symbols.add_elf_symbols(*binary, lib->base_svma);
+    lib->symbols.add_plt_symbols(*binary, lib->base_svma);
+    if (!lib->dwarf) lib->dwarf = DwarfIndex::open(*binary);
+    if (!debug && binary->has_section(".gnu_debugdata")) {
+      auto image = binary->mini_debug_info();
+      if (image) {
+        auto mini = ElfObject::from_memory(std::move(image).value(), binary->path() + "[.gnu_debugdata]");
+        if (mini) {
+          lib->symbols.add_elf_symbols(**mini, lib->base_svma);
+          lib->objects.push_back(std::move(mini).value());
+        }
+      }
+    }
+    if (lib->source.empty()) lib->source = binary->path();
+    lib->code = binary.get();
+    lib->objects.push_back(std::move(binary));
+  }
+  if (debug) lib->objects.push_back(std::move(debug));
+  lib->symbols.finish();
+  return lib;
+}
+
+}  // namespace fxprof::symbolizer

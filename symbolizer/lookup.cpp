@@ -1,0 +1,133 @@
+// Resolving addresses in a loaded library: the symbol table and the DWARF index, each name demangled and
+// interned once per library with its JSON literal.
+#include <algorithm>
+
+#include "base/json_string.h"
+#include "symbolizer/cache.h"
+#include "symbolizer/demangle.h"
+#include "symbolizer/library.h"
+#include "symbolizer/symbolizer_impl.h"
+
+namespace fxprof::symbolizer {
+
+size_t Library::memory_bytes() const {
+  size_t n = sizeof(Library) + symbols.memory_bytes() + names_bytes;
+  for (const auto& o : objects) n += o->owned_bytes();
+  if (dwarf) n += dwarf->memory_bytes();
+  return n;
+}
+
+const Name* Library::name_of(std::unordered_map<const char*, Name>& cache, const char* raw) {
+  auto [it, inserted] = cache.try_emplace(raw);
+  if (inserted) {
+    it->second.text = demangle(raw);
+    append_json_string(it->second.json, it->second.text);
+    names_bytes += it->second.text.capacity() + it->second.json.capacity() + 96;
+  }
+  return &it->second;
+}
+
+const Name* Library::file_of(const char* path) {
+  if (path == nullptr) return nullptr;
+  auto [it, inserted] = files.try_emplace(path);
+  if (inserted) {
+    it->second.text = path;
+    append_json_string(it->second.json, path);
+    names_bytes += it->second.text.capacity() + it->second.json.capacity() + 96;
+  }
+  return &it->second;
+}
+
+void Library::resolve(uint64_t rel, Resolution::Address& r, std::vector<Resolution::Frame>& inl) {
+  r = Resolution::Address{};
+  const SymbolTable::Symbol* sym = symbols.find(rel);
+  uint64_t func_low = 0;
+  bool have_dwarf = false;
+  if (dwarf) have_dwarf = dwarf->lookup(rel + base_svma, scratch, func_low) && !scratch.empty();
+  const RawFrame* outer = have_dwarf ? &scratch.back() : nullptr;
+  // The DWARF name of the outermost function, unless the symbol's is the same but more qualified (a static
+  // function's DW_AT_name "f" vs its symbol "f(int)"; a "[clone .cold]" part).
+  const Name* dn = outer != nullptr && outer->name != nullptr ? name_of(dwarf_names, outer->name) : nullptr;
+  const Name* sn = sym != nullptr ? name_of(sym_names, sym->name) : nullptr;
+  r.function = dn;
+  if (sn != nullptr &&
+      (dn == nullptr || (sn->text.size() > dn->text.size() && sn->text.starts_with(dn->text))))
+    r.function = sn;
+  if (r.function == nullptr) return;
+  if (sym != nullptr && (sym->size > 0 || func_low == 0)) {
+    r.function_offset = rel - sym->start;
+    r.function_size = sym->size;
+  } else if (func_low != 0 && func_low - base_svma <= rel) {
+    r.function_offset = rel - (func_low - base_svma);
+  } else if (sym != nullptr) {
+    r.function_offset = rel - sym->start;
+  } else {
+    return;
+  }
+  r.found = true;
+  if (outer != nullptr) {
+    r.file = file_of(outer->file);
+    r.line = outer->line;
+    r.inline_begin = static_cast<uint32_t>(inl.size());
+    r.inline_count = static_cast<uint32_t>(scratch.size() - 1);
+    for (size_t i = 0; i + 1 < scratch.size(); ++i) {
+      const RawFrame& f = scratch[i];
+      inl.push_back({f.name != nullptr ? name_of(dwarf_names, f.name) : nullptr, file_of(f.file), f.line});
+    }
+  }
+}
+
+void Library::resolve_all(std::span<const uint64_t> addrs, Resolution& out) {
+  out.addresses.assign(addrs.size(), Resolution::Address{});
+  std::vector<uint32_t> order(addrs.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return addrs[a] < addrs[b]; });
+  for (size_t k = 0; k < order.size(); ++k) {
+    uint32_t i = order[k];
+    if (k > 0 && addrs[order[k - 1]] == addrs[i]) {
+      out.addresses[i] = out.addresses[order[k - 1]];
+      continue;
+    }
+    resolve(addrs[i], out.addresses[i], out.inlines);
+  }
+}
+
+Result<Resolution> Symbolizer::resolve(std::string_view debug_name, std::string_view breakpad_id,
+                                       std::span<const uint64_t> addresses) {
+  auto handle = impl_->cache.get(debug_name, breakpad_id);
+  if (!handle) return std::move(handle).take_error();
+  Resolution out;
+  {
+    std::lock_guard<std::mutex> lock(handle->lib->mu);
+    handle->lib->resolve_all(addresses, out);
+  }
+  impl_->cache.account(*handle);
+  out.library = handle->lib;
+  return out;
+}
+
+Result<std::vector<SymbolInfo>> Symbolizer::lookup(std::string_view debug_name, std::string_view breakpad_id,
+                                                   std::span<const uint64_t> addresses) {
+  auto r = resolve(debug_name, breakpad_id, addresses);
+  if (!r) return std::move(r).take_error();
+  std::vector<SymbolInfo> out(addresses.size());
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    const Resolution::Address& h = r->addresses[i];
+    if (!h.found) continue;
+    SymbolInfo& s = out[i];
+    s.found = true;
+    s.function = h.function->text;
+    s.function_offset = h.function_offset;
+    s.function_size = h.function_size;
+    if (h.file) s.file = h.file->text;
+    s.line = h.line;
+    for (uint32_t k = 0; k < h.inline_count; ++k) {
+      const Resolution::Frame& in = r->inlines[h.inline_begin + k];
+      s.inlines.push_back(
+          {in.function ? in.function->text : std::string(), in.file ? in.file->text : "", in.line});
+    }
+  }
+  return out;
+}
+
+}  // namespace fxprof::symbolizer

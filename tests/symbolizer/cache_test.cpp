@@ -1,0 +1,51 @@
+// Tests of symbolizer/cache.cpp: one load per library under concurrent use, and eviction by bytes.
+#include <catch2/catch.hpp>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "tests/support/sym_programs.h"
+
+using namespace fxprof::test::sym_programs;
+using fxprof::test::run;
+using fxprof::test::test_program;
+
+TEST_CASE("cache: concurrent requests share one load per library and agree, with or without eviction") {
+  Prog p = prog(test_program("sym_inline"));
+  Prog other = prog(test_program("sym_inline_rebuilt"));
+  auto syms = nm_symbols(p.path);
+  const NmSym hot = syms.at("_Z11compute_hoti");
+  std::vector<uint64_t> addrs;
+  for (uint64_t a = 0; a < hot.size; ++a) addrs.push_back(hot.addr + a);
+  // Everything a lookup answers, as one string to compare.
+  auto ask = [&](sym::Symbolizer& s, const std::string& name, const Prog& pr) {
+    auto r = s.lookup(name, pr.breakpad, addrs);
+    REQUIRE(r.ok());
+    std::ostringstream out;
+    for (const auto& i : *r) {
+      out << i.found << ' ' << i.function << '+' << i.function_offset << '/' << i.function_size << ' '
+          << i.file << ':' << i.line << " [";
+      for (const auto& in : i.inlines) out << in.function << ' ' << in.file << ':' << in.line << ';';
+      out << "]\n";
+    }
+    return out.str();
+  };
+  for (size_t limit : {size_t{1} << 30, size_t{1}}) {  // the second: every use evicts the other library
+    sym::Options o = no_system_debug();
+    o.cache_limit_bytes = limit;
+    sym::Symbolizer s(o);
+    s.add_known_lib(known(p, p.path));
+    s.add_known_lib(known(other, other.path, "rebuilt"));
+    std::vector<std::string> out(8);
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < out.size(); ++t)
+      threads.emplace_back([&, t] {
+        for (int k = 0; k < 5; ++k) out[t] = t % 2 == 0 ? ask(s, "sym_inline", p) : ask(s, "rebuilt", other);
+      });
+    for (auto& t : threads) t.join();
+    for (size_t t = 0; t < out.size(); ++t) CHECK(out[t] == out[t % 2]);
+    CHECK(out[0].find(" compute_hot(int)+") != std::string::npos);
+    CHECK(out[1].find(" compute_hot(int)+") != std::string::npos);
+    CHECK(out[0].find("[leaf_helper") != std::string::npos);
+  }
+}

@@ -1,0 +1,117 @@
+// Tests of symbolizer/lookup.cpp: names, file:line and inline chains, checked against binutils and the
+// source's "LINE:" markers.
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "tests/support/sym_programs.h"
+
+using namespace fxprof::test::sym_programs;
+using fxprof::test::run;
+using fxprof::test::test_program;
+
+TEST_CASE("lookup: -O2 -g program gives names, file:line and inline chains innermost first") {
+  Prog p = prog(test_program("sym_inline"));
+  sym::Symbolizer s(no_system_debug());
+  s.add_known_lib(known(p, p.path));
+  check_compute_hot(s, p, true);
+}
+
+TEST_CASE("lookup: compressed debug sections and split DWARF (.dwo) give the same inline chains") {
+  for (const char* name : {"sym_inline_gz", "sym_inline_split"}) {
+    INFO(name);
+    Prog p = prog(test_program(name));
+    sym::Symbolizer s(no_system_debug());
+    s.add_known_lib(known(p, p.path));
+    check_compute_hot(s, p, true);
+  }
+}
+
+TEST_CASE("lookup: C++ templates and namespaces are demangled, PLT stubs are named") {
+  Prog p = prog(test_program("sym_inline"));
+  sym::Symbolizer s(no_system_debug());
+  s.add_known_lib(known(p, p.path));
+  auto syms = nm_symbols(p.path);
+  const NmSym twice = syms.at("_ZNK5outer5inner3BoxIiE5twiceEi");
+  const NmSym combine = syms.at("_ZN5outer7combineIlNS_5inner3BoxIiEEEET_S4_RKT0_");
+  uint64_t printf_plt = plt_address(p.path, "printf");
+  std::vector<uint64_t> addrs = {twice.addr, combine.addr + combine.size - 1, printf_plt + 3};
+  auto r = s.lookup("sym_inline", p.breakpad, addrs);
+  REQUIRE(r.ok());
+  CHECK((*r)[0].function == "outer::inner::Box<int>::twice(int) const");
+  CHECK((*r)[0].function_offset == 0);
+  CHECK((*r)[1].function ==
+        "long outer::combine<long, outer::inner::Box<int> >(long, outer::inner::Box<int> const&)");
+  CHECK((*r)[1].function_offset == combine.size - 1);
+  CHECK((*r)[2].function == "printf@plt");
+  CHECK((*r)[2].function_offset == 3);
+}
+
+TEST_CASE("lookup: Rust v0 and legacy symbols are demangled") {
+  std::string v0 = test_program("symbolizer/rust_v0");
+  std::string legacy = test_program("symbolizer/rust_legacy");
+  INFO("the Rust programs are built when CMake finds rustc (`make test-deps` installs it)");
+  REQUIRE(fxprof::elf::read_file(v0));
+  struct Case {
+    std::string path;
+    std::string hot, hot_want, spin_want;
+  };
+  for (const Case& c : {Case{v0, "rust_hot_function", "sym_rust::engine::rust_hot_function",
+                             "<sym_rust::engine::Gear<u32>>::spin"},
+                        Case{legacy, "rust_hot_function", "sym_rust::engine::rust_hot_function",
+                             "sym_rust::engine::Gear<T>::spin"}}) {
+    INFO(c.path);
+    Prog p = prog(c.path);
+    auto syms = nm_symbols(c.path);
+    uint64_t hot = 0, spin = 0;
+    for (const auto& [name, v] : syms) {
+      if (name.find("17rust_hot_function") != std::string::npos) hot = v.addr;
+      if (name.find("4spin") != std::string::npos && name.find("Gear") != std::string::npos) spin = v.addr;
+    }
+    REQUIRE(hot != 0);
+    REQUIRE(spin != 0);
+    sym::Symbolizer s(no_system_debug());
+    s.add_known_lib(known(p, c.path, "rust"));
+    auto r = s.lookup("rust", p.breakpad, std::vector<uint64_t>{hot + 1, spin});
+    REQUIRE(r.ok());
+    CHECK((*r)[0].function == c.hot_want);
+    CHECK((*r)[0].function_offset == 1);
+    CHECK(ends_with((*r)[0].file, "sym_rust.rs"));
+    CHECK((*r)[1].function == c.spin_want);
+  }
+}
+
+// Issue 10 item 6: a DWARF 4 line table whose include directory is relative to DW_AT_comp_dir (how cargo
+// builds src/main.rs, and how gcc records a source named by a relative path) must give the absolute path,
+// which /source/v1 then serves.
+TEST_CASE("lookup: DWARF 4 paths relative to the compilation directory come back absolute") {
+  fxprof::test::TempDir dir;
+  REQUIRE(::mkdir(dir.file("src").c_str(), 0755) == 0);
+  {
+    std::ofstream src(dir.file("src/rel_main.c"));
+    src << "int rel_function(int x) { return x * 3 + 1; }\nint main(int argc, char** argv) { (void)argv; "
+           "return rel_function(argc); }\n";
+  }
+  fxprof::test::CmdOptions in_dir;
+  in_dir.cwd = dir.path();
+  auto cc =
+      run({"gcc", "-g", "-gdwarf-4", "-O0", "-Wl,--build-id", "src/rel_main.c", "-o", "rel_main"}, in_dir);
+  REQUIRE(cc.status == 0);
+
+  Prog p = prog(dir.file("rel_main"));
+  uint64_t fn = nm_symbols(p.path).at("rel_function").addr;
+  sym::Symbolizer s(no_system_debug());
+  s.add_known_lib(known(p, p.path, "rel_main"));
+  auto info = s.lookup("rel_main", p.breakpad, std::vector<uint64_t>{fn});
+  REQUIRE(info.ok());
+  REQUIRE((*info)[0].found);
+  // Without joining with comp_dir the symbolizer answered "src/rel_main.c".
+  std::string want = std::filesystem::canonical(dir.path()).string() + "/src/rel_main.c";
+  CHECK((*info)[0].file == want);
+  auto served = s.source("rel_main", p.breakpad, fn, want);
+  REQUIRE(served.ok());
+  CHECK(served.value().find("rel_function") != std::string::npos);
+}
