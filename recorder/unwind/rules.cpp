@@ -13,6 +13,7 @@ int64_t scaled(int64_t v, int64_t align) {
   return static_cast<int64_t>(static_cast<uint64_t>(v) * static_cast<uint64_t>(align));
 }
 int64_t negated(uint64_t v) { return static_cast<int64_t>(uint64_t{0} - v); }
+int64_t wrapped_sum(int64_t a, uint64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + b); }
 
 enum RegKind : uint8_t { kSame, kUndef, kOffset, kValOffset, kRegister, kExpr, kValExpr, kUnsupported };
 struct RegRule {
@@ -51,7 +52,7 @@ bool fold_cfa_expression(Cursor c, uint64_t addr, uint32_t& reg, int64_t& off) {
       uint32_t r = op - 0x70;
       int64_t o = c.sleb();
       if (r == kDwRip) {
-        if (!push({-1, static_cast<int64_t>(addr) + o})) return false;
+        if (!push({-1, wrapped_sum(o, addr)})) return false;
       } else if (reg_from_dwarf(r) != kRegCount) {
         if (!push({static_cast<int>(r), o})) return false;
       } else {
@@ -89,7 +90,7 @@ bool fold_cfa_expression(Cursor c, uint64_t addr, uint32_t& reg, int64_t& off) {
       if (!push({-1, v})) return false;
     } else if (op == 0x23) {  // DW_OP_plus_uconst
       if (n < 1) return false;
-      st[n - 1].v += static_cast<int64_t>(c.uleb());
+      st[n - 1].v = wrapped_sum(st[n - 1].v, c.uleb());
     } else if (op == 0x12) {  // DW_OP_dup
       if (n < 1 || !push(st[n - 1])) return false;
     } else {
@@ -379,7 +380,7 @@ Rule rule_from_fde(const Fde& fde, const PtrBase& base, uint64_t addr) {
       return true;
     }
     if ((rr.kind == kExpr || rr.kind == kValExpr) && rr.reg == st.cfa_reg) {
-      off = rr.off - st.cfa_off;
+      off = wrapped_sum(rr.off, uint64_t{0} - static_cast<uint64_t>(st.cfa_off));
       return true;
     }
     return false;
