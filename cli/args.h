@@ -5,6 +5,7 @@
 // samply).
 #pragma once
 
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <span>
@@ -13,6 +14,14 @@
 #include <vector>
 
 namespace fxprof::cli {
+
+// A usage error of `fxprof COMMAND`: one line on stderr pointing at its --help, exit status 2.
+inline int usage_error(std::string_view command, std::string_view msg) {
+  std::fprintf(stderr, "fxprof %.*s: %.*s (try `fxprof %.*s --help`)\n", static_cast<int>(command.size()),
+               command.data(), static_cast<int>(msg.size()), msg.data(), static_cast<int>(command.size()),
+               command.data());
+  return 2;
+}
 
 class ArgParser {
  public:

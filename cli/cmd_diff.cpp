@@ -36,10 +36,7 @@ constexpr const char* kHelp =
     "  --address ADDR           address to serve on with --serve (default 127.0.0.1)\n"
     "  -h, --help               this help\n";
 
-int usage_error(const std::string& msg) {
-  std::fprintf(stderr, "fxprof diff: %s (try `fxprof diff --help`)\n", msg.c_str());
-  return 2;
-}
+constexpr std::string_view kCommand = "diff";
 
 // A private temporary folder removed with its contents.
 class TempFolder {
@@ -148,7 +145,7 @@ int cmd_diff(std::span<char*> args) {
     } else if (auto v = p.option("", "--limit")) {
       auto n = parse_number(*v);
       if (!n || *n < 1 || *n != static_cast<size_t>(*n))
-        return usage_error("--limit needs a positive number");
+        return usage_error(kCommand, "--limit needs a positive number");
       limit = static_cast<size_t>(*n);
     } else if (p.flag("", "--no-inline")) {
       svg.tree.inlined = false;
@@ -159,13 +156,13 @@ int cmd_diff(std::span<char*> args) {
     } else if (auto v = p.option("", "--address")) {
       address = *v;
     } else if (!p.error().empty()) {
-      return usage_error(p.error());
+      return usage_error(kCommand, p.error());
     } else {
-      return usage_error("unknown option '" + std::string(p.peek()) + "'");
+      return usage_error(kCommand, "unknown option '" + std::string(p.peek()) + "'");
     }
   }
-  if (!p.error().empty()) return usage_error(p.error());
-  if (files.size() != 2) return usage_error("give two profiles: BASE NEW");
+  if (!p.error().empty()) return usage_error(kCommand, p.error());
+  if (files.size() != 2) return usage_error(kCommand, "give two profiles: BASE NEW");
   auto base = load_profile_for_sinks(files[0], input);
   if (!base) {
     std::fprintf(stderr, "fxprof: %s\n", base.error().c_str());

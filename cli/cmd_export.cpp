@@ -35,10 +35,7 @@ constexpr const char* kHelp =
     "  --min-width PX           (svg) leave out boxes narrower than PX pixels (default 0.1)\n"
     "  -h, --help               this help\n";
 
-int usage_error(const std::string& msg) {
-  std::fprintf(stderr, "fxprof export: %s (try `fxprof export --help`)\n", msg.c_str());
-  return 2;
-}
+constexpr std::string_view kCommand = "export";
 
 }  // namespace
 
@@ -56,7 +53,8 @@ int cmd_export(std::span<char*> args) {
         format = p.take();
         continue;
       }
-      if (!in.empty()) return usage_error("one input profile at a time ('" + std::string(p.peek()) + "')");
+      if (!in.empty())
+        return usage_error(kCommand, "one input profile at a time ('" + std::string(p.peek()) + "')");
       in = p.take();
       continue;
     }
@@ -83,23 +81,24 @@ int cmd_export(std::span<char*> args) {
       svg.title = *v;
     } else if (auto v = p.option("", "--width")) {
       auto n = parse_number(*v);
-      if (!n || *n < 100 || *n > 100000) return usage_error("--width needs a number of pixels (100 or more)");
+      if (!n || *n < 100 || *n > 100000)
+        return usage_error(kCommand, "--width needs a number of pixels (100 or more)");
       svg.width = *n;
     } else if (auto v = p.option("", "--min-width")) {
       auto n = parse_number(*v);
-      if (!n || *n < 0) return usage_error("--min-width needs a number of pixels");
+      if (!n || *n < 0) return usage_error(kCommand, "--min-width needs a number of pixels");
       svg.min_width = *n;
     } else if (!p.error().empty()) {
-      return usage_error(p.error());
+      return usage_error(kCommand, p.error());
     } else {
-      return usage_error("unknown option '" + std::string(p.peek()) + "'");
+      return usage_error(kCommand, "unknown option '" + std::string(p.peek()) + "'");
     }
   }
-  if (!p.error().empty()) return usage_error(p.error());
-  if (format.empty()) return usage_error("which format? folded, pprof or svg");
+  if (!p.error().empty()) return usage_error(kCommand, p.error());
+  if (format.empty()) return usage_error(kCommand, "which format? folded, pprof or svg");
   if (format != "folded" && format != "pprof" && format != "svg")
-    return usage_error("unknown format '" + format + "' (folded, pprof or svg)");
-  if (in.empty()) return usage_error("which profile? give a .json or .json.gz file");
+    return usage_error(kCommand, "unknown format '" + format + "' (folded, pprof or svg)");
+  if (in.empty()) return usage_error(kCommand, "which profile? give a .json or .json.gz file");
   if (out.empty())
     out = exporter::output_beside(in, format == "folded" ? ".folded" : format == "pprof" ? ".pb.gz" : ".svg");
 

@@ -49,10 +49,7 @@ class TempPath {
   std::string path_;
 };
 
-int usage_error(const std::string& msg) {
-  std::fprintf(stderr, "fxprof load: %s (try `fxprof load --help`)\n", msg.c_str());
-  return 2;
-}
+constexpr std::string_view kCommand = "load";
 
 }  // namespace
 
@@ -63,7 +60,8 @@ int cmd_load(std::span<char*> args) {
   while (!p.done()) {
     if (!p.at_option()) {
       if (p.take_separator()) continue;
-      if (!file.empty()) return usage_error("one profile file at a time ('" + std::string(p.peek()) + "')");
+      if (!file.empty())
+        return usage_error(kCommand, "one profile file at a time ('" + std::string(p.peek()) + "')");
       file = p.take();
       continue;
     }
@@ -77,19 +75,19 @@ int cmd_load(std::span<char*> args) {
     } else if (auto v = p.option("-P", "--port")) {
       auto n = parse_number(*v);
       if (!n || *n < 0 || *n > 65535 || *n != static_cast<int>(*n))
-        return usage_error("--port needs a port number");
+        return usage_error(kCommand, "--port needs a port number");
       opts.port = static_cast<int>(*n);
       opts.port_exact = true;
     } else if (auto v = p.option("", "--symbol-dir")) {
       opts.symbols.symbol_dirs.push_back(*v);
     } else if (!p.error().empty()) {
-      return usage_error(p.error());
+      return usage_error(kCommand, p.error());
     } else {
-      return usage_error("unknown option '" + std::string(p.peek()) + "'");
+      return usage_error(kCommand, "unknown option '" + std::string(p.peek()) + "'");
     }
   }
-  if (!p.error().empty()) return usage_error(p.error());
-  if (file.empty()) return usage_error("which profile? give a .json or .json.gz file");
+  if (!p.error().empty()) return usage_error(kCommand, p.error());
+  if (file.empty()) return usage_error(kCommand, "which profile? give a .json or .json.gz file");
   opts.profile_path = file;
   // Source -> model: validates the file (one-line errors) and lists its libraries without a DOM.
   TempPath resolved;

@@ -110,10 +110,7 @@ class SignalHold {
   bool released_ = false;
 };
 
-int usage_error(const std::string& msg) {
-  std::fprintf(stderr, "fxprof record: %s (try `fxprof record --help`)\n", msg.c_str());
-  return 2;
-}
+constexpr std::string_view kCommand = "record";
 
 }  // namespace
 
@@ -139,7 +136,7 @@ int cmd_record(std::span<char*> args) {
     } else if (auto v = p.option("-F", "--freq")) {
       auto n = parse_number(*v);
       if (!n || *n <= 0 || *n > 1e6)
-        return usage_error("--freq needs a positive number of samples per second");
+        return usage_error(kCommand, "--freq needs a positive number of samples per second");
       rec.frequency_hz = *n;
     } else if (auto v = p.option("", "--call-graph")) {
       if (*v == "dwarf")
@@ -147,11 +144,11 @@ int cmd_record(std::span<char*> args) {
       else if (*v == "fp")
         rec.call_graph = recorder::CallGraph::FramePointer;
       else
-        return usage_error("--call-graph must be dwarf or fp");
+        return usage_error(kCommand, "--call-graph must be dwarf or fp");
     } else if (auto v = p.option("", "--stack-size")) {
       auto n = parse_number(*v);
       if (!n || *n < 512 || *n > 65528)
-        return usage_error("--stack-size must be between 512 and 65528 bytes");
+        return usage_error(kCommand, "--stack-size must be between 512 and 65528 bytes");
       rec.stack_size = static_cast<uint32_t>(*n) & ~7u;  // the kernel wants a multiple of 8
     } else if (auto v = p.option("-p", "--pid")) {
       size_t start = 0;
@@ -160,30 +157,31 @@ int cmd_record(std::span<char*> args) {
         std::string one = v->substr(start, comma == std::string::npos ? std::string::npos : comma - start);
         auto n = parse_number(one);
         if (!n || *n < 1 || *n != static_cast<int>(*n))
-          return usage_error("--pid needs process ids, like 123,456");
+          return usage_error(kCommand, "--pid needs process ids, like 123,456");
         rec.pids.push_back(static_cast<int>(*n));
         if (comma == std::string::npos) break;
         start = comma + 1;
       }
     } else if (auto v = p.option("-d", "--duration")) {
       auto n = parse_number(*v);
-      if (!n || *n <= 0) return usage_error("--duration needs a positive number of seconds");
+      if (!n || *n <= 0) return usage_error(kCommand, "--duration needs a positive number of seconds");
       rec.duration_s = *n;
     } else if (p.flag("", "--heap")) {
       heap_opt = heap::Options{};
     } else if (auto v = p.option("", "--heap")) {
-      if (*v != "sampled" && *v != "full") return usage_error("--heap must be sampled or full");
+      if (*v != "sampled" && *v != "full") return usage_error(kCommand, "--heap must be sampled or full");
       heap_opt = heap::Options{};
       heap_opt->mode = *v == "full" ? heap::Mode::Full : heap::Mode::Sampled;
     } else if (auto v = p.option("", "--heap-rate")) {
       auto n = parse_number(*v);
-      if (!n || *n < 1) return usage_error("--heap-rate needs a positive number of bytes");
+      if (!n || *n < 1) return usage_error(kCommand, "--heap-rate needs a positive number of bytes");
       heap_rate = *n;
     } else if (p.flag("", "--cpu-only")) {
       rec.off_cpu = false;
     } else if (auto v = p.option("", "--off-cpu-threshold")) {
       auto n = parse_number(*v);
-      if (!n || *n < 0) return usage_error("--off-cpu-threshold needs a number of milliseconds (0 or more)");
+      if (!n || *n < 0)
+        return usage_error(kCommand, "--off-cpu-threshold needs a number of milliseconds (0 or more)");
       rec.off_cpu_threshold_ms = *n;
     } else if (p.flag("-v", "--verbose")) {
       rec.verbose = true;
@@ -198,7 +196,7 @@ int cmd_record(std::span<char*> args) {
       rec.symbol_dirs.push_back(*v);  // the unwinder looks for .debug_frame there too
     } else if (auto v = p.option("", "--export")) {
       if (*v != "folded" && *v != "pprof" && *v != "svg")
-        return usage_error("--export must be folded, pprof or svg");
+        return usage_error(kCommand, "--export must be folded, pprof or svg");
       exports.push_back(*v);
     } else if (p.flag("-q", "--quiet")) {
       quiet = true;
@@ -208,25 +206,26 @@ int cmd_record(std::span<char*> args) {
       serve.address = *v;
     } else if (auto v = p.option("-P", "--port")) {
       auto n = parse_number(*v);
-      if (!n || *n < 1 || *n > 65535) return usage_error("--port needs a port number");
+      if (!n || *n < 1 || *n > 65535) return usage_error(kCommand, "--port needs a port number");
       serve.port = static_cast<int>(*n);
       serve.port_exact = true;
     } else if (!p.error().empty()) {
-      return usage_error(p.error());
+      return usage_error(kCommand, p.error());
     } else {
-      return usage_error("unknown option '" + std::string(p.peek()) + "'");
+      return usage_error(kCommand, "unknown option '" + std::string(p.peek()) + "'");
     }
   }
-  if (!p.error().empty()) return usage_error(p.error());
+  if (!p.error().empty()) return usage_error(kCommand, p.error());
   p.take_separator();
   rec.command = p.rest();
   if (rec.command.empty() && rec.pids.empty())
-    return usage_error("nothing to record: give a command or -p PID");
+    return usage_error(kCommand, "nothing to record: give a command or -p PID");
   if (!rec.command.empty() && !rec.pids.empty())
-    return usage_error("give either a command or -p PID, not both");
+    return usage_error(kCommand, "give either a command or -p PID, not both");
 
   if (heap_opt && !rec.pids.empty())
-    return usage_error("--heap records programs fxprof starts; it cannot attach to a running process (-p)");
+    return usage_error(kCommand,
+                       "--heap records programs fxprof starts; it cannot attach to a running process (-p)");
 
   // An output we cannot write is found now, not after the program ran: create (and drop) its temporary file.
   if (auto probe = AtomicFile::create(output); !probe) {

@@ -28,10 +28,7 @@ constexpr const char* kHelp =
     "  --no-symbolicate         keep unresolved addresses as lib+0xoffset\n"
     "  -h, --help               this help\n";
 
-int usage_error(const std::string& msg) {
-  std::fprintf(stderr, "fxprof report: %s (try `fxprof report --help`)\n", msg.c_str());
-  return 2;
-}
+constexpr std::string_view kCommand = "report";
 
 }  // namespace
 
@@ -44,7 +41,8 @@ int cmd_report(std::span<char*> args) {
   while (!p.done()) {
     if (!p.at_option()) {
       if (p.take_separator()) continue;
-      if (!in.empty()) return usage_error("one profile at a time ('" + std::string(p.peek()) + "')");
+      if (!in.empty())
+        return usage_error(kCommand, "one profile at a time ('" + std::string(p.peek()) + "')");
       in = p.take();
       continue;
     }
@@ -60,13 +58,13 @@ int cmd_report(std::span<char*> args) {
     } else if (auto v = p.option("", "--limit")) {
       auto n = parse_number(*v);
       if (!n || *n < 1 || *n != static_cast<size_t>(*n))
-        return usage_error("--limit needs a positive number");
+        return usage_error(kCommand, "--limit needs a positive number");
       opts.limit = static_cast<size_t>(*n);
     } else if (p.flag("", "--tree")) {
       opts.tree = true;
     } else if (auto v = p.option("", "--min-percent")) {
       auto n = parse_number(*v);
-      if (!n || *n < 0 || *n > 100) return usage_error("--min-percent needs a percentage");
+      if (!n || *n < 0 || *n > 100) return usage_error(kCommand, "--min-percent needs a percentage");
       opts.tree_min_percent = *n;
     } else if (p.flag("", "--json")) {
       json = true;
@@ -75,13 +73,13 @@ int cmd_report(std::span<char*> args) {
     } else if (p.flag("", "--no-symbolicate")) {
       input.symbolicate = false;
     } else if (!p.error().empty()) {
-      return usage_error(p.error());
+      return usage_error(kCommand, p.error());
     } else {
-      return usage_error("unknown option '" + std::string(p.peek()) + "'");
+      return usage_error(kCommand, "unknown option '" + std::string(p.peek()) + "'");
     }
   }
-  if (!p.error().empty()) return usage_error(p.error());
-  if (in.empty()) return usage_error("which profile? give a .json or .json.gz file");
+  if (!p.error().empty()) return usage_error(kCommand, p.error());
+  if (in.empty()) return usage_error(kCommand, "which profile? give a .json or .json.gz file");
   auto profile = load_profile_for_sinks(in, input);
   if (!profile) {
     std::fprintf(stderr, "fxprof: %s\n", profile.error().c_str());

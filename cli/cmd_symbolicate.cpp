@@ -20,10 +20,7 @@ constexpr const char* kHelp =
     "  --symbol-dir DIR         also look for symbol files in DIR (repeatable)\n"
     "  -h, --help               this help\n";
 
-int usage_error(const std::string& msg) {
-  std::fprintf(stderr, "fxprof symbolicate: %s (try `fxprof symbolicate --help`)\n", msg.c_str());
-  return 2;
-}
+constexpr std::string_view kCommand = "symbolicate";
 
 }  // namespace
 
@@ -34,7 +31,8 @@ int cmd_symbolicate(std::span<char*> args) {
   while (!p.done()) {
     if (!p.at_option()) {
       if (p.take_separator()) continue;
-      if (!in.empty()) return usage_error("one input profile at a time ('" + std::string(p.peek()) + "')");
+      if (!in.empty())
+        return usage_error(kCommand, "one input profile at a time ('" + std::string(p.peek()) + "')");
       in = p.take();
       continue;
     }
@@ -46,14 +44,14 @@ int cmd_symbolicate(std::span<char*> args) {
     } else if (auto v = p.option("", "--symbol-dir")) {
       symbols.symbol_dirs.push_back(*v);
     } else if (!p.error().empty()) {
-      return usage_error(p.error());
+      return usage_error(kCommand, p.error());
     } else {
-      return usage_error("unknown option '" + std::string(p.peek()) + "'");
+      return usage_error(kCommand, "unknown option '" + std::string(p.peek()) + "'");
     }
   }
-  if (!p.error().empty()) return usage_error(p.error());
-  if (in.empty()) return usage_error("which profile? give IN -o OUT");
-  if (out.empty()) return usage_error("where to? give -o OUT (it may be IN itself)");
+  if (!p.error().empty()) return usage_error(kCommand, p.error());
+  if (in.empty()) return usage_error(kCommand, "which profile? give IN -o OUT");
+  if (out.empty()) return usage_error(kCommand, "where to? give -o OUT (it may be IN itself)");
   symbolizer::Symbolizer symbolizer(symbols);
   if (auto s = pipeline::symbolicate_file(in, out, symbolizer); !s) {
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
