@@ -615,6 +615,7 @@ void ProfileBuilder::on_sample(const std::byte* p, size_t size, bool switch_even
   r.u64();  // cpu
   r.u64();  // period
   uint64_t nr = r.u64();
+  if (nr > size / 8) return;  // a corrupt count (nr * 8 would wrap to a short read)
   auto chain_bytes = r.bytes(nr * 8);
   if (!r.ok() || tid == 0) return;
 

@@ -272,7 +272,9 @@ bool decode_line_program(const LineSections& sec, uint64_t offset, const char* c
     if (op >= opcode_base) {
       uint8_t adj = static_cast<uint8_t>(op - opcode_base);
       addr += static_cast<uint64_t>(adj / line_range) * min_inst;
-      line += line_base + adj % line_range;
+      // Wrapping like advance_line: a hostile program may have driven `line` to INT64_MIN already.
+      line = static_cast<int64_t>(static_cast<uint64_t>(line) +
+                                  static_cast<uint64_t>(line_base + adj % line_range));
       emit(false);
       continue;
     }
