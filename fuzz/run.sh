@@ -12,12 +12,14 @@ build=$1
 mode=$2
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$build/fuzz-crashes"
+# About 5 s each in the sanitizer build (-O0), 40 s in all: exploring is `make fuzz`'s job.
 smoke_runs() {
   case $1 in
-    fuzz_perf_records) echo 250 ;;   # each input builds a profile and reads /proc/kallsyms
-    fuzz_elf | fuzz_gecko_reader) echo 30000 ;;
-    fuzz_demangle) echo 1000000 ;;
-    *) echo 300000 ;;
+    fuzz_perf_records) echo 150 ;;   # each input builds a profile and reads /proc/kallsyms
+    fuzz_elf | fuzz_gecko_reader) echo 15000 ;;
+    fuzz_demangle) echo 700000 ;;
+    fuzz_cfi) echo 300000 ;;
+    *) echo 120000 ;;
   esac
 }
 for seeds in "$here"/corpus/*/; do
