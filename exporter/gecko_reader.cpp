@@ -24,8 +24,19 @@ constexpr size_t kPadding = simdjson::SIMDJSON_PADDING;
 
 Result<std::string> inflate_capped(std::string_view in, const std::string& path) {
   const size_t limit = std::min(kMaxInflatedBytes, std::max<size_t>(in.size(), 4096) * kMaxInflateRatio);
+  // gzip's trailer ends with the inflated size of the last member (mod 2^32): for the usual one-member file
+  // that is the size exactly, so the text is allocated once, with no doubling copies and no memory touched
+  // beyond it (page faults are most of the cost of inflating here). A wrong hint (several members, 4 GiB or
+  // more, a lie) only means the buffer grows as without one; the limit applies either way. The extra 64 KiB
+  // is the free room the loop below keeps, so that the last inflate() call does not grow the buffer.
+  size_t expected = in.size() * 10;
+  if (in.size() >= 18) {
+    const auto* t = reinterpret_cast<const unsigned char*>(in.data() + in.size() - 4);
+    const size_t isize = size_t{t[0]} | size_t{t[1]} << 8 | size_t{t[2]} << 16 | size_t{t[3]} << 24;
+    if (isize > 0) expected = isize + 65536;
+  }
   std::string out;
-  out.reserve(std::min<size_t>(in.size() * 10 + kPadding, limit + kPadding));
+  out.reserve(std::min<size_t>(expected, limit) + kPadding);
   z_stream z{};
   if (inflateInit2(&z, 15 + 32) != Z_OK) return Err(path + ": cannot initialize zlib");
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
@@ -248,6 +259,23 @@ class Reader {
       size_t i = 0;
       return row_cells(r, i, row);
     });
+  }
+  // The same for an array already open; `reserve(n)` first gets the row count (one pass over simdjson's
+  // structural index, no parsing), so that a large table is allocated once instead of grown by doubling.
+  template <class F, class R>
+  bool rows_counted(od::value v, F&& row, R&& reserve) {
+    od::array a;
+    if (auto e = v.get_array().get(a)) return e == simdjson::INCORRECT_TYPE ? true : set(e);
+    size_t n = 0;
+    if (auto e = a.count_elements().get(n)) return set(e);
+    reserve(n);
+    for (auto el : a) {
+      od::value r;
+      if (auto e = el.get(r)) return set(e);
+      size_t i = 0;
+      if (!row_cells(r, i, row)) return false;
+    }
+    return true;
   }
   template <class F>
   bool row_cells(od::value r, size_t& i, F&& row) {
@@ -623,7 +651,7 @@ class Reader {
           return true;
         }
       } row{*this, t, c_stack, c_time, c_cpu, {}};
-      return rows(f, tt.samples_schema, row);
+      return rows_counted(f, row, [&](size_t n) { t.samples.reserve(t.samples.size() + n); });
     });
   }
 

@@ -29,7 +29,13 @@ struct Library {
   std::vector<std::unique_ptr<ElfObject>> objects;  // kept open: names point into their string tables
   ElfObject* code = nullptr;                        // the binary itself (for disassembly); may be null
   SymbolTable symbols;
+  // The DWARF index, made on first need by dwarf_index() from the first of `dwarf_files` that has DWARF
+  // (the debug file, then the binary). Opening DWARF inflates every compressed debug section (libc's debug
+  // file: ~90 ms and 15 MB) and an address outside every function of the symbol table never needs it, so a
+  // request of only such addresses (a baked profile's unresolved frames, asked again) does not pay for it.
   std::unique_ptr<DwarfIndex> dwarf;
+  const ElfObject* dwarf_files[2] = {nullptr, nullptr};
+  bool dwarf_tried = false;
   std::string source;  // which files were used, for messages
   // Demangled names and file paths with their JSON literals, made lazily (node-based maps: pointers stay
   // valid, and a Name is never changed once made, so it can be read without the lock).
@@ -40,6 +46,9 @@ struct Library {
   std::vector<RawFrame> scratch;
 
   size_t memory_bytes() const;
+
+  // The DWARF index, opened on the first call (caller holds mu); nullptr when no file has DWARF.
+  DwarfIndex* dwarf_index();
 
   // Resolves many lib-relative addresses (caller holds mu) in address order (successive binary searches then
   // touch nearby memory: far fewer cache misses than in request order), each distinct address once.

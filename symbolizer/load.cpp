@@ -192,13 +192,13 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
   lib->base_svma = binary ? binary->base_svma() : debug->base_svma();
   if (debug) {
     lib->symbols.add_elf_symbols(*debug, lib->base_svma);
-    lib->dwarf = DwarfIndex::open(*debug);
+    lib->dwarf_files[0] = debug.get();
     lib->source = debug->path();
   }
   if (binary) {
     lib->symbols.add_elf_symbols(*binary, lib->base_svma);
     lib->symbols.add_plt_symbols(*binary, lib->base_svma);
-    if (!lib->dwarf) lib->dwarf = DwarfIndex::open(*binary);
+    lib->dwarf_files[debug ? 1 : 0] = binary.get();
     if (!debug && binary->has_section(".gnu_debugdata")) {
       auto image = binary->mini_debug_info();
       if (image) {

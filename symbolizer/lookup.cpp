@@ -17,6 +17,15 @@ size_t Library::memory_bytes() const {
   return n;
 }
 
+DwarfIndex* Library::dwarf_index() {
+  if (!dwarf_tried) {
+    dwarf_tried = true;
+    for (const ElfObject* f : dwarf_files)
+      if (f != nullptr && (dwarf = DwarfIndex::open(*f))) break;
+  }
+  return dwarf.get();
+}
+
 const Name* Library::name_of(std::unordered_map<const char*, Name>& cache, const char* raw) {
   auto [it, inserted] = cache.try_emplace(raw);
   if (inserted) {
@@ -43,7 +52,10 @@ void Library::resolve(uint64_t rel, Resolution::Address& r, std::vector<Resoluti
   const SymbolTable::Symbol* sym = symbols.find(rel);
   uint64_t func_low = 0;
   bool have_dwarf = false;
-  if (dwarf) have_dwarf = dwarf->lookup(rel + base_svma, scratch, func_low) && !scratch.empty();
+  // DWARF where the symbol table places a function, or everywhere when there is no symbol table (an
+  // address between functions is padding or a stub: a baked profile's unresolved return addresses).
+  DwarfIndex* dw = sym != nullptr || symbols.empty() ? dwarf_index() : dwarf.get();
+  if (dw) have_dwarf = dw->lookup(rel + base_svma, scratch, func_low) && !scratch.empty();
   const RawFrame* outer = have_dwarf ? &scratch.back() : nullptr;
   // The DWARF name of the outermost function, unless the symbol's is the same but more qualified (a static
   // function's DW_AT_name "f" vs its symbol "f(int)"; a "[clone .cold]" part).

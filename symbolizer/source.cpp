@@ -44,9 +44,10 @@ Answer<std::string> Symbolizer::source(std::string_view debug_name, std::string_
   {
     Library& l = *handle->lib;
     std::lock_guard<std::mutex> lock(l.mu);
-    if (!l.dwarf) return Refusal{Refusal::kNotFound, "no debug info for " + std::string(debug_name)};
+    DwarfIndex* dwarf = l.dwarf_index();
+    if (!dwarf) return Refusal{Refusal::kNotFound, "no debug info for " + std::string(debug_name)};
     std::vector<std::string> files;
-    l.dwarf->referenced_files(module_offset + l.base_svma, files);
+    dwarf->referenced_files(module_offset + l.base_svma, files);
     for (const auto& f : files) {
       if (f == file || normalize_path(f) == wanted) {
         path = normalize_path(f);

@@ -255,6 +255,43 @@ TEST_CASE("hostile or broken files get one-line errors", "[exporter]") {
   CHECK_THAT(load_error(bomb), Catch::Contains("inflates beyond 200x"));
 }
 
+TEST_CASE("gzip's size trailer is a hint only: several members read whole, a wrong size is an error",
+          "[exporter]") {
+  test::TempDir dir;
+  const std::string good = dir.file("good.json");
+  REQUIRE(exporter::write_gecko_profile(sample_profile(), good));
+  const std::string text = slurp(good);
+  auto gzip = [](std::string_view data) {
+    std::string out(compressBound(static_cast<uLong>(data.size())) + 64, '\0');
+    z_stream z{};
+    REQUIRE(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+    z.avail_in = static_cast<uInt>(data.size());
+    z.next_out = reinterpret_cast<Bytef*>(out.data());
+    z.avail_out = static_cast<uInt>(out.size());
+    REQUIRE(deflate(&z, Z_FINISH) == Z_STREAM_END);
+    out.resize(z.total_out);
+    deflateEnd(&z);
+    return out;
+  };
+  // Two members (cat a.gz b.gz): the trailer gives the second one's size only; the buffer grows.
+  const std::string two = dir.file("two.json.gz");
+  const size_t half = text.size() / 2;
+  spit(two, gzip(std::string_view(text).substr(0, half)) + gzip(std::string_view(text).substr(half)));
+  auto read = exporter::read_profile_bytes(two);
+  REQUIRE(read.ok());
+  CHECK(*read == text);
+  CHECK(exporter::read_gecko_profile(two).ok());
+  // A trailer that lies about the size (far larger, or smaller): zlib's length check refuses it.
+  for (uint32_t lie : {0xFFFFFFF0u, 1u}) {
+    std::string z = gzip(text);
+    for (int i = 0; i < 4; ++i) z[z.size() - 4 + i] = static_cast<char>((lie >> (8 * i)) & 0xff);
+    const std::string liar = dir.file("liar.json.gz");
+    spit(liar, z);
+    CHECK_THAT(load_error(liar), Catch::Contains("corrupt gzip data"));
+  }
+}
+
 TEST_CASE("a processed-format profile is recognised, not read", "[exporter]") {
   test::TempDir dir;
   const std::string path = dir.file("processed.json");

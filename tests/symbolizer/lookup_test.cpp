@@ -7,6 +7,7 @@
 #include <fstream>
 #include <vector>
 
+#include "symbolizer/library.h"
 #include "tests/support/sym_programs.h"
 
 using namespace fxprof::test::sym_programs;
@@ -28,6 +29,29 @@ TEST_CASE("lookup: compressed debug sections and split DWARF (.dwo) give the sam
     s.add_known_lib(known(p, p.path));
     check_compute_hot(s, p, true);
   }
+}
+
+TEST_CASE(
+    "lookup: DWARF is indexed on the first address inside a function, never for addresses outside all") {
+  // A baked profile asks again for the return addresses that found nothing (typically a function's first
+  // byte minus one, in padding): that must not inflate and index a whole debug file.
+  Prog p = prog(test_program("sym_inline_gz"));
+  sym::Symbolizer s(no_system_debug());
+  s.add_known_lib(known(p, p.path));
+  auto library = [](const sym::Resolution& r) { return static_cast<const sym::Library*>(r.library.get()); };
+  const std::vector<uint64_t> outside = {0, 1};  // the ELF header: before every symbol
+  auto r = s.resolve("sym_inline", p.breakpad, outside);
+  REQUIRE(r.ok());
+  CHECK_FALSE(r->addresses[0].found);
+  CHECK_FALSE(r->addresses[1].found);
+  CHECK(library(*r)->dwarf == nullptr);
+  CHECK_FALSE(library(*r)->dwarf_tried);
+  // The first address in a function opens it, and gets its file, line and inline chain as ever.
+  check_compute_hot(s, p, true);
+  r = s.resolve("sym_inline", p.breakpad, outside);
+  REQUIRE(r.ok());
+  CHECK(library(*r)->dwarf != nullptr);
+  CHECK_FALSE(r->addresses[0].found);
 }
 
 TEST_CASE("lookup: C++ templates and namespaces are demangled, PLT stubs are named") {
