@@ -362,6 +362,7 @@ size_t Session::read_round() {
     return a.time != b.time ? a.time < b.time : a.switch_event > b.switch_event;
   });
   for (const Ref& r : refs_) builder_->handle(r.h, r.switch_event);
+  builder_->resolve_pending();  // before the records it points into are released
   for (size_t b = 0; b < bufs_.size(); ++b) bufs_[b].release(heads_[b]);
   sync_waker();
   return refs_.size();
@@ -642,7 +643,8 @@ Result<Recording> Session::run() {
            " JIT code ranges named from perf maps and jitdump files");
   if (opt_.verbose && opt_.off_cpu)
     notice("off-CPU: " + std::to_string(rec_.stats.off_cpu_spans) + " blocked or preempted spans, " +
-           std::to_string(rec_.stats.switch_samples) + " context-switch stacks, " +
+           std::to_string(rec_.stats.switch_samples) + " context-switch stacks (" +
+           std::to_string(builder_->switch_stacks_unwound()) + " unwound: the others' spans needed none), " +
            std::to_string(rec_.stats.off_cpu_samples) + " off-CPU samples" +
            (switch_stacks_ ? "" : " (no stacks: spans as markers only)"));
   if (opt_.verbose)
