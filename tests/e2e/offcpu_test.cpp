@@ -231,6 +231,45 @@ TEST_CASE("off-CPU: --cpu-only records on-CPU samples only", "[e2e][offcpu]") {
   CHECK(text.find("OffCpu") == std::string::npos);
 }
 
+TEST_CASE("off-CPU: --off-cpu-stack-size sets the copy at switches; cut off-CPU stacks are reported",
+          "[e2e][offcpu]") {
+  // A 200 ms sleep under ~26 KiB of stack: the default 8 KiB copy cuts it, 65528 bytes holds it.
+  TempDir dir;
+  auto sleeps = [](const std::string& text) {
+    std::vector<SampleView> out;
+    auto threads = threads_of(text);
+    if (!threads.empty())
+      for (const SampleView& s : threads[0].samples)
+        if (s.leaf() == "[blocked: sleep]" && s.has("offcpu_deep_recurse")) out.push_back(s);
+    return out;
+  };
+  const std::string cut_out = dir.file("cut.json.gz");
+  auto cut = run({fxprof_bin(), "record", "--save-only", "-o", cut_out, "--", test_program("offcpu_deep")});
+  INFO(cut.err);
+  REQUIRE(cut.status == 0);
+  auto cut_sleeps = sleeps(read_profile_text(cut_out));
+  REQUIRE(!cut_sleeps.empty());
+  for (const SampleView& s : cut_sleeps) {
+    CHECK(s.has("(stack truncated)"));
+    CHECK(!s.has("main"));
+  }
+  CHECK(cut.err.find("of the off-CPU stacks are incomplete") != std::string::npos);
+  CHECK(cut.err.find("--off-cpu-stack-size") != std::string::npos);
+
+  const std::string whole_out = dir.file("whole.json.gz");
+  auto whole = run({fxprof_bin(), "record", "--save-only", "--off-cpu-stack-size", "65528", "-o", whole_out,
+                    "--", test_program("offcpu_deep")});
+  INFO(whole.err);
+  REQUIRE(whole.status == 0);
+  auto whole_sleeps = sleeps(read_profile_text(whole_out));
+  REQUIRE(!whole_sleeps.empty());
+  for (const SampleView& s : whole_sleeps) {
+    CHECK(!s.has("(stack truncated)"));
+    CHECK(s.has("main"));
+  }
+  CHECK(whole.err.find("off-CPU stacks are incomplete") == std::string::npos);
+}
+
 TEST_CASE("off-CPU: four threads on one mutex give Lock wait markers with its address and the waited time",
           "[e2e][offcpu][serial]") {
   TempDir dir;
