@@ -3,15 +3,22 @@
 #
 #   bench/offcpu.sh [BUILD_DIR] [RUNS]
 #
-# Program: bench/offcpu_bench.cpp, two threads ping-ponging through pipes; it prints its own elapsed time and
-# switch rate. Scenarios: as fast as it goes (~100k+ switches/s here) and rate-limited (~20-30k/s: 20 us of
-# work per thread per round). Configurations: bare; `fxprof record --cpu-only`; `fxprof record` (off-CPU
-# on, DWARF 32 KiB copies); `fxprof record --stack-size 8192`; `perf record -e context-switches -c 1
-# --call-graph dwarf` (perf's 8 KiB default copy). For each: the median program time / bare, the median
-# records lost (fxprof: lost records; perf: LOST_SAMPLES, the context-switch samples the kernel dropped),
-# output size, and post-processing (fxprof: from the program's exit to the profile built, --verbose;
-# perf: `perf script` over the data). bcc's offcputime is not installed on Debian 12 by `make test-deps`; it
-# is run when `offcputime-bpfcc` is on PATH.
+# Program: bench/offcpu_bench.cpp, two threads ping-ponging through pipes; it prints its own elapsed time,
+# switch rate and CPU time. Scenarios: as fast as it goes (~100k+ switches/s here), rate-limited (~20-30k/s:
+# 20 us of work per thread per round) and CPU-bound (a fixed ~5 ms of work per round).
+#
+# Configurations: bare; `fxprof record --cpu-only`; `fxprof record` (off-CPU on: 8 KiB copies at switches,
+# 32 KiB at CPU samples); `fxprof record --off-cpu-stack-size 32768` (the copy at switches as large as CPU
+# samples', the default before); `perf record -e context-switches -c 1 --call-graph dwarf` (perf's 8 KiB
+# default copy); bcc's `offcputime-bpfcc -f -p PID` where it runs (not installed by `make test-deps`;
+# Debian: apt-get install bpfcc-tools; one line says whether it ran and why not).
+#
+# For each, medians of: program time and its ratio to bare; the program's CPU time and its kernel part
+# (cpu_ms, sys_ms: the samples are taken in its context; less noisy than elapsed time on a shared machine,
+# and for the CPU-bound scenario, whose work is fixed, cpu_ms is the measure); records lost (fxprof: lost
+# records; perf: LOST_SAMPLES, the context-switch samples the kernel dropped); output size; post-processing
+# (fxprof: from the program's exit to the profile built, --verbose; perf: `perf script` over the data; bcc:
+# from Ctrl-C to its exit, when it symbolizes and prints).
 set -euo pipefail
 
 BUILD=${1:-build}
@@ -34,13 +41,14 @@ run() {
   local out ms lost=0 bytes=0 post=0
   case $cfg in
     bare) out=$("$PROG" "$@") ;;
-    cpu-only | offcpu | offcpu-8k)
+    cpu-only | offcpu | offcpu-32k)
       local extra=()
       [[ $cfg == cpu-only ]] && extra=(--cpu-only)
-      [[ $cfg == offcpu-8k ]] && extra=(--stack-size 8192)
+      [[ $cfg == offcpu-32k ]] && extra=(--off-cpu-stack-size 32768)
       out=$("$FXPROF" record -v -q --save-only --no-symbolicate "${extra[@]}" -o "$TMP/p.json.gz" -- "$PROG" "$@" \
         2>"$TMP/err")
       lost=$(sed -n 's/.* \([0-9]*\) lost records.*/\1/p' "$TMP/err" | tail -1)
+      [[ -s $TMP/p.json.gz ]] || { echo "bench/offcpu.sh: fxprof record failed: $(cat "$TMP/err")" >&2; exit 1; }
       post=$(sed -n 's/.*profile built \([0-9.]*\) ms after.*/\1/p' "$TMP/err" | tail -1)
       bytes=$(stat -c %s "$TMP/p.json.gz")
       ;;
@@ -56,41 +64,87 @@ run() {
       post=$(((t1 - t0) / 1000000))
       ;;
     bcc)
-      out=$("$PROG" "$@" &
-        pid=$!
-        timeout 60 offcputime-bpfcc -f -p "$pid" >"$TMP/bcc.txt" 2>/dev/null &
-        wait "$pid")
+      # offcputime attaches to a running pid: the program waits on a fifo until the tracer is ready (with
+      # -f it prints nothing until the end: ready is its kprobe's perf event fd, opened when it attaches),
+      # so no switch goes unseen; bcc's post-processing is its symbolization at Ctrl-C.
+      rm -f "$TMP/go"
+      mkfifo "$TMP/go"
+      (read -r _ <"$TMP/go" && exec "$PROG" "$@") >"$TMP/bcc.out" &
+      local pid=$! t0 t1
+      offcputime-bpfcc -f -p "$pid" >"$TMP/bcc.txt" 2>/dev/null &
+      local tracer=$!
+      for ((w = 0; w < 600; w++)); do
+        ls -l "/proc/$tracer/fd" 2>/dev/null | grep -q 'perf_event' && break
+        kill -0 "$tracer" 2>/dev/null || break
+        sleep 0.1
+      done
+      echo go >"$TMP/go"
+      wait "$pid"
+      out=$(cat "$TMP/bcc.out")
+      t0=$(date +%s%N)
+      kill -INT "$tracer" 2>/dev/null || true
+      wait "$tracer" 2>/dev/null || true
+      t1=$(date +%s%N)
+      post=$(((t1 - t0) / 1000000))
       bytes=$(stat -c %s "$TMP/bcc.txt" 2>/dev/null || echo 0)
       ;;
   esac
   ms=$(echo "$out" | awk 'NR==1 {print $1}')
-  echo "$ms ${lost:-0} ${bytes:-0} ${post:-0}" >>"$TMP/$cfg"
+  cpu=$(echo "$out" | awk 'NR==1 {print $3}')
+  sys=$(echo "$out" | awk 'NR==1 {print $4}')
+  echo "$ms ${lost:-0} ${bytes:-0} ${post:-0} ${sys:-0} ${cpu:-0}" >>"$TMP/$cfg"
 }
 
 scenario() {
   local title=$1
   shift
-  local configs=(bare cpu-only offcpu offcpu-8k perf)
-  command -v offcputime-bpfcc >/dev/null && configs+=(bcc)
-  rm -f "$TMP"/bare "$TMP"/cpu-only "$TMP"/offcpu "$TMP"/offcpu-8k "$TMP"/perf "$TMP"/bcc
+  local configs=(bare cpu-only offcpu offcpu-32k perf)
+  [[ -n $BCC ]] && configs+=(bcc)
+  rm -f "$TMP"/bare "$TMP"/cpu-only "$TMP"/offcpu "$TMP"/offcpu-32k "$TMP"/perf "$TMP"/bcc
   for ((i = 0; i < RUNS; i++)); do
     for c in "${configs[@]}"; do run "$c" "$@"; done
   done
   local rate
   rate=$("$PROG" "$@" | awk '{print $2}')
   echo "== $title: $* (bare: ~$rate switches/s), median of $RUNS"
-  printf '%-10s %10s %8s %10s %12s %10s\n' config program_ms x_bare lost output_MB post_ms
+  printf '%-10s %10s %8s %8s %8s %10s %12s %10s\n' config program_ms x_bare cpu_ms sys_ms lost output_MB post_ms
   local base
   base=$(awk '{print $1}' "$TMP/bare" | median)
   for c in "${configs[@]}"; do
-    local ms lost mb post
+    local ms lost mb post sys cpu
     ms=$(awk '{print $1}' "$TMP/$c" | median)
+    sys=$(awk '{print $5}' "$TMP/$c" | median)
+    cpu=$(awk '{print $6}' "$TMP/$c" | median)
     lost=$(awk '{print $2}' "$TMP/$c" | median)
     mb=$(awk '{print $3 / 1e6}' "$TMP/$c" | median)
     post=$(awk '{print $4}' "$TMP/$c" | median)
-    printf '%-10s %10.1f %8.2f %10s %12.2f %10s\n' "$c" "$ms" "$(echo "$ms / $base" | bc -l)" "$lost" "$mb" "$post"
+    printf '%-10s %10.1f %8.2f %8.0f %8.0f %10s %12.2f %10s\n' "$c" "$ms" "$(echo "$ms / $base" | bc -l)" "$cpu" \
+      "$sys" "$lost" "$mb" "$post"
   done
 }
 
+# bcc's offcputime: run only where it works. It compiles its BPF program at start against the running
+# kernel's headers (/lib/modules/$(uname -r)/build or CONFIG_IKHEADERS) and attaches a kprobe on
+# finish_task_switch; where either is missing (this VM: no headers for its kernel, no kprobes) one line says
+# why instead of a column of failures.
+BCC=
+if ! command -v offcputime-bpfcc >/dev/null; then
+  echo "bcc: not run: offcputime-bpfcc is not installed (Debian: apt-get install bpfcc-tools)"
+elif [[ $(id -u) != 0 ]]; then
+  echo "bcc: not run: offcputime-bpfcc needs root"
+elif timeout 60 offcputime-bpfcc -f 1 >"$TMP/bcc.probe" 2>&1; then
+  BCC=1
+  echo "bcc: offcputime-bpfcc $(dpkg-query -W -f '${Version}' bpfcc-tools 2>/dev/null) runs here: the bcc rows below"
+else
+  # Its last words name the cause ("Unable to find kernel headers...", "cannot attach kprobe..."), after a
+  # Python traceback.
+  why=$(grep -iE -m1 'unable|kprobe|permission|not permitted' "$TMP/bcc.probe" || true)
+  echo "bcc: not run: offcputime-bpfcc fails on kernel $(uname -r): ${why:-$(grep -v '^[[:space:]]*$' "$TMP/bcc.probe" | tail -1)}"
+fi
+
 scenario "as fast as it goes" 50000
 scenario "rate-limited" 20000 20
+# CPU-bound: one thread busy at a time, a fixed 4M-iteration slice per round (~5 ms here), a few hundred
+# switches/s: what off-CPU capture adds to a program that hardly waits is offcpu / cpu-only (the goal: at
+# most 1.05).
+scenario "CPU-bound" 300 0 4000000

@@ -1,8 +1,12 @@
 // Off-CPU benchmark program (bench/offcpu.sh): two threads pass a byte back and forth through two pipes
 // ROUNDS times (default 100000), so each blocks in read() once per round: ~2 context switches per round;
-// WORK_US (default 0) of CPU work per thread per round lowers the rate. Prints "elapsed_ms switches_per_s"
-// measured in the program.
+// WORK_US (default 0) of CPU work per thread per round lowers the rate; WORK_ITERS instead of it (the third
+// argument) is a fixed amount of work per round (a CPU-bound program whose elapsed time shows overhead).
+// Prints "elapsed_ms switches_per_s" measured in the program, then its CPU time and the kernel's part of it
+// (ms, both threads): the cost of a profiler's context-switch samples is kernel time in the program's own
+// context, less noisy than elapsed time on a shared machine.
 #include <pthread.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -13,6 +17,7 @@ namespace {
 int ping[2], pong[2];
 long rounds = 100000;
 double work_us = 0;
+long work_iters = 0;
 volatile unsigned long sink;
 
 double now_ms() {
@@ -22,6 +27,12 @@ double now_ms() {
 }
 
 __attribute__((noinline)) void work() {
+  if (work_iters > 0) {  // a fixed amount of CPU work: its elapsed time grows with any overhead
+    unsigned long x = 1;
+    for (long i = 0; i < work_iters; ++i) x = x * 6364136223846793005ul + 1442695040888963407ul;
+    sink = x;
+    return;
+  }
   if (work_us <= 0) return;
   const double end = now_ms() + work_us / 1e3;
   unsigned long x = 1;
@@ -44,6 +55,7 @@ __attribute__((noinline)) void* ponger(void*) {
 int main(int argc, char** argv) {
   if (argc > 1) rounds = std::atol(argv[1]);
   if (argc > 2) work_us = std::atof(argv[2]);
+  if (argc > 3) work_iters = std::atol(argv[3]);
   if (pipe(ping) != 0 || pipe(pong) != 0) return 1;
   pthread_t t;
   pthread_create(&t, nullptr, ponger, nullptr);
@@ -55,6 +67,12 @@ int main(int argc, char** argv) {
   }
   const double ms = now_ms() - t0;
   pthread_join(t, nullptr);
-  std::printf("%.1f %.0f\n", ms, 2.0 * static_cast<double>(rounds) / (ms / 1e3));
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto tv_ms = [](const timeval& tv) {
+    return static_cast<double>(tv.tv_sec) * 1e3 + static_cast<double>(tv.tv_usec) / 1e3;
+  };
+  std::printf("%.1f %.0f %.1f %.1f\n", ms, 2.0 * static_cast<double>(rounds) / (ms / 1e3),
+              tv_ms(ru.ru_utime) + tv_ms(ru.ru_stime), tv_ms(ru.ru_stime));
   return 0;
 }

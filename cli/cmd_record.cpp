@@ -58,6 +58,10 @@ constexpr const char* kHelp =
     "                           kernel.perf_event_paranoid <= 1; otherwise waits are markers without\n"
     "                           stacks, and fxprof says so\n"
     "  --off-cpu-threshold MS   a marker for every wait of at least MS milliseconds (default 1; 0: all)\n"
+    "  --off-cpu-stack-size BYTES\n"
+    "                           user stack copied at each context switch in dwarf mode (default 8192,\n"
+    "                           as perf; at most 65528). The kernel copies it in the program's time at\n"
+    "                           every switch: raise it if fxprof says off-CPU stacks are incomplete\n"
     "  -v, --verbose            print what the recorder chose (event, buffer sizes, timings)\n"
     "\n"
     "Output:\n"
@@ -150,6 +154,11 @@ int cmd_record(std::span<char*> args) {
       if (!n || *n < 512 || *n > 65528)
         return usage_error(kCommand, "--stack-size must be between 512 and 65528 bytes");
       rec.stack_size = static_cast<uint32_t>(*n) & ~7u;  // the kernel wants a multiple of 8
+    } else if (auto v = p.option("", "--off-cpu-stack-size")) {
+      auto n = parse_number(*v);
+      if (!n || *n < 512 || *n > 65528)
+        return usage_error(kCommand, "--off-cpu-stack-size must be between 512 and 65528 bytes");
+      rec.off_cpu_stack_size = static_cast<uint32_t>(*n) & ~7u;
     } else if (auto v = p.option("-p", "--pid")) {
       size_t start = 0;
       while (start <= v->size()) {

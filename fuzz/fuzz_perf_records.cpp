@@ -35,6 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     record.assign((h.size + 7) / 8, 0);
     std::memcpy(record.data(), data + at, h.size);
     builder.handle(reinterpret_cast<const perf_event_header*>(record.data()));
+    builder.resolve_pending();  // the record's storage is reused for the next one
     at += h.size;
   }
   builder.finish();

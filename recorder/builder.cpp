@@ -353,7 +353,8 @@ void ProfileBuilder::on_comm(const std::byte* p, size_t size, uint16_t misc) {
     profile_.processes[th.proc].threads[th.thread].name = comm;
     return;
   }
-  // exec: the pid runs a new program.
+  // exec: the pid runs a new program (stacks taken before are unwound with the old one's mappings).
+  resolve_pending();
   if (unwinder_) unwinder_->on_exec(pid);
   ProcRef& pr = process(pid, t);
   model::Process* proc = &profile_.processes[pr.proc];
@@ -492,6 +493,7 @@ void ProfileBuilder::on_switch(const std::byte* p, size_t size, uint16_t misc) {
     if (o.out && off_.spans) end_off_span(it->second, tr.time);
     o.out = false;
     o.have_stack = false;  // a stack belongs to the switch-out that follows it, nothing later
+    o.pending = nullptr;
   }
 }
 
@@ -530,6 +532,13 @@ void ProfileBuilder::end_off_span(ThreadRef& th, uint64_t in_ns) {
   if (in_ns <= o.out_ns) return;
   const uint64_t d = in_ns - o.out_ns;
   ++off_cpu_spans_;
+  // The stack is unwound only for a span that gets a sample or a marker.
+  if (o.pending) {
+    if (d >= off_.threshold_ns || (off_.stacks && o.acc + d >= off_.interval_ns))
+      resolve_stack(th);
+    else
+      o.pending = nullptr;
+  }
   model::Thread& thread = profile_.processes[th.proc].threads[th.thread];
   const model::StackId base = o.have_stack ? o.stack : model::kNoStack;
   if (off_.stacks) {
@@ -606,18 +615,17 @@ void ProfileBuilder::on_lost(const std::byte* p, size_t size) {
   th->markers.push_back(std::move(m));
 }
 
-void ProfileBuilder::on_sample(const std::byte* p, size_t size, bool switch_event) {
+bool ProfileBuilder::sample_path(const std::byte* p, size_t size, bool switch_event, uint64_t& di) {
   Reader r(p + 8, size - 8);
   r.u64();  // ip (the callchain repeats it)
-  uint32_t pid, tid;
-  r.u32x2(pid, tid);
-  uint64_t time = r.u64();
+  r.u64();  // pid/tid
+  r.u64();  // time
   r.u64();  // cpu
   r.u64();  // period
   uint64_t nr = r.u64();
   if (nr > size / 8) return;  // a corrupt count (nr * 8 would wrap to a short read)
   auto chain_bytes = r.bytes(nr * 8);
-  if (!r.ok() || tid == 0) return;
+  if (!r.ok()) return false;
 
   user_.clear();
   kernel_.clear();
@@ -640,7 +648,7 @@ void ProfileBuilder::on_sample(const std::byte* p, size_t size, bool switch_even
   // them in bit order of the event's mask; the unwinder's are picked out of it.
   std::array<uint64_t, 8> vals{};
   size_t n_vals = 0;
-  uint64_t di = 0;
+  di = 0;
   bool have_regs = false;
   if (events_.dwarf || switch_event) {
     const uint64_t mask = switch_event ? events_.switch_regs_mask : events_.regs_mask;
@@ -668,6 +676,9 @@ void ProfileBuilder::on_sample(const std::byte* p, size_t size, bool switch_even
       uint64_t dyn = r.u64();
       if (dyn < stack.size()) stack = stack.first(dyn);
     }
+    uint32_t pid = 0, tid = 0;
+    std::memcpy(&pid, p + 16, 4);
+    std::memcpy(&tid, p + 20, 4);
     if (r.ok() && unwinder_ && have_regs) {
       UserRegs regs = decode_user_regs(std::span<const uint64_t>(vals.data(), n_vals));
       UnwindResult u = unwinder_->unwind(pid, regs, stack, unwound_);
@@ -679,17 +690,59 @@ void ProfileBuilder::on_sample(const std::byte* p, size_t size, bool switch_even
     }
   }
 
+  path_.clear();
+  if (truncated) path_.push_back(profile_.label_frame("(stack truncated)"));
+  for (auto it = user_.rbegin(); it != user_.rend(); ++it) path_.push_back(profile_.native_frame(*it));
+  for (auto it = kernel_.rbegin(); it != kernel_.rend(); ++it) path_.push_back(profile_.kernel_frame(*it));
+  return true;
+}
+
+void ProfileBuilder::resolve_stack(ThreadRef& th) {
+  OffState& o = th.off;
+  if (!o.pending) return;
+  uint64_t di = 0;
+  if (sample_path(o.pending, o.pending_size, true, di)) {
+    o.stack = profile_.stacks.intern_path(path_);
+    o.uaddr = di;
+    ++switch_stacks_unwound_;
+  } else {
+    o.have_stack = false;
+  }
+  o.pending = nullptr;
+}
+
+void ProfileBuilder::resolve_pending() {
+  for (uint32_t tid : pending_tids_)
+    if (auto it = threads_.find(tid); it != threads_.end()) {
+      resolve_stack(it->second);
+      it->second.off.queued = false;
+    }
+  pending_tids_.clear();
+}
+
+void ProfileBuilder::on_sample(const std::byte* p, size_t size, bool switch_event) {
+  // Header, ip, pid/tid, time: the fixed start of every sample we ask for.
+  if (size < 32) return;
+  uint32_t pid = 0, tid = 0;
+  uint64_t time = 0;
+  std::memcpy(&pid, p + 16, 4);
+  std::memcpy(&tid, p + 20, 4);
+  std::memcpy(&time, p + 24, 8);
+  if (tid == 0) return;
+
   ThreadRef& th = thread(pid, tid, time);
   if (switch_event) {
-    // A switch-out: keep the stack for the span that the switch records will measure.
+    // A switch-out: its stack is for the span that the switch records will measure. Unwound only if the span
+    // needs it (end_off_span), or at the end of the round if the thread is still out then.
     ++switch_samples_;
-    path_.clear();
-    if (truncated) path_.push_back(profile_.label_frame("(stack truncated)"));
-    for (auto it = user_.rbegin(); it != user_.rend(); ++it) path_.push_back(profile_.native_frame(*it));
-    for (auto it = kernel_.rbegin(); it != kernel_.rend(); ++it) path_.push_back(profile_.kernel_frame(*it));
-    th.off.stack = profile_.stacks.intern_path(path_);
-    th.off.have_stack = true;
-    th.off.uaddr = di;
+    OffState& o = th.off;
+    if (!o.queued) pending_tids_.push_back(tid);
+    o.queued = true;
+    o.pending = p;
+    o.pending_size = size;
+    o.have_stack = true;
+    o.stack = model::kNoStack;
+    o.uaddr = 0;
     return;
   }
   CpuState& c = th.cpu;
@@ -699,16 +752,14 @@ void ProfileBuilder::on_sample(const std::byte* p, size_t size, bool switch_even
     delta = static_cast<int64_t>(c.acc);
   }
   if (c.known && c.last_sample == time && time != 0) return;  // duplicate
+  uint64_t di = 0;
+  if (!sample_path(p, size, false, di)) return;
   c.known = true;
   c.on = true;
   c.since = time;
   c.acc = 0;
   c.last_sample = time;
 
-  path_.clear();
-  if (truncated) path_.push_back(profile_.label_frame("(stack truncated)"));
-  for (auto it = user_.rbegin(); it != user_.rend(); ++it) path_.push_back(profile_.native_frame(*it));
-  for (auto it = kernel_.rbegin(); it != kernel_.rend(); ++it) path_.push_back(profile_.kernel_frame(*it));
   model::Sample s;
   s.time_ns = time;
   s.stack = profile_.stacks.intern_path(path_);

@@ -66,7 +66,7 @@ perf_event_attr make_switch_attr(const EventConfig& c) {
   // Registers in frame-pointer mode too (RDI alone there): the lock address of a futex wait.
   a.sample_type = c.sample_type() | PERF_SAMPLE_REGS_USER;
   a.sample_regs_user = c.switch_regs_mask;
-  if (c.dwarf) a.sample_stack_user = c.stack_size;
+  if (c.dwarf) a.sample_stack_user = c.switch_stack_size;
   if (c.switch_wakeup_bytes) {
     a.watermark = 1;
     a.wakeup_watermark = c.switch_wakeup_bytes;

@@ -30,6 +30,9 @@ struct EventConfig {
   // REGS_USER). Its samples go to their own ring buffers, so they parse with this mask.
   uint64_t switch_regs_mask = 0;
   uint32_t switch_wakeup_bytes = 0;  // the context-switches buffers' wake-up mark (0: kernel default)
+  // DWARF: bytes of user stack copied per switch-out (multiple of 8, < 64 KiB). The copy is most of a
+  // context-switch sample's cost (recorder.h), so it is smaller than CPU samples' by default.
+  uint32_t switch_stack_size = 8192;
 
   uint64_t sample_type() const;
   uint32_t regs_count() const { return static_cast<uint32_t>(__builtin_popcountll(regs_mask)); }
@@ -38,8 +41,9 @@ struct EventConfig {
 
 perf_event_attr make_attr(const EventConfig& c);
 // The off-CPU event: the context-switches software event with period 1, sampled in the outgoing thread at
-// every switch-out with the same sample layout as make_attr's (user registers, user stack copy, kernel
-// callchain), and nothing else: no side-band records (the CPU event carries those and the switch records).
+// every switch-out with the same sample layout as make_attr's (user registers, a user stack copy of
+// switch_stack_size bytes, kernel callchain), and nothing else: no side-band records (the CPU event carries
+// those and the switch records).
 perf_event_attr make_switch_attr(const EventConfig& c);
 // perf_regs.h (x86-64) bit of RDI, the first system-call argument.
 inline constexpr uint64_t kPerfRegDiBit = uint64_t{1} << 5;

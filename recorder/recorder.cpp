@@ -171,10 +171,12 @@ class Session {
     const UnwindStats& u = unwinder_->stats();
     prof.meta.stack_walk =
         model::Meta::StackWalk{u.stacks, u.truncated, u.failed, u.fp_stacks, u.scanned_stacks};
-    std::vector<bool> marker(prof.frames.size());
+    std::vector<bool> marker(prof.frames.size()), off_leaf(prof.frames.size());
     for (size_t f = 0; f < prof.frames.size(); ++f) {
       const model::Frame& fr = prof.frames.get(static_cast<model::FrameId>(f));
       marker[f] = fr.kind == model::FrameKind::Label && prof.strings.get(fr.name) == "(stack truncated)";
+      // The reason leaf of off-CPU samples ([blocked: ...], [preempted]).
+      off_leaf[f] = fr.kind == model::FrameKind::Label && fr.category == model::Category::Idle;
     }
     std::vector<uint8_t> incomplete(prof.stacks.size());  // the builder puts the marker at the root
     for (size_t s = 0; s < prof.stacks.size(); ++s) {
@@ -182,18 +184,34 @@ class Session {
       const model::StackId prefix = prof.stacks.prefix(id);
       incomplete[s] = prefix == model::kNoStack ? marker[prof.stacks.frame(id)] : incomplete[prefix];
     }
+    // On-CPU samples per thread for the line about --stack-size; off-CPU ones (their own, smaller copy:
+    // --off-cpu-stack-size) counted apart.
     std::vector<ThreadStacks> threads;
+    uint64_t off_samples = 0, off_incomplete = 0;
     for (const model::Process& p : prof.processes) {
       for (const model::Thread& t : p.threads) {
-        ThreadStacks ts{t.name, t.tid, t.samples.size(), 0};
-        for (const model::Sample& smp : t.samples)
-          ts.incomplete +=
-              smp.stack != model::kNoStack && smp.stack < incomplete.size() && incomplete[smp.stack];
+        ThreadStacks ts{t.name, t.tid, 0, 0};
+        for (const model::Sample& smp : t.samples) {
+          const bool known = smp.stack != model::kNoStack && smp.stack < incomplete.size();
+          const bool cut = known && incomplete[smp.stack];
+          if (known && off_leaf[prof.stacks.frame(smp.stack)]) {
+            ++off_samples;
+            off_incomplete += cut;
+          } else {
+            ++ts.samples;
+            ts.incomplete += cut;
+          }
+        }
         threads.push_back(std::move(ts));
       }
     }
     std::string line = incomplete_stacks_warning(threads, unwinder_->stops(), cfg_.stack_size);
     if (!line.empty()) notice(line);
+    if (off_samples >= 20 && off_incomplete * 20 > off_samples)
+      notice(std::to_string(off_incomplete * 100 / off_samples) +
+             "% of the off-CPU stacks are incomplete; if the " + std::to_string(cfg_.switch_stack_size) +
+             "-byte stack copy cut them, raise --off-cpu-stack-size (at most 65528; each context switch "
+             "copies it)");
   }
 
   const Options& opt_;
@@ -362,6 +380,7 @@ size_t Session::read_round() {
     return a.time != b.time ? a.time < b.time : a.switch_event > b.switch_event;
   });
   for (const Ref& r : refs_) builder_->handle(r.h, r.switch_event);
+  builder_->resolve_pending();  // before the records it points into are released
   for (size_t b = 0; b < bufs_.size(); ++b) bufs_[b].release(heads_[b]);
   sync_waker();
   return refs_.size();
@@ -402,6 +421,8 @@ Result<Recording> Session::run() {
   if (cfg_.dwarf) {
     uint32_t ss = std::min<uint32_t>(opt_.stack_size, 65528) & ~7u;
     cfg_.stack_size = std::max<uint32_t>(ss, 512);
+    cfg_.switch_stack_size =
+        std::max<uint32_t>(std::min<uint32_t>(opt_.off_cpu_stack_size, 65528) & ~7u, 512);
     cfg_.regs_mask = user_regs_mask();
     elf::LocatorOptions locator;
     locator.symbol_dirs = opt_.symbol_dirs;
@@ -642,7 +663,8 @@ Result<Recording> Session::run() {
            " JIT code ranges named from perf maps and jitdump files");
   if (opt_.verbose && opt_.off_cpu)
     notice("off-CPU: " + std::to_string(rec_.stats.off_cpu_spans) + " blocked or preempted spans, " +
-           std::to_string(rec_.stats.switch_samples) + " context-switch stacks, " +
+           std::to_string(rec_.stats.switch_samples) + " context-switch stacks (" +
+           std::to_string(builder_->switch_stacks_unwound()) + " unwound: the others' spans needed none), " +
            std::to_string(rec_.stats.off_cpu_samples) + " off-CPU samples" +
            (switch_stacks_ ? "" : " (no stacks: spans as markers only)"));
   if (opt_.verbose)

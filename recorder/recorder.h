@@ -43,13 +43,20 @@
 //  - Off-CPU (Options::off_cpu, the CLI's default): a context-switches event (period 1) per CPU beside the
 //    CPU event, into its own ring buffers (4x larger, waking the reader at a quarter: waking it every ~15
 //    switches preempted the program and lost 40k of 60k records at 100k switches/s), sampling the outgoing
-//    thread with the same stack copy and callchain plus RDI; the CPU event's switch records time the spans
-//    (builder.h OffCpuConfig, offcpu.h for the reasons). bench/offcpu.sh, this VM: ~26k switches/s costs
-//    the program 1.3-1.5x with 0 lost (perf record -e context-switches -c 1 --call-graph dwarf: 1.34x and
-//    768 lost); ~160k/s: 4.2x, 226 lost (perf: 2.95x, half its samples lost). A CPU-bound program switches
-//    a few hundred times a second: within the noise. Paranoid 2 without root: the event is refused, the
-//    switch records still come (tested), so waits are markers without stacks. As root an eBPF program on
-//    sched_waking (waker.h) names the thread that woke each wait; where it cannot load, one line says so.
+//    thread with the same callchain plus RDI and an 8 KiB user stack copy (--off-cpu-stack-size, perf's
+//    default; CPU samples copy 32 KiB); the CPU event's switch records time the spans (builder.h
+//    OffCpuConfig, offcpu.h for the reasons). The copy is most of the cost, paid in the program's time at
+//    every switch: program kernel time, 100k switches, this VM: +7 us per switch with 8 KiB, +10 us with
+//    32 KiB, +4 us with 4 KiB; the reader's unwinding was not the cost (lazy since: only stacks a sample or
+//    marker uses, 5-8 %), nor the eBPF waker or the user callchain (within the noise without them).
+//    bench/offcpu.sh, in one run each: ~30k switches/s costs the program 1.0-1.2x with 0 lost (perf
+//    record -e context-switches -c 1 --call-graph dwarf: 1.0-1.2x, up to 1,100 lost; 32 KiB copies:
+//    1.4-1.7x); ~180k/s: 2.1-2.9x, 0-2,100 lost (perf: 2.3-3.2x, dropping up to 40 % of its samples). A
+//    CPU-bound program
+//    (~150 switches/s): its CPU time with off-CPU capture within 2 % of --cpu-only's. Paranoid 2 without
+//    root: the event is refused, the switch records still come (tested), so waits are markers without stacks.
+//    As root an eBPF program on sched_waking (waker.h) names the thread that woke each wait; where it cannot
+//    load, one line says so.
 //  - Signals: SIGINT/SIGTERM are blocked during record() and read from a signalfd; in launch mode a signal
 //    sent to fxprof alone is forwarded to the program (the terminal's Ctrl-C reaches both), and fxprof waits
 //    for the program and keeps its exit status (128+signal when killed), crashes included.
@@ -82,6 +89,10 @@ struct Options {
   // one notice says so.
   bool off_cpu = false;
   double off_cpu_threshold_ms = 1.0;
+  // --off-cpu-stack-size: bytes of user stack copied per switch-out (DWARF mode). The kernel copies it at
+  // every context switch of the program, in the program's time: 8 KiB (perf's default) costs ~7 us per
+  // switch here, 32 KiB ~10 us (recorder.h notes).
+  uint32_t off_cpu_stack_size = 8192;
 };
 
 struct Stats {

@@ -34,6 +34,8 @@ TEST_CASE("usage errors are one clear line and exit 2") {
            Case{{"record", "--call-graph", "lbr", "true"}, "--call-graph must be dwarf or fp"},
            Case{{"record", "--stack-size", "100000", "true"},
                 "--stack-size must be between 512 and 65528 bytes"},
+           Case{{"record", "--off-cpu-stack-size", "100", "true"},
+                "--off-cpu-stack-size must be between 512 and 65528 bytes"},
            Case{{"record", "-p", "12x"}, "--pid needs process ids, like 123,456"},
            Case{{"record", "--off-cpu-threshold", "-1", "true"},
                 "--off-cpu-threshold needs a number of milliseconds (0 or more)"},

@@ -231,6 +231,86 @@ TEST_CASE("off-CPU: --cpu-only records on-CPU samples only", "[e2e][offcpu]") {
   CHECK(text.find("OffCpu") == std::string::npos);
 }
 
+TEST_CASE("off-CPU: waits for major page faults are [blocked: page fault] under the function that touched",
+          "[e2e][offcpu]") {
+  // The program's file goes in the build folder: on disk, where dropping its pages makes each touch read
+  // the disk (tmpfs, a usual TMPDIR, keeps them in memory and there would be no major fault to wait for).
+  TempDir dir;
+  CpuLog log;
+  CmdOptions opts;
+  opts.env[CpuLog::kVariable] = log.path();
+  std::string out = dir.file("faults.json.gz");
+  auto r = run(
+      {fxprof_bin(), "record", "--save-only", "-o", out, "--", test_program("offcpu_faults"), build_dir()},
+      opts);
+  INFO(r.err << log.text());
+  REQUIRE(r.status == 0);
+  // The precondition, from the program itself: its file's pages were dropped and it took major faults.
+  INFO("resident > 0 or majflt 0: the build folder's file system kept the file in memory (tmpfs?)");
+  REQUIRE(log.count("majflt") == 1);
+  REQUIRE(log.ms("resident") == 0);
+  REQUIRE(log.ms("majflt") > 0);
+  std::string text = read_profile_text(out);
+  require_lint_clean(text);
+  auto threads = threads_of(text);
+  REQUIRE(!threads.empty());
+  size_t faults = 0, other_blocked = 0;
+  for (const SampleView& s : threads[0].samples) {
+    if (!s.has("offcpu_fault_phase")) continue;
+    if (s.leaf() == "[blocked: page fault]") {
+      ++faults;
+      CHECK(s.cpu_delta == 0);
+      // The kernel part says how: the fault handler that read the page in.
+      CHECK((s.has("filemap_fault") || s.has("handle_mm_fault")));
+    } else if (s.leaf().starts_with("[blocked")) {
+      ++other_blocked;
+    }
+  }
+  INFO(faults << " page-fault samples, " << other_blocked
+              << " other blocked samples under offcpu_fault_phase");
+  CHECK(faults > 0);
+  CHECK(other_blocked == 0);  // a fault's wait for the disk is a page fault, not I/O
+}
+
+TEST_CASE("off-CPU: --off-cpu-stack-size sets the copy at switches; cut off-CPU stacks are reported",
+          "[e2e][offcpu]") {
+  // A 200 ms sleep under ~26 KiB of stack: the default 8 KiB copy cuts it, 65528 bytes holds it.
+  TempDir dir;
+  auto sleeps = [](const std::string& text) {
+    std::vector<SampleView> out;
+    auto threads = threads_of(text);
+    if (!threads.empty())
+      for (const SampleView& s : threads[0].samples)
+        if (s.leaf() == "[blocked: sleep]" && s.has("offcpu_deep_recurse")) out.push_back(s);
+    return out;
+  };
+  const std::string cut_out = dir.file("cut.json.gz");
+  auto cut = run({fxprof_bin(), "record", "--save-only", "-o", cut_out, "--", test_program("offcpu_deep")});
+  INFO(cut.err);
+  REQUIRE(cut.status == 0);
+  auto cut_sleeps = sleeps(read_profile_text(cut_out));
+  REQUIRE(!cut_sleeps.empty());
+  for (const SampleView& s : cut_sleeps) {
+    CHECK(s.has("(stack truncated)"));
+    CHECK(!s.has("main"));
+  }
+  CHECK(cut.err.find("of the off-CPU stacks are incomplete") != std::string::npos);
+  CHECK(cut.err.find("--off-cpu-stack-size") != std::string::npos);
+
+  const std::string whole_out = dir.file("whole.json.gz");
+  auto whole = run({fxprof_bin(), "record", "--save-only", "--off-cpu-stack-size", "65528", "-o", whole_out,
+                    "--", test_program("offcpu_deep")});
+  INFO(whole.err);
+  REQUIRE(whole.status == 0);
+  auto whole_sleeps = sleeps(read_profile_text(whole_out));
+  REQUIRE(!whole_sleeps.empty());
+  for (const SampleView& s : whole_sleeps) {
+    CHECK(!s.has("(stack truncated)"));
+    CHECK(s.has("main"));
+  }
+  CHECK(whole.err.find("off-CPU stacks are incomplete") == std::string::npos);
+}
+
 TEST_CASE("off-CPU: four threads on one mutex give Lock wait markers with its address and the waited time",
           "[e2e][offcpu][serial]") {
   TempDir dir;
