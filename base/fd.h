@@ -58,11 +58,29 @@ class Mapping {
   std::span<const std::byte> bytes() const { return {static_cast<const std::byte*>(addr_), size_}; }
   std::string_view view() const { return {static_cast<const char*>(addr_), size_}; }
   void reset();
+  // Gives up ownership without unmapping (the region is the caller's now, or already gone).
+  void* release() {
+    void* addr = addr_;
+    addr_ = nullptr;
+    size_ = 0;
+    return addr;
+  }
 
  private:
   void* addr_ = nullptr;
   size_t size_ = 0;
 };
+
+// A private, read-write, zero-filled anonymous mapping of `size` bytes rounded up to whole pages (nothing is
+// touched: a page costs its fault only when first written). From kHugePageBytes on, the mapping is rounded up
+// to whole huge pages, aligned on one and advised MADV_HUGEPAGE, so that with transparent huge pages in
+// `madvise` mode (or `always`) a large buffer fills with one fault per 2 MiB instead of one per 4 KiB: on a
+// VM, faults are much of what filling a fresh buffer costs.
+inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+Result<Mapping> map_anonymous(size_t size);
+// Grows an anonymous mapping (from map_anonymous) to at least `size` bytes, keeping its contents: mremap
+// moves the pages, nothing is copied. The mapping may move.
+Status grow_anonymous(Mapping& map, size_t size);
 
 // A read-only, private mapping of a whole file (an empty file gives an empty mapping).
 struct MappedFile {

@@ -22,21 +22,24 @@ namespace {
 namespace od = simdjson::ondemand;
 constexpr size_t kPadding = simdjson::SIMDJSON_PADDING;
 
-Result<std::string> inflate_capped(std::string_view in, const std::string& path) {
+Result<ProfileText> inflate_capped(std::string_view in, const std::string& path) {
   const size_t limit = std::min(kMaxInflatedBytes, std::max<size_t>(in.size(), 4096) * kMaxInflateRatio);
   // gzip's trailer ends with the inflated size of the last member (mod 2^32): for the usual one-member file
-  // that is the size exactly, so the text is allocated once, with no doubling copies and no memory touched
-  // beyond it (page faults are most of the cost of inflating here). A wrong hint (several members, 4 GiB or
-  // more, a lie) only means the buffer grows as without one; the limit applies either way. The extra 64 KiB
-  // is the free room the loop below keeps, so that the last inflate() call does not grow the buffer.
+  // that is the size exactly, so the text is mapped once, with no growing and no memory touched beyond it
+  // (page faults are most of the cost of inflating here: the mapping is on huge pages when large). A wrong
+  // hint (several members, 4 GiB or more, a lie) only means the mapping grows (mremap: no copy); the limit
+  // applies either way. The extra 64 KiB is the free room the loop below keeps, so that the last inflate()
+  // call does not grow the mapping; untouched, it costs address space only.
   size_t expected = in.size() * 10;
   if (in.size() >= 18) {
     const auto* t = reinterpret_cast<const unsigned char*>(in.data() + in.size() - 4);
     const size_t isize = size_t{t[0]} | size_t{t[1]} << 8 | size_t{t[2]} << 16 | size_t{t[3]} << 24;
     if (isize > 0) expected = isize + 65536;
   }
-  std::string out;
-  out.reserve(std::min<size_t>(expected, limit) + kPadding);
+  auto mapped = map_anonymous(std::min<size_t>(expected, limit) + kPadding);
+  if (!mapped) return Err(path + ": " + mapped.error());
+  Mapping out = std::move(*mapped);
+  size_t used = 0;
   z_stream z{};
   if (inflateInit2(&z, 15 + 32) != Z_OK) return Err(path + ": cannot initialize zlib");
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
@@ -44,7 +47,7 @@ Result<std::string> inflate_capped(std::string_view in, const std::string& path)
   size_t remaining_in = in.size() - z.avail_in;
   std::string error;
   for (;;) {
-    if (out.size() > limit) {
+    if (used > limit) {
       char buf[160];
       std::snprintf(
           buf, sizeof buf,
@@ -53,15 +56,18 @@ Result<std::string> inflate_capped(std::string_view in, const std::string& path)
       error = buf;
       break;
     }
-    if (out.capacity() - out.size() < 65536 + kPadding) out.reserve(out.capacity() * 2);
-    size_t old = out.size();
-    size_t room = out.capacity() - old - kPadding;
-    out.resize(old + room);
-    z.next_out = reinterpret_cast<Bytef*>(out.data() + old);
+    if (out.size() - used < 65536 + kPadding) {
+      if (auto grown = grow_anonymous(out, out.size() * 2); !grown) {
+        error = grown.error();
+        break;
+      }
+    }
+    const size_t room = out.size() - used - kPadding;
+    z.next_out = static_cast<Bytef*>(out.data()) + used;
     z.avail_out = static_cast<uInt>(std::min<size_t>(room, UINT32_MAX));
     uInt before = z.avail_out;
     int rc = inflate(&z, Z_NO_FLUSH);
-    out.resize(old + (before - z.avail_out));
+    used += before - z.avail_out;
     if (z.avail_in == 0 && remaining_in > 0) {
       size_t chunk = std::min<size_t>(remaining_in, UINT32_MAX);
       z.avail_in = static_cast<uInt>(chunk);
@@ -85,7 +91,7 @@ Result<std::string> inflate_capped(std::string_view in, const std::string& path)
   }
   inflateEnd(&z);
   if (!error.empty()) return Err(path + ": " + error);
-  return out;
+  return ProfileText(std::move(out), used);
 }
 
 bool starts_like_json_object(std::string_view bytes) {
@@ -120,14 +126,16 @@ struct Schema {
 
 class Reader {
  public:
-  Reader(const std::string& name, const std::string& text, ReadInfo& info)
-      : name_(name), text_(text), info_(info) {}
+  // `text` is followed by readable padding up to `capacity` bytes (at least kPadding).
+  Reader(const std::string& name, std::string_view text, size_t capacity, ReadInfo& info)
+      : name_(name), text_(text), capacity_(capacity), info_(info) {}
 
   Result<model::Profile> run() {
+    // The parser sizes its index once, for this document (iterate() allocates only when its capacity is
+    // short of the text: a fresh parser per profile allocates exactly once).
     od::parser parser;
     od::document doc;
-    if (auto e = parser.iterate(simdjson::padded_string_view(text_.data(), text_.size(), text_.capacity()))
-                     .get(doc))
+    if (auto e = parser.iterate(simdjson::padded_string_view(text_.data(), text_.size(), capacity_)).get(doc))
       return fail(e);
     doc_ = &doc;
     od::object top;
@@ -959,7 +967,8 @@ class Reader {
   }
 
   const std::string& name_;
-  const std::string& text_;
+  std::string_view text_;
+  size_t capacity_;
   ReadInfo& info_;
   od::document* doc_ = nullptr;
   model::Profile p_;
@@ -999,7 +1008,7 @@ std::string describe_json_error(std::string_view text, int simdjson_error) {
   return std::string("not valid JSON (") + simdjson::error_message(e) + ")";
 }
 
-Result<std::string> read_profile_bytes(const std::string& path, bool* was_gzip) {
+Result<ProfileText> read_profile_bytes(const std::string& path, bool* was_gzip) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return Err(path + ": " + errno_text(errno));
   if (S_ISDIR(st.st_mode)) return Err(path + ": is a directory, not a profile file");
@@ -1017,7 +1026,7 @@ Result<std::string> read_profile_bytes(const std::string& path, bool* was_gzip) 
     auto text = inflate_capped(bytes, path);
     if (!text) return text;
     if (text->empty()) return Err(path + ": empty file (inside gzip)");
-    if (!starts_like_json_object(std::string_view(*text).substr(0, 4096)))
+    if (!starts_like_json_object(text->view().substr(0, 4096)))
       return Err(path + ": not a profile (the gzip data is not JSON)");
     return text;
   }
@@ -1026,10 +1035,11 @@ Result<std::string> read_profile_bytes(const std::string& path, bool* was_gzip) 
     bool blank = bytes.find_first_not_of(" \t\r\n") == std::string_view::npos;
     return Err(path + (blank ? ": empty file" : ": not a profile (neither JSON nor gzip)"));
   }
-  std::string text;
-  text.reserve(bytes.size() + kPadding);
-  text.assign(bytes);
-  return text;
+  // Copied (a file mapping has no padding after its end) into a buffer like the inflated one.
+  auto copy = map_anonymous(bytes.size() + kPadding);
+  if (!copy) return Err(path + ": " + copy.error());
+  std::memcpy(copy->data(), bytes.data(), bytes.size());
+  return ProfileText(std::move(*copy), bytes.size());
 }
 
 Result<model::Profile> read_gecko(const std::string& json, const std::string& name, ReadInfo* info) {
@@ -1039,10 +1049,16 @@ Result<model::Profile> read_gecko(const std::string& json, const std::string& na
     std::string copy;
     copy.reserve(json.size() + kPadding);
     copy.assign(json);
-    Reader r(name, copy, i);
+    Reader r(name, copy, copy.capacity(), i);
     return r.run();
   }
-  Reader r(name, json, i);
+  Reader r(name, json, json.capacity(), i);
+  return r.run();
+}
+
+Result<model::Profile> read_gecko(const ProfileText& json, const std::string& name, ReadInfo* info) {
+  ReadInfo local;
+  Reader r(name, json.view(), json.capacity(), info ? *info : local);
   return r.run();
 }
 

@@ -37,6 +37,38 @@ TEST_CASE("map_file and read_file report errors as one line") {
   CHECK(!r->empty());
 }
 
+TEST_CASE("map_anonymous: zeroed, huge-page aligned when large; grow_anonymous keeps the contents") {
+  auto small = map_anonymous(100);
+  REQUIRE(small);
+  CHECK(small->size() >= 100);
+  CHECK(static_cast<const char*>(small->data())[99] == 0);
+  auto none = map_anonymous(0);
+  REQUIRE(none);
+  CHECK(none->data() == nullptr);
+
+  auto big = map_anonymous(kHugePageBytes + 1);
+  REQUIRE(big);
+  CHECK(reinterpret_cast<uintptr_t>(big->data()) % kHugePageBytes == 0);
+  CHECK(big->size() == 2 * kHugePageBytes);
+  auto* p = static_cast<unsigned char*>(big->data());
+  p[0] = 1;
+  p[big->size() - 1] = 2;
+  const size_t old = big->size();
+  REQUIRE(grow_anonymous(*big, 3 * kHugePageBytes));
+  CHECK(big->size() >= 3 * kHugePageBytes);
+  p = static_cast<unsigned char*>(big->data());
+  CHECK(p[0] == 1);
+  CHECK(p[old - 1] == 2);
+  CHECK(p[old] == 0);
+  CHECK(p[big->size() - 1] == 0);
+  REQUIRE(grow_anonymous(*big, 10));  // never shrinks
+  CHECK(big->size() >= 3 * kHugePageBytes);
+
+  Mapping empty;
+  REQUIRE(grow_anonymous(empty, 5000));
+  CHECK(empty.size() >= 5000);
+}
+
 TEST_CASE("AtomicFile appears under its name only when committed") {
   test::TempDir dir;
   std::string path = dir.file("out.txt");
