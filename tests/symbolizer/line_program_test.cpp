@@ -127,7 +127,10 @@ TEST_CASE("line program: the line-program decoder agrees with libdw on every row
     }
     REQUIRE(!sec.line.empty());
     using Row = std::tuple<uint64_t, bool, uint32_t, std::string>;
-    size_t units = 0, total = 0, compared = 0;
+    // The test binary itself (the suite compiler's DWARF) has thousands of units: every 8th is enough, and
+    // all of them take half a minute under the sanitizers.
+    const size_t stride = path == "/proc/self/exe" ? 8 : 1;
+    size_t units = 0, total = 0, compared = 0, seen = 0;
     Dwarf_CU* cu = nullptr;
     Dwarf_Half version;
     uint8_t unit_type;
@@ -136,6 +139,7 @@ TEST_CASE("line program: the line-program decoder agrees with libdw on every row
       Dwarf_Attribute a;
       Dwarf_Word off;
       if (dwarf_attr(&cudie, DW_AT_stmt_list, &a) == nullptr || dwarf_formudata(&a, &off) != 0) continue;
+      if (seen++ % stride != 0) continue;
       const char* comp_dir = dwarf_attr(&cudie, DW_AT_comp_dir, &a) ? dwarf_formstring(&a) : nullptr;
       std::deque<std::string> store;
       std::vector<const char*> files;
@@ -189,8 +193,11 @@ TEST_CASE("line program: the line-program decoder agrees with libdw on every row
             const Row* g1 = governing(mine, addr);
             const Row* g2 = governing(theirs, addr);
             if ((g1 && ends.count(std::get<0>(*g1))) || (g2 && ends.count(std::get<0>(*g2)))) continue;
-            INFO("unit " << units << " address 0x" << std::hex << addr);
-            REQUIRE(at(mine, addr) == at(theirs, addr));
+            // Catch's macros only on a difference: per address they cost a minute under the sanitizers.
+            if (at(mine, addr) != at(theirs, addr)) {
+              INFO("unit " << units << " address 0x" << std::hex << addr);
+              REQUIRE(at(mine, addr) == at(theirs, addr));
+            }
             ++compared;
           }
         }
