@@ -623,7 +623,7 @@ bool ProfileBuilder::sample_path(const std::byte* p, size_t size, bool switch_ev
   r.u64();  // cpu
   r.u64();  // period
   uint64_t nr = r.u64();
-  if (nr > size / 8) return;  // a corrupt count (nr * 8 would wrap to a short read)
+  if (nr > size / 8) return false;  // a corrupt count (nr * 8 would wrap to a short read)
   auto chain_bytes = r.bytes(nr * 8);
   if (!r.ok()) return false;
 
