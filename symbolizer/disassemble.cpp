@@ -68,8 +68,13 @@ Answer<Disassembly> Symbolizer::disassemble(std::string_view debug_name, std::st
     if (l.code == nullptr)
       return Refusal{Refusal::kNotFound, "the binary of " + std::string(debug_name) + " was not found"};
     if (until_function_end) {
+      // The function's end as resolve() sees it: its symbol's, else (a stripped binary) its FDE's.
+      uint64_t end = 0;
       if (const auto* s = l.symbols.find(start))
-        size = std::max(size, std::min(l.symbols.end_of(s) - start, kMaxDisassemblyBytes));
+        end = l.symbols.end_of(s);
+      else if (auto f = l.fde_range(start))
+        end = f->end;
+      if (end > start) size = std::max(size, std::min(end - start, kMaxDisassemblyBytes));
     }
     auto span = l.code->code_bytes(start + l.base_svma, size);
     bytes.assign(span.begin(), span.end());

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "recorder/unwind/module.h"
 #include "symbolizer/dwarf_index.h"
 #include "symbolizer/elf_file.h"
 #include "symbolizer/symbolizer.h"
@@ -36,12 +38,17 @@ struct Library {
   std::unique_ptr<DwarfIndex> dwarf;
   const ElfObject* dwarf_files[2] = {nullptr, nullptr};
   bool dwarf_tried = false;
+  // The binary's .eh_frame through recorder/unwind/'s parser, opened by fde_range() on the first address no
+  // symbol names (a stripped binary): its FDEs are the functions then.
+  std::unique_ptr<recorder::unw::Module> cfi;
+  bool cfi_tried = false;
   std::string source;  // which files were used, for messages
   // Demangled names and file paths with their JSON literals, made lazily (node-based maps: pointers stay
   // valid, and a Name is never changed once made, so it can be read without the lock).
   std::unordered_map<const char*, Name> sym_names;  // by symbol name pointer
   std::unordered_map<const char*, Name> dwarf_names;
   std::unordered_map<const char*, Name> files;
+  std::unordered_map<uint64_t, Name> fde_names;  // "0x<start>" by an FDE's lib-relative start
   size_t names_bytes = 0;
   std::vector<RawFrame> scratch;
 
@@ -49,6 +56,13 @@ struct Library {
 
   // The DWARF index, opened on the first call (caller holds mu); nullptr when no file has DWARF.
   DwarfIndex* dwarf_index();
+
+  // The lib-relative [start, end) of the .eh_frame FDE covering `rel` (caller holds mu): the function there
+  // when no symbol names it. nullopt without the binary, or where no FDE covers `rel`.
+  struct Range {
+    uint64_t start = 0, end = 0;
+  };
+  std::optional<Range> fde_range(uint64_t rel);
 
   // Resolves many lib-relative addresses (caller holds mu) in address order (successive binary searches then
   // touch nearby memory: far fewer cache misses than in request order), each distinct address once.
@@ -58,6 +72,7 @@ struct Library {
  private:
   const Name* name_of(std::unordered_map<const char*, Name>& cache, const char* raw);
   const Name* file_of(const char* path);
+  const Name* fde_name(uint64_t start);
   void resolve(uint64_t rel, Resolution::Address& r, std::vector<Resolution::Frame>& inl);
 };
 

@@ -1,6 +1,8 @@
 // Resolving addresses in a loaded library: the symbol table and the DWARF index, each name demangled and
 // interned once per library with its JSON literal.
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 
 #include "base/json_string.h"
 #include "symbolizer/cache.h"
@@ -14,6 +16,7 @@ size_t Library::memory_bytes() const {
   size_t n = sizeof(Library) + symbols.memory_bytes() + names_bytes;
   for (const auto& o : objects) n += o->owned_bytes();
   if (dwarf) n += dwarf->memory_bytes();
+  if (cfi) n += sizeof(*cfi) + cfi->eh_index.capacity() * sizeof(recorder::unw::FdeRef);
   return n;
 }
 
@@ -47,6 +50,35 @@ const Name* Library::file_of(const char* path) {
   return &it->second;
 }
 
+std::optional<Library::Range> Library::fde_range(uint64_t rel) {
+  if (!cfi_tried) {
+    cfi_tried = true;
+    if (code != nullptr) {
+      auto m = std::make_unique<recorder::unw::Module>();
+      recorder::unw::open_module(*m, code->path());
+      // Only the very file whose build ID was checked (not one rebuilt in place since).
+      if (m->ok && !m->identity.build_id.empty() && m->identity.build_id == code->build_id())
+        cfi = std::move(m);
+    }
+  }
+  recorder::unw::Fde fde;
+  if (!cfi || !recorder::unw::find_eh_fde(*cfi, rel + base_svma, fde) || fde.pc_begin < base_svma)
+    return std::nullopt;
+  return Range{fde.pc_begin - base_svma, fde.pc_end - base_svma};
+}
+
+const Name* Library::fde_name(uint64_t start) {
+  auto [it, inserted] = fde_names.try_emplace(start);
+  if (inserted) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%" PRIx64, start);
+    it->second.text = buf;
+    append_json_string(it->second.json, it->second.text);
+    names_bytes += it->second.text.capacity() + it->second.json.capacity() + 96;
+  }
+  return &it->second;
+}
+
 void Library::resolve(uint64_t rel, Resolution::Address& r, std::vector<Resolution::Frame>& inl) {
   r = Resolution::Address{};
   const SymbolTable::Symbol* sym = symbols.find(rel);
@@ -65,7 +97,18 @@ void Library::resolve(uint64_t rel, Resolution::Address& r, std::vector<Resoluti
   if (sn != nullptr &&
       (dn == nullptr || (sn->text.size() > dn->text.size() && sn->text.starts_with(dn->text))))
     r.function = sn;
-  if (r.function == nullptr) return;
+  if (r.function == nullptr) {
+    // No symbol and no DWARF function (a stripped binary): the .eh_frame FDE covering the address is its
+    // function, named by its start as the front end names an unsymbolicated address ("0x<rel>"), so all
+    // addresses of one function share one name and /asm/v1 can show it whole.
+    if (auto f = fde_range(rel)) {
+      r.function = fde_name(f->start);
+      r.function_offset = rel - f->start;
+      r.function_size = f->end - f->start;
+      r.found = true;
+    }
+    return;
+  }
   if (sym != nullptr && (sym->size > 0 || func_low == 0)) {
     r.function_offset = rel - sym->start;
     r.function_size = sym->size;

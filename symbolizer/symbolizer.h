@@ -13,6 +13,10 @@
 //  - Symbols: .symtab and .dynsym (and the debug file's), "foo@plt" stubs from .rela.plt, .gnu_debugdata
 //    (MiniDebugInfo, xz) when no debug file exists: one sorted array, binary search. libLLVM-14 (34k
 //    symbols): cold 49 ms vs llvm-symbolizer 172 ms (0.28x); warm 3.5 M addresses/s through the JSON API.
+//  - Stripped binaries: an address no symbol or DWARF function names is grouped by the .eh_frame FDE that
+//    covers it (read by recorder/unwind/'s parser, lazily): function "0x<FDE start>" (lib-relative, as the
+//    front end names an unsymbolicated address) with the FDE's start and size, so the call tree and /asm/v1
+//    see one function per FDE. An address no FDE covers stays unknown.
 //  - DWARF: compile-unit ranges read once through libdw; each unit touched is indexed once: its line program
 //    decoded by our own decoder (line_program.h: libdw's dwarf_getsrclines cost 300 ns a row, most of a cold
 //    request) into a flat sorted table, and its functions and inlines (libdw DIE walk) flattened into
@@ -164,8 +168,8 @@ class Symbolizer {
                              uint64_t module_offset, std::string_view path);
 
   // The instructions of the binary's own bytes at [start, start + size) (lib-relative), or to the end of the
-  // function at start when until_function_end (capped at kMaxDisassemblyBytes). kUnsupported for an
-  // architecture other than x86 and aarch64.
+  // function at start when until_function_end (its symbol's end, else its .eh_frame FDE's) (capped at
+  // kMaxDisassemblyBytes). kUnsupported for an architecture other than x86 and aarch64.
   Answer<Disassembly> disassemble(std::string_view debug_name, std::string_view breakpad_id, uint64_t start,
                                   uint64_t size, bool until_function_end);
 

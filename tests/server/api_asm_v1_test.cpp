@@ -49,6 +49,40 @@ TEST_CASE("api: /asm/v1 disassembles a known function in Intel syntax") {
   }
 }
 
+TEST_CASE("api: /asm/v1: continueUntilFunctionEnd in a stripped binary goes to the end of the FDE") {
+  Prog p = prog(test_program("sym_inline"));
+  std::string stripped = test_program("symbolizer/buildid/sym_stripped");
+  const NmSym hot = nm_symbols(p.path).at("_Z11compute_hoti");
+  sym::Symbolizer s(no_system_debug());
+  s.add_known_lib(known(p, stripped));
+  const size_t expected = objdump_instruction_count(p.path, hot.addr, hot.size);
+  REQUIRE(expected > 5);
+  // What /symbolicate/v5 names the function: its FDE's start and size.
+  auto names = s.lookup("sym_inline", p.breakpad, std::vector<uint64_t>{hot.addr + 3});
+  REQUIRE(names.ok());
+  REQUIRE((*names)[0].found);
+  CHECK((*names)[0].function == hex(hot.addr));
+  CHECK((*names)[0].function_size == hot.size);
+  for (bool until_end : {false, true}) {
+    std::string req = R"({"debugName":"sym_inline","debugId":")" + p.breakpad + R"(","startAddress":")" +
+                      hex(hot.addr) + R"(","size":"0x1","continueUntilFunctionEnd":)" +
+                      (until_end ? "true" : "false") + "}";
+    auto r = fxprof::server::asm_v1(s, req);
+    REQUIRE(r.http_status == 200);
+    simdjson::dom::parser parser;
+    auto root = parse(parser, r.body);
+    simdjson::dom::array ins = root["instructions"];
+    if (!until_end) {
+      CHECK(std::string_view(root["size"]) == "0x1");
+      continue;
+    }
+    CHECK(std::string_view(root["size"]) == hex(hot.size));
+    CHECK(ins.size() == expected);
+    std::string_view last = ins.at(ins.size() - 1).at(1);
+    CHECK(last.rfind("ret", 0) == 0);
+  }
+}
+
 TEST_CASE("api: /asm/v1: malformed requests get 400 and an error object, never a crash") {
   Prog p = prog(test_program("sym_inline"));
   sym::Symbolizer s(no_system_debug());

@@ -107,6 +107,39 @@ TEST_CASE("api: /symbolicate/v5: a rebuilt binary is a module error, its frames 
   CHECK(std::string_view(frame["module"]) == "sym_inline");
 }
 
+TEST_CASE("api: /symbolicate/v5: a stripped binary's frames are named by their FDE, one name a function") {
+  Prog original = prog(test_program("sym_inline"));
+  sym::Symbolizer s(no_system_debug());
+  s.add_known_lib(known(original, test_program("symbolizer/buildid/sym_stripped")));
+  auto syms = nm_symbols(original.path);
+  const NmSym hot = syms.at("_Z11compute_hoti");
+  const NmSym main_fn = syms.at("main");
+  const uint64_t addrs[] = {hot.addr + 1, hot.addr + hot.size - 2, main_fn.addr + 7};
+  std::string req = R"({"jobs":[{"memoryMap":[["sym_inline",")" + original.breakpad + R"("]],"stacks":[[)";
+  for (size_t i = 0; i < std::size(addrs); ++i) req += (i ? ",[0," : "[0,") + std::to_string(addrs[i]) + "]";
+  req += "]]}]}";
+  auto resp = fxprof::server::symbolicate_v5(s, req);
+  REQUIRE(resp.http_status == 200);
+  simdjson::dom::parser parser;
+  auto root = parse(parser, resp.body);
+  auto result = root["results"].at(0);
+  CHECK(bool(result["found_modules"]["sym_inline/" + original.breakpad]) == true);
+  simdjson::dom::array frames = result["stacks"].at(0);
+  REQUIRE(frames.size() == 3);
+  // function: the FDE's lib-relative start, as the front end names an address ("0x<hex>"); function_offset
+  // from it, so the two addresses of compute_hot are one function.
+  for (size_t i = 0; i < 2; ++i) {
+    auto f = frames.at(i);
+    CHECK(std::string_view(f["function"]) == hex(hot.addr));
+    CHECK(std::string_view(f["function_offset"]) == hex(addrs[i] - hot.addr));
+    CHECK(std::string_view(f["function_size"]) == hex(hot.size));
+    CHECK(f["file"].error() == simdjson::NO_SUCH_FIELD);
+  }
+  CHECK(std::string_view(frames.at(2)["function"]) == hex(main_fn.addr));
+  CHECK(std::string_view(frames.at(2)["function_offset"]) == "0x7");
+  CHECK(std::string_view(frames.at(2)["function_size"]) == hex(main_fn.size));
+}
+
 TEST_CASE("api: /symbolicate/v5: malformed requests get 400 and an error object, never a crash") {
   Prog p = prog(test_program("sym_inline"));
   sym::Symbolizer s(no_system_debug());

@@ -42,6 +42,27 @@ inline std::map<std::string, NmSym> nm_symbols(const std::string& path) {
   return out;
 }
 
+struct FdeRange {
+  uint64_t begin = 0, end = 0;
+};
+// The .eh_frame FDE ranges of a file ([pc_begin, pc_end)), as readelf sees them.
+inline std::vector<FdeRange> fde_ranges(const std::string& path) {
+  auto r = run({"readelf", "--debug-dump=frames", path});
+  REQUIRE(r.status == 0);
+  std::vector<FdeRange> out;
+  std::istringstream in(r.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t pc = line.find(" FDE ");
+    if (pc == std::string::npos || (pc = line.find("pc=", pc)) == std::string::npos) continue;
+    size_t dots = line.find("..", pc);
+    if (dots == std::string::npos) continue;
+    out.push_back({std::stoull(line.substr(pc + 3, dots - pc - 3), nullptr, 16),
+                   std::stoull(line.substr(dots + 2), nullptr, 16)});
+  }
+  return out;
+}
+
 // Address of "name@plt" from objdump's disassembly of .plt.
 inline uint64_t plt_address(const std::string& path, const std::string& name) {
   auto r = run({"objdump", "-d", "-j", ".plt", path});

@@ -28,7 +28,10 @@ TEST_CASE("load: stripped binary finds its debug file through .gnu_debuglink (CR
   auto syms = nm_symbols(original.path);
   auto r = s.lookup("sym_inline", original.breakpad, std::vector<uint64_t>{syms.at("_Z11compute_hoti").addr});
   REQUIRE(r.ok());  // the binary itself matches
-  CHECK_FALSE((*r)[0].found);
+  // Named only by its .eh_frame FDE (lookup_test.cpp), never by the wrong file.
+  REQUIRE((*r)[0].found);
+  CHECK((*r)[0].function == hex(syms.at("_Z11compute_hoti").addr));
+  CHECK((*r)[0].file.empty());
 }
 
 TEST_CASE("load: stripped binary finds its debug file in a build-id directory") {
@@ -42,12 +45,15 @@ TEST_CASE("load: stripped binary finds its debug file in a build-id directory") 
     s.add_known_lib(known(original, stripped));
     check_compute_hot(s, original, true);
   }
-  // Without that root nothing names compute_hot (the stripped binary has no symbols of its own).
+  // Without that root nothing names compute_hot (the stripped binary has no symbols of its own): only its
+  // .eh_frame FDE makes it a function, "0x<start>".
   sym::Symbolizer s(no_system_debug());
   s.add_known_lib(known(original, stripped));
   auto r = s.lookup("sym_inline", original.breakpad, std::vector<uint64_t>{syms.at("_Z11compute_hoti").addr});
   REQUIRE(r.ok());
-  CHECK_FALSE((*r)[0].found);
+  REQUIRE((*r)[0].found);
+  CHECK((*r)[0].function == hex(syms.at("_Z11compute_hoti").addr));
+  CHECK((*r)[0].file.empty());
 }
 
 TEST_CASE("load: MiniDebugInfo (.gnu_debugdata) names functions of a stripped binary") {
@@ -103,12 +109,13 @@ TEST_CASE("load: debuginfod (DEBUGINFOD_URLS) supplies the debug file of a strip
   setenv("DEBUGINFOD_URLS", ("file://" + dir.file("srv")).c_str(), 1);
   setenv("DEBUGINFOD_CACHE_PATH", dir.file("cache").c_str(), 1);
   {
-    sym::Symbolizer s(no_system_debug());  // debuginfod off: nothing
+    sym::Symbolizer s(no_system_debug());  // debuginfod off: only the .eh_frame FDE, "0x<start>"
     s.add_known_lib(known(original, test_program("symbolizer/buildid/sym_stripped")));
-    auto r = s.lookup("sym_inline", original.breakpad,
-                      std::vector<uint64_t>{nm_symbols(original.path).at("_Z11compute_hoti").addr});
+    const uint64_t hot = nm_symbols(original.path).at("_Z11compute_hoti").addr;
+    auto r = s.lookup("sym_inline", original.breakpad, std::vector<uint64_t>{hot});
     REQUIRE(r.ok());
-    CHECK_FALSE((*r)[0].found);
+    REQUIRE((*r)[0].found);
+    CHECK((*r)[0].function == hex(hot));
   }
   sym::Options o = no_system_debug();
   o.use_debuginfod = true;

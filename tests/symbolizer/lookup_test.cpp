@@ -21,6 +21,59 @@ TEST_CASE("lookup: -O2 -g program gives names, file:line and inline chains inner
   check_compute_hot(s, p, true);
 }
 
+TEST_CASE("lookup: a stripped binary's addresses are grouped into functions by their .eh_frame FDEs") {
+  Prog original = prog(test_program("sym_inline"));
+  std::string stripped = test_program("symbolizer/buildid/sym_stripped");
+  auto syms = nm_symbols(original.path);
+  const NmSym hot = syms.at("_Z11compute_hoti");
+  const NmSym main_fn = syms.at("main");
+  REQUIRE(nm_symbols(stripped).empty());  // no .symtab left
+  const auto fdes = fde_ranges(stripped);
+  auto covered = [&](uint64_t a) {
+    for (const FdeRange& f : fdes)
+      if (a >= f.begin && a < f.end) return true;
+    return false;
+  };
+  // An address no FDE covers (padding before compute_hot) keeps today's answer: not found.
+  uint64_t uncovered = hot.addr;
+  while (uncovered > hot.addr - 64 && covered(uncovered)) --uncovered;
+  REQUIRE_FALSE(covered(uncovered));
+
+  sym::Symbolizer s(no_system_debug());
+  s.add_known_lib(known(original, stripped));
+  std::vector<uint64_t> addrs = {hot.addr, hot.addr + hot.size / 2, hot.addr + hot.size - 1, main_fn.addr + 4,
+                                 uncovered};
+  auto r = s.lookup("sym_inline", original.breakpad, addrs);
+  REQUIRE(r.ok());
+  REQUIRE(r->size() == addrs.size());
+  for (size_t i = 0; i < 3; ++i) {
+    INFO("address " << hex(addrs[i]));
+    const sym::SymbolInfo& info = (*r)[i];
+    REQUIRE(info.found);
+    CHECK(info.function == hex(hot.addr));  // one name for the whole function: its FDE's start
+    CHECK(info.function_offset == addrs[i] - hot.addr);
+    CHECK(info.function_size == hot.size);  // GCC gives each function one FDE
+    CHECK(info.file.empty());
+    CHECK(info.inlines.empty());
+  }
+  REQUIRE((*r)[3].found);
+  CHECK((*r)[3].function == hex(main_fn.addr));
+  CHECK((*r)[3].function_offset == 4);
+  CHECK((*r)[3].function_size == main_fn.size);
+  CHECK_FALSE((*r)[4].found);
+  // Every FDE is a function of its own, and the only one.
+  std::vector<uint64_t> starts;
+  for (const FdeRange& f : fdes) starts.push_back(f.begin);
+  auto all = s.lookup("sym_inline", original.breakpad, starts);
+  REQUIRE(all.ok());
+  for (size_t i = 0; i < fdes.size(); ++i) {
+    INFO("FDE " << hex(fdes[i].begin));
+    REQUIRE((*all)[i].found);
+    CHECK((*all)[i].function == hex(fdes[i].begin));
+    CHECK((*all)[i].function_size == fdes[i].end - fdes[i].begin);
+  }
+}
+
 TEST_CASE("lookup: compressed debug sections and split DWARF (.dwo) give the same inline chains") {
   for (const char* name : {"sym_inline_gz", "sym_inline_split"}) {
     INFO(name);
