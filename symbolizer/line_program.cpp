@@ -262,6 +262,10 @@ bool decode_line_program(const LineSections& sec, uint64_t offset, const char* c
   auto emit = [&](bool end) {
     rows.push_back({addr, static_cast<uint32_t>(file), static_cast<uint32_t>(line < 0 ? 0 : line), end});
   };
+  // Every line advance wraps: a malformed program can advance by anything (the row's line then reads as 0).
+  auto advance_line = [&](int64_t by) {
+    line = static_cast<int64_t>(static_cast<uint64_t>(line) + static_cast<uint64_t>(by));
+  };
   auto reset = [&] {
     addr = 0;
     file = 1;
@@ -272,9 +276,7 @@ bool decode_line_program(const LineSections& sec, uint64_t offset, const char* c
     if (op >= opcode_base) {
       uint8_t adj = static_cast<uint8_t>(op - opcode_base);
       addr += static_cast<uint64_t>(adj / line_range) * min_inst;
-      // Wrapping like advance_line: a hostile program may have driven `line` to INT64_MIN already.
-      line = static_cast<int64_t>(static_cast<uint64_t>(line) +
-                                  static_cast<uint64_t>(line_base + adj % line_range));
+      advance_line(line_base + adj % line_range);
       emit(false);
       continue;
     }
@@ -311,8 +313,7 @@ bool decode_line_program(const LineSections& sec, uint64_t offset, const char* c
         addr += r.uleb() * min_inst;
         break;  // advance_pc
       case 3:
-        // Wrapping: a malformed program can advance by anything (the row's line then reads as 0).
-        line = static_cast<int64_t>(static_cast<uint64_t>(line) + static_cast<uint64_t>(r.sleb()));
+        advance_line(r.sleb());
         break;  // advance_line
       case 4:
         file = r.uleb();
