@@ -24,6 +24,7 @@
 #include "recorder/builder.h"
 #include "recorder/launcher.h"
 #include "recorder/perf.h"
+#include "recorder/quality.h"
 #include "recorder/rss.h"
 #include "recorder/unwind/report.h"
 #include "recorder/unwind/unwinder.h"
@@ -214,6 +215,43 @@ class Session {
              "copies it)");
   }
 
+  // Every data-quality line and meta entry, through the one mechanism (recorder/quality.h).
+  void report_data_quality(model::Profile& prof) {
+    std::vector<QualityProblem> problems;
+    if (launched_pid_ && !opt_.command.empty()) {
+      const std::string path = command_path(opt_.command[0]);
+      if (std::string why = unprofilable_reason(path); !why.empty())
+        builder_->launch_not_followed(launched_pid_, path, why);
+    }
+    if (!builder_->unfollowed().empty()) {
+      problems.push_back(unfollowed_problem(builder_->unfollowed()));
+      rec_.stats.not_followed = problems.back().line;
+    }
+    if (unwinder_)  // named in the incomplete-stacks line already: meta entries only
+      for (const UnwindStop& s : unwinder_->stops())
+        if (s.corrupt > 0)
+          problems.push_back({"Stacks stopped at a damaged .eh_frame: " + s.path, s.corrupt, ""});
+    for (const std::string& path : builder_->deleted_read())
+      problems.push_back({"Deleted while running, read from the open file: " + path, 1, ""});
+    if (!builder_->deleted_unreadable().empty()) {
+      std::string names;
+      for (const std::string& path : builder_->deleted_unreadable())
+        names += (names.empty() ? "" : ", ") + path;
+      problems.push_back(
+          {"Deleted while running, not readable: " + names, builder_->deleted_unreadable().size(),
+           names + " deleted or replaced while running and not readable through /proc/PID/map_files (needs "
+                   "root): its stacks may be incomplete and its functions unnamed. Keep the binary until the "
+                   "recording ends, or record as root"});
+    }
+    if (rec_.stats.lost_records) {
+      problems.push_back(lost_records_problem(rec_.stats.lost_records, builder_->unknown_code_samples(),
+                                              builder_->unknown_code_processes()));
+      if (builder_->unknown_code_samples() > 0)
+        problems.push_back({"Samples in code whose mapping was lost", builder_->unknown_code_samples(), ""});
+    }
+    report_quality(prof, problems);
+  }
+
   const Options& opt_;
   EventConfig cfg_;
   long paranoid_ = 2;  // kernel.perf_event_paranoid
@@ -243,6 +281,7 @@ class Session {
   std::unique_ptr<WakerTracer> waker_;  // off-CPU: who woke each wait (optional, eBPF)
   std::vector<Waking> wakings_;         // reused per round
   std::set<int> attached_tids_;
+  uint32_t launched_pid_ = 0;
   Recording rec_;
 };
 
@@ -445,6 +484,10 @@ Result<Recording> Session::run() {
     data_pages_ = std::min(data_pages_, floor_pow2(budget > 1 ? budget - 1 : 1));
     min_pages_ = std::min(min_pages_, data_pages_);
   }
+  if (opt_.buffer_bytes > 0) {  // --buffer-size: the user's choice (still within the mlock budget's fallback)
+    data_pages_ = floor_pow2(std::max<size_t>(1, opt_.buffer_bytes / page));
+    min_pages_ = std::min(min_pages_, data_pages_);
+  }
   long ncpu = sysconf(_SC_NPROCESSORS_CONF);
   for (int c = 0; c < std::max(1L, ncpu); ++c) cpus_.push_back(c);
   // Big machines: at most 64 MiB of ring buffers in all (2 MiB per CPU up to 32 CPUs).
@@ -524,6 +567,7 @@ Result<Recording> Session::run() {
     prof.meta.product = "fxprof: " + cmdline;
     if (auto s = open_target(child->pid(), true); !s) return std::move(s).take_error();
     builder_->add_launched(static_cast<uint32_t>(child->pid()), basename_of(opt_.command[0]), start_ns);
+    launched_pid_ = static_cast<uint32_t>(child->pid());
     sync_waker();
     if (auto s = child->resume(); !s) return std::move(s).take_error();
   } else {
@@ -642,14 +686,12 @@ Result<Recording> Session::run() {
   rec_.stats.hardware_event = cfg_.hardware;
   rec_.stats.frequency_hz = static_cast<double>(freq);
   rec_.stats.finish_ms = static_cast<double>(now_ns(CLOCK_MONOTONIC) - exit_seen_ns) / 1e6;
-  if (rec_.stats.lost_records)
-    notice(std::to_string(rec_.stats.lost_records) +
-           " records lost (the reader fell behind; shown as markers)");
   rusage ru;
   if (getrusage(RUSAGE_THREAD, &ru) == 0)
     rec_.stats.reader_cpu_ms = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
                                static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
   if (unwinder_) report_stack_walk(prof);
+  report_data_quality(prof);
   if (opt_.verbose && unwinder_) {
     const UnwindStats& u = unwinder_->stats();
     notice("DWARF unwinding: " + std::to_string(u.stacks) + " stacks, " + std::to_string(u.complete) +
@@ -674,6 +716,7 @@ Result<Recording> Session::run() {
            " threads in " + std::to_string(rec_.stats.processes) + " processes; profile built " +
            std::to_string(rec_.stats.finish_ms) + " ms after the recording ended");
   if (child && !child_exited) rec_.exit_status = 0;  // --duration: the program keeps running
+  rec_.open_files = builder_->take_kept_files();
   return std::move(rec_);
 }
 
@@ -716,6 +759,8 @@ std::vector<ProcessInfo> descendants(int pid, size_t limit) {
 std::string no_samples_message(const Options& options, const Stats& stats) {
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.1f s", stats.duration_s);
+  if (!stats.not_followed.empty())  // the kernel dropped the events: CPU use was not the reason
+    return "no samples: " + stats.not_followed + "; no profile written";
   if (options.pids.empty()) {
     std::string program = options.command.empty() ? "the program" : basename_of(options.command[0]);
     std::string msg =

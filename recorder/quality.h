@@ -1,0 +1,63 @@
+// Data quality: whatever makes a recording miss part of the program or show some of it wrongly is said once
+// after recording and kept in the profile, never silent.
+//
+// One mechanism for all of them: a QualityProblem is a line on stderr ("fxprof: LINE": what, where, why,
+// the remedy) and an entry of the profile's meta (model::Meta::data_quality, the "Data quality" section of
+// the Firefox Profiler's profile info: the label names the binary or process, the value counts it), both
+// written by report_quality(). The cases (README, "Data quality"):
+//  - A process that executes a setuid/setgid binary, or one the user cannot read, is no longer profiled:
+//    the kernel removes the perf events of a task whose exec makes it non-dumpable (fs/exec.c,
+//    perf_event_exit_task) and writes an EXIT record for it while it runs on. The reader sees that EXIT with
+//    the process still alive and its /proc files owned by another user (what non-dumpable tasks get); for
+//    the launched program the file's mode says why up front.
+//  - A binary deleted while it runs is read through /proc/PID/map_files (ProfileBuilder), else named.
+//  - Stacks that stopped at a damaged .eh_frame are named in the incomplete-stacks line
+//    (recorder/unwind/report.h) and counted here.
+//  - Lost records (the ring buffer overflowed): the mmap, comm and exec records lost with them make code
+//    unknown or a child look like its parent; samples at addresses no known mapping covers are counted.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "model/profile.h"
+
+namespace fxprof::recorder {
+
+struct QualityProblem {
+  std::string label;   // the meta entry: what and where (the binary or process named)
+  uint64_t count = 0;  // how many (processes, stacks, samples, records)
+  std::string line;    // the stderr line ("" when another line already says it: meta entry only)
+};
+
+// The one place problems are reported: each line on stderr and each entry in profile.meta.data_quality.
+void report_quality(model::Profile& profile, std::span<const QualityProblem> problems);
+
+// Why this user cannot profile the program at `path` ("setuid root", "not readable by you (mode 0111)"),
+// or "" when it can (or when we are root, whom the kernel lets follow both).
+std::string unprofilable_reason(const std::string& path);
+
+// The file execvp runs for `name`: `name` itself when it holds a '/', else the first executable match in
+// PATH.
+std::string command_path(const std::string& name);
+
+// A process whose perf events the kernel removed at an exec: still running (not a zombie) when its EXIT
+// record is read, its /proc files owned by another user. `binary`: its argv[0] (cmdline), else its comm.
+struct UnfollowedExec {
+  uint32_t pid = 0;
+  std::string binary;
+  std::string reason;  // unprofilable_reason(binary), or "" when the file cannot be found from here
+};
+std::optional<UnfollowedExec> exec_not_followed(uint32_t pid);
+
+// The problem for processes the kernel stopped profiling at an exec (one line for all of them).
+QualityProblem unfollowed_problem(std::span<const UnfollowedExec> execs);
+
+// The problem for `lost` records (PERF_RECORD_LOST): with them went samples and perhaps the mmap, comm and
+// exec records that name code and processes; `unknown_samples` of `processes` processes ran in code no
+// known mapping covers.
+QualityProblem lost_records_problem(uint64_t lost, uint64_t unknown_samples, size_t processes);
+
+}  // namespace fxprof::recorder
