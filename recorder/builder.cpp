@@ -829,6 +829,8 @@ void ProfileBuilder::resolve_pending() {
       it->second.off.queued = false;
     }
   pending_tids_.clear();
+  // Processes whose exec was still setting up when their EXIT was read: named while they still run.
+  for (UnfollowedExec& u : unfollowed_) name_unfollowed(u);
 }
 
 void ProfileBuilder::on_sample(const std::byte* p, size_t size, bool switch_event) {

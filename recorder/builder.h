@@ -66,7 +66,8 @@ class ProfileBuilder {
   // calls resolve_pending(), which unwinds the stacks of threads still switched out.
   void handle(const perf_event_header* h, bool switch_event = false);
   // Unwinds the switch-out samples of threads still out (their spans may need the stacks): call it before
-  // the records handled since the last call go away (the ring buffer space is released).
+  // the records handled since the last call go away (the ring buffer space is released). Also names the
+  // processes of unfollowed() not named yet.
   void resolve_pending();
   void set_off_cpu(const OffCpuConfig& c);
   // Off-CPU wakers (waker.h): wakeups as the tracer reported them, in any order; each off-CPU marker gets
@@ -99,7 +100,7 @@ class ProfileBuilder {
   const std::vector<std::string>& deleted_unreadable() const { return unreadable_; }
   std::vector<UniqueFd> take_kept_files();
   // Processes the kernel stopped profiling at an exec (setuid or unreadable binary: quality.h).
-  const std::vector<UnfollowedExec>& unfollowed() const { return unfollowed_; }
+  std::vector<UnfollowedExec>& unfollowed() { return unfollowed_; }
   // Launch mode: the kernel never reported the launched program's exec (its events were dropped before
   // they were enabled: no EXIT record either). `binary` and `reason` say what it executed and why.
   void launch_not_followed(uint32_t pid, const std::string& binary, const std::string& reason) {

@@ -65,18 +65,31 @@ std::optional<UnfollowedExec> exec_not_followed(uint32_t pid) {
   if (paren == std::string::npos || paren + 2 >= stat_text->size()) return std::nullopt;
   const char state = (*stat_text)[paren + 2];
   if (state == 'Z' || state == 'X') return std::nullopt;  // exiting: a real exit
-  // A non-dumpable task's files belong to root (or the setuid owner): not ours. So do those of a task that
-  // has no memory any more (exiting, between exit_mm and the zombie state): its command line reads empty
-  // then, and it is read after the owner so that a task exiting in between is not taken for one.
+  // A non-dumpable task's files belong to root (or the setuid owner), not to its real user. So do those of a
+  // task that has no memory any more (exiting, between exit_mm and the zombie state); such a task's status
+  // has no Vm lines. It is read before the owner, so that a task exiting in between is not taken for one.
+  auto status = read_file(dir + "/status");
+  if (!status || status->find("\nVmSize:") == std::string::npos) return std::nullopt;
+  const size_t uid_at = status->find("\nUid:");
+  if (uid_at == std::string::npos) return std::nullopt;
+  const auto real_uid = static_cast<uid_t>(std::strtoul(status->c_str() + uid_at + 5, nullptr, 10));
   struct stat st {};
-  if (::stat((dir + "/environ").c_str(), &st) != 0 || st.st_uid == geteuid()) return std::nullopt;
-  auto cmd = read_file(dir + "/cmdline");
-  if (!cmd || cmd->empty() || (*cmd)[0] == '\0') return std::nullopt;
+  if (::stat((dir + "/environ").c_str(), &st) != 0 || st.st_uid == real_uid) return std::nullopt;
   UnfollowedExec u;
   u.pid = pid;
-  u.binary = std::string(cmd->c_str());
-  u.reason = unprofilable_reason(u.binary);
+  name_unfollowed(u);
   return u;
+}
+
+void name_unfollowed(UnfollowedExec& u) {
+  if (!u.binary.empty()) return;
+  // The new program's arguments are in place only once its exec has set up the stack: until then (a
+  // reader faster than the exec) the command line reads empty, and the name is asked again at the end.
+  const std::string dir = "/proc/" + std::to_string(u.pid);
+  if (auto cmd = read_file(dir + "/cmdline"); cmd && !cmd->empty() && (*cmd)[0] != '\0') {
+    u.binary = std::string(cmd->c_str());
+    u.reason = unprofilable_reason(u.binary);
+  }
 }
 
 QualityProblem unfollowed_problem(std::span<const UnfollowedExec> execs) {
@@ -85,8 +98,9 @@ QualityProblem unfollowed_problem(std::span<const UnfollowedExec> execs) {
   std::string names, list;
   for (size_t i = 0; i < execs.size() && i < 3; ++i) {
     const UnfollowedExec& e = execs[i];
-    names += (i ? ", " : "") + base_name(e.binary);
-    list += (i ? ", " : "") + e.binary + " (pid " + std::to_string(e.pid) + (e.reason.empty() ? "" : ": ") +
+    const std::string binary = e.binary.empty() ? "a program" : e.binary;
+    names += (i ? ", " : "") + base_name(binary);
+    list += (i ? ", " : "") + binary + " (pid " + std::to_string(e.pid) + (e.reason.empty() ? "" : ": ") +
             e.reason + ")";
   }
   if (execs.size() > 3) list += " and " + std::to_string(execs.size() - 3) + " more";

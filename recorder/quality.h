@@ -8,9 +8,11 @@
 //  - A process that executes a setuid/setgid binary, or one the user cannot read, is no longer profiled:
 //    the kernel removes the perf events of a task whose exec makes it non-dumpable (fs/exec.c,
 //    perf_event_exit_task) and writes an EXIT record for it while it runs on. The reader sees that EXIT with
-//    the process still alive and its /proc files owned by another user (what non-dumpable tasks get); for
-//    the launched program the file's mode says why up front.
-//  - A binary deleted while it runs is read through /proc/PID/map_files (ProfileBuilder), else named.
+//    the process still alive and its /proc files owned by another user than its real one (what non-dumpable
+//    tasks get); for the launched program (whose events were not enabled yet: no EXIT) the file's mode says
+//    which and why.
+//  - A binary deleted while it runs is read through a descriptor kept since its mapping was seen, or
+//    /proc/PID/map_files when it was gone already (ProfileBuilder::keep_file), else named.
 //  - Stacks that stopped at a damaged .eh_frame are named in the incomplete-stacks line
 //    (recorder/unwind/report.h) and counted here.
 //  - Lost records (the ring buffer overflowed): the mmap, comm and exec records lost with them make code
@@ -44,13 +46,17 @@ std::string unprofilable_reason(const std::string& path);
 std::string command_path(const std::string& name);
 
 // A process whose perf events the kernel removed at an exec: still running (not a zombie) when its EXIT
-// record is read, its /proc files owned by another user. `binary`: its argv[0] (cmdline), else its comm.
+// record is read, its /proc files owned by another user than its real one. `binary`: its argv[0] (cmdline),
+// "" while unknown.
 struct UnfollowedExec {
   uint32_t pid = 0;
   std::string binary;
   std::string reason;  // unprofilable_reason(binary), or "" when the file cannot be found from here
 };
 std::optional<UnfollowedExec> exec_not_followed(uint32_t pid);
+// Reads the binary (and the reason) of `u` if still unknown: its exec may not have set up its arguments
+// when exec_not_followed() ran.
+void name_unfollowed(UnfollowedExec& u);
 
 // The problem for processes the kernel stopped profiling at an exec (one line for all of them).
 QualityProblem unfollowed_problem(std::span<const UnfollowedExec> execs);

@@ -223,6 +223,7 @@ class Session {
       if (std::string why = unprofilable_reason(path); !why.empty())
         builder_->launch_not_followed(launched_pid_, path, why);
     }
+    for (UnfollowedExec& u : builder_->unfollowed()) name_unfollowed(u);
     if (!builder_->unfollowed().empty()) {
       problems.push_back(unfollowed_problem(builder_->unfollowed()));
       rec_.stats.not_followed = problems.back().line;
