@@ -72,7 +72,7 @@ class SymbolTable {
   void add_plt_symbols(const ElfObject& obj, uint64_t base_svma);
   // Adds one symbol with its own name (perf map entries).
   void add(uint64_t start, uint64_t size, std::string name);
-  // Sorts and deduplicates; call once after the adds.
+  // Sorts and keeps one symbol per start (the name perf would show); call once after the adds.
   void finish();
 
   // The symbol containing `rel` (any byte inside it), or nullptr.
@@ -87,6 +87,12 @@ class SymbolTable {
   uint64_t end_of(const Symbol* s) const;
 
  private:
+  struct Pending {
+    Symbol sym;
+    uint8_t rank;  // 0 global (and synthesized names), 1 local, 2 weak: see finish()
+  };
+  static uint8_t binding_rank(unsigned bind) { return bind == STB_LOCAL ? 1 : bind == STB_WEAK ? 2 : 0; }
+  std::vector<Pending> pending_;  // the adds, until finish()
   std::vector<Symbol> symbols_;
   std::deque<std::string> names_;  // synthesized names (PLT stubs)
 };

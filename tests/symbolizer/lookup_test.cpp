@@ -127,6 +127,29 @@ TEST_CASE("lookup: C++ templates and namespaces are demangled, PLT stubs are nam
   CHECK((*r)[2].function_offset == 3);
 }
 
+TEST_CASE("lookup: aliases at one address get the name perf shows, not the first one in .symtab") {
+  Prog p = prog(test_program("sym_alias"));
+  sym::Symbolizer s(no_system_debug());
+  s.add_known_lib(known(p, p.path, "sym_alias"));
+  auto syms = nm_symbols(p.path);
+  const NmSym impl = syms.at("impl_local");
+  const NmSym other = syms.at("other_local");
+  // The aliases really share their addresses (the program is built so that they do).
+  REQUIRE(syms.at("api_global").addr == impl.addr);
+  REQUIRE(syms.at("__api_internal").addr == impl.addr);
+  REQUIRE(syms.at("api_weak").addr == impl.addr);
+  REQUIRE(syms.at("other_weak").addr == other.addr);
+  std::vector<uint64_t> addrs = {impl.addr, impl.addr + impl.size - 1, other.addr};
+  auto r = s.lookup("sym_alias", p.breakpad, addrs);
+  REQUIRE(r.ok());
+  // Global over local, weak and the underscored global; the whole function keeps the name.
+  CHECK((*r)[0].function == "api_global");
+  CHECK((*r)[1].function == "api_global");
+  CHECK((*r)[1].function_offset == impl.size - 1);
+  // Local over weak.
+  CHECK((*r)[2].function == "other_local");
+}
+
 TEST_CASE("lookup: Rust v0 and legacy symbols are demangled") {
   std::string v0 = test_program("symbolizer/rust_v0");
   std::string legacy = test_program("symbolizer/rust_legacy");
