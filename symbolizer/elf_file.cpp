@@ -93,6 +93,18 @@ std::optional<std::pair<std::string, uint32_t>> ElfObject::debuglink() const {
   return std::make_pair(std::string(name), static_cast<uint32_t>(crc));
 }
 
+std::optional<std::pair<std::string, std::vector<uint8_t>>> ElfObject::debugaltlink() const {
+  Elf_Scn* scn = section(".gnu_debugaltlink");
+  Elf_Data* d = scn != nullptr ? elf_rawdata(scn, nullptr) : nullptr;
+  if (d == nullptr || d->d_buf == nullptr) return std::nullopt;
+  // The path, NUL-terminated, then the build ID's bytes up to the end of the section.
+  const char* p = static_cast<const char*>(d->d_buf);
+  size_t len = ::strnlen(p, d->d_size);
+  if (len == 0 || len + 1 >= d->d_size) return std::nullopt;
+  const uint8_t* id = reinterpret_cast<const uint8_t*>(p) + len + 1;
+  return std::make_pair(std::string(p, len), std::vector<uint8_t>(id, id + (d->d_size - len - 1)));
+}
+
 Result<std::string> ElfObject::mini_debug_info() const {
   Elf_Scn* scn = section(".gnu_debugdata");
   if (scn == nullptr) return Err(path_ + " has no .gnu_debugdata");

@@ -37,6 +37,8 @@ class ElfObject {
   Elf_Scn* section(std::string_view name) const;
   // .gnu_debuglink: the file name and its CRC32, if present.
   std::optional<std::pair<std::string, uint32_t>> debuglink() const;
+  // .gnu_debugaltlink (dwz): the alt file's path as recorded and its build ID, if present.
+  std::optional<std::pair<std::string, std::vector<uint8_t>>> debugaltlink() const;
   // The decompressed .gnu_debugdata image, if present.
   Result<std::string> mini_debug_info() const;
   // Bytes of the file image backing [svma, svma+size) through PT_LOAD segments (clipped to the segment),
