@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "base/fd.h"
 #include "recorder/builder.h"
@@ -425,15 +426,19 @@ void Session::sync_waker() {
   builder_->add_wakings(wakings_);
 }
 
-// The recording, as the passes it goes through; -v prints how long each took (one line at the end).
+// The recording, as the passes it goes through, in order; a pass that fails ends it with its error. -v
+// prints how long each took (one line at the end).
 Result<Recording> Session::run() {
-  if (auto s = pass("plan", &Session::plan_buffers); !s) return std::move(s).take_error();
-  if (auto s = pass("start", launch_ ? &Session::start_launch : &Session::start_attach); !s)
-    return std::move(s).take_error();
-  pass("read", &Session::read_until_stop);
-  pass("drain", &Session::drain);
-  pass("finish", &Session::finish_profile);
-  pass("summarize", &Session::summarize);
+  const std::pair<const char*, Status (Session::*)()> passes[] = {
+      {"plan", &Session::plan_buffers},
+      {"start", launch_ ? &Session::start_launch : &Session::start_attach},
+      {"read", &Session::read_until_stop},
+      {"drain", &Session::drain},
+      {"finish", &Session::finish_profile},
+      {"summarize", &Session::summarize},
+  };
+  for (const auto& [name, step] : passes)
+    if (auto s = pass(name, step); !s) return std::move(s).take_error();
   return std::move(rec_);
 }
 
