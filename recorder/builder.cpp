@@ -298,8 +298,11 @@ std::string ProfileBuilder::keep_file(uint32_t pid, uint64_t start, uint64_t end
   // The record's device can differ from what stat() shows through an overlay (containers): only a file on
   // the same device with another inode is taken for a replacement.
   auto same_file = [&](const struct stat& st) { return st.st_ino == ino || st.st_dev != dev; };
+  // In a container the path is the container's: a host file there is another file, whatever dev and ino say
+  // (an overlay shows another device).
+  const bool foreign = other_mount_ns(pid);
   struct stat st {};
-  const bool at_path = ::stat(path.c_str(), &st) == 0 && same_file(st);
+  const bool at_path = !foreign && ::stat(path.c_str(), &st) == 0 && same_file(st);
   if (auto it = kept_index_.find(key); it != kept_index_.end())
     return at_path ? path : fd_path(kept_[it->second].fd);
   // A descriptor per distinct binary (tens in a recording); past this many, only deleted ones are kept.
@@ -309,11 +312,14 @@ std::string ProfileBuilder::keep_file(uint32_t pid, uint64_t start, uint64_t end
   if (at_path) {
     fd.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   } else {
-    // Gone or replaced since it was mapped: the mapping itself (needs CAP_SYS_ADMIN or
-    // CAP_CHECKPOINT_RESTORE), or the process's executable (any user who may trace it).
+    // The container's file through its root (any user who may trace the process), or, gone or replaced
+    // since it was mapped: the mapping itself (needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), or the
+    // process's executable (any user who may trace it).
+    if (foreign)
+      fd.reset(::open(("/proc/" + std::to_string(pid) + "/root" + path).c_str(), O_RDONLY | O_CLOEXEC));
     char range[80];
     std::snprintf(range, sizeof range, "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
-    fd.reset(::open(range, O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) fd.reset(::open(range, O_RDONLY | O_CLOEXEC));
     if (!fd.valid()) {
       const std::string exe = "/proc/" + std::to_string(pid) + "/exe";
       char target[4096];
@@ -322,7 +328,8 @@ std::string ProfileBuilder::keep_file(uint32_t pid, uint64_t start, uint64_t end
       if (link == path || link == path + " (deleted)") fd.reset(::open(exe.c_str(), O_RDONLY | O_CLOEXEC));
     }
     struct stat fst {};
-    if (fd.valid() && (fstat(fd.get(), &fst) != 0 || fst.st_ino != ino)) fd.reset();
+    if (fd.valid() && (fstat(fd.get(), &fst) != 0 || (foreign ? !same_file(fst) : fst.st_ino != ino)))
+      fd.reset();
     if (!fd.valid()) {
       if (std::find(unreadable_.begin(), unreadable_.end(), path) == unreadable_.end())
         unreadable_.push_back(path);
@@ -331,14 +338,29 @@ std::string ProfileBuilder::keep_file(uint32_t pid, uint64_t start, uint64_t end
   }
   if (!fd.valid()) return path;
   kept_index_[key] = kept_.size();
-  kept_.push_back({std::move(fd), path, ino});
+  kept_.push_back({std::move(fd), path, ino, foreign});
   return at_path ? path : fd_path(kept_.back().fd);
+}
+
+bool ProfileBuilder::other_mount_ns(uint32_t pid) {
+  // Asked at each new executable mapping (one readlink), not cached by pid: `unshare -m` changes the
+  // namespace of the process that then execs the program.
+  auto ns_of = [](const std::string& link) {
+    char buf[64];
+    ssize_t n = ::readlink(link.c_str(), buf, sizeof buf);
+    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+  };
+  static const std::string own = ns_of("/proc/self/ns/mnt");
+  const std::string theirs = ns_of("/proc/" + std::to_string(pid) + "/ns/mnt");
+  // Unknown (the process is gone, or not ours to read): the host's view, as before.
+  return !own.empty() && !theirs.empty() && theirs != own;
 }
 
 void ProfileBuilder::read_deleted_libs() {
   // Each kept file whose path no longer leads to it: its libs are read through the descriptor from now on.
   std::unordered_map<std::string, std::string> moved;  // path -> /proc/self/fd/N
   for (const KeptFile& k : kept_) {
+    if (k.foreign) continue;  // read through /proc/PID/root from the start, and not deleted
     struct stat st {
     }, fst{};
     if (::stat(k.path.c_str(), &st) == 0 && fstat(k.fd.get(), &fst) == 0 && st.st_ino == fst.st_ino &&

@@ -158,9 +158,12 @@ class ProfileBuilder {
   // Keeps a descriptor of the mapped file, so that a binary deleted or replaced while it runs can still be
   // read (unwinding now, symbols after the recording). Returns where to read it now: `path` when the file
   // there is the mapped one, else /proc/self/fd/N of a descriptor opened through /proc/PID/map_files (or
-  // /proc/PID/exe); `path` and an entry in unreadable_ when neither works.
+  // /proc/PID/exe); `path` and an entry in unreadable_ when neither works. A process in another mount
+  // namespace (a container) is always read through /proc/PID/root.
   std::string keep_file(uint32_t pid, uint64_t start, uint64_t end, const std::string& path, uint64_t dev,
                         uint64_t ino);
+  // Whether `pid` sees another file system than fxprof (its own mount namespace: a container, unshare -m).
+  static bool other_mount_ns(uint32_t pid);
   const elf::Identity* elf_for(const std::string& path);
   // Reads the process's perf map and jitdump into its model::Process::jit (recorder/jit.h), once.
   void read_jit(uint32_t pid, ProcRef& pr);
@@ -214,6 +217,7 @@ class ProfileBuilder {
     UniqueFd fd;
     std::string path;  // the mapping's path
     uint64_t ino = 0;
+    bool foreign = false;  // read through /proc/PID/root: its path means nothing here
   };
   std::vector<KeptFile> kept_;
   std::unordered_map<std::string, size_t> kept_index_;  // "dev:ino" -> kept_

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -87,4 +89,47 @@ TEST_CASE("builder: lld, rust-lld and GNU ld layouts give the right names and st
   // perf report on the same program puts elf_probe_hot at ~99% self and every stack under main.
   CHECK(hot >= main.samples.size() * 9 / 10);
   CHECK(rooted >= main.samples.size() * 9 / 10);
+}
+
+TEST_CASE(
+    "builder: a program in its own mount namespace is read through /proc/PID/root, not the host's file "
+    "at its path") {
+  // Issue 10 item 12: in a container a binary's path is the container's. Here a tmpfs mounted in a new
+  // mount namespace holds the real program, while the same path outside holds another program: reading the
+  // host's file named the samples after the wrong binary and unwound them with the wrong CFI.
+  fxprof::test::TempDir dir;
+  std::filesystem::create_directory(dir.file("mnt"));
+  const std::string app = dir.file("mnt/app");
+  std::filesystem::copy_file(test_program("sym_alias"), app);  // the decoy at the same path outside
+  std::filesystem::copy_file(test_program("dq_work"), dir.file("real"));
+  const std::string script = "mount -t tmpfs fxprof-test " + dir.file("mnt") + " && cp " + dir.file("real") +
+                             " " + app + " && exec " + app + " 300";
+  const std::string out = dir.file("p.json.gz");
+  auto r = fxprof::test::run({fxprof::test::fxprof_bin(), "record", "--save-only", "--cpu-only", "-o", out,
+                              "--", "unshare", "-m", "--propagation", "private", "sh", "-c", script});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  REQUIRE(!std::filesystem::exists(dir.file("mnt/real")));  // the mount was private to the namespace
+  auto folded = fxprof::test::run({fxprof::test::fxprof_bin(), "export", "folded", out, "-o", "-"});
+  INFO(folded.err);
+  REQUIRE(folded.status == 0);
+  // Samples in the program's own code are named from its file and unwound to main through its CFI.
+  uint64_t spinning = 0, rooted = 0;
+  std::istringstream lines(folded.out);
+  for (std::string l; std::getline(lines, l);) {
+    const size_t space = l.rfind(' ');
+    if (space == std::string::npos || l.find("spin_cpu_ms") == std::string::npos) continue;
+    const uint64_t n = std::stoull(l.substr(space + 1));
+    spinning += n;
+    if (l.find("main;dq_outer;dq_middle;dq_inner;spin_cpu_ms") != std::string::npos) rooted += n;
+  }
+  INFO(folded.out.substr(0, 4000));
+  // 300 ms of CPU at the profile's rate (the kernel may have lowered it), +-25%.
+  simdjson::dom::parser parser;
+  const double interval_ms =
+      double(fxprof::test::parse_json(parser, fxprof::test::read_profile_text(out))["meta"]["interval"]);
+  const double expected = 300 / interval_ms;
+  CHECK(spinning >= expected * 0.75);
+  CHECK(spinning <= expected * 1.25);
+  CHECK(rooted * 10 >= spinning * 9);
 }
