@@ -133,7 +133,7 @@ void CaptureWriter::put_str(std::string_view s) {
 void CaptureWriter::commit() {
   const auto len = static_cast<uint32_t>(buf_.size() - entry_at_ - 5);
   std::memcpy(buf_.data() + entry_at_ + 1, &len, 4);
-  if (buf_.size() >= kFlushBytes) flush();
+  if (buf_.size() >= kFlushBytes) (void)flush();  // an error is kept: the last flush() returns it
 }
 
 Status CaptureWriter::flush() {

@@ -114,11 +114,18 @@ void check_replay(const recorder::Options& base) {
     for (size_t c = 0; c < live.processes[i].counters.size(); ++c)
       CHECK(live.processes[i].counters[c].samples.size() == replayed.processes[i].counters[c].samples.size());
   }
-  // The same functions, the spinning one first among them.
+  // The same functions, the spinning one first among them (waits, "[blocked: ...]" and "[preempted]",
+  // may hold more samples on a loaded machine).
   const auto live_fns = self_functions(live), replayed_fns = self_functions(replayed);
   CHECK(live_fns == replayed_fns);
-  REQUIRE(live_fns.count("rec_busy_spin"));
-  CHECK(live_fns.at("rec_busy_spin") * 2 > sample_count(live));
+  std::string top;
+  uint64_t most = 0;
+  for (const auto& [name, n] : live_fns)
+    if (!name.starts_with("[") && n > most) {
+      top = name;
+      most = n;
+    }
+  CHECK(top == "rec_busy_spin");
 }
 
 }  // namespace

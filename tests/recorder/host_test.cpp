@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <thread>
 
@@ -25,8 +26,15 @@ TEST_CASE("live procfs: files, task lists, kernel function names", "[recorder]")
   CHECK(comm.value() == "test_recorder_h\n");  // comm keeps 15 characters of test_recorder_host
   CHECK(!proc.read("/proc/999999999/comm").ok());
 
-  std::thread t([] {});
+  // A second thread, alive while the list is read.
+  std::promise<void> ready, done;
+  std::thread t([&] {
+    ready.set_value();
+    done.get_future().wait();
+  });
+  ready.get_future().wait();
   auto tasks = proc.list("/proc/self/task");
+  done.set_value();
   t.join();
   CHECK(std::find(tasks.begin(), tasks.end(), static_cast<uint32_t>(getpid())) != tasks.end());
   CHECK(tasks.size() >= 2);
