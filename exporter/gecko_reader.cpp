@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/fd.h"
+#include "base/hex.h"
 #include "exporter/gecko.h"
 
 namespace fxprof::exporter {
@@ -861,10 +862,9 @@ class Reader {
     return p_.intern_binary(l);
   }
 
-  static bool parse_hex(std::string_view s, uint64_t& out) {
-    if (s.size() < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X')) return false;
-    auto r = std::from_chars(s.data() + 2, s.data() + s.size(), out, 16);
-    return r.ec == std::errc() && r.ptr == s.data() + s.size();
+  // "0x..." (the prefix is what tells an unsymbolicated address from a name).
+  static bool parse_address(std::string_view s, uint64_t& out) {
+    return s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && parse_hex(s, out);
   }
 
   model::FrameId make_frame(const model::Process& proc, const ThreadTables& tt, const LocalFrame& lf) {
@@ -872,7 +872,7 @@ class Reader {
     model::Frame f;
     f.category = static_cast<model::Category>(lf.category >= 0 && lf.category < 256 ? lf.category : 0);
     uint64_t addr = 0;
-    if (parse_hex(loc, addr)) {
+    if (parse_address(loc, addr)) {
       f.kind = model::FrameKind::Native;
       f.address = addr;
       return p_.frames.intern(f);
@@ -889,7 +889,7 @@ class Reader {
         }
         f.kind = model::FrameKind::Native;
         f.binary = binary_named(proc, lib);
-        if (parse_hex(fn, addr)) {
+        if (parse_address(fn, addr)) {
           f.address = addr;
         } else {
           f.name = p_.strings.intern(fn);

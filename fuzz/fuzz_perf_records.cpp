@@ -23,7 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   events.regs_mask = recorder::user_regs_mask();
   model::Profile profile;
   recorder::Unwinder unwinder;
-  recorder::ProfileBuilder builder(profile, events.dwarf ? &unwinder : nullptr, events);
+  recorder::ProfileBuilder builder(profile, events.dwarf ? &unwinder : nullptr, events,
+                                   recorder::live_procfs());
   builder.add_launched(100, "fuzz", 0);
   // Records are copied to aligned storage one at a time: the builder reads them in place, as in the ring.
   std::vector<uint64_t> record;

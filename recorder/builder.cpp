@@ -1,6 +1,5 @@
 #include "recorder/builder.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -83,14 +82,6 @@ Trailer trailer(const std::byte* rec, size_t size) {
   return t;
 }
 
-std::string proc_comm(uint32_t pid, uint32_t tid) {
-  auto s = read_file("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
-  if (!s || s->empty()) return "Thread " + std::to_string(tid);
-  std::string v = std::move(*s);
-  while (!v.empty() && v.back() == '\n') v.pop_back();
-  return v;
-}
-
 std::string basename_of(const std::string& path) {
   auto slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -118,8 +109,17 @@ model::Lib make_lib(uint64_t start, uint64_t end, uint64_t offset, const std::st
 
 }  // namespace
 
-ProfileBuilder::ProfileBuilder(model::Profile& profile, Unwinder* unwinder, const EventConfig& events)
-    : profile_(profile), unwinder_(unwinder), events_(events) {
+std::string ProfileBuilder::proc_comm(uint32_t pid, uint32_t tid) {
+  auto s = procfs_.read("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
+  if (!s || s->empty()) return "Thread " + std::to_string(tid);
+  std::string v = std::move(*s);
+  while (!v.empty() && v.back() == '\n') v.pop_back();
+  return v;
+}
+
+ProfileBuilder::ProfileBuilder(model::Profile& profile, Unwinder* unwinder, const EventConfig& events,
+                               Procfs& procfs)
+    : profile_(profile), unwinder_(unwinder), procfs_(procfs), events_(events) {
   path_.reserve(2048);
   user_.reserve(1024);
   kernel_.reserve(256);
@@ -178,23 +178,16 @@ void ProfileBuilder::add_launched(uint32_t pid, const std::string& name, uint64_
 
 void ProfileBuilder::add_attached(uint32_t pid, uint64_t time_ns) {
   std::string name;
-  if (auto cmd = read_file("/proc/" + std::to_string(pid) + "/cmdline"); cmd && !cmd->empty())
+  if (auto cmd = procfs_.read("/proc/" + std::to_string(pid) + "/cmdline"); cmd && !cmd->empty())
     name = basename_of(std::string(cmd->c_str()));
   if (name.empty()) name = proc_comm(pid, pid);
   new_process(pid, name, time_ns);
   add_thread(pid, pid, proc_comm(pid, pid), time_ns);
   blocked_at_attach(pid, pid, time_ns);
-  std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
-  if (DIR* d = opendir(task_dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-      uint32_t tid = static_cast<uint32_t>(std::strtoul(e->d_name, nullptr, 10));
-      if (tid != pid) add_attached_thread(pid, tid, time_ns);
-    }
-    closedir(d);
-  }
+  for (uint32_t tid : procfs_.list("/proc/" + std::to_string(pid) + "/task"))
+    if (tid != pid) add_attached_thread(pid, tid, time_ns);
   // Executable file mappings, as MMAP2 records would have described them.
-  auto maps = read_file("/proc/" + std::to_string(pid) + "/maps");
+  auto maps = procfs_.read("/proc/" + std::to_string(pid) + "/maps");
   if (!maps) return;
   size_t pos = 0;
   const std::string& m = *maps;
@@ -232,7 +225,7 @@ void ProfileBuilder::add_attached_thread(uint32_t pid, uint32_t tid, uint64_t ti
 void ProfileBuilder::blocked_at_attach(uint32_t pid, uint32_t tid, uint64_t time_ns) {
   if (!off_.spans) return;
   const std::string task = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid);
-  auto stat = read_file(task + "/stat");
+  auto stat = procfs_.read(task + "/stat");
   if (!stat) return;
   const size_t paren = stat->rfind(')');  // "tid (comm) S ...": the comm may hold spaces and parentheses
   if (paren == std::string::npos || paren + 2 >= stat->size()) return;
@@ -246,7 +239,7 @@ void ProfileBuilder::blocked_at_attach(uint32_t pid, uint32_t tid, uint64_t time
   o.out_ns = time_ns;
   o.preempted = false;
   o.have_stack = false;
-  auto wchan = read_file(task + "/wchan");
+  auto wchan = procfs_.read(task + "/wchan");
   std::string_view fn = wchan ? std::string_view(*wchan) : std::string_view();
   const BlockReason r = classify_kernel_frames(std::span<const std::string_view>(&fn, 1));
   o.hint = r;
@@ -914,7 +907,7 @@ void ProfileBuilder::close_off_spans(uint64_t end_ns) {
 
 void ProfileBuilder::finish() {
   read_deleted_libs();
-  name_kernel_frames(profile_);
+  name_kernel_frames(profile_, procfs_);
   if (off_interned_) name_off_cpu_reasons();
   if (off_interned_ && !wakings_.empty()) name_wakers();
   for (auto& [pid, pr] : procs_) read_jit(pid, pr);  // processes still running

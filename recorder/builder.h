@@ -27,6 +27,7 @@
 #include "base/fd.h"
 #include "elf/elf.h"
 #include "model/profile.h"
+#include "recorder/host.h"
 #include "recorder/offcpu.h"
 #include "recorder/perf.h"
 #include "recorder/quality.h"
@@ -48,8 +49,9 @@ struct OffCpuConfig {
 
 class ProfileBuilder {
  public:
-  // `unwinder` is null in frame-pointer mode.
-  ProfileBuilder(model::Profile& profile, Unwinder* unwinder, const EventConfig& events);
+  // `unwinder` is null in frame-pointer mode. Names, task lists, mappings of attached processes and kernel
+  // function names come from `procfs` (recorder/host.h: the live /proc, or a capture's answers).
+  ProfileBuilder(model::Profile& profile, Unwinder* unwinder, const EventConfig& events, Procfs& procfs);
 
   // Launch mode: the pid we forked; its first exec keeps this entry and `name`.
   void add_launched(uint32_t pid, const std::string& name, uint64_t time_ns);
@@ -185,8 +187,12 @@ class ProfileBuilder {
   void on_switch(const std::byte* p, size_t size, uint16_t misc);
   void on_lost(const std::byte* p, size_t size);
 
+  // A thread's name from /proc, "Thread TID" when it is gone.
+  std::string proc_comm(uint32_t pid, uint32_t tid);
+
   model::Profile& profile_;
   Unwinder* unwinder_;
+  Procfs& procfs_;
   EventConfig events_;
   std::unordered_map<uint32_t, ProcRef> procs_;
   std::unordered_map<uint32_t, ThreadRef> threads_;

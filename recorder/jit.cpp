@@ -11,6 +11,7 @@
 #include <map>
 
 #include "base/fd.h"
+#include "base/hex.h"
 
 namespace fxprof::recorder {
 
@@ -19,13 +20,6 @@ namespace {
 constexpr uint32_t kJitdumpMagic = 0x4A695444;  // "JiTD" written as a native uint32
 constexpr uint32_t kJitCodeLoad = 0, kJitCodeMove = 1, kJitCodeClose = 3;
 constexpr size_t kRecordHeader = 16;  // id, total_size, timestamp
-
-bool parse_hex(std::string_view s, uint64_t& out) {
-  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
-  if (s.empty()) return false;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), out, 16);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
-}
 
 template <class T>
 T load(std::string_view image, size_t at) {

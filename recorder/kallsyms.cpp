@@ -51,21 +51,12 @@ void consider(std::string_view line, const std::vector<uint64_t>& queries, std::
 
 }  // namespace
 
-size_t name_kernel_frames(model::Profile& profile) {
-  std::vector<model::FrameId> kernel;
-  std::vector<uint64_t> queries;
-  for (model::FrameId i = 0; i < profile.frames.size(); ++i)
-    if (profile.frames.get(i).kind == model::FrameKind::Kernel) {
-      kernel.push_back(i);
-      queries.push_back(profile.frames.get(i).address);
-    }
-  if (kernel.empty()) return 0;
-  std::sort(queries.begin(), queries.end());
-  queries.erase(std::unique(queries.begin(), queries.end()), queries.end());
+std::vector<std::string> read_kallsyms(std::span<const uint64_t> addrs) {
+  const std::vector<uint64_t> queries(addrs.begin(), addrs.end());
   std::vector<Best> best(queries.size());
-
+  if (queries.empty()) return {};
   UniqueFd fd(open("/proc/kallsyms", O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return 0;
+  if (!fd.valid()) return {};
   std::vector<char> buf(1 << 17);
   size_t have = 0;
   bool any_address = false;
@@ -86,16 +77,35 @@ size_t name_kernel_frames(model::Profile& profile) {
     have -= pos;
     if (have == buf.size()) have = 0;  // an absurdly long line: drop it
   }
-  if (!any_address) return 0;  // kernel.kptr_restrict hides addresses
+  if (!any_address) return {};  // kernel.kptr_restrict hides addresses
   for (size_t i = 1; i < best.size(); ++i)
     if (best[i - 1].found && (!best[i].found || best[i].addr < best[i - 1].addr)) best[i] = best[i - 1];
+  std::vector<std::string> names(best.size());
+  for (size_t i = 0; i < best.size(); ++i)
+    if (best[i].found) names[i] = std::move(best[i].name);
+  return names;
+}
+
+size_t name_kernel_frames(model::Profile& profile, Procfs& procfs) {
+  std::vector<model::FrameId> kernel;
+  std::vector<uint64_t> queries;
+  for (model::FrameId i = 0; i < profile.frames.size(); ++i)
+    if (profile.frames.get(i).kind == model::FrameKind::Kernel) {
+      kernel.push_back(i);
+      queries.push_back(profile.frames.get(i).address);
+    }
+  if (kernel.empty()) return 0;
+  std::sort(queries.begin(), queries.end());
+  queries.erase(std::unique(queries.begin(), queries.end()), queries.end());
+  const std::vector<std::string> names = procfs.kernel_symbols(queries);
+  if (names.size() != queries.size()) return 0;  // hidden addresses
 
   size_t named = 0;
   for (model::FrameId id : kernel) {
     uint64_t addr = profile.frames.get(id).address;
     size_t q = static_cast<size_t>(std::lower_bound(queries.begin(), queries.end(), addr) - queries.begin());
-    if (!best[q].found) continue;
-    profile.frames.mutable_frame(id).name = profile.strings.intern(best[q].name);
+    if (names[q].empty()) continue;
+    profile.frames.mutable_frame(id).name = profile.strings.intern(names[q]);
     ++named;
   }
   return named;

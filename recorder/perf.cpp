@@ -8,6 +8,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "recorder/builder.h"
+
 namespace fxprof::recorder {
 
 uint64_t EventConfig::sample_type() const {
@@ -134,6 +136,35 @@ const perf_event_header* RingBuffer::record_at(uint64_t pos, std::vector<std::by
   std::memcpy(scratch.data(), data_ + off, first);
   std::memcpy(scratch.data() + first, data_, h->size - first);
   return reinterpret_cast<const perf_event_header*>(scratch.data());
+}
+
+void RingSet::add(RingBuffer rb, bool switch_event) {
+  bufs_.push_back(std::move(rb));
+  switch_.push_back(switch_event);
+  scratch_.emplace_back().reserve(1 << 16);
+  heads_.push_back(bufs_.back().tail());
+}
+
+void RingSet::collect(std::vector<RecordRef>& out) {
+  for (size_t b = 0; b < bufs_.size(); ++b) {
+    RingBuffer& rb = bufs_[b];
+    const uint64_t head = rb.load_head();
+    uint64_t pos = rb.tail();
+    while (pos < head) {
+      const perf_event_header* h = rb.record_at(pos, scratch_[b]);
+      if (h->size < sizeof(perf_event_header)) {  // cannot happen; do not spin on it
+        pos = head;
+        break;
+      }
+      out.push_back({ProfileBuilder::record_time(h), h, switch_[b]});
+      pos += h->size;
+    }
+    heads_[b] = pos;
+  }
+}
+
+void RingSet::release() {
+  for (size_t b = 0; b < bufs_.size(); ++b) bufs_[b].release(heads_[b]);
 }
 
 }  // namespace fxprof::recorder

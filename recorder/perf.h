@@ -12,6 +12,7 @@
 
 #include "base/fd.h"
 #include "base/result.h"
+#include "recorder/host.h"
 
 namespace fxprof::recorder {
 
@@ -75,6 +76,26 @@ class RingBuffer {
   const std::byte* data_ = nullptr;
   size_t size_ = 0;
   uint64_t tail_ = 0;
+};
+
+// The ring buffers of one recording, read in rounds (recorder/host.h): every buffer from its tail to the
+// head the kernel published when the round began. A record that wraps around a buffer's end is copied into
+// that buffer's scratch space, so every record handed out is contiguous until release().
+class RingSet final : public RecordSource {
+ public:
+  // Adds a buffer; `switch_event`: the context-switches event writes into it.
+  void add(RingBuffer rb, bool switch_event);
+  size_t size() const { return bufs_.size(); }
+  const RingBuffer& operator[](size_t b) const { return bufs_[b]; }
+
+  void collect(std::vector<RecordRef>& out) override;
+  void release() override;
+
+ private:
+  std::vector<RingBuffer> bufs_;
+  std::vector<bool> switch_;
+  std::vector<std::vector<std::byte>> scratch_;
+  std::vector<uint64_t> heads_;  // where each buffer's last round ended
 };
 
 // Constants of the records we parse.

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "base/fd.h"
+#include "recorder/host.h"
 
 namespace fxprof::recorder {
 
@@ -59,7 +60,7 @@ std::string command_path(const std::string& name) {
 
 std::optional<UnfollowedExec> exec_not_followed(uint32_t pid) {
   const std::string dir = "/proc/" + std::to_string(pid);
-  auto stat_text = read_file(dir + "/stat");
+  auto stat_text = live_procfs().read(dir + "/stat");
   if (!stat_text) return std::nullopt;  // gone: it exited
   const size_t paren = stat_text->rfind(')');
   if (paren == std::string::npos || paren + 2 >= stat_text->size()) return std::nullopt;
@@ -68,7 +69,7 @@ std::optional<UnfollowedExec> exec_not_followed(uint32_t pid) {
   // A non-dumpable task's files belong to root (or the setuid owner), not to its real user. So do those of a
   // task that has no memory any more (exiting, between exit_mm and the zombie state); such a task's status
   // has no Vm lines. It is read before the owner, so that a task exiting in between is not taken for one.
-  auto status = read_file(dir + "/status");
+  auto status = live_procfs().read(dir + "/status");
   if (!status || status->find("\nVmSize:") == std::string::npos) return std::nullopt;
   const size_t uid_at = status->find("\nUid:");
   if (uid_at == std::string::npos) return std::nullopt;
@@ -86,7 +87,7 @@ void name_unfollowed(UnfollowedExec& u) {
   // The new program's arguments are in place only once its exec has set up the stack: until then (a
   // reader faster than the exec) the command line reads empty, and the name is asked again at the end.
   const std::string dir = "/proc/" + std::to_string(u.pid);
-  if (auto cmd = read_file(dir + "/cmdline"); cmd && !cmd->empty() && (*cmd)[0] != '\0') {
+  if (auto cmd = live_procfs().read(dir + "/cmdline"); cmd && !cmd->empty() && (*cmd)[0] != '\0') {
     u.binary = std::string(cmd->c_str());
     u.reason = unprofilable_reason(u.binary);
   }

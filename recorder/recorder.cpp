@@ -1,6 +1,5 @@
 #include "recorder/recorder.h"
 
-#include <dirent.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -24,6 +23,8 @@
 
 #include "base/fd.h"
 #include "recorder/builder.h"
+#include "recorder/capture.h"
+#include "recorder/host.h"
 #include "recorder/launcher.h"
 #include "recorder/perf.h"
 #include "recorder/quality.h"
@@ -45,7 +46,7 @@ uint64_t now_ns(clockid_t clock) {
 }
 
 long read_sysctl(const char* path, long fallback) {
-  auto s = read_file(path);
+  auto s = live_procfs().read(path);
   if (!s) return fallback;
   char* end = nullptr;
   long v = std::strtol(s->c_str(), &end, 10);
@@ -96,15 +97,7 @@ Error permission_error(int err, long paranoid, bool root, bool tried_user_only) 
 int pidfd_open(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
 
 std::vector<uint32_t> list_tasks(uint32_t pid) {
-  std::vector<uint32_t> out;
-  std::string dir = "/proc/" + std::to_string(pid) + "/task";
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d))
-      if (e->d_name[0] >= '0' && e->d_name[0] <= '9')
-        out.push_back(static_cast<uint32_t>(std::strtoul(e->d_name, nullptr, 10)));
-    closedir(d);
-  }
-  return out;
+  return live_procfs().list("/proc/" + std::to_string(pid) + "/task");
 }
 
 size_t floor_pow2(size_t v) {
@@ -279,22 +272,19 @@ class Session {
   size_t data_pages_ = 128, min_pages_ = 8;
   size_t switch_pages_ = 128;  // off-CPU stacks: data pages of each context-switches buffer
   std::vector<UniqueFd> fds_;
-  std::vector<RingBuffer> bufs_;  // one per CPU: every other event of that CPU writes into it (SET_OUTPUT)
-  std::vector<int> buf_of_cpu_;   // index into bufs_, -1 = none yet
+  RingSet rings_;                // one per CPU: every other event of that CPU writes into it (SET_OUTPUT)
+  std::vector<int> buf_of_cpu_;  // index into rings_, -1 = none yet
   // Off-CPU stacks: the context-switches events write into a second buffer per CPU, so that their samples
   // are known by where they come from (the same sample layout, another register mask). It comes after the
-  // CPU's first buffer in bufs_: a switch record read there had its sample written (before it) already.
+  // CPU's first buffer in rings_: a switch record read there had its sample written (before it) already.
   bool switch_stacks_ = false;
   std::vector<int> switch_buf_of_cpu_;
-  std::vector<bool> is_switch_buf_;  // per bufs_ entry
-  std::vector<std::vector<std::byte>> scratch_;
-  std::vector<uint64_t> heads_;
-  struct Ref {
-    uint64_t time;
-    const perf_event_header* h;
-    bool switch_event;
-  };
-  std::vector<Ref> refs_;
+  // The boundary (recorder/host.h): the builder reads records from source_ and /proc through procfs_, the
+  // ring buffers and the live /proc, or their taps when Options::capture_path asks for a capture.
+  RecordSource* source_ = &rings_;
+  Procfs* procfs_ = &live_procfs();
+  std::unique_ptr<CaptureWriter> capture_;
+  std::vector<RecordRef> refs_;  // reused per round
   std::unique_ptr<Unwinder> unwinder_;
   std::unique_ptr<ProfileBuilder> builder_;
   std::unique_ptr<WakerTracer> waker_;  // off-CPU: who woke each wait (optional, eBPF)
@@ -386,11 +376,9 @@ Status Session::open_target(int pid, bool required) {
     if (buf_of_cpu_[i] < 0) {
       auto rb = RingBuffer::map(fd.get(), data_pages_, min_pages_);
       if (!rb) return std::move(rb).take_error();
-      buf_of_cpu_[i] = static_cast<int>(bufs_.size());
-      bufs_.push_back(std::move(*rb));
-      is_switch_buf_.push_back(false);
-      scratch_.emplace_back().reserve(1 << 16);
-    } else if (ioctl(fd.get(), PERF_EVENT_IOC_SET_OUTPUT, bufs_[static_cast<size_t>(buf_of_cpu_[i])].fd()) !=
+      buf_of_cpu_[i] = static_cast<int>(rings_.size());
+      rings_.add(std::move(*rb), false);
+    } else if (ioctl(fd.get(), PERF_EVENT_IOC_SET_OUTPUT, rings_[static_cast<size_t>(buf_of_cpu_[i])].fd()) !=
                0) {
       return Err("cannot share a perf ring buffer: " + errno_text(errno));
     }
@@ -406,12 +394,10 @@ Status Session::open_target(int pid, bool required) {
       if (switch_buf_of_cpu_[i] < 0) {
         auto rb = RingBuffer::map(sw.get(), switch_pages_, min_pages_);
         if (!rb) return std::move(rb).take_error();
-        switch_buf_of_cpu_[i] = static_cast<int>(bufs_.size());
-        bufs_.push_back(std::move(*rb));
-        is_switch_buf_.push_back(true);
-        scratch_.emplace_back().reserve(1 << 16);
+        switch_buf_of_cpu_[i] = static_cast<int>(rings_.size());
+        rings_.add(std::move(*rb), true);
       } else if (ioctl(sw.get(), PERF_EVENT_IOC_SET_OUTPUT,
-                       bufs_[static_cast<size_t>(switch_buf_of_cpu_[i])].fd()) != 0) {
+                       rings_[static_cast<size_t>(switch_buf_of_cpu_[i])].fd()) != 0) {
         return Err("cannot share a perf ring buffer: " + errno_text(errno));
       }
       fds_.push_back(std::move(sw));
@@ -426,34 +412,11 @@ Status Session::attach_thread(int tid) {
   return open_target(tid, false);
 }
 
+// One round: every buffer's new records, merged by time, through the builder (recorder/host.h).
 size_t Session::read_round() {
-  refs_.clear();
-  heads_.resize(bufs_.size());
-  for (size_t b = 0; b < bufs_.size(); ++b) {
-    RingBuffer& rb = bufs_[b];
-    uint64_t head = rb.load_head();
-    uint64_t pos = rb.tail();
-    while (pos < head) {
-      const perf_event_header* h = rb.record_at(pos, scratch_[b]);
-      if (h->size < sizeof(perf_event_header)) {  // cannot happen; do not spin on it
-        pos = head;
-        break;
-      }
-      refs_.push_back({ProfileBuilder::record_time(h), h, is_switch_buf_[b]});
-      pos += h->size;
-    }
-    heads_[b] = pos;
-  }
-  // Merge the buffers in time order (each buffer is already nearly sorted); at equal times a switch-out's
-  // sample goes before its switch record.
-  std::stable_sort(refs_.begin(), refs_.end(), [](const Ref& a, const Ref& b) {
-    return a.time != b.time ? a.time < b.time : a.switch_event > b.switch_event;
-  });
-  for (const Ref& r : refs_) builder_->handle(r.h, r.switch_event);
-  builder_->resolve_pending();  // before the records it points into are released
-  for (size_t b = 0; b < bufs_.size(); ++b) bufs_[b].release(heads_[b]);
+  const size_t n = feed_round(*source_, *builder_, refs_);
   sync_waker();
-  return refs_.size();
+  return n;
 }
 
 // The waker tracer learns the processes the builder saw, and its wakeups go to the builder.
@@ -462,6 +425,7 @@ void Session::sync_waker() {
   for (uint32_t pid : builder_->take_new_pids()) waker_->trace(pid);
   wakings_.clear();
   waker_->drain(wakings_);
+  if (capture_) capture_->wakings(wakings_);
   builder_->add_wakings(wakings_);
 }
 
@@ -572,9 +536,16 @@ Status Session::plan_buffers() {
 Status Session::prepare_builder() {
   if (auto s = choose_config(pids_[0]); !s) return s;
   if (opt_.off_cpu) choose_off_cpu(pids_[0]);
-  builder_ = std::make_unique<ProfileBuilder>(rec_.profile, unwinder_.get(), cfg_);
+  if (!opt_.capture_path.empty()) {
+    auto w = CaptureWriter::create(opt_.capture_path);
+    if (!w) return std::move(w).take_error();
+    capture_ = std::move(*w);
+    source_ = &capture_->tap(rings_);
+    procfs_ = &capture_->tap(live_procfs());
+  }
+  builder_ = std::make_unique<ProfileBuilder>(rec_.profile, unwinder_.get(), cfg_, *procfs_);
+  OffCpuConfig oc;
   if (opt_.off_cpu) {
-    OffCpuConfig oc;
     oc.spans = true;
     oc.stacks = switch_stacks_;
     oc.interval_ns = static_cast<uint64_t>(std::llround(1e9 / static_cast<double>(freq_)));
@@ -595,6 +566,7 @@ Status Session::prepare_builder() {
     }
   }
   model::Profile& prof = rec_.profile;
+  if (capture_) capture_->config(cfg_, opt_.off_cpu ? &oc : nullptr, prof.meta.interval_ms);
   prof.meta.start_monotonic_ns = now_ns(CLOCK_MONOTONIC);
   prof.meta.start_unix_ms = static_cast<double>(now_ns(CLOCK_REALTIME)) / 1e6;
   start_ns_ = prof.meta.start_monotonic_ns;
@@ -614,6 +586,7 @@ Status Session::start_launch() {
   rec_.profile.meta.product = "fxprof: " + cmdline;
   if (auto s = open_target(child_->pid(), true); !s) return s;
   const std::string name = basename_of(opt_.command[0]);
+  if (capture_) capture_->launched(static_cast<uint32_t>(child_->pid()), name, start_ns_);
   builder_->add_launched(static_cast<uint32_t>(child_->pid()), name, start_ns_);
   sync_waker();
   if (auto s = child_->resume(); !s) return s;
@@ -643,6 +616,7 @@ Status Session::start_attach() {
     for (uint32_t tid : list_tasks(static_cast<uint32_t>(pid)))
       if (auto s = attach_thread(static_cast<int>(tid)); !s) return s;
     // Events run from here on, so mappings and threads read now miss nothing that follows.
+    if (capture_) capture_->attached(static_cast<uint32_t>(pid), start_ns_);
     builder_->add_attached(static_cast<uint32_t>(pid), start_ns_);
     sync_waker();
     // Threads started while we attached: scan again until no new ones (new ones after our events inherit).
@@ -653,6 +627,7 @@ Status Session::start_attach() {
           fresh = true;
           if (auto s = attach_thread(static_cast<int>(tid)); !s) return s;
           const uint64_t t = now_ns(CLOCK_MONOTONIC);
+          if (capture_) capture_->attached_thread(static_cast<uint32_t>(pid), tid, t);
           builder_->add_attached_thread(static_cast<uint32_t>(pid), tid, t);
         }
       if (!fresh) break;
@@ -667,16 +642,16 @@ Status Session::start_attach() {
 Status Session::read_until_stop() {
   const uint64_t deadline =
       opt_.duration_s > 0 ? start_ns_ + static_cast<uint64_t>(opt_.duration_s * 1e9) : 0;
-  std::vector<bool> hung(bufs_.size(), false), exited(pidfds_.size(), false);
+  std::vector<bool> hung(rings_.size(), false), exited(pidfds_.size(), false);
   std::vector<pollfd> pfds;
-  rss_.emplace();  // every process's RSS counter (recorder/rss.h): its timer is the last pollfd
+  rss_.emplace(*procfs_);  // every process's RSS counter (recorder/rss.h): its timer is the last pollfd
   bool stop = false;
   while (!stop) {
     pfds.clear();
     pfds.push_back({signals_->fd(), POLLIN, 0});
     for (size_t i = 0; i < pidfds_.size(); ++i)
       pfds.push_back({exited[i] ? -1 : pidfds_[i].get(), POLLIN, 0});
-    for (size_t b = 0; b < bufs_.size(); ++b) pfds.push_back({hung[b] ? -1 : bufs_[b].fd(), POLLIN, 0});
+    for (size_t b = 0; b < rings_.size(); ++b) pfds.push_back({hung[b] ? -1 : rings_[b].fd(), POLLIN, 0});
     pfds.push_back({rss_->fd(), POLLIN, 0});
     int timeout = kPollMs;
     if (deadline) {
@@ -686,10 +661,12 @@ Status Session::read_until_stop() {
     }
     int n = poll(pfds.data(), pfds.size(), timeout);
     if (n < 0 && errno != EINTR) break;
-    for (size_t b = 0; b < bufs_.size(); ++b)
+    for (size_t b = 0; b < rings_.size(); ++b)
       if (pfds[1 + pidfds_.size() + b].revents & (POLLHUP | POLLERR)) hung[b] = true;
     read_round();
-    rss_->tick(rec_.profile);
+    const uint64_t now = now_ns(CLOCK_MONOTONIC);
+    if (capture_) capture_->rss_tick(now);
+    rss_->tick(rec_.profile, now);
 
     signalfd_siginfo si;
     while (signals_->next(si)) {
@@ -747,9 +724,11 @@ Status Session::drain() {
 // Finish: what could only be done once every record is in: waits still open end at the exit, kernel and
 // JIT frames get their names (kallsyms is read once, here), the RSS series become counters.
 Status Session::finish_profile() {
+  if (capture_) capture_->end(exit_seen_ns_);
   builder_->close_off_spans(exit_seen_ns_);
   builder_->finish();
   rss_->finish(rec_.profile);
+  if (capture_) return capture_->flush();
   return {};
 }
 
@@ -824,19 +803,16 @@ std::vector<ProcessInfo> descendants(int pid, size_t limit) {
   // pid -> (ppid, comm) of every process; /proc/PID/stat is "pid (comm) state ppid ...", comm may hold
   // spaces and parentheses: the last ')' ends it.
   std::vector<std::pair<int, ProcessInfo>> all;  // (ppid, process)
-  if (DIR* d = opendir("/proc")) {
-    while (dirent* e = readdir(d)) {
-      if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-      auto stat = read_file(std::string("/proc/") + e->d_name + "/stat");
-      if (!stat) continue;
-      size_t open = stat->find('('), close = stat->rfind(')');
-      if (open == std::string::npos || close == std::string::npos || close < open) continue;
-      int ppid = 0;
-      char state = 0;
-      if (std::sscanf(stat->c_str() + close + 1, " %c %d", &state, &ppid) != 2) continue;
-      all.push_back({ppid, {std::atoi(e->d_name), stat->substr(open + 1, close - open - 1)}});
-    }
-    closedir(d);
+  for (uint32_t id : live_procfs().list("/proc")) {
+    if (id == 0) continue;
+    auto stat = live_procfs().read("/proc/" + std::to_string(id) + "/stat");
+    if (!stat) continue;
+    size_t open = stat->find('('), close = stat->rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close < open) continue;
+    int ppid = 0;
+    char state = 0;
+    if (std::sscanf(stat->c_str() + close + 1, " %c %d", &state, &ppid) != 2) continue;
+    all.push_back({ppid, {static_cast<int>(id), stat->substr(open + 1, close - open - 1)}});
   }
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.second.pid < b.second.pid; });
   std::vector<ProcessInfo> out;
@@ -876,7 +852,7 @@ std::string no_samples_message(const Options& options, const Stats& stats) {
     const int pid = options.pids[i];
     list += (i ? "," : "") + std::to_string(pid);
     msg += (i ? ", " : "") + std::string("pid ") + std::to_string(pid);
-    if (auto comm = read_file("/proc/" + std::to_string(pid) + "/comm"); comm && !comm->empty())
+    if (auto comm = live_procfs().read("/proc/" + std::to_string(pid) + "/comm"); comm && !comm->empty())
       msg += " (" + comm->substr(0, comm->find('\n')) + ")";
     for (ProcessInfo& k : descendants(pid)) kids.push_back(std::move(k));
   }

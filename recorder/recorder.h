@@ -13,6 +13,8 @@
 //           addresses, so a 32 KiB stack copy lives only in the ring buffer.
 //   end:    program exit (pidfd), --duration, or SIGINT/SIGTERM in attach mode -> disable, drain, name the
 //           kernel frames seen from /proc/kallsyms (once) -> Recording.
+//   The builder sees the system only through recorder/host.h (records in rounds, /proc answers), so
+//   Options::capture_path can write both to a file that recorder/capture.h replays into the same profile.
 //
 // Numbers that shaped it (this 2-vCPU VM, measurements.md):
 //  - No PMU here: hardware cycles are tried, cpu-clock is used (`--verbose` says so). A sample costs the
@@ -96,6 +98,9 @@ struct Options {
   // every context switch of the program, in the program's time: 8 KiB (perf's default) costs ~7 us per
   // switch here, 32 KiB ~10 us (recorder.h notes).
   uint32_t off_cpu_stack_size = 8192;
+  // Not a CLI option: write what the builder was fed (records, /proc answers) to this file, for
+  // recorder/capture.h's replay (the tests record, capture, replay and compare).
+  std::string capture_path;
 };
 
 struct Stats {

@@ -11,22 +11,10 @@ namespace fxprof::recorder {
 
 namespace {
 
-uint64_t monotonic_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-// Resident pages of `pid` (the second field of /proc/PID/statm); 0 when it is gone or a zombie.
-uint64_t resident_pages(uint32_t pid) {
-  char path[32];
-  std::snprintf(path, sizeof path, "/proc/%u/statm", pid);
-  UniqueFd fd(open(path, O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return 0;
-  char buf[128];
-  ssize_t n = read(fd.get(), buf, sizeof buf - 1);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
+// Resident pages (the second field of statm's text); 0 when it is gone or a zombie.
+uint64_t resident_pages(const Result<std::string>& statm) {
+  if (!statm) return 0;
+  const char* buf = statm->c_str();
   char* end = nullptr;
   std::strtoull(buf, &end, 10);  // size
   if (end == buf) return 0;
@@ -35,7 +23,8 @@ uint64_t resident_pages(uint32_t pid) {
 
 }  // namespace
 
-RssSampler::RssSampler() : page_size_(static_cast<uint64_t>(sysconf(_SC_PAGESIZE))) {
+RssSampler::RssSampler(Procfs& procfs)
+    : procfs_(procfs), page_size_(static_cast<uint64_t>(sysconf(_SC_PAGESIZE))) {
   timer_.reset(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
   if (timer_.valid()) {
     itimerspec spec{};
@@ -45,19 +34,18 @@ RssSampler::RssSampler() : page_size_(static_cast<uint64_t>(sysconf(_SC_PAGESIZE
   }
 }
 
-void RssSampler::tick(const model::Profile& profile) {
+void RssSampler::tick(const model::Profile& profile, uint64_t now) {
   if (timer_.valid()) {
     uint64_t expirations;
     while (read(timer_.get(), &expirations, sizeof expirations) > 0) {
     }
   }
-  const uint64_t now = monotonic_ns();
   if (now < next_ns_) return;
   next_ns_ = now + kIntervalNs - kIntervalNs / 10;  // a timer wake-up a little early still samples
   for (size_t i = 0; i < profile.processes.size(); ++i) {
     const model::Process& p = profile.processes[i];
     if (p.end_ns || p.libs.empty()) continue;
-    const uint64_t pages = resident_pages(p.pid);
+    const uint64_t pages = resident_pages(procfs_.read("/proc/" + std::to_string(p.pid) + "/statm"));
     if (pages == 0) continue;  // gone, or exited and not yet reaped: its last value stands
     Series& s = series_[static_cast<uint32_t>(i)];
     const auto bytes = static_cast<int64_t>(pages * page_size_);

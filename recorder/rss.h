@@ -16,6 +16,7 @@
 
 #include "base/fd.h"
 #include "model/profile.h"
+#include "recorder/host.h"
 
 namespace fxprof::recorder {
 
@@ -23,14 +24,16 @@ class RssSampler {
  public:
   static constexpr uint64_t kIntervalNs = 10'000'000;  // 10 ms
 
-  RssSampler();
+  // Reads statm through `procfs` (recorder/host.h: the live /proc, or a capture's answers).
+  explicit RssSampler(Procfs& procfs);
   RssSampler(const RssSampler&) = delete;
   RssSampler& operator=(const RssSampler&) = delete;
 
   // Readable when a sample is due (-1 if no timerfd could be made: ticks then follow the loop's own pace).
   int fd() const { return timer_.get(); }
-  // Samples every live process of `profile` when the interval has passed since the last sample.
-  void tick(const model::Profile& profile);
+  // Samples every live process of `profile` when the interval has passed since the last sample (`now_ns`:
+  // CLOCK_MONOTONIC, or the time a capture recorded).
+  void tick(const model::Profile& profile, uint64_t now_ns);
   // Adds an "RSS" counter to each process that was sampled.
   void finish(model::Profile& profile);
 
@@ -39,6 +42,7 @@ class RssSampler {
     int64_t last = 0;  // bytes at the last sample written
     std::vector<model::CounterSample> samples;
   };
+  Procfs& procfs_;
   UniqueFd timer_;
   uint64_t page_size_;
   uint64_t next_ns_ = 0;

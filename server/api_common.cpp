@@ -1,4 +1,7 @@
 // What the JSON API endpoints share: error bodies, refusal statuses, addresses in requests.
+#include <charconv>
+
+#include "base/hex.h"
 #include "base/json_writer.h"
 #include "server/internal.h"
 
@@ -27,23 +30,10 @@ int status_of(const symbolizer::Refusal& refusal) {
 }
 
 bool parse_address(std::string_view s, uint64_t& v) {
-  v = 0;
-  int base = 10;
-  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-    base = 16;
-    s.remove_prefix(2);
-  }
-  if (s.empty() || s.size() > 64) return false;
-  for (char c : s) {
-    int d = c >= '0' && c <= '9'                 ? c - '0'
-            : base == 16 && c >= 'a' && c <= 'f' ? c - 'a' + 10
-            : base == 16 && c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                                 : -1;
-    if (d < 0) return false;
-    if (v > (UINT64_MAX - static_cast<uint64_t>(d)) / static_cast<uint64_t>(base)) return false;
-    v = v * static_cast<uint64_t>(base) + static_cast<uint64_t>(d);
-  }
-  return true;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) return parse_hex(s, v);
+  if (s.empty() || s[0] < '0' || s[0] > '9') return false;  // from_chars would skip nothing, not fail
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v, 10);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
 }  // namespace fxprof::server::internal

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "base/fd.h"
+#include "base/hex.h"
 #include "elf/elf.h"
 #include "model/profile.h"
 #include "symbolizer/library.h"
@@ -28,41 +29,6 @@ std::string base_of(const std::string& path) {
 bool is_file(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-std::vector<uint8_t> parse_hex_bytes(std::string_view hex) {
-  std::vector<uint8_t> out;
-  if (hex.size() % 2 != 0) return {};
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    int v = 0;
-    for (int k = 0; k < 2; ++k) {
-      char c = hex[i + static_cast<size_t>(k)];
-      int d = c >= '0' && c <= '9'   ? c - '0'
-              : c >= 'a' && c <= 'f' ? c - 'a' + 10
-              : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                     : -1;
-      if (d < 0) return {};
-      v = v * 16 + d;
-    }
-    out.push_back(static_cast<uint8_t>(v));
-  }
-  return out;
-}
-
-// Hex digits with or without "0x" (perf maps write both); false on anything else or overflow.
-bool parse_hex(std::string_view s, uint64_t& v) {
-  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
-  if (s.empty() || s.size() > 16) return false;
-  v = 0;
-  for (char c : s) {
-    int d = c >= '0' && c <= '9'   ? c - '0'
-            : c >= 'a' && c <= 'f' ? c - 'a' + 10
-            : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                   : -1;
-    if (d < 0) return false;
-    v = v * 16 + static_cast<uint64_t>(d);
-  }
-  return true;
 }
 
 // A JIT's perf map (/tmp/perf-PID.map: "START SIZE name" lines, hex). It has no build ID to check; its

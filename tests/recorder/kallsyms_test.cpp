@@ -59,7 +59,7 @@ TEST_CASE("kernel frames: the function around the address, the alias perf shows"
   INFO(alias_first->name << " / " << alias_last->name);
   m::Profile p;
   m::FrameId fa = p.kernel_frame(alias_last->addr + 1), fs = p.kernel_frame(single->addr + 8);
-  CHECK(fxprof::recorder::name_kernel_frames(p) == 2);
+  CHECK(fxprof::recorder::name_kernel_frames(p, fxprof::recorder::live_procfs()) == 2);
   CHECK(p.strings.get(p.frames.get(fa).name) == alias_last->name);
   CHECK(p.strings.get(p.frames.get(fs).name) == "schedule");
 }

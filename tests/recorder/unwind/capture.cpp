@@ -13,6 +13,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <span>
+
+#include "recorder/perf.h"
 
 namespace fxprof::unwind_test {
 
@@ -23,27 +26,23 @@ size_t Capture::samples() const {
 
 namespace {
 
-constexpr size_t kPage = 4096;
 constexpr size_t kDataPages = 1024;  // 4 MiB per CPU: ~120 samples of 32 KiB between two drains
 
-struct Ring {
-  UniqueFd fd;
-  Mapping map;
-};
-
 template <class T>
-T at(const std::vector<uint8_t>& rec, size_t off) {
+T at(std::span<const uint8_t> rec, size_t off) {
   T v{};
   if (off + sizeof(T) <= rec.size()) std::memcpy(&v, rec.data() + off, sizeof(T));
   return v;
 }
 
-void parse(const std::vector<uint8_t>& rec, Capture& cap, uint64_t seq_time_fallback) {
+// One record in the product's layout (recorder/perf.h make_attr: ip, tid, time, cpu, period, callchain,
+// user registers, user stack).
+void parse(std::span<const uint8_t> rec, Capture& cap, uint64_t seq_time_fallback) {
   perf_event_header h;
   std::memcpy(&h, rec.data(), sizeof h);
   Record r{};
-  // sample_id_all trailer of non-sample records: {pid, tid}, {time}.
-  uint64_t trailer_time = rec.size() >= 16 ? at<uint64_t>(rec, rec.size() - 8) : seq_time_fallback;
+  // sample_id_all trailer of non-sample records: {pid, tid}, {time}, {cpu, res}.
+  uint64_t trailer_time = rec.size() >= 32 ? at<uint64_t>(rec, rec.size() - 16) : seq_time_fallback;
   switch (h.type) {
     case PERF_RECORD_MMAP2: {
       r.kind = Record::Mmap;
@@ -86,7 +85,7 @@ void parse(const std::vector<uint8_t>& rec, Capture& cap, uint64_t seq_time_fall
       r.pid = at<uint32_t>(rec, off + 8);
       r.tid = at<uint32_t>(rec, off + 12);
       r.time = at<uint64_t>(rec, off + 16);
-      off += 24;
+      off += 40;  // ip, pid/tid, time, cpu, period
       uint64_t nr = at<uint64_t>(rec, off);
       off += 8;
       for (uint64_t i = 0; i < nr && off + 8 <= rec.size(); ++i, off += 8) {
@@ -118,30 +117,14 @@ void parse(const std::vector<uint8_t>& rec, Capture& cap, uint64_t seq_time_fall
   cap.records.push_back(std::move(r));
 }
 
-void drain(Ring& ring, Capture& cap, std::vector<uint8_t>& rec) {
-  auto* meta = static_cast<perf_event_mmap_page*>(ring.map.data());
-  const uint8_t* data = static_cast<const uint8_t*>(ring.map.data()) + kPage;
-  const uint64_t size = kDataPages * kPage;
-  uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-  uint64_t tail = meta->data_tail;
-  auto copy = [&](uint64_t pos, uint8_t* dst, size_t n) {
-    for (size_t i = 0; i < n;) {
-      size_t o = (pos + i) % size;
-      size_t chunk = std::min<size_t>(n - i, size - o);
-      std::memcpy(dst + i, data + o, chunk);
-      i += chunk;
-    }
-  };
-  while (tail + sizeof(perf_event_header) <= head) {
-    perf_event_header h;
-    copy(tail, reinterpret_cast<uint8_t*>(&h), sizeof h);
-    if (h.size < sizeof h || tail + h.size > head) break;
-    rec.resize(h.size);
-    copy(tail, rec.data(), h.size);
-    parse(rec, cap, cap.records.empty() ? 0 : cap.records.back().time);
-    tail += h.size;
-  }
-  __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+// Every record the kernel wrote since the last call, through the recorder's own ring reading.
+void drain(recorder::RingSet& rings, Capture& cap, std::vector<recorder::RecordRef>& refs) {
+  refs.clear();
+  rings.collect(refs);
+  for (const recorder::RecordRef& r : refs)
+    parse({reinterpret_cast<const uint8_t*>(r.h), r.h->size}, cap,
+          cap.records.empty() ? 0 : cap.records.back().time);
+  rings.release();
 }
 
 }  // namespace
@@ -171,63 +154,49 @@ Result<Capture> capture_command(const std::vector<std::string>& argv, const Capt
     return Err(std::move(msg));
   };
 
-  perf_event_attr attr{};
-  attr.size = sizeof attr;
-  attr.type = PERF_TYPE_SOFTWARE;
-  attr.config = PERF_COUNT_SW_CPU_CLOCK;
-  attr.freq = 1;
-  attr.sample_freq = static_cast<uint64_t>(options.frequency_hz);
-  attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN |
-                     PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
-  attr.sample_regs_user = recorder::user_regs_mask();
-  attr.sample_stack_user = options.stack_size;
-  attr.exclude_kernel = 1;
-  attr.exclude_hv = 1;
-  attr.exclude_callchain_kernel = 1;
-  attr.mmap = 1;
-  attr.mmap2 = 1;
-  attr.comm = 1;
-  attr.comm_exec = 1;
-  attr.task = 1;
-  attr.sample_id_all = 1;
-  attr.inherit = 1;
-  attr.disabled = 1;
-  attr.enable_on_exec = 1;
+  // The recorder's own event (recorder/perf.h), user space only: DWARF registers and stack copy, no kernel
+  // callchain, enabled at the exec.
+  recorder::EventConfig events;
+  events.dwarf = true;
+  events.exclude_kernel = true;
+  events.frequency = static_cast<uint64_t>(options.frequency_hz);
+  events.stack_size = options.stack_size;
+  events.regs_mask = recorder::user_regs_mask();
+  events.enable_on_exec = true;
+  perf_event_attr attr = recorder::make_attr(events);
 
   // Inherited events cannot share a per-task buffer: one event and ring per CPU.
-  std::vector<Ring> rings;
+  std::vector<UniqueFd> fds;
+  recorder::RingSet rings;
   long ncpu = sysconf(_SC_NPROCESSORS_CONF);
   for (long cpu = 0; cpu < ncpu; ++cpu) {
-    int fd = static_cast<int>(
-        syscall(SYS_perf_event_open, &attr, child, static_cast<int>(cpu), -1, PERF_FLAG_FD_CLOEXEC));
-    if (fd < 0) {
-      if (errno == ENODEV || errno == EINVAL) continue;  // offline CPU
-      return fail("perf_event_open: " + errno_text(errno));
+    int err = 0;
+    UniqueFd fd = recorder::perf_event_open(attr, child, static_cast<int>(cpu), -1, err);
+    if (!fd.valid()) {
+      if (err == ENODEV || err == EINVAL) continue;  // offline CPU
+      return fail("perf_event_open: " + errno_text(err));
     }
-    Ring r;
-    r.fd = UniqueFd(fd);
-    size_t len = (kDataPages + 1) * kPage;
-    void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) return fail("mmap perf ring: " + errno_text(errno));
-    r.map = Mapping(p, len);
-    rings.push_back(std::move(r));
+    auto rb = recorder::RingBuffer::map(fd.get(), kDataPages, kDataPages);
+    if (!rb) return fail(rb.error());
+    rings.add(std::move(*rb), false);
+    fds.push_back(std::move(fd));
   }
-  if (rings.empty()) return fail("perf_event_open: no CPU");
+  if (rings.size() == 0) return fail("perf_event_open: no CPU");
 
   Capture cap;
   cap.pid = static_cast<uint32_t>(child);
   if (write(go_w.get(), "g", 1) != 1) return fail("pipe write: " + errno_text(errno));
   go_w.reset();
-  std::vector<uint8_t> rec;
+  std::vector<recorder::RecordRef> refs;
   std::vector<pollfd> pfds;
-  for (Ring& r : rings) pfds.push_back({r.fd.get(), POLLIN, 0});
+  for (const UniqueFd& fd : fds) pfds.push_back({fd.get(), POLLIN, 0});
   for (;;) {
     poll(pfds.data(), pfds.size(), 5);
-    for (Ring& r : rings) drain(r, cap, rec);
+    drain(rings, cap, refs);
     int st = 0;
     pid_t w = waitpid(child, &st, WNOHANG);
     if (w == child) {
-      for (Ring& r : rings) drain(r, cap, rec);
+      drain(rings, cap, refs);
       cap.exit_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
       break;
     }

@@ -1,6 +1,7 @@
-// Test and bench support for the unwinder: records a child program with a real perf event (cpu-clock,
-// REGS_USER + STACK_USER + CALLCHAIN, MMAP2/COMM/FORK/EXIT records) and replays the records, in time order,
-// into an Unwinder. Also resolves addresses to ELF .symtab names (the binary's, else its debug file's).
+// Test and bench support for the unwinder: records a child program with the recorder's own perf event and
+// ring reading (recorder/perf.h: make_attr, perf_event_open, RingSet; user space, DWARF registers and stack)
+// and replays the records, in time order, into an Unwinder. Also resolves addresses to ELF .symtab names (the
+// binary's, else its debug file's).
 #pragma once
 
 #include <cstdint>

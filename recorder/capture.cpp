@@ -1,0 +1,421 @@
+#include "recorder/capture.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <type_traits>
+
+#include "recorder/rss.h"
+#include "recorder/unwind/unwinder.h"
+
+namespace fxprof::recorder {
+
+namespace {
+
+constexpr std::string_view kMagic = "fxprof-capture 1\n";
+constexpr size_t kFlushBytes = 1 << 20;
+
+// The entries' tags.
+enum Tag : char {
+  kConfig = 'C',
+  kLaunched = 'L',
+  kAttached = 'A',
+  kAttachedThread = 'T',
+  kRound = 'R',
+  kWakings = 'W',
+  kRssTick = 'S',
+  kEnd = 'E',
+  kRead = 'r',
+  kList = 'l',
+  kKernelSymbols = 'k',
+};
+
+static_assert(std::is_trivially_copyable_v<EventConfig> && std::is_trivially_copyable_v<OffCpuConfig> &&
+              std::is_trivially_copyable_v<Waking>);
+
+}  // namespace
+
+// The /proc tap: every answer goes to the file as it is given.
+class CapturingProcfs final : public Procfs {
+ public:
+  CapturingProcfs(CaptureWriter& w, Procfs& inner) : w_(w), inner_(inner) {}
+  Result<std::string> read(const std::string& path) override {
+    Result<std::string> r = inner_.read(path);
+    w_.begin(kRead);
+    w_.put_str(path);
+    w_.put(static_cast<uint8_t>(r.ok()));
+    w_.put_str(r.ok() ? r.value() : r.error());
+    w_.commit();
+    return r;
+  }
+  std::vector<uint32_t> list(const std::string& dir) override {
+    std::vector<uint32_t> v = inner_.list(dir);
+    w_.begin(kList);
+    w_.put_str(dir);
+    w_.put(static_cast<uint32_t>(v.size()));
+    w_.put(v.data(), v.size() * sizeof(uint32_t));
+    w_.commit();
+    return v;
+  }
+  std::vector<std::string> kernel_symbols(std::span<const uint64_t> addrs) override {
+    std::vector<std::string> names = inner_.kernel_symbols(addrs);
+    w_.begin(kKernelSymbols);
+    w_.put(static_cast<uint32_t>(names.size()));
+    for (const std::string& n : names) w_.put_str(n);
+    w_.commit();
+    return names;
+  }
+
+ private:
+  CaptureWriter& w_;
+  Procfs& inner_;
+};
+
+// The records tap: one entry per round, each record with the buffer kind it came from.
+class CapturingSource final : public RecordSource {
+ public:
+  CapturingSource(CaptureWriter& w, RecordSource& inner) : w_(w), inner_(inner) {}
+  void collect(std::vector<RecordRef>& out) override {
+    const size_t first = out.size();
+    inner_.collect(out);
+    if (out.size() == first) return;
+    w_.begin(kRound);
+    for (size_t i = first; i < out.size(); ++i) {
+      w_.put(static_cast<uint8_t>(out[i].switch_event));
+      w_.put(out[i].h, out[i].h->size);
+    }
+    w_.commit();
+  }
+  void release() override { inner_.release(); }
+
+ private:
+  CaptureWriter& w_;
+  RecordSource& inner_;
+};
+
+Result<std::unique_ptr<CaptureWriter>> CaptureWriter::create(const std::string& path) {
+  UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd.valid()) return Err("cannot write the capture " + path + ": " + errno_text(errno));
+  return std::make_unique<CaptureWriter>(std::move(fd));
+}
+
+CaptureWriter::CaptureWriter(UniqueFd fd) : fd_(std::move(fd)), buf_(kMagic) {}
+
+CaptureWriter::~CaptureWriter() { (void)flush(); }
+
+Procfs& CaptureWriter::tap(Procfs& inner) {
+  procfs_tap_ = std::make_unique<CapturingProcfs>(*this, inner);
+  return *procfs_tap_;
+}
+
+RecordSource& CaptureWriter::tap(RecordSource& inner) {
+  source_tap_ = std::make_unique<CapturingSource>(*this, inner);
+  return *source_tap_;
+}
+
+void CaptureWriter::begin(char tag) {
+  entry_at_ = buf_.size();
+  buf_.push_back(tag);
+  buf_.append(4, '\0');  // the length, once known
+}
+
+void CaptureWriter::put(const void* p, size_t n) { buf_.append(static_cast<const char*>(p), n); }
+
+void CaptureWriter::put_str(std::string_view s) {
+  put(static_cast<uint32_t>(s.size()));
+  put(s.data(), s.size());
+}
+
+void CaptureWriter::commit() {
+  const auto len = static_cast<uint32_t>(buf_.size() - entry_at_ - 5);
+  std::memcpy(buf_.data() + entry_at_ + 1, &len, 4);
+  if (buf_.size() >= kFlushBytes) (void)flush();  // an error is kept: the last flush() returns it
+}
+
+Status CaptureWriter::flush() {
+  size_t done = 0;
+  while (error_.empty() && done < buf_.size()) {
+    ssize_t n = write(fd_.get(), buf_.data() + done, buf_.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) error_ = "cannot write the capture: " + errno_text(errno);
+    if (n > 0) done += static_cast<size_t>(n);
+  }
+  buf_.clear();
+  if (!error_.empty()) return Err(error_);
+  return {};
+}
+
+void CaptureWriter::config(const EventConfig& events, const OffCpuConfig* off_cpu, double interval_ms) {
+  begin(kConfig);
+  put(events);
+  put(static_cast<uint8_t>(off_cpu != nullptr));
+  put(off_cpu ? *off_cpu : OffCpuConfig{});
+  put(interval_ms);
+  commit();
+}
+
+void CaptureWriter::launched(uint32_t pid, const std::string& name, uint64_t time_ns) {
+  begin(kLaunched);
+  put(pid);
+  put(time_ns);
+  put_str(name);
+  commit();
+}
+
+void CaptureWriter::attached(uint32_t pid, uint64_t time_ns) {
+  begin(kAttached);
+  put(pid);
+  put(time_ns);
+  commit();
+}
+
+void CaptureWriter::attached_thread(uint32_t pid, uint32_t tid, uint64_t time_ns) {
+  begin(kAttachedThread);
+  put(pid);
+  put(tid);
+  put(time_ns);
+  commit();
+}
+
+void CaptureWriter::wakings(std::span<const Waking> w) {
+  if (w.empty()) return;
+  begin(kWakings);
+  put(w.data(), w.size_bytes());
+  commit();
+}
+
+void CaptureWriter::rss_tick(uint64_t now_ns) {
+  begin(kRssTick);
+  put(now_ns);
+  commit();
+}
+
+void CaptureWriter::end(uint64_t exit_ns) {
+  begin(kEnd);
+  put(exit_ns);
+  commit();
+}
+
+namespace {
+
+// Bounds-checked reading of one entry's payload.
+class Payload {
+ public:
+  explicit Payload(std::string_view p) : p_(p) {}
+  bool ok() const { return ok_; }
+  std::string_view bytes(size_t n) {
+    if (p_.size() < n) {
+      ok_ = false;
+      return {};
+    }
+    std::string_view v = p_.substr(0, n);
+    p_.remove_prefix(n);
+    return v;
+  }
+  template <class T>
+  T get() {
+    T v{};
+    std::string_view b = bytes(sizeof v);
+    if (ok_) std::memcpy(&v, b.data(), sizeof v);
+    return v;
+  }
+  std::string str() { return std::string(bytes(get<uint32_t>())); }
+  bool empty() const { return p_.empty(); }
+  std::string_view rest() const { return p_; }
+
+ private:
+  std::string_view p_;
+  bool ok_ = true;
+};
+
+// The builder's /proc questions answered from the capture: each path's answers in the order they were given
+// (the same records make the builder ask the same questions in the same order).
+class ReplayProcfs final : public Procfs {
+ public:
+  std::map<std::string, std::deque<Result<std::string>>> reads;
+  std::map<std::string, std::deque<std::vector<uint32_t>>> lists;
+  std::deque<std::vector<std::string>> kernel;
+
+  Result<std::string> read(const std::string& path) override {
+    auto it = reads.find(path);
+    if (it == reads.end() || it->second.empty()) return Err(path + ": not in the capture");
+    Result<std::string> r = std::move(it->second.front());
+    it->second.pop_front();
+    return r;
+  }
+  std::vector<uint32_t> list(const std::string& dir) override {
+    auto it = lists.find(dir);
+    if (it == lists.end() || it->second.empty()) return {};
+    std::vector<uint32_t> v = std::move(it->second.front());
+    it->second.pop_front();
+    return v;
+  }
+  std::vector<std::string> kernel_symbols(std::span<const uint64_t>) override {
+    if (kernel.empty()) return {};
+    std::vector<std::string> v = std::move(kernel.front());
+    kernel.pop_front();
+    return v;
+  }
+};
+
+// One captured round, copied to 8-byte aligned storage as the ring buffers hold records.
+class ReplayRound final : public RecordSource {
+ public:
+  bool load(std::string_view payload) {
+    std::vector<std::string_view> recs;
+    kinds_.clear();
+    Payload p(payload);
+    size_t words = 0;
+    while (!p.empty()) {
+      kinds_.push_back(p.get<uint8_t>() != 0);
+      perf_event_header h{};
+      if (p.rest().size() < sizeof h) return false;
+      std::memcpy(&h, p.rest().data(), sizeof h);
+      if (h.size < sizeof h) return false;
+      recs.push_back(p.bytes(h.size));
+      if (!p.ok()) return false;
+      words += (h.size + 7) / 8;
+    }
+    store_.assign(words, 0);
+    at_.clear();
+    size_t w = 0;
+    for (std::string_view r : recs) {
+      std::memcpy(store_.data() + w, r.data(), r.size());
+      at_.push_back(w);
+      w += (r.size() + 7) / 8;
+    }
+    return true;
+  }
+  void collect(std::vector<RecordRef>& out) override {
+    for (size_t i = 0; i < at_.size(); ++i) {
+      auto* h = reinterpret_cast<const perf_event_header*>(store_.data() + at_[i]);
+      out.push_back({ProfileBuilder::record_time(h), h, kinds_[i]});
+    }
+  }
+  void release() override {}
+
+ private:
+  std::vector<uint64_t> store_;
+  std::vector<size_t> at_;  // each record's first word in store_
+  std::vector<bool> kinds_;
+};
+
+}  // namespace
+
+Result<model::Profile> replay(const std::string& path, const ReplayOptions& options) {
+  auto file = read_file(path);
+  if (!file) return std::move(file).take_error();
+  std::string_view text = *file;
+  if (!text.starts_with(kMagic)) return Err(path + ": not an fxprof capture");
+  text.remove_prefix(kMagic.size());
+
+  struct Entry {
+    char tag;
+    std::string_view payload;
+  };
+  std::vector<Entry> entries;
+  ReplayProcfs procfs;
+  while (!text.empty()) {
+    if (text.size() < 5) return Err(path + ": truncated capture");
+    uint32_t len;
+    std::memcpy(&len, text.data() + 1, 4);
+    if (text.size() - 5 < len) return Err(path + ": truncated capture");
+    Entry e{text[0], text.substr(5, len)};
+    text.remove_prefix(5 + len);
+    Payload p(e.payload);
+    // The /proc answers go to their queues at once: the builder asks while it handles a round, and the
+    // answers were written while the recording handled it, after the round's entry.
+    if (e.tag == kRead) {
+      std::string at = p.str();
+      const bool ok = p.get<uint8_t>() != 0;
+      std::string body = p.str();
+      procfs.reads[at].push_back(ok ? Result<std::string>(std::move(body)) : Result<std::string>(Err(body)));
+    } else if (e.tag == kList) {
+      std::string at = p.str();
+      std::vector<uint32_t> v(p.get<uint32_t>());
+      std::string_view b = p.bytes(v.size() * sizeof(uint32_t));
+      if (p.ok()) std::memcpy(v.data(), b.data(), b.size());
+      procfs.lists[at].push_back(std::move(v));
+    } else if (e.tag == kKernelSymbols) {
+      std::vector<std::string> names(p.get<uint32_t>());
+      for (std::string& n : names) n = p.str();
+      procfs.kernel.push_back(std::move(names));
+    } else {
+      entries.push_back(e);
+    }
+    if (!p.ok()) return Err(path + ": malformed capture entry '" + std::string(1, e.tag) + "'");
+  }
+
+  model::Profile profile;
+  EventConfig events;
+  std::unique_ptr<Unwinder> unwinder;
+  std::unique_ptr<ProfileBuilder> builder;
+  RssSampler rss(procfs);
+  ReplayRound round;
+  std::vector<RecordRef> refs;
+  for (const Entry& e : entries) {
+    Payload p(e.payload);
+    if (e.tag == kConfig) {
+      events = p.get<EventConfig>();
+      const bool off_cpu = p.get<uint8_t>() != 0;
+      const auto oc = p.get<OffCpuConfig>();
+      profile.meta.interval_ms = p.get<double>();
+      if (events.dwarf) {
+        elf::LocatorOptions locator;
+        locator.symbol_dirs = options.symbol_dirs;
+        unwinder = std::make_unique<Unwinder>(std::move(locator));
+      }
+      builder = std::make_unique<ProfileBuilder>(profile, unwinder.get(), events, procfs);
+      if (off_cpu) builder->set_off_cpu(oc);
+      continue;
+    }
+    if (!builder) return Err(path + ": the capture does not start with its configuration");
+    switch (e.tag) {
+      case kLaunched: {
+        const auto pid = p.get<uint32_t>();
+        const auto t = p.get<uint64_t>();
+        builder->add_launched(pid, p.str(), t);
+        break;
+      }
+      case kAttached: {
+        const auto pid = p.get<uint32_t>();
+        builder->add_attached(pid, p.get<uint64_t>());
+        break;
+      }
+      case kAttachedThread: {
+        const auto pid = p.get<uint32_t>();
+        const auto tid = p.get<uint32_t>();
+        builder->add_attached_thread(pid, tid, p.get<uint64_t>());
+        break;
+      }
+      case kRound:
+        if (!round.load(e.payload)) return Err(path + ": malformed records in the capture");
+        feed_round(round, *builder, refs);
+        break;
+      case kWakings: {
+        std::vector<Waking> w(e.payload.size() / sizeof(Waking));
+        std::memcpy(w.data(), e.payload.data(), w.size() * sizeof(Waking));
+        builder->add_wakings(w);
+        break;
+      }
+      case kRssTick:
+        rss.tick(profile, p.get<uint64_t>());
+        break;
+      case kEnd:
+        builder->close_off_spans(p.get<uint64_t>());
+        builder->finish();
+        rss.finish(profile);
+        break;
+      default:
+        return Err(path + ": unknown capture entry '" + std::string(1, e.tag) + "'");
+    }
+    if (!p.ok()) return Err(path + ": malformed capture entry '" + std::string(1, e.tag) + "'");
+  }
+  return profile;
+}
+
+}  // namespace fxprof::recorder

@@ -1,0 +1,53 @@
+#include "recorder/host.h"
+
+#include <dirent.h>
+
+#include <algorithm>
+
+#include "base/fd.h"
+#include "recorder/builder.h"
+#include "recorder/kallsyms.h"
+
+namespace fxprof::recorder {
+
+namespace {
+
+class LiveProcfs final : public Procfs {
+ public:
+  Result<std::string> read(const std::string& path) override { return read_file(path); }
+  std::vector<uint32_t> list(const std::string& dir) override {
+    std::vector<uint32_t> out;
+    if (DIR* d = opendir(dir.c_str())) {
+      while (dirent* e = readdir(d))
+        if (e->d_name[0] >= '0' && e->d_name[0] <= '9')
+          out.push_back(static_cast<uint32_t>(std::strtoul(e->d_name, nullptr, 10)));
+      closedir(d);
+    }
+    return out;
+  }
+  std::vector<std::string> kernel_symbols(std::span<const uint64_t> addrs) override {
+    return read_kallsyms(addrs);
+  }
+};
+
+}  // namespace
+
+Procfs& live_procfs() {
+  static LiveProcfs live;
+  return live;
+}
+
+size_t feed_round(RecordSource& source, ProfileBuilder& builder, std::vector<RecordRef>& refs) {
+  refs.clear();
+  source.collect(refs);
+  // Each buffer is already nearly sorted; stable, so that records of one time keep their buffer's order.
+  std::stable_sort(refs.begin(), refs.end(), [](const RecordRef& a, const RecordRef& b) {
+    return a.time != b.time ? a.time < b.time : a.switch_event > b.switch_event;
+  });
+  for (const RecordRef& r : refs) builder.handle(r.h, r.switch_event);
+  builder.resolve_pending();  // before the records it points into are released
+  source.release();
+  return refs.size();
+}
+
+}  // namespace fxprof::recorder

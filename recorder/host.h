@@ -1,0 +1,63 @@
+// fxprof recorder internals: the recorder's one boundary with the running system.
+//
+// Everything a recording learns from the kernel comes through the two interfaces here: the perf records of
+// the ring buffers (RecordSource, read in rounds) and the /proc facts the profile builder and the RSS sampler
+// ask for (Procfs: comm, cmdline, maps, task lists, stat, wchan, statm, and the kernel's function names from
+// kallsyms). A recording can therefore be captured (recorder/capture.h: the records and every answer, as
+// they came) and replayed through the same builder later, which is how the tests check that a real
+// recording's stream gives the same profile again, and how a bug seen once on a machine can be kept.
+//
+// Cost: one virtual call per /proc read (~10 us each anyway) and one per reading round (every 25 ms at
+// least, every quarter buffer at most); the records themselves are handed out by pointer, in place.
+#pragma once
+
+#include <linux/perf_event.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace fxprof::recorder {
+
+class ProfileBuilder;
+
+class Procfs {
+ public:
+  virtual ~Procfs() = default;
+  // The text of a /proc file; an error when it cannot be read (the process is gone, not ours).
+  virtual Result<std::string> read(const std::string& path) = 0;
+  // The numeric entries of a /proc directory (/proc/PID/task), in directory order.
+  virtual std::vector<uint32_t> list(const std::string& dir) = 0;
+  // The kernel function that holds each of `addrs` (sorted, unique), from /proc/kallsyms: one name per
+  // address, "" where none is known; empty when kallsyms hides the addresses (kernel.kptr_restrict).
+  virtual std::vector<std::string> kernel_symbols(std::span<const uint64_t> addrs) = 0;
+};
+
+// The running system's /proc.
+Procfs& live_procfs();
+
+// One record of a reading round: where it is (readable until the source's release()) and its time.
+struct RecordRef {
+  uint64_t time;
+  const perf_event_header* h;
+  bool switch_event;  // from a context-switches event's buffer (ProfileBuilder::handle)
+};
+
+class RecordSource {
+ public:
+  virtual ~RecordSource() = default;
+  // Appends every record written since the last release(), from every buffer, in each buffer's order.
+  virtual void collect(std::vector<RecordRef>& out) = 0;
+  // Gives the space of everything collect() handed out back to the writer.
+  virtual void release() = 0;
+};
+
+// One reading round: the records of every buffer merged by time (at equal times a switch-out's sample before
+// its switch record), fed to `builder`, whose pending stacks are resolved before the space is released.
+// `refs` is reused from round to round. Returns the number of records handled.
+size_t feed_round(RecordSource& source, ProfileBuilder& builder, std::vector<RecordRef>& refs);
+
+}  // namespace fxprof::recorder

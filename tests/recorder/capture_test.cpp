@@ -1,0 +1,168 @@
+// recorder/capture.h: a real recording, captured (its records and /proc answers as they came) and replayed
+// through a new profile builder, gives the same profile: the same threads, samples, stacks (frame by frame),
+// markers and RSS counter, and once symbolicated the same functions. Damaged files are errors, not profiles.
+#include "recorder/capture.h"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pipeline/symbolicate.h"
+#include "recorder/recorder.h"
+#include "tests/support/support.h"
+
+using namespace fxprof;
+using fxprof::test::test_program;
+
+namespace {
+
+std::string frame_text(const model::Profile& p, model::FrameId id) {
+  const model::Frame& f = p.frames.get(id);
+  std::string s = std::to_string(static_cast<int>(f.kind)) + ":";
+  if (f.binary != model::kNoBinary) s += p.binaries[f.binary].path + "+";
+  char addr[32];
+  std::snprintf(addr, sizeof addr, "%llx", static_cast<unsigned long long>(f.address));
+  s += addr;
+  if (f.name != model::kNoString) s += " " + std::string(p.strings.get(f.name));
+  if (f.inline_depth) s += " inline " + std::to_string(f.inline_depth);
+  return s;
+}
+
+// Leaf first, one frame a line.
+std::string stack_text(const model::Profile& p, model::StackId id) {
+  std::string s;
+  for (; id != model::kNoStack; id = p.stacks.prefix(id)) s += frame_text(p, p.stacks.frame(id)) + "\n";
+  return s;
+}
+
+// Everything the builder made, in one text per thread: name, samples (time, CPU delta, stack), markers.
+std::map<uint32_t, std::string> threads_text(const model::Profile& p) {
+  std::map<uint32_t, std::string> out;
+  for (const model::Process& proc : p.processes)
+    for (const model::Thread& t : proc.threads) {
+      std::string& s = out[t.tid];
+      s += "process " + std::to_string(proc.pid) + " " + proc.name + ", thread " + t.name + "\n";
+      for (const model::Sample& smp : t.samples)
+        s += "sample " + std::to_string(smp.time_ns) + " " + std::to_string(smp.cpu_delta_ns) + "\n" +
+             stack_text(p, smp.stack);
+      for (const model::Marker& m : t.markers)
+        s += "marker " + std::string(p.strings.get(m.name)) + " " + std::to_string(m.start_ns) + "-" +
+             std::to_string(m.end_ns) + " fields " + std::to_string(m.fields.size()) + "\n" +
+             stack_text(p, m.stack);
+    }
+  return out;
+}
+
+uint64_t sample_count(const model::Profile& p) {
+  uint64_t n = 0;
+  for (const model::Process& proc : p.processes)
+    for (const model::Thread& t : proc.threads) n += t.samples.size();
+  return n;
+}
+
+// Self samples per function name, after symbolication.
+std::map<std::string, uint64_t> self_functions(model::Profile& p) {
+  symbolizer::Symbolizer symbols;
+  pipeline::symbolicate(p, symbols);
+  std::map<std::string, uint64_t> out;
+  for (const model::Process& proc : p.processes)
+    for (const model::Thread& t : proc.threads)
+      for (const model::Sample& smp : t.samples) {
+        if (smp.stack == model::kNoStack) continue;
+        const model::Frame& f = p.frames.get(p.stacks.frame(smp.stack));
+        ++out[f.name == model::kNoString ? "?" : std::string(p.strings.get(f.name))];
+      }
+  return out;
+}
+
+struct TempFile {
+  std::string path = "/tmp/fxprof-capture-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  ~TempFile() { unlink(path.c_str()); }
+  static inline int counter = 0;
+};
+
+void check_replay(const recorder::Options& base) {
+  TempFile cap;
+  recorder::Options opt = base;
+  opt.capture_path = cap.path;
+  auto rec = recorder::record(opt);
+  REQUIRE(rec.ok());
+  model::Profile& live = rec.value().profile;
+  REQUIRE(sample_count(live) > 100);
+
+  auto again = recorder::replay(cap.path);
+  INFO((again.ok() ? "" : again.error()));
+  REQUIRE(again.ok());
+  model::Profile& replayed = again.value();
+
+  CHECK(sample_count(replayed) == sample_count(live));
+  const auto live_threads = threads_text(live), replayed_threads = threads_text(replayed);
+  REQUIRE(live_threads.size() == replayed_threads.size());
+  for (const auto& [tid, text] : live_threads) {
+    INFO("thread " << tid);
+    REQUIRE(replayed_threads.count(tid));
+    CHECK(replayed_threads.at(tid) == text);  // frame by frame, in the same order
+  }
+  REQUIRE(live.processes.size() == replayed.processes.size());
+  for (size_t i = 0; i < live.processes.size(); ++i) {
+    CHECK(live.processes[i].libs.size() == replayed.processes[i].libs.size());
+    REQUIRE(live.processes[i].counters.size() == replayed.processes[i].counters.size());
+    for (size_t c = 0; c < live.processes[i].counters.size(); ++c)
+      CHECK(live.processes[i].counters[c].samples.size() == replayed.processes[i].counters[c].samples.size());
+  }
+  // The same functions, the spinning one first among them (waits, "[blocked: ...]" and "[preempted]",
+  // may hold more samples on a loaded machine).
+  const auto live_fns = self_functions(live), replayed_fns = self_functions(replayed);
+  CHECK(live_fns == replayed_fns);
+  std::string top;
+  uint64_t most = 0;
+  for (const auto& [name, n] : live_fns)
+    if (!name.starts_with("[") && n > most) {
+      top = name;
+      most = n;
+    }
+  CHECK(top == "rec_busy_spin");
+}
+
+}  // namespace
+
+TEST_CASE("capture and replay: a launched program's DWARF recording, two threads, off-CPU", "[recorder]") {
+  recorder::Options opt;
+  opt.command = {test_program("rec_busy"), "spin", "300", "2"};
+  opt.off_cpu = true;
+  check_replay(opt);
+}
+
+TEST_CASE("capture and replay: frame pointers, CPU samples only", "[recorder]") {
+  recorder::Options opt;
+  opt.command = {test_program("rec_busy"), "spin", "300"};
+  opt.call_graph = recorder::CallGraph::FramePointer;
+  check_replay(opt);
+}
+
+TEST_CASE("replay: a damaged capture is an error", "[recorder]") {
+  TempFile bad;
+  { std::ofstream(bad.path) << "not a capture"; }
+  auto r = recorder::replay(bad.path);
+  REQUIRE(!r.ok());
+  CHECK(r.error() == bad.path + ": not an fxprof capture");
+
+  // A real capture cut in the middle of an entry.
+  TempFile cap;
+  recorder::Options opt;
+  opt.command = {test_program("rec_busy"), "spin", "50"};
+  opt.capture_path = cap.path;
+  REQUIRE(recorder::record(opt).ok());
+  std::ifstream in(cap.path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(bytes.size() > 100);
+  { std::ofstream(cap.path, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() - 3); }
+  auto cut = recorder::replay(cap.path);
+  REQUIRE(!cut.ok());
+  CHECK(cut.error() == cap.path + ": truncated capture");
+  CHECK(recorder::replay("/nonexistent/capture").error().find("/nonexistent/capture") != std::string::npos);
+}
