@@ -291,6 +291,51 @@ TEST_CASE("heap sampled: the estimates are unbiased (within 10%)", "[heap]") {
   CHECK(r.err.find("leak_blocks (heap_prog)") != std::string::npos);
 }
 
+TEST_CASE("heap sampled: sampled blocks freed on other threads balance", "[heap]") {
+  TempDir dir;
+  auto out = dir.file("p.json.gz");
+  // 8 x 1000 blocks of 256 bytes, each freed by the next thread: at one sample per 1 KiB, ~2000 of them
+  // sampled, each standing for 256 / (1 - exp(-256/1024)) = 1157 bytes.
+  auto r = record(out, {test_program("heap_prog"), "threads"}, {"--heap", "--heap-rate", "1024"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  HeapTotals t = totals(read_profile_text(out));  // requires each free to meet its allocation
+  REQUIRE(t.by_size.size() == 1);
+  auto& sizes = t.by_size.begin()->second;
+  CHECK(sizes[1157] > 1000);
+  CHECK(sizes[1157] < 4000);
+  CHECK(sizes[-1157] == sizes[1157]);
+}
+
+TEST_CASE("heap sampled: a thread's first allocation is sampled by its size, not always", "[heap]") {
+  TempDir dir;
+  auto out = dir.file("p.json.gz");
+  // 200 threads allocate 64 bytes each: 12.8 KB in all, 2.5% of the default rate; a countdown that started
+  // at 0 would sample every one.
+  auto r = record(out, {test_program("heap_prog"), "first", "200"}, {"--heap"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  HeapTotals t = totals(read_profile_text(out));
+  uint64_t sampled_64 = 0;
+  for (auto& [pid, sizes] : t.by_size)
+    for (auto& [size, count] : sizes)
+      if (size > 0 && size / 10000 == 52) sampled_64 += count;  // a 64-byte block weighs 524320
+  CHECK(sampled_64 < 20);
+}
+
+TEST_CASE("heap sampled: malloc in a signal handler does not hang", "[heap]") {
+  TempDir dir;
+  auto out = dir.file("p.json.gz");
+  CmdOptions o;
+  o.timeout = std::chrono::seconds(60);
+  // One sample per 64 bytes: the handler often interrupts a sample being recorded.
+  auto r = record(out, {test_program("heap_prog"), "signal"}, {"--heap", "--heap-rate", "64"}, o);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  HeapTotals t = totals(read_profile_text(out));
+  CHECK(t.allocations > 500);
+}
+
 TEST_CASE("heap full: a fork+exec child's allocations are recorded", "[heap]") {
   TempDir dir;
   auto out = dir.file("p.json.gz");
