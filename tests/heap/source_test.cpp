@@ -274,6 +274,21 @@ TEST_CASE("heap full: fork without exec records the child's allocations under it
   CHECK(r.err.find("21.1 KiB in 5 blocks: child_work (heap_prog)") != std::string::npos);
 }
 
+TEST_CASE("heap full: a stream larger than the reader's first 32 MiB loses nothing", "[heap]") {
+  TempDir dir;
+  auto out = dir.file("p.json.gz");
+  // 600000 x (allocation + free) = 1.2M 32-byte records: the reader's mapping grows once.
+  constexpr int64_t kChurn = 600000;
+  auto r = record(out, {test_program("heap_prog"), "churn", std::to_string(kChurn)}, {"--heap=full"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const int64_t allocations = summary_number(r.err, "heap: ", " allocations");
+  CHECK(allocations >= kChurn);
+  CHECK(allocations <= kChurn + 20);  // the runtime's own few
+  CHECK(summary_number(r.err, "temporary, ", " frees") >= kChurn);
+  CHECK(r.err.find("chunks lost") == std::string::npos);
+}
+
 TEST_CASE("heap sampled: the estimates are unbiased (within 10%)", "[heap]") {
   TempDir dir;
   auto out = dir.file("p.json.gz");

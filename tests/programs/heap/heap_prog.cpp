@@ -12,6 +12,7 @@
 //                                10 temporary 96-byte ones), dlclose; then leaks 3 x 1234 itself.
 //   heap_prog first N            N threads, one after the other, each leaks one 64-byte block in
 //                                first_block() as its only allocation.
+//   heap_prog churn N            churn(N) only: N temporary 64-byte blocks.
 //   heap_prog fork               fork without exec: the child leaks 5 x 4321 and makes 100 temporary 55-byte
 //                                blocks, then _exit(0)s; the parent waits for it and leaks 3 x 1234.
 #include <dlfcn.h>
@@ -226,6 +227,10 @@ int main(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "fork") == 0) return fork_mode();
   if (argc >= 2 && strcmp(argv[1], "threads") == 0) return threads_mode();
   if (argc >= 3 && strcmp(argv[1], "first") == 0) return first_mode(atoi(argv[2]));
+  if (argc >= 3 && strcmp(argv[1], "churn") == 0) {
+    churn(atoi(argv[2]));
+    return 0;
+  }
   if (argc >= 2 && strcmp(argv[1], "signal") == 0) return signal_mode();
   if (argc >= 4 && strcmp(argv[1], "forkexec") == 0) {
     pid_t pid = fork();
@@ -240,6 +245,6 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "usage: heap_prog leak N SIZE | threads | forkexec N SIZE | signal | peak | dlopen LIB N | "
-               "fork | first N\n");
+               "fork | first N | churn N\n");
   return 2;
 }
