@@ -37,6 +37,11 @@ struct Event {
   uint32_t pid, tid;
   uint32_t stack;  // index into Impl::stacks
   wire::Kind kind;
+  bool tsc;  // time is in TSC ticks until map_tsc()
+};
+
+struct ClockPair {
+  uint64_t tsc, ns;
 };
 
 // Saves an environment variable and restores it on destruction.
@@ -76,10 +81,12 @@ struct HeapSource::Impl {
       stack_ids;  // (pid<<32|tid) -> id -> index
   uint64_t lost = 0;
   bool desync = false;
+  std::vector<ClockPair> clocks;  // from every chunk with TSC times
 
   void parse_chunk(const wire::ChunkHeader& h, const std::byte* p) {
     auto& ids = stack_ids[uint64_t{h.pid} << 32 | h.tid];
     size_t off = 0;
+    bool tsc = false;
     while (off + sizeof(wire::Record) <= h.bytes) {
       wire::Record r;
       std::memcpy(&r, p + off, sizeof r);
@@ -99,14 +106,18 @@ struct HeapSource::Impl {
           auto it = ids.find(r.stack);
           uint32_t s = it == ids.end() ? UINT32_MAX : it->second;
           events.push_back(
-              {r.time, r.addr, static_cast<int64_t>(r.size), h.pid, h.tid, s, wire::Kind::Alloc});
+              {r.time, r.addr, static_cast<int64_t>(r.size), h.pid, h.tid, s, wire::Kind::Alloc, tsc});
           break;
         }
         case wire::Kind::Free:
-          events.push_back({r.time, r.addr, 0, h.pid, h.tid, UINT32_MAX, wire::Kind::Free});
+          events.push_back({r.time, r.addr, 0, h.pid, h.tid, UINT32_MAX, wire::Kind::Free, tsc});
           break;
         case wire::Kind::Lost:
           lost += r.size;
+          break;
+        case wire::Kind::Clock:
+          tsc = true;
+          clocks.push_back({r.addr, r.time});
           break;
         default:
           return;
@@ -168,6 +179,41 @@ struct HeapSource::Impl {
     }
     stream = Mapping();
     used = scanned = 0;
+    map_tsc();
+  }
+
+  // TSC times to CLOCK_MONOTONIC: piecewise linear through the clock pairs of all chunks, thinned to pairs
+  // at least 1 ms apart (a pair's two reads are ~100 ns apart, so a slope over 1 ms is right to 1e-4) and
+  // increasing in both clocks, so the mapping increases and keeps the events' order; outside the pairs the
+  // nearest segment's slope continues.
+  void map_tsc() {
+    if (clocks.empty()) return;
+    std::sort(clocks.begin(), clocks.end(),
+              [](const ClockPair& a, const ClockPair& b) { return a.tsc < b.tsc; });
+    std::vector<ClockPair> knots{clocks.front()};
+    for (size_t i = 1; i < clocks.size(); ++i) {
+      const ClockPair& c = clocks[i];
+      const ClockPair& k = knots.back();
+      if (c.tsc > k.tsc && c.ns > k.ns && (c.ns - k.ns >= 1000000 || i + 1 == clocks.size()))
+        knots.push_back(c);
+    }
+    auto map = [&](uint64_t t) -> uint64_t {
+      if (knots.size() == 1) return knots[0].ns;  // one instant: nothing to scale by
+      auto it = std::upper_bound(knots.begin(), knots.end(), t,
+                                 [](uint64_t v, const ClockPair& k) { return v < k.tsc; });
+      size_t hi = std::clamp<size_t>(static_cast<size_t>(it - knots.begin()), 1, knots.size() - 1);
+      const ClockPair& a = knots[hi - 1];
+      const ClockPair& b = knots[hi];
+      const double slope = double(b.ns - a.ns) / double(b.tsc - a.tsc);
+      const double ns = double(a.ns) + (double(t) - double(a.tsc)) * slope;
+      return ns <= 0 ? 0 : static_cast<uint64_t>(ns);
+    };
+    for (Event& e : events)
+      if (e.tsc) {
+        e.time = map(e.time);
+        e.tsc = false;
+      }
+    clocks.clear();
   }
 };
 

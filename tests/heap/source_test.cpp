@@ -289,6 +289,51 @@ TEST_CASE("heap full: a stream larger than the reader's first 32 MiB loses nothi
   CHECK(r.err.find("chunks lost") == std::string::npos);
 }
 
+// The start times (ms) of the Native allocation markers of `size` bytes.
+std::vector<double> marker_times(const std::string& text, int64_t size) {
+  simdjson::dom::parser parser;
+  auto doc = parse_json(parser, text);
+  std::vector<double> out;
+  auto add = [&](simdjson::dom::element proc) {
+    for (simdjson::dom::element th : simdjson::dom::array(proc["threads"]))
+      for (simdjson::dom::element m : simdjson::dom::array(th["markers"]["data"])) {
+        simdjson::dom::element data = simdjson::dom::array(m).at(5);
+        if (data.is_object() && std::string_view(data["type"]) == "Native allocation" &&
+            int64_t(data["size"]) == size)
+          out.push_back(double(simdjson::dom::array(m).at(1)));
+      }
+  };
+  add(doc);
+  for (simdjson::dom::element p : simdjson::dom::array(doc["processes"])) add(p);
+  return out;
+}
+
+TEST_CASE("heap full: allocations are placed on the recording's clock, with TSC times and without",
+          "[heap]") {
+  for (bool tsc : {true, false}) {
+    INFO((tsc ? "TSC times" : "CLOCK_MONOTONIC times"));
+    TempDir dir;
+    auto out = dir.file("p.json.gz");
+    CmdOptions o;
+    if (!tsc) o.env = {{"FXPROF_HEAP_NO_TSC", "1"}};
+    auto r = record(out, {test_program("heap_prog"), "gap", "300"}, {"--heap=full"}, o);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    auto text = read_profile_text(out);
+    auto first = marker_times(text, 7777), second = marker_times(text, 8888);
+    REQUIRE(first.size() == 1);
+    REQUIRE(second.size() == 1);
+    // The program sleeps 300 ms between the two: a TSC mapped at a wrong rate would stretch it.
+    CHECK(second[0] - first[0] >= 300);
+    CHECK(second[0] - first[0] < 400);
+    // Both within the recording (its times start at 0).
+    simdjson::dom::parser parser;
+    auto doc = parse_json(parser, text);
+    CHECK(first[0] >= 0);
+    CHECK(second[0] <= double(doc["meta"]["profilingEndTime"]) + 1);
+  }
+}
+
 TEST_CASE("heap sampled: the estimates are unbiased (within 10%)", "[heap]") {
   TempDir dir;
   auto out = dir.file("p.json.gz");

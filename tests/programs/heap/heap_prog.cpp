@@ -13,6 +13,7 @@
 //   heap_prog first N            N threads, one after the other, each leaks one 64-byte block in
 //                                first_block() as its only allocation.
 //   heap_prog churn N            churn(N) only: N temporary 64-byte blocks.
+//   heap_prog gap MS             leaks 7777 bytes, sleeps MS milliseconds, leaks 8888 bytes.
 //   heap_prog fork               fork without exec: the child leaks 5 x 4321 and makes 100 temporary 55-byte
 //                                blocks, then _exit(0)s; the parent waits for it and leaks 3 x 1234.
 #include <dlfcn.h>
@@ -227,6 +228,12 @@ int main(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "fork") == 0) return fork_mode();
   if (argc >= 2 && strcmp(argv[1], "threads") == 0) return threads_mode();
   if (argc >= 3 && strcmp(argv[1], "first") == 0) return first_mode(atoi(argv[2]));
+  if (argc >= 3 && strcmp(argv[1], "gap") == 0) {
+    g_sink = malloc(7777);
+    usleep(static_cast<useconds_t>(atoi(argv[2])) * 1000);  // the time between the two markers
+    g_sink = malloc(8888);
+    return 0;
+  }
   if (argc >= 3 && strcmp(argv[1], "churn") == 0) {
     churn(atoi(argv[2]));
     return 0;
@@ -245,6 +252,6 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "usage: heap_prog leak N SIZE | threads | forkexec N SIZE | signal | peak | dlopen LIB N | "
-               "fork | first N | churn N\n");
+               "fork | first N | churn N | gap MS\n");
   return 2;
 }
