@@ -136,7 +136,7 @@ struct HeapSource::Impl {
   void run() {
     for (;;) {
       if (stream.size() - used < 16 * wire::kChunkMax) {
-        if (!grow_anonymous(stream, std::max<size_t>(16 * kHugePageBytes, 2 * stream.size()))) {
+        if (!grow_anonymous(stream, std::max<size_t>(4 * kHugePageBytes, 2 * stream.size()))) {
           desync = true;  // out of memory: stop reading (the program then waits on the pipe until the end)
           break;
         }
