@@ -11,9 +11,9 @@ DEPS       := g++ cmake ninja-build pkg-config libbpf-dev libsimdjson-dev zlib1g
 # The tests use every tool they need, none is optional (a missing one fails the suite, never skips a test):
 # perf for the unwinder's cross-check, lld for lld-linked binaries, rustc for Rust programs (rustup's in
 # ~/.cargo/bin is preferred when present), nodejs for JIT-named frames and profiler-cli, libc6-dbg for
-# libc's debug info, go for `go tool pprof` reading our pprof, xmllint and chromium for the SVG flame graphs,
+# libc's debug info, dwz for the dwz'd DWARF test, go for `go tool pprof` reading our pprof, xmllint and chromium for the SVG flame graphs,
 # clang and its libFuzzer runtime for the fuzzers' smoke run.
-TEST_DEPS  := linux-perf elfutils binutils llvm libc6-dbg lld rustc nodejs golang-go libxml2-utils chromium \
+TEST_DEPS  := linux-perf elfutils binutils llvm libc6-dbg lld dwz rustc nodejs golang-go libxml2-utils chromium \
               clang libclang-rt-14-dev
 PCLI_DIR   := tests/.profiler-cli
 

@@ -76,6 +76,10 @@ struct DebugQuery {
   std::string debuglink;          // from the binary's .gnu_debuglink
   uint32_t debuglink_crc = 0;
   std::string debug_name;  // a plain file name looked up as <symbol dir>/<debug_name>.debug
+  // A .gnu_debugaltlink path (dwz's alt file; binary_path is then the file that names it): as recorded,
+  // relative to binary_path's folder, and its file name in the --symbol-dir folders. Debian records
+  // /usr/lib/debug/.dwz/<triplet>/<package>.debug; build-ID trees and debuginfod find it by build ID too.
+  std::string altlink;
 };
 
 // The first candidate debug file that has the wanted build ID, passes its debuglink CRC and that `accept`

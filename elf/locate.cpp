@@ -85,6 +85,19 @@ std::optional<std::string> locate_debug_file(const DebugQuery& q, const LocatorO
   for (const auto& root : options.symbol_dirs)
     if (try_path(root + rel, nullptr)) return root + rel;
 
+  if (!q.altlink.empty()) {
+    std::vector<std::string> cands;
+    if (q.altlink.starts_with('/'))
+      cands.push_back(q.altlink);
+    else if (!q.binary_path.empty())
+      cands.push_back(dir_of(q.binary_path) + "/" + q.altlink);
+    std::string name = q.altlink.substr(q.altlink.rfind('/') + 1);
+    if (!name.empty() && name != "..")
+      for (const auto& root : options.symbol_dirs) cands.push_back(root + "/" + name);
+    for (const auto& c : cands)
+      if (try_path(c, nullptr)) return c;
+  }
+
   if (!q.debuglink.empty() && q.debuglink.find('/') == std::string::npos && !q.binary_path.empty()) {
     std::string dir = dir_of(q.binary_path);
     std::vector<std::string> cands = {dir + "/" + q.debuglink, dir + "/.debug/" + q.debuglink};

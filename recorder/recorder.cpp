@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "base/fd.h"
@@ -151,12 +152,26 @@ class SignalGuard {
   UniqueFd fd_;
 };
 
+// One recording. run() reads as the list of its passes, each a member function below it; the state they
+// hand on to each other is the members.
 class Session {
  public:
-  explicit Session(const Options& o) : opt_(o) {}
+  explicit Session(const Options& o) : opt_(o), launch_(!o.command.empty()) {}
   Result<Recording> run();
 
  private:
+  Status pass(const char* name, Status (Session::*step)());
+  Status plan_buffers();
+  Status prepare_builder();
+  Status start_launch();
+  Status start_attach();
+  Status read_until_stop();
+  void reap(int pid);
+  Status drain();
+  Status finish_profile();
+  Status summarize();
+  void verbose_summary();
+
   Status choose_config(int pid);
   void choose_off_cpu(int pid);
   Status open_target(int pid, bool required);
@@ -215,6 +230,8 @@ class Session {
   }
 
   const Options& opt_;
+  const bool launch_;  // a command to run (else -p PIDs)
+  uint64_t freq_ = 0;  // the sampling rate used (the kernel's limit may lower the one asked for)
   EventConfig cfg_;
   long paranoid_ = 2;  // kernel.perf_event_paranoid
   bool root_ = false;  // not limited by it
@@ -243,6 +260,19 @@ class Session {
   std::unique_ptr<WakerTracer> waker_;  // off-CPU: who woke each wait (optional, eBPF)
   std::vector<Waking> wakings_;         // reused per round
   std::set<int> attached_tids_;
+  // Launch and attach: the processes given, and their pidfds (invalid when pidfd_open is missing).
+  std::optional<SignalGuard> signals_;
+  std::optional<SuspendedChild> child_;
+  std::vector<int> pids_;
+  std::vector<UniqueFd> pidfds_;
+  bool child_exited_ = false;
+  std::optional<RssSampler> rss_;
+  uint64_t start_ns_ = 0, exit_seen_ns_ = 0;
+  struct Phase {
+    const char* name;
+    double ms;
+  };
+  std::vector<Phase> phases_;
   Recording rec_;
 };
 
@@ -395,29 +425,50 @@ void Session::sync_waker() {
   builder_->add_wakings(wakings_);
 }
 
+// The recording, as the passes it goes through; -v prints how long each took (one line at the end).
 Result<Recording> Session::run() {
-  const bool launch = !opt_.command.empty();
-  if (launch == !opt_.pids.empty())
-    return Err(launch ? "give either a command or -p PID, not both"
-                      : "nothing to record: give a command or -p PID");
+  if (auto s = pass("plan", &Session::plan_buffers); !s) return std::move(s).take_error();
+  if (auto s = pass("start", launch_ ? &Session::start_launch : &Session::start_attach); !s)
+    return std::move(s).take_error();
+  pass("read", &Session::read_until_stop);
+  pass("drain", &Session::drain);
+  pass("finish", &Session::finish_profile);
+  pass("summarize", &Session::summarize);
+  return std::move(rec_);
+}
+
+// Runs one pass and keeps its wall time for the -v line.
+Status Session::pass(const char* name, Status (Session::*step)()) {
+  const uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+  Status s = (this->*step)();
+  phases_.push_back({name, static_cast<double>(now_ns(CLOCK_MONOTONIC) - t0) / 1e6});
+  return s;
+}
+
+// Plan: the event (rate, call graph, permissions) and the ring buffers' sizes, from the options and the
+// kernel's limits, before anything is opened: every later pass only opens what this one decided.
+Status Session::plan_buffers() {
+  if (launch_ == !opt_.pids.empty())
+    return Err(launch_ ? "give either a command or -p PID, not both"
+                       : "nothing to record: give a command or -p PID");
   if (!(opt_.frequency_hz >= 1)) return Err("the sampling frequency must be at least 1 Hz");
 
   // Frequency: the kernel refuses rates above perf_event_max_sample_rate; lower to it, once, with a notice.
-  uint64_t freq = static_cast<uint64_t>(std::llround(opt_.frequency_hz));
+  freq_ = static_cast<uint64_t>(std::llround(opt_.frequency_hz));
   long max_rate = read_sysctl("/proc/sys/kernel/perf_event_max_sample_rate", 100000);
-  if (max_rate > 0 && freq > static_cast<uint64_t>(max_rate)) {
+  if (max_rate > 0 && freq_ > static_cast<uint64_t>(max_rate)) {
     notice("sampling at " + std::to_string(max_rate) +
            " Hz, the kernel's limit (kernel.perf_event_max_sample_rate), " + "instead of " +
-           std::to_string(freq) + " Hz");
-    freq = static_cast<uint64_t>(max_rate);
+           std::to_string(freq_) + " Hz");
+    freq_ = static_cast<uint64_t>(max_rate);
   }
   paranoid_ = read_sysctl("/proc/sys/kernel/perf_event_paranoid", 2);
   root_ = geteuid() == 0;  // (CAP_PERFMON/CAP_SYS_ADMIN are not checked: the first refusal tells)
 
   cfg_.hardware = true;
-  cfg_.frequency = freq;
+  cfg_.frequency = freq_;
   cfg_.dwarf = opt_.call_graph == CallGraph::Dwarf;
-  cfg_.enable_on_exec = launch;
+  cfg_.enable_on_exec = launch_;
   if (cfg_.dwarf) {
     uint32_t ss = std::min<uint32_t>(opt_.stack_size, 65528) & ~7u;
     cfg_.stack_size = std::max<uint32_t>(ss, 512);
@@ -461,42 +512,24 @@ Result<Recording> Session::run() {
   switch_buf_of_cpu_.assign(cpus_.size(), -1);
 
   model::Profile& prof = rec_.profile;
-  prof.meta.interval_ms = 1000.0 / static_cast<double>(freq);
+  prof.meta.interval_ms = 1000.0 / static_cast<double>(freq_);
   struct utsname un;
   if (uname(&un) == 0) prof.meta.oscpu = std::string(un.sysname) + " " + un.release;
+  signals_.emplace();  // from here on a Ctrl-C is ours to handle: no pass may lose the recording to it
+  return {};
+}
 
-  SignalGuard signals;
-  std::optional<SuspendedChild> child;
-  std::vector<UniqueFd> pidfds;
-  std::vector<int> pids;
-
-  if (launch) {
-    auto c = SuspendedChild::spawn(opt_.command, signals.old_mask());
-    if (!c) return std::move(c).take_error();
-    child.emplace(std::move(*c));
-    pids.push_back(child->pid());
-  } else {
-    for (int pid : opt_.pids) {
-      if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH))
-        return Err("no process with pid " + std::to_string(pid));
-      pids.push_back(pid);
-    }
-    // One event per (thread, CPU); lift the soft fd limit for programs with many threads.
-    rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-      rl.rlim_cur = rl.rlim_max;
-      setrlimit(RLIMIT_NOFILE, &rl);
-    }
-  }
-
-  if (auto s = choose_config(pids[0]); !s) return std::move(s).take_error();
-  if (opt_.off_cpu) choose_off_cpu(pids[0]);
-  builder_ = std::make_unique<ProfileBuilder>(prof, unwinder_.get(), cfg_);
+// Probes the event on the first target (PMU, paranoid level, off-CPU rights) and makes the builder: both
+// start passes need it before the first event runs.
+Status Session::prepare_builder() {
+  if (auto s = choose_config(pids_[0]); !s) return s;
+  if (opt_.off_cpu) choose_off_cpu(pids_[0]);
+  builder_ = std::make_unique<ProfileBuilder>(rec_.profile, unwinder_.get(), cfg_);
   if (opt_.off_cpu) {
     OffCpuConfig oc;
     oc.spans = true;
     oc.stacks = switch_stacks_;
-    oc.interval_ns = static_cast<uint64_t>(std::llround(1e9 / static_cast<double>(freq)));
+    oc.interval_ns = static_cast<uint64_t>(std::llround(1e9 / static_cast<double>(freq_)));
     oc.threshold_ns = static_cast<uint64_t>(std::max(0.0, opt_.off_cpu_threshold_ms) * 1e6);
     builder_->set_off_cpu(oc);
     if (switch_stacks_) {
@@ -513,57 +546,90 @@ Result<Recording> Session::run() {
       if (w) waker_ = std::move(*w);
     }
   }
-
+  model::Profile& prof = rec_.profile;
   prof.meta.start_monotonic_ns = now_ns(CLOCK_MONOTONIC);
   prof.meta.start_unix_ms = static_cast<double>(now_ns(CLOCK_REALTIME)) / 1e6;
-  const uint64_t start_ns = prof.meta.start_monotonic_ns;
+  start_ns_ = prof.meta.start_monotonic_ns;
+  return {};
+}
 
-  if (launch) {
-    std::string cmdline;
-    for (const std::string& a : opt_.command) cmdline += (cmdline.empty() ? "" : " ") + a;
-    prof.meta.product = "fxprof: " + cmdline;
-    if (auto s = open_target(child->pid(), true); !s) return std::move(s).take_error();
-    builder_->add_launched(static_cast<uint32_t>(child->pid()), basename_of(opt_.command[0]), start_ns);
+// Start (launch): the child waits on a pipe until its events exist (enable_on_exec: counting starts at its
+// exec, so fxprof's own fork is never sampled), then runs the command.
+Status Session::start_launch() {
+  auto c = SuspendedChild::spawn(opt_.command, signals_->old_mask());
+  if (!c) return std::move(c).take_error();
+  child_.emplace(std::move(*c));
+  pids_.push_back(child_->pid());
+  if (auto s = prepare_builder(); !s) return s;
+  std::string cmdline;
+  for (const std::string& a : opt_.command) cmdline += (cmdline.empty() ? "" : " ") + a;
+  rec_.profile.meta.product = "fxprof: " + cmdline;
+  if (auto s = open_target(child_->pid(), true); !s) return s;
+  const std::string name = basename_of(opt_.command[0]);
+  builder_->add_launched(static_cast<uint32_t>(child_->pid()), name, start_ns_);
+  sync_waker();
+  if (auto s = child_->resume(); !s) return s;
+  pidfds_.emplace_back(pidfd_open(child_->pid()));
+  return {};
+}
+
+// Start (attach): one event per thread and CPU; the process's threads and mappings are read from /proc once
+// the events run, so nothing that happens after is missed (and what happened before is in /proc).
+Status Session::start_attach() {
+  for (int pid : opt_.pids) {
+    if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH))
+      return Err("no process with pid " + std::to_string(pid));
+    pids_.push_back(pid);
+  }
+  // One event per (thread, CPU); lift the soft fd limit for programs with many threads.
+  rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  if (auto s = prepare_builder(); !s) return s;
+  std::string list;
+  for (int pid : pids_) list += (list.empty() ? "" : ",") + std::to_string(pid);
+  rec_.profile.meta.product = "fxprof: attached to " + list;
+  for (int pid : pids_) {
+    for (uint32_t tid : list_tasks(static_cast<uint32_t>(pid)))
+      if (auto s = attach_thread(static_cast<int>(tid)); !s) return s;
+    // Events run from here on, so mappings and threads read now miss nothing that follows.
+    builder_->add_attached(static_cast<uint32_t>(pid), start_ns_);
     sync_waker();
-    if (auto s = child->resume(); !s) return std::move(s).take_error();
-  } else {
-    std::string list;
-    for (int pid : pids) list += (list.empty() ? "" : ",") + std::to_string(pid);
-    prof.meta.product = "fxprof: attached to " + list;
-    for (int pid : pids) {
+    // Threads started while we attached: scan again until no new ones (new ones after our events inherit).
+    for (int round = 0; round < 20; ++round) {
+      bool fresh = false;
       for (uint32_t tid : list_tasks(static_cast<uint32_t>(pid)))
-        if (auto s = attach_thread(static_cast<int>(tid)); !s) return std::move(s).take_error();
-      // Events run from here on, so mappings and threads read now miss nothing that follows.
-      builder_->add_attached(static_cast<uint32_t>(pid), start_ns);
-      sync_waker();
-      // Threads started while we attached: scan again until no new ones (new ones after our events inherit).
-      for (int round = 0; round < 20; ++round) {
-        bool fresh = false;
-        for (uint32_t tid : list_tasks(static_cast<uint32_t>(pid)))
-          if (!attached_tids_.count(static_cast<int>(tid))) {
-            fresh = true;
-            if (auto s = attach_thread(static_cast<int>(tid)); !s) return std::move(s).take_error();
-            builder_->add_attached_thread(static_cast<uint32_t>(pid), tid, now_ns(CLOCK_MONOTONIC));
-          }
-        if (!fresh) break;
-      }
+        if (!attached_tids_.count(static_cast<int>(tid))) {
+          fresh = true;
+          if (auto s = attach_thread(static_cast<int>(tid)); !s) return s;
+          const uint64_t t = now_ns(CLOCK_MONOTONIC);
+          builder_->add_attached_thread(static_cast<uint32_t>(pid), tid, t);
+        }
+      if (!fresh) break;
     }
   }
-  for (int pid : pids) pidfds.emplace_back(pidfd_open(pid));
+  for (int pid : pids_) pidfds_.emplace_back(pidfd_open(pid));
+  return {};
+}
 
-  // The reading loop: wake on data (watermark), a signal, the program's exit (pidfd) or every kPollMs.
-  const uint64_t deadline = opt_.duration_s > 0 ? start_ns + static_cast<uint64_t>(opt_.duration_s * 1e9) : 0;
-  std::vector<bool> hung(bufs_.size(), false), exited(pidfds.size(), false);
+// Read until stop: wake on data (the buffers' watermark), a signal, a program's exit (pidfd), the RSS timer
+// or every kPollMs, and feed what the buffers hold to the builder each time, so they never fill up.
+Status Session::read_until_stop() {
+  const uint64_t deadline =
+      opt_.duration_s > 0 ? start_ns_ + static_cast<uint64_t>(opt_.duration_s * 1e9) : 0;
+  std::vector<bool> hung(bufs_.size(), false), exited(pidfds_.size(), false);
   std::vector<pollfd> pfds;
-  RssSampler rss;  // every process's RSS counter (recorder/rss.h): its timer is the last pollfd
-  bool stop = false, child_exited = false;
-  uint64_t exit_seen_ns = 0;
+  rss_.emplace();  // every process's RSS counter (recorder/rss.h): its timer is the last pollfd
+  bool stop = false;
   while (!stop) {
     pfds.clear();
-    pfds.push_back({signals.fd(), POLLIN, 0});
-    for (size_t i = 0; i < pidfds.size(); ++i) pfds.push_back({exited[i] ? -1 : pidfds[i].get(), POLLIN, 0});
+    pfds.push_back({signals_->fd(), POLLIN, 0});
+    for (size_t i = 0; i < pidfds_.size(); ++i)
+      pfds.push_back({exited[i] ? -1 : pidfds_[i].get(), POLLIN, 0});
     for (size_t b = 0; b < bufs_.size(); ++b) pfds.push_back({hung[b] ? -1 : bufs_[b].fd(), POLLIN, 0});
-    pfds.push_back({rss.fd(), POLLIN, 0});
+    pfds.push_back({rss_->fd(), POLLIN, 0});
     int timeout = kPollMs;
     if (deadline) {
       uint64_t now = now_ns(CLOCK_MONOTONIC);
@@ -573,84 +639,106 @@ Result<Recording> Session::run() {
     int n = poll(pfds.data(), pfds.size(), timeout);
     if (n < 0 && errno != EINTR) break;
     for (size_t b = 0; b < bufs_.size(); ++b)
-      if (pfds[1 + pidfds.size() + b].revents & (POLLHUP | POLLERR)) hung[b] = true;
+      if (pfds[1 + pidfds_.size() + b].revents & (POLLHUP | POLLERR)) hung[b] = true;
     read_round();
-    rss.tick(prof);
+    rss_->tick(rec_.profile);
 
     signalfd_siginfo si;
-    while (signals.next(si)) {
+    while (signals_->next(si)) {
       if (si.ssi_signo == SIGHUP) rec_.hangup = true;
-      if (!launch) {
+      if (!launch_) {
         stop = true;  // attach mode: Ctrl-C ends the recording, the processes run on untouched
       } else if ((si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE) && si.ssi_pid != 0 &&
-                 static_cast<pid_t>(si.ssi_pid) != child->pid()) {
-        kill(child->pid(), static_cast<int>(si.ssi_signo));  // sent to us alone: pass it on
+                 static_cast<pid_t>(si.ssi_pid) != child_->pid()) {
+        kill(child_->pid(), static_cast<int>(si.ssi_signo));  // sent to us alone: pass it on
       }  // from the terminal: the program (same process group) got it too; we record until it exits
     }
-    for (size_t i = 0; i < pidfds.size(); ++i) {
+    for (size_t i = 0; i < pidfds_.size(); ++i) {
       bool gone = false;
-      if (!pidfds[i].valid()) {
-        gone = kill(pids[i], 0) != 0 && errno == ESRCH;
+      if (!pidfds_[i].valid()) {
+        gone = kill(pids_[i], 0) != 0 && errno == ESRCH;
       } else if (pfds[1 + i].revents & POLLIN) {
         gone = true;
       }
       if (gone && !exited[i]) {
         exited[i] = true;
-        if (launch) {
-          int st = 0;
-          pid_t r;
-          rusage ru{};
-          while ((r = wait4(pids[i], &st, 0, &ru)) < 0 && errno == EINTR) {
-          }
-          if (r == pids[i]) {
-            rec_.exit_status = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
-            rec_.stats.program_cpu_ms = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
-                                        static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
-          }
-          child_exited = true;
-        }
+        if (launch_) reap(pids_[i]);
       }
     }
-    if (launch && child_exited) stop = true;
-    if (!launch && std::all_of(exited.begin(), exited.end(), [](bool e) { return e; })) stop = true;
-    if (stop) exit_seen_ns = now_ns(CLOCK_MONOTONIC);
+    if (launch_ && child_exited_) stop = true;
+    if (!launch_ && std::all_of(exited.begin(), exited.end(), [](bool e) { return e; })) stop = true;
   }
-  if (!exit_seen_ns) exit_seen_ns = now_ns(CLOCK_MONOTONIC);
+  exit_seen_ns_ = now_ns(CLOCK_MONOTONIC);
+  return {};
+}
 
-  // Stop the events (closing them disables them) and drain what they wrote.
+// The launched program ended: its exit status (128+signal when killed) and CPU time become ours.
+void Session::reap(int pid) {
+  int st = 0;
+  pid_t r;
+  rusage ru{};
+  while ((r = wait4(pid, &st, 0, &ru)) < 0 && errno == EINTR) {
+  }
+  if (r == pid) {
+    rec_.exit_status = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+    rec_.stats.program_cpu_ms = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+                                static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+  }
+  child_exited_ = true;
+}
+
+// Drain: stop the events, then read what they wrote before they stopped, so the end of the program is in.
+Status Session::drain() {
   for (UniqueFd& fd : fds_) ioctl(fd.get(), PERF_EVENT_IOC_DISABLE, 0);
   while (read_round() > 0) {
   }
-  const uint64_t end_ns = now_ns(CLOCK_MONOTONIC);
-  builder_->close_off_spans(exit_seen_ns);
-  builder_->finish();
-  rss.finish(prof);
+  rec_.profile.meta.end_monotonic_ns = now_ns(CLOCK_MONOTONIC);
+  return {};
+}
 
-  prof.meta.end_monotonic_ns = end_ns;
-  rec_.stats.samples = builder_->samples() + builder_->off_cpu_samples();
-  rec_.stats.off_cpu_stacks = switch_stacks_;
-  rec_.stats.switch_samples = builder_->switch_samples();
-  rec_.stats.off_cpu_spans = builder_->off_cpu_spans();
-  rec_.stats.off_cpu_samples = builder_->off_cpu_samples();
-  rec_.stats.lost_records = builder_->lost();
-  rec_.stats.throttles = builder_->throttled();
-  rec_.stats.processes = static_cast<uint32_t>(prof.processes.size());
-  for (const model::Process& p : prof.processes)
-    rec_.stats.threads += static_cast<uint32_t>(p.threads.size());
-  rec_.stats.duration_s = static_cast<double>(exit_seen_ns - start_ns) / 1e9;
-  rec_.stats.kernel_frames = !cfg_.exclude_kernel;
-  rec_.stats.hardware_event = cfg_.hardware;
-  rec_.stats.frequency_hz = static_cast<double>(freq);
-  rec_.stats.finish_ms = static_cast<double>(now_ns(CLOCK_MONOTONIC) - exit_seen_ns) / 1e6;
-  if (rec_.stats.lost_records)
-    notice(std::to_string(rec_.stats.lost_records) +
-           " records lost (the reader fell behind; shown as markers)");
+// Finish: what could only be done once every record is in: waits still open end at the exit, kernel and
+// JIT frames get their names (kallsyms is read once, here), the RSS series become counters.
+Status Session::finish_profile() {
+  builder_->close_off_spans(exit_seen_ns_);
+  builder_->finish();
+  rss_->finish(rec_.profile);
+  return {};
+}
+
+// Summarize: the counts the CLI prints, the data-quality lines (lost records, incomplete stacks) and, with
+// -v, what the recorder chose and how long each pass took.
+Status Session::summarize() {
+  model::Profile& prof = rec_.profile;
+  Stats& st = rec_.stats;
+  st.samples = builder_->samples() + builder_->off_cpu_samples();
+  st.off_cpu_stacks = switch_stacks_;
+  st.switch_samples = builder_->switch_samples();
+  st.off_cpu_spans = builder_->off_cpu_spans();
+  st.off_cpu_samples = builder_->off_cpu_samples();
+  st.lost_records = builder_->lost();
+  st.throttles = builder_->throttled();
+  st.processes = static_cast<uint32_t>(prof.processes.size());
+  for (const model::Process& p : prof.processes) st.threads += static_cast<uint32_t>(p.threads.size());
+  st.duration_s = static_cast<double>(exit_seen_ns_ - start_ns_) / 1e9;
+  st.kernel_frames = !cfg_.exclude_kernel;
+  st.hardware_event = cfg_.hardware;
+  st.frequency_hz = static_cast<double>(freq_);
+  st.finish_ms = static_cast<double>(now_ns(CLOCK_MONOTONIC) - exit_seen_ns_) / 1e6;
+  if (st.lost_records)
+    notice(std::to_string(st.lost_records) + " records lost (the reader fell behind; shown as markers)");
   rusage ru;
   if (getrusage(RUSAGE_THREAD, &ru) == 0)
-    rec_.stats.reader_cpu_ms = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
-                               static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+    st.reader_cpu_ms = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+                       static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
   if (unwinder_) report_stack_walk(prof);
-  if (opt_.verbose && unwinder_) {
+  if (child_ && !child_exited_) rec_.exit_status = 0;  // --duration: the program keeps running
+  if (opt_.verbose) verbose_summary();
+  return {};
+}
+
+void Session::verbose_summary() {
+  const Stats& st = rec_.stats;
+  if (unwinder_) {
     const UnwindStats& u = unwinder_->stats();
     notice("DWARF unwinding: " + std::to_string(u.stacks) + " stacks, " + std::to_string(u.complete) +
            " complete, " + std::to_string(u.truncated) + " truncated by the " +
@@ -658,23 +746,28 @@ Result<Recording> Session::run() {
            std::to_string(u.modules) + " binaries; through code without CFI: " + std::to_string(u.fp_stacks) +
            " by frame pointers, " + std::to_string(u.scanned_stacks) + " by scanning for return addresses");
   }
-  if (opt_.verbose && builder_->jit_functions() > 0)
+  if (builder_->jit_functions() > 0)
     notice(std::to_string(builder_->jit_functions()) +
            " JIT code ranges named from perf maps and jitdump files");
-  if (opt_.verbose && opt_.off_cpu)
-    notice("off-CPU: " + std::to_string(rec_.stats.off_cpu_spans) + " blocked or preempted spans, " +
-           std::to_string(rec_.stats.switch_samples) + " context-switch stacks (" +
+  if (opt_.off_cpu)
+    notice("off-CPU: " + std::to_string(st.off_cpu_spans) + " blocked or preempted spans, " +
+           std::to_string(st.switch_samples) + " context-switch stacks (" +
            std::to_string(builder_->switch_stacks_unwound()) + " unwound: the others' spans needed none), " +
-           std::to_string(rec_.stats.off_cpu_samples) + " off-CPU samples" +
+           std::to_string(st.off_cpu_samples) + " off-CPU samples" +
            (switch_stacks_ ? "" : " (no stacks: spans as markers only)"));
-  if (opt_.verbose)
-    notice("recording thread CPU time " + std::to_string(static_cast<int>(rec_.stats.reader_cpu_ms)) + " ms");
-  if (opt_.verbose)
-    notice(std::to_string(rec_.stats.samples) + " samples, " + std::to_string(rec_.stats.threads) +
-           " threads in " + std::to_string(rec_.stats.processes) + " processes; profile built " +
-           std::to_string(rec_.stats.finish_ms) + " ms after the recording ended");
-  if (child && !child_exited) rec_.exit_status = 0;  // --duration: the program keeps running
-  return std::move(rec_);
+  notice("recording thread CPU time " + std::to_string(static_cast<int>(st.reader_cpu_ms)) + " ms");
+  notice(std::to_string(st.samples) + " samples, " + std::to_string(st.threads) + " threads in " +
+         std::to_string(st.processes) + " processes; profile built " + std::to_string(st.finish_ms) +
+         " ms after the recording ended");
+  // The passes' wall times (summarize, which prints this, is not in it); "read" is the program's run time.
+  std::string line = "passes:";
+  char buf[64];
+  for (const Phase& ph : phases_) {
+    std::snprintf(buf, sizeof buf, " %s %.1f ms,", ph.name, ph.ms);
+    line += buf;
+  }
+  line.pop_back();
+  notice(line);
 }
 
 }  // namespace

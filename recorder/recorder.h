@@ -1,7 +1,8 @@
 // fxprof recorder: launches or attaches to processes, samples every thread of every process with perf events,
 // and builds the in-memory profile (model/profile.h).
 //
-// Data flow (all in the calling thread; no other thread is needed to keep up):
+// Data flow (all in the calling thread; no other thread is needed to keep up), as the passes of
+// recorder.cpp's Session::run (plan, start, read, drain, finish, summarize; -v prints each one's time):
 //   launch: fork -> the child blocks on a pipe -> one perf event per CPU on the child (inherit,
 //           enable_on_exec) -> resume -> execvp (exec errors come back on a CLOEXEC pipe: exit code 127)
 //   attach: one event per (thread, CPU) of /proc/PID/task, all writing into the same per-CPU ring buffer

@@ -38,12 +38,16 @@ struct Builder {
 
 }  // namespace
 
-std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj) {
+std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj, const ElfObject* alt) {
   if (!obj.has_section(".debug_info") && !obj.has_section(".zdebug_info")) return nullptr;
   Dwarf* dw = dwarf_begin_elf(obj.elf(), DWARF_C_READ, nullptr);
   if (dw == nullptr) return nullptr;
   std::unique_ptr<DwarfIndex> idx(new DwarfIndex());
   idx->dw_ = dw;
+  // dwz moved the DIEs and strings several files share into the alt file; forms referring to it
+  // (DW_FORM_GNU_ref_alt, DW_FORM_GNU_strp_alt) resolve once libdw has it.
+  if (alt != nullptr && (idx->alt_ = dwarf_begin_elf(alt->elf(), DWARF_C_READ, nullptr)) != nullptr)
+    dwarf_setalt(dw, idx->alt_);
   // The raw sections for the line-program decoder (libdw has decompressed them in place when compressed).
   if (Elf* elf = dwarf_getelf(dw)) {
     size_t shstrndx;
@@ -96,6 +100,7 @@ std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj) {
 DwarfIndex::~DwarfIndex() {
   cus_.clear();
   if (dw_ != nullptr) dwarf_end(dw_);
+  if (alt_ != nullptr) dwarf_end(alt_);
 }
 
 DwarfIndex::Cu* DwarfIndex::find_cu(uint64_t svma) {

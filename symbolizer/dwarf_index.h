@@ -33,8 +33,9 @@ struct RawFrame {
 
 class DwarfIndex {
  public:
-  // nullptr when the file has no usable DWARF.
-  static std::unique_ptr<DwarfIndex> open(const ElfObject& obj);
+  // nullptr when the file has no usable DWARF. `alt` is the file's .gnu_debugaltlink file (dwz), found by
+  // the caller's locator; without it libdw looks for the recorded path itself.
+  static std::unique_ptr<DwarfIndex> open(const ElfObject& obj, const ElfObject* alt = nullptr);
   ~DwarfIndex();
   DwarfIndex(const DwarfIndex&) = delete;
   DwarfIndex& operator=(const DwarfIndex&) = delete;
@@ -87,6 +88,7 @@ class DwarfIndex {
   Cu* find_cu(uint64_t svma);
 
   Dwarf* dw_ = nullptr;
+  Dwarf* alt_ = nullptr;                // set with dwarf_setalt: libdw's dwarf_end does not end it
   LineSections sections_;               // for the direct line-program decoder (empty: use libdw)
   std::deque<std::string> file_names_;  // paths joined by the decoder (LineRow::file points here)
   std::vector<Cu> cus_;

@@ -93,6 +93,18 @@ std::optional<std::pair<std::string, uint32_t>> ElfObject::debuglink() const {
   return std::make_pair(std::string(name), static_cast<uint32_t>(crc));
 }
 
+std::optional<std::pair<std::string, std::vector<uint8_t>>> ElfObject::debugaltlink() const {
+  Elf_Scn* scn = section(".gnu_debugaltlink");
+  Elf_Data* d = scn != nullptr ? elf_rawdata(scn, nullptr) : nullptr;
+  if (d == nullptr || d->d_buf == nullptr) return std::nullopt;
+  // The path, NUL-terminated, then the build ID's bytes up to the end of the section.
+  const char* p = static_cast<const char*>(d->d_buf);
+  size_t len = ::strnlen(p, d->d_size);
+  if (len == 0 || len + 1 >= d->d_size) return std::nullopt;
+  const uint8_t* id = reinterpret_cast<const uint8_t*>(p) + len + 1;
+  return std::make_pair(std::string(p, len), std::vector<uint8_t>(id, id + (d->d_size - len - 1)));
+}
+
 Result<std::string> ElfObject::mini_debug_info() const {
   Elf_Scn* scn = section(".gnu_debugdata");
   if (scn == nullptr) return Err(path_ + " has no .gnu_debugdata");
@@ -166,7 +178,7 @@ void SymbolTable::add_elf_symbols(const ElfObject& obj, uint64_t base_svma) {
     Elf_Data* data = elf_getdata(scn, nullptr);
     if (data == nullptr) continue;
     size_t count = sh.sh_size / sh.sh_entsize;
-    symbols_.reserve(symbols_.size() + count);
+    pending_.reserve(pending_.size() + count);
     for (size_t i = 0; i < count; ++i) {
       GElf_Sym sym;
       if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) break;
@@ -183,7 +195,8 @@ void SymbolTable::add_elf_symbols(const ElfObject& obj, uint64_t base_svma) {
       const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
       if (name == nullptr || *name == '\0') continue;
       if (type == STT_NOTYPE && (name[0] == '$' || (name[0] == '.' && name[1] == 'L'))) continue;
-      symbols_.push_back({sym.st_value - base_svma, sym.st_size, name});
+      pending_.push_back(
+          {{sym.st_value - base_svma, sym.st_size, name}, binding_rank(GELF_ST_BIND(sym.st_info))});
     }
   }
 }
@@ -219,24 +232,42 @@ void SymbolTable::add_plt_symbols(const ElfObject& obj, uint64_t base_svma) {
     const char* name = elf_strptr(elf, dsh.sh_link, sym.st_name);
     if (name == nullptr || *name == '\0') continue;
     names_.push_back(std::string(name) + "@plt");
-    symbols_.push_back({addr - base_svma, entry, names_.back().c_str()});
+    pending_.push_back({{addr - base_svma, entry, names_.back().c_str()}, 0});
   }
 }
 
 void SymbolTable::add(uint64_t start, uint64_t size, std::string name) {
   names_.push_back(std::move(name));
-  symbols_.push_back({start, size, names_.back().c_str()});
+  pending_.push_back({{start, size, names_.back().c_str()}, 0});
 }
 
 void SymbolTable::finish() {
-  // At equal starts prefer a sized symbol, then the longer size (an alias of the whole function).
-  std::stable_sort(symbols_.begin(), symbols_.end(), [](const Symbol& a, const Symbol& b) {
-    if (a.start != b.start) return a.start < b.start;
-    return a.size > b.size;
+  // Aliases at one start get the name perf shows (its choose_best_symbol order): a sized symbol over a
+  // label, then global over local over weak (`api` over the static `impl` it aliases, `__libc_write` over
+  // the weak `write`), then fewer leading underscores, then the longer name. The kept symbol covers the
+  // largest size among them, so no address of the function loses its name.
+  auto underscores = [](const char* n) {
+    size_t k = 0;
+    while (n[k] == '_') ++k;
+    return k;
+  };
+  std::stable_sort(pending_.begin(), pending_.end(), [&](const Pending& a, const Pending& b) {
+    if (a.sym.start != b.sym.start) return a.sym.start < b.sym.start;
+    if ((a.sym.size > 0) != (b.sym.size > 0)) return a.sym.size > 0;
+    if (a.rank != b.rank) return a.rank < b.rank;
+    size_t ua = underscores(a.sym.name), ub = underscores(b.sym.name);
+    if (ua != ub) return ua < ub;
+    return std::strlen(a.sym.name) > std::strlen(b.sym.name);
   });
-  auto last = std::unique(symbols_.begin(), symbols_.end(),
-                          [](const Symbol& a, const Symbol& b) { return a.start == b.start; });
-  symbols_.erase(last, symbols_.end());
+  symbols_.reserve(symbols_.size() + pending_.size());
+  for (const Pending& p : pending_) {
+    if (!symbols_.empty() && symbols_.back().start == p.sym.start) {
+      symbols_.back().size = std::max(symbols_.back().size, p.sym.size);
+      continue;
+    }
+    symbols_.push_back(p.sym);
+  }
+  pending_ = {};
   symbols_.shrink_to_fit();
 }
 

@@ -37,6 +37,8 @@ class ElfObject {
   Elf_Scn* section(std::string_view name) const;
   // .gnu_debuglink: the file name and its CRC32, if present.
   std::optional<std::pair<std::string, uint32_t>> debuglink() const;
+  // .gnu_debugaltlink (dwz): the alt file's path as recorded and its build ID, if present.
+  std::optional<std::pair<std::string, std::vector<uint8_t>>> debugaltlink() const;
   // The decompressed .gnu_debugdata image, if present.
   Result<std::string> mini_debug_info() const;
   // Bytes of the file image backing [svma, svma+size) through PT_LOAD segments (clipped to the segment),
@@ -72,7 +74,7 @@ class SymbolTable {
   void add_plt_symbols(const ElfObject& obj, uint64_t base_svma);
   // Adds one symbol with its own name (perf map entries).
   void add(uint64_t start, uint64_t size, std::string name);
-  // Sorts and deduplicates; call once after the adds.
+  // Sorts and keeps one symbol per start (the name perf would show); call once after the adds.
   void finish();
 
   // The symbol containing `rel` (any byte inside it), or nullptr.
@@ -87,6 +89,12 @@ class SymbolTable {
   uint64_t end_of(const Symbol* s) const;
 
  private:
+  struct Pending {
+    Symbol sym;
+    uint8_t rank;  // 0 global (and synthesized names), 1 local, 2 weak: see finish()
+  };
+  static uint8_t binding_rank(unsigned bind) { return bind == STB_LOCAL ? 1 : bind == STB_WEAK ? 2 : 0; }
+  std::vector<Pending> pending_;  // the adds, until finish()
   std::vector<Symbol> symbols_;
   std::deque<std::string> names_;  // synthesized names (PLT stubs)
 };

@@ -37,6 +37,7 @@ struct Library {
   // request of only such addresses (a baked profile's unresolved frames, asked again) does not pay for it.
   std::unique_ptr<DwarfIndex> dwarf;
   const ElfObject* dwarf_files[2] = {nullptr, nullptr};
+  const ElfObject* dwarf_alts[2] = {nullptr, nullptr};  // each one's .gnu_debugaltlink file (dwz), if found
   bool dwarf_tried = false;
   // The binary's .eh_frame through recorder/unwind/'s parser, opened by fde_range() on the first address no
   // symbol names (a stripped binary): its FDEs are the functions then.

@@ -214,6 +214,27 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
     lib->objects.push_back(std::move(binary));
   }
   if (debug) lib->objects.push_back(std::move(debug));
+  // dwz'd DWARF (Debian's -dbgsym packages): the alt file holds shared DIEs and strings, among them the
+  // names of inlined functions. Found here by the shared locator; opened by libdw only with the DWARF.
+  for (size_t i = 0; i < 2; ++i) {
+    const ElfObject* f = lib->dwarf_files[i];
+    auto link = f != nullptr ? f->debugaltlink() : std::nullopt;
+    if (!link || link->second.empty()) continue;
+    elf::DebugQuery q;
+    q.binary_path = f->path();
+    q.build_id = link->second;
+    q.altlink = link->first;
+    elf::LocatorOptions lo{options.symbol_dirs, options.debug_dirs, options.use_debuginfod};
+    std::unique_ptr<ElfObject> alt;
+    elf::locate_debug_file(q, lo, [&](const std::string& path) {
+      auto o = ElfObject::open(path);
+      if (o) alt = std::move(o).value();
+      return alt != nullptr;
+    });
+    if (!alt) continue;
+    lib->dwarf_alts[i] = alt.get();
+    lib->objects.push_back(std::move(alt));
+  }
   lib->symbols.finish();
   return lib;
 }

@@ -23,8 +23,8 @@ size_t Library::memory_bytes() const {
 DwarfIndex* Library::dwarf_index() {
   if (!dwarf_tried) {
     dwarf_tried = true;
-    for (const ElfObject* f : dwarf_files)
-      if (f != nullptr && (dwarf = DwarfIndex::open(*f))) break;
+    for (size_t i = 0; i < 2 && !dwarf; ++i)
+      if (dwarf_files[i] != nullptr) dwarf = DwarfIndex::open(*dwarf_files[i], dwarf_alts[i]);
   }
   return dwarf.get();
 }

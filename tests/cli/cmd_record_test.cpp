@@ -3,6 +3,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdio>
+
 #include <catch2/catch.hpp>
 
 #include "tests/cli/sink_cli.h"
@@ -43,6 +45,30 @@ TEST_CASE("record -q prints no top functions; a bad --export is a usage error") 
   auto bad = run({fxprof_bin(), "record", "--export", "png", "--", "true"});
   CHECK(bad.status == 2);
   CHECK(bad.err == "fxprof record: --export must be folded, pprof or svg (try `fxprof record --help`)\n");
+}
+
+TEST_CASE("record -v prints each pass's time, in order, the read pass holding the program's run") {
+  TempDir dir;
+  auto r = run({fxprof_bin(), "record", "-v", "-q", "--cpu-only", "--save-only", "--no-symbolicate", "-o",
+                dir.file("p.json.gz"), "--", test_program("exp_work")});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  // "fxprof: passes: plan 0.1 ms, start 3.9 ms, read 512.3 ms, drain 0.2 ms, finish 30.1 ms"
+  size_t at = r.err.find("fxprof: passes: ");
+  REQUIRE(at != std::string::npos);
+  std::string line = r.err.substr(at, r.err.find('\n', at) - at);
+  double ms[5] = {-1, -1, -1, -1, -1};
+  REQUIRE(std::sscanf(line.c_str(),
+                      "fxprof: passes: plan %lf ms, start %lf ms, read %lf ms, drain %lf ms, finish %lf ms",
+                      &ms[0], &ms[1], &ms[2], &ms[3], &ms[4]) == 5);
+  for (double v : ms) CHECK(v >= 0);
+  // The program runs for a while (its CPU work); everything else is bookkeeping around it.
+  CHECK(ms[2] > ms[0] + ms[1] + ms[3]);
+  // Without -v: no such line.
+  auto quiet = run({fxprof_bin(), "record", "-q", "--cpu-only", "--save-only", "--no-symbolicate", "-o",
+                    dir.file("q.json.gz"), "--", test_program("exp_work")});
+  REQUIRE(quiet.status == 0);
+  CHECK(quiet.err.find("passes:") == std::string::npos);
 }
 
 TEST_CASE("record -p of an idle parent whose child works: an error naming the child, no file") {

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <vector>
 
+#include "elf/elf.h"
 #include "symbolizer/library.h"
 #include "tests/support/sym_programs.h"
 
@@ -84,6 +85,41 @@ TEST_CASE("lookup: compressed debug sections and split DWARF (.dwo) give the sam
   }
 }
 
+TEST_CASE("lookup: DWARF run through dwz finds its .gnu_debugaltlink file, by path or by build ID") {
+  // Debian's -dbgsym packages are dwz'd: DIEs that several files share (here nearly all: the two programs are
+  // built from one source) move to an alt file named by .gnu_debugaltlink (a path and the alt's build ID),
+  // and the inline chains' names are only in it.
+  const std::string dwz = "dwz";
+  for (bool by_build_id : {false, true}) {
+    INFO((by_build_id ? "by build ID" : "by path"));
+    fxprof::test::TempDir d;
+    std::filesystem::copy_file(test_program("sym_inline"), d.file("a"));
+    std::filesystem::copy_file(test_program("sym_inline_rebuilt"), d.file("b"));
+    // A recorded path that exists, or Debian's layout whose path does not exist here (/usr/lib/debug/.dwz),
+    // with the alt file under a debug directory's .build-id tree.
+    std::string recorded =
+        by_build_id ? "/usr/lib/debug/.dwz/fxprof-test/common.debug" : d.file("common.debug");
+    auto r = run({dwz, "-m", d.file("common.debug"), "-M", recorded, d.file("a"), d.file("b")});
+    REQUIRE(r.status == 0);
+    REQUIRE(run({"readelf", "-S", d.file("a")}).out.find(".gnu_debugaltlink") != std::string::npos);
+    sym::Options o = no_system_debug();
+    if (by_build_id) {
+      auto alt = fxprof::elf::read_file(d.file("common.debug"));
+      REQUIRE(alt);
+      std::string id = fxprof::elf::hex(alt->build_id);
+      REQUIRE(id.size() > 2);
+      std::filesystem::create_directories(d.file("debug/.build-id/" + id.substr(0, 2)));
+      std::filesystem::rename(d.file("common.debug"),
+                              d.file("debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug"));
+      o.debug_dirs = {d.file("debug")};
+    }
+    Prog p = prog(d.file("a"));
+    sym::Symbolizer s(o);
+    s.add_known_lib(known(p, p.path));
+    check_compute_hot(s, p, true);
+  }
+}
+
 TEST_CASE(
     "lookup: DWARF is indexed on the first address inside a function, never for addresses outside all") {
   // A baked profile asks again for the return addresses that found nothing (typically a function's first
@@ -125,6 +161,29 @@ TEST_CASE("lookup: C++ templates and namespaces are demangled, PLT stubs are nam
   CHECK((*r)[1].function_offset == combine.size - 1);
   CHECK((*r)[2].function == "printf@plt");
   CHECK((*r)[2].function_offset == 3);
+}
+
+TEST_CASE("lookup: aliases at one address get the name perf shows, not the first one in .symtab") {
+  Prog p = prog(test_program("sym_alias"));
+  sym::Symbolizer s(no_system_debug());
+  s.add_known_lib(known(p, p.path, "sym_alias"));
+  auto syms = nm_symbols(p.path);
+  const NmSym impl = syms.at("impl_local");
+  const NmSym other = syms.at("other_local");
+  // The aliases really share their addresses (the program is built so that they do).
+  REQUIRE(syms.at("api_global").addr == impl.addr);
+  REQUIRE(syms.at("__api_internal").addr == impl.addr);
+  REQUIRE(syms.at("api_weak").addr == impl.addr);
+  REQUIRE(syms.at("other_weak").addr == other.addr);
+  std::vector<uint64_t> addrs = {impl.addr, impl.addr + impl.size - 1, other.addr};
+  auto r = s.lookup("sym_alias", p.breakpad, addrs);
+  REQUIRE(r.ok());
+  // Global over local, weak and the underscored global; the whole function keeps the name.
+  CHECK((*r)[0].function == "api_global");
+  CHECK((*r)[1].function == "api_global");
+  CHECK((*r)[1].function_offset == impl.size - 1);
+  // Local over weak.
+  CHECK((*r)[2].function == "other_local");
 }
 
 TEST_CASE("lookup: Rust v0 and legacy symbols are demangled") {
