@@ -40,6 +40,9 @@ constexpr const char* kHelp =
     "  --call-graph MODE        dwarf (default: copy the user stack and unwind it with the binaries' CFI)\n"
     "                           or fp (frame pointers only: cheaper, for programs built with them)\n"
     "  --stack-size BYTES       user stack copied per sample in dwarf mode (default 32768, at most 65528)\n"
+    "  --buffer-size BYTES      ring buffer per CPU (default: room for ~32 samples, 2 MiB in dwarf mode as\n"
+    "                           root; an ordinary user gets at most kernel.perf_event_mlock_kb). Larger\n"
+    "                           loses fewer records at high rates; rounded down to a power-of-two pages\n"
     "  -p, --pid PID[,PID...]   attach to running processes (and what they start) until Ctrl+C or "
     "--duration\n"
     "  -d, --duration SECONDS   stop recording after SECONDS (the program keeps running)\n"
@@ -155,6 +158,11 @@ int cmd_record(std::span<char*> args) {
       if (!n || *n < 512 || *n > 65528)
         return usage_error(kCommand, "--stack-size must be between 512 and 65528 bytes");
       rec.stack_size = static_cast<uint32_t>(*n) & ~7u;  // the kernel wants a multiple of 8
+    } else if (auto v = p.option("", "--buffer-size")) {
+      auto n = parse_number(*v);
+      if (!n || *n < 4096 || *n > (uint64_t{1} << 30))
+        return usage_error(kCommand, "--buffer-size must be between 4096 bytes and 1 GiB");
+      rec.buffer_bytes = static_cast<uint64_t>(*n);
     } else if (auto v = p.option("", "--off-cpu-stack-size")) {
       auto n = parse_number(*v);
       if (!n || *n < 512 || *n > 65528)
@@ -336,7 +344,9 @@ int cmd_record(std::span<char*> args) {
     }
   }
   serve.libs = pipeline::known_libs(recording->profile);  // no need to read the file back to serve it
-  recording = Error{};                                    // free the model before serving
+  // Binaries deleted while they ran are served through the recorder's descriptors (model::Lib::read_path).
+  std::vector<UniqueFd> open_files = std::move(recording->open_files);
+  recording = Error{};  // free the model before serving
 
   // After a hangup (closed terminal, dropped SSH) nobody is there to open the URL: the profile is the result.
   if (!save_only && !hold.interrupted() && !recording_hangup) {

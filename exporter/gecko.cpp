@@ -142,7 +142,8 @@ void write_meta(const Profile& p, const Process* proc, bool top, JsonWriter& w) 
   w.key("platform").value("Linux");
   if (!p.meta.oscpu.empty()) w.key("oscpu").value(p.meta.oscpu);
   w.key("presymbolicated").value(p.meta.presymbolicated);
-  if (const auto& sw = p.meta.stack_walk; sw && top) {
+  const auto& sw = p.meta.stack_walk;
+  if (top && (sw || !p.meta.data_quality.empty())) {
     auto entry = [&](std::string_view label, uint64_t v) {
       w.begin_object()
           .key("label")
@@ -153,19 +154,22 @@ void write_meta(const Profile& p, const Process* proc, bool top, JsonWriter& w) 
           .value(v)
           .end_object();
     };
-    w.key("extra")
-        .begin_array()
-        .begin_object()
-        .key("label")
-        .value("Stack walking")
-        .key("entries")
-        .begin_array();
-    entry("Stacks unwound (DWARF)", sw->stacks);
-    entry("Ended at the end of the stack copy", sw->truncated);
-    entry("Failed (no unwind information)", sw->failed);
-    entry(kStackWalkFramePointer, sw->frame_pointer);
-    entry(kStackWalkScanned, sw->scanned);
-    w.end_array().end_object().end_array();
+    w.key("extra").begin_array();
+    if (sw) {
+      w.begin_object().key("label").value("Stack walking").key("entries").begin_array();
+      entry("Stacks unwound (DWARF)", sw->stacks);
+      entry("Ended at the end of the stack copy", sw->truncated);
+      entry("Failed (no unwind information)", sw->failed);
+      entry(kStackWalkFramePointer, sw->frame_pointer);
+      entry(kStackWalkScanned, sw->scanned);
+      w.end_array().end_object();
+    }
+    if (!p.meta.data_quality.empty()) {
+      w.begin_object().key("label").value(kDataQuality).key("entries").begin_array();
+      for (const model::Meta::Problem& q : p.meta.data_quality) entry(q.label, q.count);
+      w.end_array().end_object();
+    }
+    w.end_array();
   }
   w.key("categories");
   write_categories(p, w);

@@ -40,6 +40,8 @@ inline constexpr const char* kAddressColumn = "fxprofAddress";          // binar
 // Entries of meta.extra "Stack walking" for stacks recovered heuristically through code without CFI.
 inline constexpr std::string_view kStackWalkFramePointer = "Through code without CFI by frame pointers";
 inline constexpr std::string_view kStackWalkScanned = "Through code without CFI by stack scanning";
+// The meta.extra section of model::Meta::data_quality (one entry per problem: label, count).
+inline constexpr std::string_view kDataQuality = "Data quality";
 
 // Writes `profile` to `path` (gzip when it ends in ".gz"), through a temporary file renamed on success.
 Status write_gecko_profile(const model::Profile& profile, const std::string& path);

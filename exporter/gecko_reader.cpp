@@ -435,10 +435,11 @@ class Reader {
       if (k == "interval") return number(f, p_.meta.interval_ms, 1.0);
       if (k == "product") return string(f, p_.meta.product);
       if (k == "oscpu") return string(f, p_.meta.oscpu);
-      if (k == "extra") {  // fxprof's "Stack walking" section (other sections are not ours: skipped)
+      if (k == "extra") {  // fxprof's "Stack walking" and "Data quality" sections (others are skipped)
         return elements(f, [&](od::value section) {
           std::string label;
           model::Meta::StackWalk sw;
+          std::vector<model::Meta::Problem> quality;
           bool ok = fields(section, [&](std::string_view sk, od::value sv) {
             if (sk == "label") return string(sv, label);
             if (sk != "entries") return true;
@@ -455,10 +456,12 @@ class Reader {
               if (el == "Failed (no unwind information)") sw.failed = v;
               if (el == kStackWalkFramePointer) sw.frame_pointer = v;
               if (el == kStackWalkScanned) sw.scanned = v;
+              quality.push_back({std::move(el), v});
               return eok;
             });
           });
           if (label == "Stack walking") p_.meta.stack_walk = sw;
+          if (label == kDataQuality) p_.meta.data_quality = std::move(quality);
           return ok;
         });
       }

@@ -54,8 +54,8 @@ BinaryId Profile::intern_binary(const Lib& lib) {
                                              : "path\n" + lib.path + "\n" + lib.name;
   auto [it, inserted] = binary_index.try_emplace(std::move(key), static_cast<BinaryId>(binaries.size()));
   if (!inserted) return it->second;
-  binaries.push_back(
-      {lib.name, lib.path, lib.debug_name, lib.debug_path, lib.breakpad_id, lib.code_id, lib.arch});
+  binaries.push_back({lib.name, lib.path, lib.debug_name, lib.debug_path, lib.breakpad_id, lib.code_id,
+                      lib.arch, lib.read_path});
   return static_cast<BinaryId>(binaries.size() - 1);
 }
 

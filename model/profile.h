@@ -197,6 +197,9 @@ struct Lib {
   std::string breakpad_id;  // 33 hex chars derived from the build ID ("" if unknown: never symbolicated)
   std::string code_id;      // the full build ID, lowercase hex
   std::string arch = "x86_64";
+  // Where the file can be read now when `path` no longer can (a binary deleted or replaced while it ran:
+  // the recorder's open descriptor, /proc/self/fd/N, alive while its Recording is). Never written out.
+  std::string read_path;
 };
 
 // A binary as symbolication sees it: one entry per (debug_name, breakpad_id) across all processes, so that
@@ -204,6 +207,7 @@ struct Lib {
 // index_binaries() (model/symbols.h) or by a reader.
 struct Binary {
   std::string name, path, debug_name, debug_path, breakpad_id, code_id, arch;
+  std::string read_path;  // Lib::read_path
   // Only binaries with both identities can be looked up (the front end asks for no others either).
   bool symbolicatable() const { return !debug_name.empty() && !breakpad_id.empty(); }
 };
@@ -252,6 +256,14 @@ struct Meta {
     uint64_t frame_pointer = 0, scanned = 0;
   };
   std::optional<StackWalk> stack_walk;
+  // Data-quality problems the recording had (recorder/quality.h: the one mechanism that also prints their
+  // line): what was affected and where (the label names the binary, process or cause) and how many. Written
+  // as a meta.extra section ("Data quality"), read back by the Gecko reader, so `symbolicate` keeps it.
+  struct Problem {
+    std::string label;
+    uint64_t count = 0;
+  };
+  std::vector<Problem> data_quality;
 };
 
 struct Profile {

@@ -28,7 +28,10 @@ SymbolicateStats symbolicate(model::Profile& profile, symbolizer::Symbolizer& sy
   std::vector<model::SymbolRequest> requests = model::symbol_requests(profile);
   for (model::SymbolRequest& r : requests) {
     const model::Binary& b = profile.binaries[r.binary];
-    symbols.add_known_lib({b.debug_name, b.breakpad_id, b.name, b.path, b.debug_path, b.code_id, b.arch});
+    // A binary deleted while it ran is read through the recorder's descriptor (Lib::read_path).
+    const std::string& path = b.read_path.empty() ? b.path : b.read_path;
+    const std::string& debug_path = b.read_path.empty() ? b.debug_path : b.read_path;
+    symbols.add_known_lib({b.debug_name, b.breakpad_id, b.name, path, debug_path, b.code_id, b.arch});
     ++stats.binaries;
     stats.addresses += r.addresses.size();
     auto infos = symbols.lookup(b.debug_name, b.breakpad_id, r.addresses);
@@ -57,7 +60,9 @@ std::vector<symbolizer::KnownLib> known_libs(const model::Profile& profile) {
     for (const model::Lib& l : proc.libs) {
       if (l.debug_name.empty() || l.breakpad_id.empty()) continue;  // never requested by the front end
       if (!seen.insert(l.debug_name + '\n' + l.breakpad_id).second) continue;
-      out.push_back({l.debug_name, l.breakpad_id, l.name, l.path, l.debug_path, l.code_id, l.arch});
+      const std::string& path = l.read_path.empty() ? l.path : l.read_path;
+      const std::string& debug_path = l.read_path.empty() ? l.debug_path : l.read_path;
+      out.push_back({l.debug_name, l.breakpad_id, l.name, path, debug_path, l.code_id, l.arch});
     }
   }
   return out;

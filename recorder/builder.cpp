@@ -1,9 +1,14 @@
 #include "recorder/builder.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cinttypes>
 #include <cstdio>
 #include <cstring>
 
@@ -198,17 +203,19 @@ void ProfileBuilder::add_attached(uint32_t pid, uint64_t time_ns) {
     if (eol == std::string::npos) eol = m.size();
     std::string line = m.substr(pos, eol - pos);
     pos = eol + 1;
-    unsigned long long start, end, off;
+    unsigned long long start, end, off, ino = 0;
+    unsigned maj = 0, min = 0;
     char perms[8] = {};
     int path_at = 0;
-    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &off, &path_at) < 4)
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj, &min,
+                    &ino, &path_at) < 7)
       continue;
     if (perms[2] != 'x' || path_at <= 0) continue;
     std::string path = static_cast<size_t>(path_at) < line.size() ? line.substr(static_cast<size_t>(path_at))
                                                                   : std::string(kAnonymousCode);  // JIT code
     if (path.ends_with(" (deleted)")) path.resize(path.size() - 10);
     uint32_t prot = PROT_EXEC | (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0);
-    add_mapping(pid, start, end - start, off, prot, path, time_ns);
+    add_mapping(pid, start, end - start, off, prot, path, time_ns, makedev(maj, min), ino);
   }
 }
 
@@ -265,20 +272,93 @@ const elf::Identity* ProfileBuilder::elf_for(const std::string& path) {
 }
 
 void ProfileBuilder::add_mapping(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t prot,
-                                 const std::string& path, uint64_t t) {
+                                 const std::string& path, uint64_t t, uint64_t dev, uint64_t ino) {
   if (path.empty() || (path[0] != '/' && path != "[vdso]")) return;  // no file to name it
   if (jitdump_pid(path) != 0) {  // a JIT runtime announcing its jitdump file: names, not code
     process(pid, t).jitdump = path;
     return;
   }
-  if (unwinder_) unwinder_->on_mmap(pid, start, len, pgoff, path, prot);
-  const elf::Identity* elf = elf_for(path);
+  const std::string from =
+      path[0] == '/' && ino != 0 ? keep_file(pid, start, start + len, path, dev, ino) : path;
+  if (unwinder_) unwinder_->on_mmap(pid, start, len, pgoff, path, prot, from);
+  const elf::Identity* elf = elf_for(from);
   if (!elf) return;
   model::Process& proc = profile_.processes[process(pid, t).proc];
   for (const model::Lib& l : proc.libs)
     if (l.start == start && l.end == start + len && l.path == path)
       return;  // attach: /proc/maps and MMAP2 overlap
   proc.libs.push_back(make_lib(start, start + len, elf->lib_offset(pgoff, prot), path, *elf));
+  if (from != path) proc.libs.back().read_path = from;
+}
+
+std::string ProfileBuilder::keep_file(uint32_t pid, uint64_t start, uint64_t end, const std::string& path,
+                                      uint64_t dev, uint64_t ino) {
+  const std::string key = std::to_string(dev) + ':' + std::to_string(ino);
+  auto fd_path = [](const UniqueFd& fd) { return "/proc/self/fd/" + std::to_string(fd.get()); };
+  // The record's device can differ from what stat() shows through an overlay (containers): only a file on
+  // the same device with another inode is taken for a replacement.
+  auto same_file = [&](const struct stat& st) { return st.st_ino == ino || st.st_dev != dev; };
+  struct stat st {};
+  const bool at_path = ::stat(path.c_str(), &st) == 0 && same_file(st);
+  if (auto it = kept_index_.find(key); it != kept_index_.end())
+    return at_path ? path : fd_path(kept_[it->second].fd);
+  // A descriptor per distinct binary (tens in a recording); past this many, only deleted ones are kept.
+  constexpr size_t kMaxKept = 512;
+  if (at_path && kept_.size() >= kMaxKept) return path;
+  UniqueFd fd;
+  if (at_path) {
+    fd.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  } else {
+    // Gone or replaced since it was mapped: the mapping itself (needs CAP_SYS_ADMIN or
+    // CAP_CHECKPOINT_RESTORE), or the process's executable (any user who may trace it).
+    char range[80];
+    std::snprintf(range, sizeof range, "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
+    fd.reset(::open(range, O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) {
+      const std::string exe = "/proc/" + std::to_string(pid) + "/exe";
+      char target[4096];
+      const ssize_t n = readlink(exe.c_str(), target, sizeof target - 1);
+      const std::string_view link(target, n > 0 ? static_cast<size_t>(n) : 0);
+      if (link == path || link == path + " (deleted)") fd.reset(::open(exe.c_str(), O_RDONLY | O_CLOEXEC));
+    }
+    struct stat fst {};
+    if (fd.valid() && (fstat(fd.get(), &fst) != 0 || fst.st_ino != ino)) fd.reset();
+    if (!fd.valid()) {
+      if (std::find(unreadable_.begin(), unreadable_.end(), path) == unreadable_.end())
+        unreadable_.push_back(path);
+      return path;
+    }
+  }
+  if (!fd.valid()) return path;
+  kept_index_[key] = kept_.size();
+  kept_.push_back({std::move(fd), path, ino});
+  return at_path ? path : fd_path(kept_.back().fd);
+}
+
+void ProfileBuilder::read_deleted_libs() {
+  // Each kept file whose path no longer leads to it: its libs are read through the descriptor from now on.
+  std::unordered_map<std::string, std::string> moved;  // path -> /proc/self/fd/N
+  for (const KeptFile& k : kept_) {
+    struct stat st {
+    }, fst{};
+    if (::stat(k.path.c_str(), &st) == 0 && fstat(k.fd.get(), &fst) == 0 && st.st_ino == fst.st_ino &&
+        st.st_dev == fst.st_dev)
+      continue;
+    moved[k.path] = "/proc/self/fd/" + std::to_string(k.fd.get());
+    deleted_read_.push_back(k.path);
+  }
+  if (moved.empty()) return;
+  for (model::Process& proc : profile_.processes)
+    for (model::Lib& l : proc.libs)
+      if (auto it = moved.find(l.path); it != moved.end() && l.read_path.empty()) l.read_path = it->second;
+}
+
+std::vector<UniqueFd> ProfileBuilder::take_kept_files() {
+  std::vector<UniqueFd> out;
+  for (KeptFile& k : kept_) out.push_back(std::move(k.fd));
+  kept_.clear();
+  kept_index_.clear();
+  return out;
 }
 
 uint64_t ProfileBuilder::record_time(const perf_event_header* h) {
@@ -330,15 +410,17 @@ void ProfileBuilder::on_mmap2(const std::byte* p, size_t size) {
   uint32_t pid, tid;
   r.u32x2(pid, tid);
   uint64_t addr = r.u64(), len = r.u64(), pgoff = r.u64();
-  r.u64();  // maj/min (or build-id size)
-  r.u64();  // ino
+  uint32_t maj, min;
+  r.u32x2(maj, min);
+  const uint64_t ino = r.u64();
   r.u64();  // ino_generation
   uint32_t prot, flags;
   r.u32x2(prot, flags);
   if (!r.ok() || !(prot & PROT_EXEC)) return;
   std::string path = r.str_before_trailer();
   if (path.ends_with(" (deleted)")) path.resize(path.size() - 10);
-  add_mapping(pid, addr, len, pgoff, prot, path, trailer(p, size).time);
+  if (is_anonymous_code(path)) process(pid, trailer(p, size).time).anon_code.emplace_back(addr, addr + len);
+  add_mapping(pid, addr, len, pgoff, prot, path, trailer(p, size).time, makedev(maj, min), ino);
 }
 
 void ProfileBuilder::on_comm(const std::byte* p, size_t size, uint16_t misc) {
@@ -391,6 +473,7 @@ void ProfileBuilder::on_comm(const std::byte* p, size_t size, uint16_t misc) {
   }
   procs_[pid].live = 1;
   procs_[pid].jitdump.clear();  // the old image's
+  procs_[pid].anon_code.clear();
   // The exec'ing thread is on a CPU right now: its CPU time counts from here.
   ThreadRef& th = threads_[pid];
   th.cpu = CpuState{true, true, t, 0, 0};
@@ -411,13 +494,16 @@ void ProfileBuilder::on_fork(const std::byte* p, size_t size) {
     if (unwinder_) unwinder_->on_fork(ppid, pid);
     std::string pname;
     std::vector<model::Lib> libs;
+    std::vector<std::pair<uint64_t, uint64_t>> anon;
     if (auto it = procs_.find(ppid); it != procs_.end()) {
       pname = profile_.processes[it->second.proc].name;
       libs = profile_.processes[it->second.proc].libs;
+      anon = it->second.anon_code;
     }
     if (pname.empty()) pname = parent_name.empty() ? proc_comm(pid, pid) : parent_name;
     uint32_t idx = new_process(pid, pname, t);
     profile_.processes[idx].libs = std::move(libs);
+    procs_[pid].anon_code = std::move(anon);
     add_thread(pid, tid, parent_name.empty() ? pname : parent_name, t);
   } else {
     add_thread(pid, tid, parent_name.empty() ? proc_comm(pid, tid) : parent_name, t);
@@ -440,7 +526,11 @@ void ProfileBuilder::on_exit(const std::byte* p, size_t size) {
     if (pit != procs_.end() && pit->second.live > 0) --pit->second.live;
   }
   if (pit == procs_.end()) return;
-  if (tid == pid) profile_.processes[pit->second.proc].end_ns = t;
+  if (tid == pid) {
+    profile_.processes[pit->second.proc].end_ns = t;
+    // An EXIT while the process runs on: the kernel dropped our events at a setuid or unreadable exec.
+    if (auto u = exec_not_followed(pid)) unfollowed_.push_back(std::move(*u));
+  }
   // The mappings stay until the last thread is gone (the leader may exit before its threads' last samples).
   if (pit->second.live > 0) return;
   if (unwinder_) unwinder_->on_exit(pid);
@@ -691,10 +781,31 @@ bool ProfileBuilder::sample_path(const std::byte* p, size_t size, bool switch_ev
   }
 
   path_.clear();
+  // Records were lost: a sample in code none of the process's known mappings covers ran code whose mmap or
+  // exec record was lost (a child may be taken for its parent). Marked, counted, never guessed.
+  if (lost_ > 0 && !switch_event && !user_.empty()) {
+    uint32_t pid = 0;
+    std::memcpy(&pid, p + 16, 4);
+    if (!known_code(pid, user_.front())) {
+      path_.push_back(profile_.label_frame("(unknown code: records lost)"));
+      ++unknown_code_samples_;
+      unknown_code_pids_.insert(pid);
+    }
+  }
   if (truncated) path_.push_back(profile_.label_frame("(stack truncated)"));
   for (auto it = user_.rbegin(); it != user_.rend(); ++it) path_.push_back(profile_.native_frame(*it));
   for (auto it = kernel_.rbegin(); it != kernel_.rend(); ++it) path_.push_back(profile_.kernel_frame(*it));
   return true;
+}
+
+bool ProfileBuilder::known_code(uint32_t pid, uint64_t ip) const {
+  auto it = procs_.find(pid);
+  if (it == procs_.end()) return false;
+  for (const model::Lib& l : profile_.processes[it->second.proc].libs)
+    if (ip >= l.start && ip < l.end) return true;
+  for (const auto& [start, end] : it->second.anon_code)
+    if (ip >= start && ip < end) return true;
+  return false;
 }
 
 void ProfileBuilder::resolve_stack(ThreadRef& th) {
@@ -718,6 +829,8 @@ void ProfileBuilder::resolve_pending() {
       it->second.off.queued = false;
     }
   pending_tids_.clear();
+  // Processes whose exec was still setting up when their EXIT was read: named while they still run.
+  for (UnfollowedExec& u : unfollowed_) name_unfollowed(u);
 }
 
 void ProfileBuilder::on_sample(const std::byte* p, size_t size, bool switch_event) {
@@ -778,6 +891,7 @@ void ProfileBuilder::close_off_spans(uint64_t end_ns) {
 }
 
 void ProfileBuilder::finish() {
+  read_deleted_libs();
   name_kernel_frames(profile_);
   if (off_interned_) name_off_cpu_reasons();
   if (off_interned_ && !wakings_.empty()) name_wakers();

@@ -20,13 +20,16 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "base/fd.h"
 #include "elf/elf.h"
 #include "model/profile.h"
 #include "recorder/offcpu.h"
 #include "recorder/perf.h"
+#include "recorder/quality.h"
 #include "recorder/unwind/unwinder.h"
 #include "recorder/waker.h"
 
@@ -63,7 +66,8 @@ class ProfileBuilder {
   // calls resolve_pending(), which unwinds the stacks of threads still switched out.
   void handle(const perf_event_header* h, bool switch_event = false);
   // Unwinds the switch-out samples of threads still out (their spans may need the stacks): call it before
-  // the records handled since the last call go away (the ring buffer space is released).
+  // the records handled since the last call go away (the ring buffer space is released). Also names the
+  // processes of unfollowed() not named yet.
   void resolve_pending();
   void set_off_cpu(const OffCpuConfig& c);
   // Off-CPU wakers (waker.h): wakeups as the tracer reported them, in any order; each off-CPU marker gets
@@ -85,6 +89,24 @@ class ProfileBuilder {
   uint64_t switch_stacks_unwound() const { return switch_stacks_unwound_; }  // of those, the ones needed
   uint64_t off_cpu_samples() const { return off_cpu_samples_; }
   uint64_t off_cpu_spans() const { return off_cpu_spans_; }  // blocked or preempted spans seen
+  // Samples taken after records were lost whose address no known mapping of their process covers (its mmap
+  // or exec record was among the lost), and how many processes had them: marked "(unknown code: records
+  // lost)" at the root.
+  uint64_t unknown_code_samples() const { return unknown_code_samples_; }
+  size_t unknown_code_processes() const { return unknown_code_pids_.size(); }
+  // Binaries deleted (or replaced) while they ran: read through kept descriptors (read), or not (unreadable).
+  // finish() gives their libs a read_path; the descriptors go with the recording (take_kept_files).
+  const std::vector<std::string>& deleted_read() const { return deleted_read_; }
+  const std::vector<std::string>& deleted_unreadable() const { return unreadable_; }
+  std::vector<UniqueFd> take_kept_files();
+  // Processes the kernel stopped profiling at an exec (setuid or unreadable binary: quality.h).
+  std::vector<UnfollowedExec>& unfollowed() { return unfollowed_; }
+  // Launch mode: the kernel never reported the launched program's exec (its events were dropped before
+  // they were enabled: no EXIT record either). `binary` and `reason` say what it executed and why.
+  void launch_not_followed(uint32_t pid, const std::string& binary, const std::string& reason) {
+    auto it = procs_.find(pid);
+    if (it != procs_.end() && it->second.launch_exec_pending) unfollowed_.push_back({pid, binary, reason});
+  }
 
  private:
   struct CpuState {
@@ -120,6 +142,8 @@ class ProfileBuilder {
     uint32_t live = 0;                 // threads not yet exited: the unwinder forgets the pid at 0
     std::string jitdump;               // the jit-PID.dump file the process mmapped ("" if none)
     bool jit_read = false;             // its JIT names were read (at exit, or at the end: read_jit)
+    // Executable memory without a file (JIT code), [start, end): known code for the lost-records check.
+    std::vector<std::pair<uint64_t, uint64_t>> anon_code;
   };
 
   uint32_t new_process(uint32_t pid, const std::string& name, uint64_t t);
@@ -127,9 +151,16 @@ class ProfileBuilder {
   ThreadRef& thread(uint32_t pid, uint32_t tid, uint64_t t);
   ThreadRef& add_thread(uint32_t pid, uint32_t tid, const std::string& name, uint64_t t);
   bool has_samples(const model::Process& p) const;
-  // An executable mapping; `prot` (PROT_* bits) picks the ELF segment the kernel mapped there.
+  // An executable mapping; `prot` (PROT_* bits) picks the ELF segment the kernel mapped there. `dev`/`ino`
+  // (MMAP2, /proc/PID/maps; 0 when unknown) identify the mapped file (keep_file).
   void add_mapping(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t prot,
-                   const std::string& path, uint64_t t);
+                   const std::string& path, uint64_t t, uint64_t dev = 0, uint64_t ino = 0);
+  // Keeps a descriptor of the mapped file, so that a binary deleted or replaced while it runs can still be
+  // read (unwinding now, symbols after the recording). Returns where to read it now: `path` when the file
+  // there is the mapped one, else /proc/self/fd/N of a descriptor opened through /proc/PID/map_files (or
+  // /proc/PID/exe); `path` and an entry in unreadable_ when neither works.
+  std::string keep_file(uint32_t pid, uint64_t start, uint64_t end, const std::string& path, uint64_t dev,
+                        uint64_t ino);
   const elf::Identity* elf_for(const std::string& path);
   // Reads the process's perf map and jitdump into its model::Process::jit (recorder/jit.h), once.
   void read_jit(uint32_t pid, ProcRef& pr);
@@ -178,6 +209,20 @@ class ProfileBuilder {
   std::vector<uint32_t> new_pids_;
   std::vector<uint32_t> pending_tids_;  // threads whose OffState::pending is set
   uint64_t switch_stacks_unwound_ = 0;
+  std::vector<UnfollowedExec> unfollowed_;
+  struct KeptFile {
+    UniqueFd fd;
+    std::string path;  // the mapping's path
+    uint64_t ino = 0;
+  };
+  std::vector<KeptFile> kept_;
+  std::unordered_map<std::string, size_t> kept_index_;  // "dev:ino" -> kept_
+  std::vector<std::string> deleted_read_, unreadable_;
+  void read_deleted_libs();
+  // After a loss: is `ip` inside an executable mapping of `pid` we know of?
+  bool known_code(uint32_t pid, uint64_t ip) const;
+  uint64_t unknown_code_samples_ = 0;
+  std::unordered_set<uint32_t> unknown_code_pids_;
 };
 
 }  // namespace fxprof::recorder

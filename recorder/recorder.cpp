@@ -20,11 +20,13 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "base/fd.h"
 #include "recorder/builder.h"
 #include "recorder/launcher.h"
 #include "recorder/perf.h"
+#include "recorder/quality.h"
 #include "recorder/rss.h"
 #include "recorder/unwind/report.h"
 #include "recorder/unwind/unwinder.h"
@@ -229,6 +231,44 @@ class Session {
              "copies it)");
   }
 
+  // Every data-quality line and meta entry, through the one mechanism (recorder/quality.h).
+  void report_data_quality(model::Profile& prof) {
+    std::vector<QualityProblem> problems;
+    if (child_ && !opt_.command.empty()) {
+      const std::string path = command_path(opt_.command[0]);
+      if (std::string why = unprofilable_reason(path); !why.empty())
+        builder_->launch_not_followed(static_cast<uint32_t>(child_->pid()), path, why);
+    }
+    for (UnfollowedExec& u : builder_->unfollowed()) name_unfollowed(u);
+    if (!builder_->unfollowed().empty()) {
+      problems.push_back(unfollowed_problem(builder_->unfollowed()));
+      rec_.stats.not_followed = problems.back().line;
+    }
+    if (unwinder_)  // named in the incomplete-stacks line already: meta entries only
+      for (const UnwindStop& s : unwinder_->stops())
+        if (s.corrupt > 0)
+          problems.push_back({"Stacks stopped at a damaged .eh_frame: " + s.path, s.corrupt, ""});
+    for (const std::string& path : builder_->deleted_read())
+      problems.push_back({"Deleted while running, read from the open file: " + path, 1, ""});
+    if (!builder_->deleted_unreadable().empty()) {
+      std::string names;
+      for (const std::string& path : builder_->deleted_unreadable())
+        names += (names.empty() ? "" : ", ") + path;
+      problems.push_back(
+          {"Deleted while running, not readable: " + names, builder_->deleted_unreadable().size(),
+           names + " deleted or replaced while running and not readable through /proc/PID/map_files (needs "
+                   "root): its stacks may be incomplete and its functions unnamed. Keep the binary until the "
+                   "recording ends, or record as root"});
+    }
+    if (rec_.stats.lost_records) {
+      problems.push_back(lost_records_problem(rec_.stats.lost_records, builder_->unknown_code_samples(),
+                                              builder_->unknown_code_processes()));
+      if (builder_->unknown_code_samples() > 0)
+        problems.push_back({"Samples in code whose mapping was lost", builder_->unknown_code_samples(), ""});
+    }
+    report_quality(prof, problems);
+  }
+
   const Options& opt_;
   const bool launch_;  // a command to run (else -p PIDs)
   uint64_t freq_ = 0;  // the sampling rate used (the kernel's limit may lower the one asked for)
@@ -425,15 +465,19 @@ void Session::sync_waker() {
   builder_->add_wakings(wakings_);
 }
 
-// The recording, as the passes it goes through; -v prints how long each took (one line at the end).
+// The recording, as the passes it goes through, in order; a pass that fails ends it with its error. -v
+// prints how long each took (one line at the end).
 Result<Recording> Session::run() {
-  if (auto s = pass("plan", &Session::plan_buffers); !s) return std::move(s).take_error();
-  if (auto s = pass("start", launch_ ? &Session::start_launch : &Session::start_attach); !s)
-    return std::move(s).take_error();
-  pass("read", &Session::read_until_stop);
-  pass("drain", &Session::drain);
-  pass("finish", &Session::finish_profile);
-  pass("summarize", &Session::summarize);
+  const std::pair<const char*, Status (Session::*)()> passes[] = {
+      {"plan", &Session::plan_buffers},
+      {"start", launch_ ? &Session::start_launch : &Session::start_attach},
+      {"read", &Session::read_until_stop},
+      {"drain", &Session::drain},
+      {"finish", &Session::finish_profile},
+      {"summarize", &Session::summarize},
+  };
+  for (const auto& [name, step] : passes)
+    if (auto s = pass(name, step); !s) return std::move(s).take_error();
   return std::move(rec_);
 }
 
@@ -494,6 +538,10 @@ Status Session::plan_buffers() {
     long mlock_kb = read_sysctl("/proc/sys/kernel/perf_event_mlock_kb", 516);
     size_t budget = mlock_kb > 0 ? static_cast<size_t>(mlock_kb) * 1024 / page : 129;
     data_pages_ = std::min(data_pages_, floor_pow2(budget > 1 ? budget - 1 : 1));
+    min_pages_ = std::min(min_pages_, data_pages_);
+  }
+  if (opt_.buffer_bytes > 0) {  // --buffer-size: the user's choice (still within the mlock budget's fallback)
+    data_pages_ = floor_pow2(std::max<size_t>(1, opt_.buffer_bytes / page));
     min_pages_ = std::min(min_pages_, data_pages_);
   }
   long ncpu = sysconf(_SC_NPROCESSORS_CONF);
@@ -724,13 +772,13 @@ Status Session::summarize() {
   st.hardware_event = cfg_.hardware;
   st.frequency_hz = static_cast<double>(freq_);
   st.finish_ms = static_cast<double>(now_ns(CLOCK_MONOTONIC) - exit_seen_ns_) / 1e6;
-  if (st.lost_records)
-    notice(std::to_string(st.lost_records) + " records lost (the reader fell behind; shown as markers)");
   rusage ru;
   if (getrusage(RUSAGE_THREAD, &ru) == 0)
     st.reader_cpu_ms = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
                        static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
   if (unwinder_) report_stack_walk(prof);
+  report_data_quality(prof);
+  rec_.open_files = builder_->take_kept_files();  // deleted binaries are read through them (Lib::read_path)
   if (child_ && !child_exited_) rec_.exit_status = 0;  // --duration: the program keeps running
   if (opt_.verbose) verbose_summary();
   return {};
@@ -809,6 +857,8 @@ std::vector<ProcessInfo> descendants(int pid, size_t limit) {
 std::string no_samples_message(const Options& options, const Stats& stats) {
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.1f s", stats.duration_s);
+  if (!stats.not_followed.empty())  // the kernel dropped the events: CPU use was not the reason
+    return "no samples: " + stats.not_followed + "; no profile written";
   if (options.pids.empty()) {
     std::string program = options.command.empty() ? "the program" : basename_of(options.command[0]);
     std::string msg =

@@ -67,6 +67,7 @@
 #include <string>
 #include <vector>
 
+#include "base/fd.h"
 #include "base/result.h"
 #include "model/profile.h"
 
@@ -80,6 +81,7 @@ struct Options {
   double frequency_hz = 1000;        // -F/--freq
   CallGraph call_graph = CallGraph::Dwarf;
   uint32_t stack_size = 32768;  // --stack-size: bytes of user stack copied per sample (DWARF mode)
+  uint64_t buffer_bytes = 0;    // --buffer-size: ring buffer per CPU (0: ~32 samples' worth, see below)
   double duration_s = 0;        // --duration: 0 = until the program exits (launch) or Ctrl-C (attach)
   bool verbose = false;
   std::vector<std::string> symbol_dirs;  // --symbol-dir: also searched for debug files (.debug_frame)
@@ -116,10 +118,17 @@ struct Stats {
   uint64_t switch_samples = 0;   // context-switches samples read (one per switch-out)
   uint64_t off_cpu_spans = 0;    // switch-out .. switch-in spans measured
   uint64_t off_cpu_samples = 0;  // samples made of blocked time (also counted in `samples`)
+  // The data-quality line about processes the kernel stopped profiling at an exec (setuid or unreadable
+  // binary, recorder/quality.h), "" when none: a recording without samples says it instead of blaming CPU
+  // use.
+  std::string not_followed;
 };
 
 struct Recording {
   model::Profile profile;
+  // Descriptors of the mapped binaries (one per file): those deleted or replaced while they ran are read
+  // through them (model::Lib::read_path): keep them open while the profile is symbolicated or served.
+  std::vector<UniqueFd> open_files;
   int exit_status = 0;  // launch mode: the program's exit status (128+signal if killed); attach mode: 0
   Stats stats;
   bool hangup =

@@ -62,7 +62,8 @@ std::optional<Library::Range> Library::fde_range(uint64_t rel) {
     }
   }
   recorder::unw::Fde fde;
-  if (!cfi || !recorder::unw::find_eh_fde(*cfi, rel + base_svma, fde) || fde.pc_begin < base_svma)
+  if (!cfi || recorder::unw::find_eh_fde(*cfi, rel + base_svma, fde) != recorder::unw::FdeLookup::Found ||
+      fde.pc_begin < base_svma)
     return std::nullopt;
   return Range{fde.pc_begin - base_svma, fde.pc_end - base_svma};
 }

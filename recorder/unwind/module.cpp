@@ -179,9 +179,10 @@ void load_debug_frame(Module& m) {
   });
 }
 
-// The FDE covering `svma` in .eh_frame.
-bool find_eh_fde(const Module& m, uint64_t svma, Fde& fde) {
-  if (m.eh.empty()) return false;
+// The FDE covering `svma` in .eh_frame. An entry of .eh_frame_hdr's table that leads to bytes that do not
+// parse as an FDE is a damaged binary, not a gap in the CFI: Corrupt.
+FdeLookup find_eh_fde(const Module& m, uint64_t svma, Fde& fde) {
+  if (m.eh.empty()) return FdeLookup::None;
   PtrBase base{&m.eh, m.eh_hdr.vaddr};
   uint64_t off = 0;
   if (m.table) {
@@ -199,16 +200,17 @@ bool find_eh_fde(const Module& m, uint64_t svma, Fde& fde) {
       else
         hi = mid;
     }
-    if (lo == 0) return false;
+    if (lo == 0) return FdeLookup::None;
     int32_t fde_rel;
     std::memcpy(&fde_rel, m.table + (lo - 1) * 8 + 4, 4);
     uint64_t fde_vaddr = m.eh_hdr.vaddr + static_cast<uint64_t>(static_cast<int64_t>(fde_rel));
-    if (fde_vaddr < m.eh.vaddr) return false;
+    if (fde_vaddr < m.eh.vaddr) return FdeLookup::Corrupt;
     off = fde_vaddr - m.eh.vaddr;
-  } else if (!find_in_index(m.eh_index, svma, off)) {
-    return false;
+    if (!parse_fde(m.eh, off, true, base, fde)) return FdeLookup::Corrupt;
+  } else if (!find_in_index(m.eh_index, svma, off) || !parse_fde(m.eh, off, true, base, fde)) {
+    return FdeLookup::None;
   }
-  return parse_fde(m.eh, off, true, base, fde) && svma >= fde.pc_begin && svma < fde.pc_end;
+  return svma >= fde.pc_begin && svma < fde.pc_end ? FdeLookup::Found : FdeLookup::None;
 }
 
 bool find_debug_fde(Module& m, uint64_t svma, Fde& fde) {
@@ -226,7 +228,15 @@ Rule compute_rule(Module& m, uint64_t look, uint64_t ip_svma, UnwindStats& stats
     return r;
   }
   Fde fde;
-  if (find_eh_fde(m, look, fde)) return rule_from_fde(fde, PtrBase{&m.eh, m.eh_hdr.vaddr}, look);
+  switch (find_eh_fde(m, look, fde)) {
+    case FdeLookup::Found:
+      return rule_from_fde(fde, PtrBase{&m.eh, m.eh_hdr.vaddr}, look);
+    case FdeLookup::Corrupt:
+      r.kind = Rule::Corrupt;
+      return r;
+    case FdeLookup::None:
+      break;
+  }
   if (find_debug_fde(m, look, fde)) {
     ++stats.debug_frame_rules;
     return rule_from_fde(fde, PtrBase{}, look);

@@ -26,6 +26,7 @@ namespace fxprof::recorder::unw {
 // Stacks whose walk stopped in a binary, by how (UnwindEnd).
 struct StopCounts {
   uint64_t truncated = 0, failed = 0;
+  uint64_t corrupt = 0;  // of the failed, at an FDE that could not be parsed (Rule::Corrupt)
 };
 
 // One binary, shared by every process that maps it.
@@ -73,7 +74,8 @@ void load_elf(Module& m);
 // Loads .debug_frame from the binary itself or its separate debug file (find_debug_fde calls it once).
 void load_debug_frame(Module& m);
 // The FDE covering `svma` in .eh_frame / in .debug_frame (loaded on first use).
-bool find_eh_fde(const Module& m, uint64_t svma, Fde& fde);
+enum class FdeLookup { Found, None, Corrupt };  // Corrupt: the search table points at unparsable bytes
+FdeLookup find_eh_fde(const Module& m, uint64_t svma, Fde& fde);
 bool find_debug_fde(Module& m, uint64_t svma, Fde& fde);
 // The Rule for an address of `m`: `look` is the svma looked up (ra - 1 for return addresses), `ip_svma` the
 // address itself (a sigreturn trampoline is recognised by its code there).

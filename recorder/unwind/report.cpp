@@ -35,20 +35,25 @@ std::string incomplete_stacks_warning(std::span<const ThreadStacks> threads,
   if (over > 1) line += " and " + std::to_string(over - 1) + " other thread" + (over > 2 ? "s" : "");
   line += " are incomplete";
   uint64_t truncated = 0, failed = 0;
-  std::string where;
+  std::string where, corrupt;
   for (size_t i = 0; i < stops.size(); ++i) {
     truncated += stops[i].truncated;
-    failed += stops[i].failed;
+    failed += stops[i].failed - stops[i].corrupt;
+    if (stops[i].corrupt > 0) corrupt += (corrupt.empty() ? "" : ", ") + base_name(stops[i].path);
     if (i >= kMaxBinaries) continue;
     where += (where.empty() ? "" : ", ") + base_name(stops[i].path) + " (" +
-             std::to_string(stops[i].truncated + stops[i].failed) + ")";
+             std::to_string(stops[i].truncated + stops[i].failed) +
+             (stops[i].corrupt > 0 ? ", corrupt .eh_frame" : "") + ")";
   }
   if (!where.empty()) line += "; unwinding stopped in " + where;
   std::string remedy;
+  if (!corrupt.empty())
+    remedy = "the unwind tables (.eh_frame) of " + corrupt +
+             " could not be parsed: the file is damaged, rebuild or reinstall it";
   if (failed > 0)
-    remedy =
-        "build with unwind tables (missing .eh_frame: -fasynchronous-unwind-tables) or record with "
-        "--call-graph fp if the code keeps frame pointers";
+    remedy += std::string(remedy.empty() ? "" : "; ") +
+              "build with unwind tables (missing .eh_frame: -fasynchronous-unwind-tables) or record with "
+              "--call-graph fp if the code keeps frame pointers";
   if (truncated > 0)
     remedy += std::string(remedy.empty() ? "" : "; ") + "raise --stack-size (now " +
               std::to_string(stack_size) + " bytes, at most 65528) for deeper stacks";

@@ -30,7 +30,10 @@ Reg reg_from_dwarf(uint64_t dw);
 // The compact per-address rule: everything the hot loop needs to step one frame, 24 bytes so that a 2-way
 // cache set (key + rule, twice) is one 64-byte cache line.
 struct Rule {
-  enum Kind : uint8_t { Invalid, Cfa, End, FramePointer, SigReturn };
+  // Corrupt: the binary's search table points at an FDE that cannot be parsed (a damaged .eh_frame): the
+  // walk stops there as failed and the binary is named (its frame pointers, if any, cannot be trusted to
+  // tell a complete stack from a wrong one).
+  enum Kind : uint8_t { Invalid, Cfa, End, FramePointer, SigReturn, Corrupt };
   // How a saved register's caller value is found: unchanged, at CFA + off, = CFA + off, = register `off`.
   enum How : uint8_t { Same = 0, AtCfa = 1, ValCfa = 2, FromReg = 3 };
   Kind kind = Invalid;

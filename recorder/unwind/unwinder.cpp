@@ -89,12 +89,13 @@ struct Unwinder::Impl {
   uint32_t next_module_id = 1;
   elf::LocatorOptions locator;
 
-  Module* module_for(std::string_view path) {
+  Module* module_for(std::string_view path, std::string_view open_path) {
     std::string key(path);
+    const std::string from(open_path.empty() ? path : open_path);
     bool vdso = path == "[vdso]";
     struct stat st {};
     if (!vdso) {
-      if (::stat(key.c_str(), &st) != 0) st = {};
+      if (::stat(from.c_str(), &st) != 0) st = {};
       key += '\0' + std::to_string(st.st_dev) + ':' + std::to_string(st.st_ino) + ':' +
              std::to_string(st.st_mtim.tv_sec) + '.' + std::to_string(st.st_mtim.tv_nsec);
     }
@@ -104,7 +105,8 @@ struct Unwinder::Impl {
     Module& m = *slot;
     m.id = next_module_id++;
     m.locator = &locator;
-    open_module(m, path);
+    open_module(m, from);
+    m.path = std::string(path);
     ++stats.modules;
     if (!m.ok) ++stats.modules_failed;
     return &m;
@@ -149,7 +151,7 @@ std::vector<UnwindStop> Unwinder::stops() const {
   std::vector<UnwindStop> out;
   for (const auto& [key, m] : impl_->modules)
     if (m->stops.truncated + m->stops.failed > 0)
-      out.push_back({m->path, m->stops.truncated, m->stops.failed});
+      out.push_back({m->path, m->stops.truncated, m->stops.failed, m->stops.corrupt});
   if (impl_->anon_stops.truncated + impl_->anon_stops.failed > 0)
     out.push_back({"", impl_->anon_stops.truncated, impl_->anon_stops.failed});
   std::sort(out.begin(), out.end(), [](const UnwindStop& a, const UnwindStop& b) {
@@ -160,7 +162,7 @@ std::vector<UnwindStop> Unwinder::stops() const {
 }
 
 void Unwinder::on_mmap(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, std::string_view path,
-                       uint32_t prot) {
+                       uint32_t prot, std::string_view open_path) {
   if (len == 0 || path.empty()) return;
   uint64_t end = start + len;
   Process& proc = impl_->procs[pid];
@@ -178,7 +180,7 @@ void Unwinder::on_mmap(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgof
   if (is_anonymous_code(path)) {
     kept.push_back({start, end, 0, nullptr});  // JIT code: known code, no file, no CFI
   } else {
-    Module* m = impl_->module_for(path);
+    Module* m = impl_->module_for(path, open_path);
     // avma - svma, with the segment the kernel mapped here (elf::Identity::mapping_svma: lld layouts share
     // a file page between the read-only and the code segment).
     auto svma = m->identity.mapping_svma(pgoff, prot);
@@ -328,6 +330,9 @@ UnwindResult Unwinder::unwind(uint32_t pid, const UserRegs& regs, std::span<cons
       switch (rule.kind) {
         case Rule::End:
           return done(UnwindEnd::Complete);
+        case Rule::Corrupt:
+          ++me->module->stops.corrupt;  // named in the post-recording line and the profile's meta
+          return done(UnwindEnd::Failed);
         case Rule::SigReturn: {
           // The kernel saved every register in the ucontext on the stack.
           for (size_t i = 0; i < unw::kRegCount; ++i)

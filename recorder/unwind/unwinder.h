@@ -123,6 +123,7 @@ struct UnwindStop {
   std::string path;  // "" for code outside any file mapping (JIT, anonymous executable memory)
   uint64_t truncated = 0;
   uint64_t failed = 0;
+  uint64_t corrupt = 0;  // of the failed: its .eh_frame search table led to bytes that are not an FDE
 };
 
 // The path the recorder gives executable memory without a file (MMAP2 names it "//anon"; /proc/PID/maps
@@ -142,8 +143,10 @@ class Unwinder {
   // Process bookkeeping, fed from MMAP2/FORK/COMM(exec)/EXIT records (and /proc/PID/maps when attaching).
   // Only executable mappings matter; `path` may be "[vdso]" or anonymous (kAnonymousCode).
   // `prot` (PROT_* bits of the MMAP2 record) picks the ELF segment the kernel mapped there.
+  // `open_path`, when given, is where the file is read from (a binary deleted while it runs: the recorder's
+  // descriptor, /proc/self/fd/N); `path` still names it.
   void on_mmap(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, std::string_view path,
-               uint32_t prot = PROT_READ | PROT_EXEC);
+               uint32_t prot = PROT_READ | PROT_EXEC, std::string_view open_path = {});
   void on_fork(uint32_t parent_pid, uint32_t child_pid);  // the child starts with the parent's mappings
   void on_exec(uint32_t pid);                             // forgets the old image's mappings
   void on_exit(uint32_t pid);

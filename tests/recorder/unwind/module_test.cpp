@@ -30,7 +30,7 @@ TEST_CASE("module: .eh_frame_hdr's table finds the FDE of every function of a pr
     INFO(fn);
     Fde f;
     for (uint64_t a : {range->first, (range->first + range->second) / 2, range->second - 1}) {
-      REQUIRE(find_eh_fde(m, a, f));
+      REQUIRE(find_eh_fde(m, a, f) == FdeLookup::Found);
       CHECK(f.pc_begin <= range->first);
       CHECK(f.pc_end >= range->second);
     }
@@ -49,8 +49,8 @@ TEST_CASE("module: .debug_frame from the binary and from its separate debug file
         std::string(prog) == "unw_split" ? kDir + "/unw_split.debug" : kDir + "/" + prog, "nocfi_leaf");
     REQUIRE(range.ok());
     Fde f;
-    CHECK(!find_eh_fde(m, range->first, f));  // built without unwind tables
-    CHECK(!m.debug_tried);                    // nothing loaded until needed
+    CHECK(find_eh_fde(m, range->first, f) == FdeLookup::None);  // built without unwind tables
+    CHECK(!m.debug_tried);                                      // nothing loaded until needed
     REQUIRE(find_debug_fde(m, range->first + 1, f));
     CHECK(m.debug_tried);
     CHECK(f.pc_begin == range->first);

@@ -1,0 +1,128 @@
+// Data-quality lines and meta entries (design in quality.h).
+#include "recorder/quality.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include "base/fd.h"
+
+namespace fxprof::recorder {
+
+namespace {
+std::string base_name(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+}  // namespace
+
+void report_quality(model::Profile& profile, std::span<const QualityProblem> problems) {
+  for (const QualityProblem& q : problems) {
+    if (!q.line.empty()) std::fprintf(stderr, "fxprof: %s\n", q.line.c_str());
+    profile.meta.data_quality.push_back({q.label, q.count});
+  }
+}
+
+std::string unprofilable_reason(const std::string& path) {
+  if (geteuid() == 0 || path.empty()) return "";
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+  if ((st.st_mode & S_ISUID) && st.st_uid != geteuid())
+    return st.st_uid == 0 ? "setuid root" : "setuid user " + std::to_string(st.st_uid);
+  if ((st.st_mode & S_ISGID) && (st.st_mode & S_IXGRP) && st.st_gid != getegid())
+    return "setgid group " + std::to_string(st.st_gid);
+  if (faccessat(AT_FDCWD, path.c_str(), R_OK, AT_EACCESS) != 0) {
+    char mode[16];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return std::string("not readable by you (mode ") + mode + ")";
+  }
+  return "";
+}
+
+std::string command_path(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* env = std::getenv("PATH");
+  std::string_view rest = env && *env ? env : "/usr/local/bin:/bin:/usr/bin";
+  while (!rest.empty()) {
+    size_t colon = rest.find(':');
+    std::string dir(rest.substr(0, colon));
+    rest = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return name;
+}
+
+std::optional<UnfollowedExec> exec_not_followed(uint32_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid);
+  auto stat_text = read_file(dir + "/stat");
+  if (!stat_text) return std::nullopt;  // gone: it exited
+  const size_t paren = stat_text->rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat_text->size()) return std::nullopt;
+  const char state = (*stat_text)[paren + 2];
+  if (state == 'Z' || state == 'X') return std::nullopt;  // exiting: a real exit
+  // A non-dumpable task's files belong to root (or the setuid owner), not to its real user. So do those of a
+  // task that has no memory any more (exiting, between exit_mm and the zombie state); such a task's status
+  // has no Vm lines. It is read before the owner, so that a task exiting in between is not taken for one.
+  auto status = read_file(dir + "/status");
+  if (!status || status->find("\nVmSize:") == std::string::npos) return std::nullopt;
+  const size_t uid_at = status->find("\nUid:");
+  if (uid_at == std::string::npos) return std::nullopt;
+  const auto real_uid = static_cast<uid_t>(std::strtoul(status->c_str() + uid_at + 5, nullptr, 10));
+  struct stat st {};
+  if (::stat((dir + "/environ").c_str(), &st) != 0 || st.st_uid == real_uid) return std::nullopt;
+  UnfollowedExec u;
+  u.pid = pid;
+  name_unfollowed(u);
+  return u;
+}
+
+void name_unfollowed(UnfollowedExec& u) {
+  if (!u.binary.empty()) return;
+  // The new program's arguments are in place only once its exec has set up the stack: until then (a
+  // reader faster than the exec) the command line reads empty, and the name is asked again at the end.
+  const std::string dir = "/proc/" + std::to_string(u.pid);
+  if (auto cmd = read_file(dir + "/cmdline"); cmd && !cmd->empty() && (*cmd)[0] != '\0') {
+    u.binary = std::string(cmd->c_str());
+    u.reason = unprofilable_reason(u.binary);
+  }
+}
+
+QualityProblem unfollowed_problem(std::span<const UnfollowedExec> execs) {
+  QualityProblem q;
+  q.count = execs.size();
+  std::string names, list;
+  for (size_t i = 0; i < execs.size() && i < 3; ++i) {
+    const UnfollowedExec& e = execs[i];
+    const std::string binary = e.binary.empty() ? "a program" : e.binary;
+    names += (i ? ", " : "") + base_name(binary);
+    list += (i ? ", " : "") + binary + " (pid " + std::to_string(e.pid) + (e.reason.empty() ? "" : ": ") +
+            e.reason + ")";
+  }
+  if (execs.size() > 3) list += " and " + std::to_string(execs.size() - 3) + " more";
+  q.label = "Not profiled after exec (setuid or unreadable binary): " + names;
+  q.line = "not profiled from their exec on: " + list +
+           ". The kernel stops profiling a process that executes a setuid or setgid program or one you "
+           "cannot read; record as root, or make the program readable (chmod +r) and not setuid";
+  return q;
+}
+
+QualityProblem lost_records_problem(uint64_t lost, uint64_t unknown_samples, size_t processes) {
+  QualityProblem q;
+  q.label = "Records lost (ring buffer overflow)";
+  q.count = lost;
+  q.line = std::to_string(lost) + " records lost (the reader fell behind; shown as \"Lost records\" markers)";
+  if (unknown_samples > 0)
+    q.line += ": " + std::to_string(unknown_samples) + " samples of " + std::to_string(processes) +
+              " process" + (processes == 1 ? "" : "es") +
+              " ran code whose mmap or exec record was lost, under \"(unknown code: records lost)\"; a "
+              "process whose exec was lost keeps its parent's name";
+  q.line += ". Lower -F, use --call-graph fp (smaller samples) or a larger --buffer-size";
+  return q;
+}
+
+}  // namespace fxprof::recorder

@@ -1,0 +1,69 @@
+// Data quality: whatever makes a recording miss part of the program or show some of it wrongly is said once
+// after recording and kept in the profile, never silent.
+//
+// One mechanism for all of them: a QualityProblem is a line on stderr ("fxprof: LINE": what, where, why,
+// the remedy) and an entry of the profile's meta (model::Meta::data_quality, the "Data quality" section of
+// the Firefox Profiler's profile info: the label names the binary or process, the value counts it), both
+// written by report_quality(). The cases (README, "Data quality"):
+//  - A process that executes a setuid/setgid binary, or one the user cannot read, is no longer profiled:
+//    the kernel removes the perf events of a task whose exec makes it non-dumpable (fs/exec.c,
+//    perf_event_exit_task) and writes an EXIT record for it while it runs on. The reader sees that EXIT with
+//    the process still alive and its /proc files owned by another user than its real one (what non-dumpable
+//    tasks get); for the launched program (whose events were not enabled yet: no EXIT) the file's mode says
+//    which and why.
+//  - A binary deleted while it runs is read through a descriptor kept since its mapping was seen, or
+//    /proc/PID/map_files when it was gone already (ProfileBuilder::keep_file), else named.
+//  - Stacks that stopped at a damaged .eh_frame are named in the incomplete-stacks line
+//    (recorder/unwind/report.h) and counted here.
+//  - Lost records (the ring buffer overflowed): the mmap, comm and exec records lost with them make code
+//    unknown or a child look like its parent; samples at addresses no known mapping covers are counted.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "model/profile.h"
+
+namespace fxprof::recorder {
+
+struct QualityProblem {
+  std::string label;   // the meta entry: what and where (the binary or process named)
+  uint64_t count = 0;  // how many (processes, stacks, samples, records)
+  std::string line;    // the stderr line ("" when another line already says it: meta entry only)
+};
+
+// The one place problems are reported: each line on stderr and each entry in profile.meta.data_quality.
+void report_quality(model::Profile& profile, std::span<const QualityProblem> problems);
+
+// Why this user cannot profile the program at `path` ("setuid root", "not readable by you (mode 0111)"),
+// or "" when it can (or when we are root, whom the kernel lets follow both).
+std::string unprofilable_reason(const std::string& path);
+
+// The file execvp runs for `name`: `name` itself when it holds a '/', else the first executable match in
+// PATH.
+std::string command_path(const std::string& name);
+
+// A process whose perf events the kernel removed at an exec: still running (not a zombie) when its EXIT
+// record is read, its /proc files owned by another user than its real one. `binary`: its argv[0] (cmdline),
+// "" while unknown.
+struct UnfollowedExec {
+  uint32_t pid = 0;
+  std::string binary;
+  std::string reason;  // unprofilable_reason(binary), or "" when the file cannot be found from here
+};
+std::optional<UnfollowedExec> exec_not_followed(uint32_t pid);
+// Reads the binary (and the reason) of `u` if still unknown: its exec may not have set up its arguments
+// when exec_not_followed() ran.
+void name_unfollowed(UnfollowedExec& u);
+
+// The problem for processes the kernel stopped profiling at an exec (one line for all of them).
+QualityProblem unfollowed_problem(std::span<const UnfollowedExec> execs);
+
+// The problem for `lost` records (PERF_RECORD_LOST): with them went samples and perhaps the mmap, comm and
+// exec records that name code and processes; `unknown_samples` of `processes` processes ran in code no
+// known mapping covers.
+QualityProblem lost_records_problem(uint64_t lost, uint64_t unknown_samples, size_t processes);
+
+}  // namespace fxprof::recorder

@@ -1,0 +1,299 @@
+// Data-quality lines and meta entries (recorder/quality.h), each on a real program and real kernel events:
+// a program the kernel stops profiling (unreadable, setuid), a damaged .eh_frame, lost records, a binary
+// deleted while it runs.
+#include "recorder/quality.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/fd.h"
+#include "tests/support/support.h"
+
+using namespace fxprof::test;
+
+namespace {
+
+constexpr const char* kUser =
+    "fxprof-test";  // the unprivileged suite's user (tests/e2e/unprivileged_test.cpp)
+
+const passwd* ensure_user() {
+  if (const passwd* pw = getpwnam(kUser)) return pw;
+  auto r = run({"useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", kUser});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  return getpwnam(kUser);
+}
+
+// A copy of a test program at `to`, with `mode`.
+void copy_program(const std::string& name, const std::string& to, mode_t mode) {
+  auto r = run({"cp", test_program(name), to});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  REQUIRE(chmod(to.c_str(), mode) == 0);
+}
+
+// The entries of the profile's meta.extra section `section`: label -> value.
+std::vector<std::pair<std::string, uint64_t>> meta_section(const std::string& text,
+                                                           const std::string& section) {
+  simdjson::dom::parser parser;
+  auto root = parse_json(parser, text);
+  std::vector<std::pair<std::string, uint64_t>> out;
+  simdjson::dom::array extra;
+  if (root["meta"]["extra"].get(extra)) return out;
+  for (simdjson::dom::element s : extra) {
+    if (std::string_view(s["label"]) != section) continue;
+    for (simdjson::dom::element e : simdjson::dom::array(s["entries"]))
+      out.push_back({std::string(std::string_view(e["label"])), uint64_t(e["value"])});
+  }
+  return out;
+}
+
+// The value of the "Data quality" entry whose label starts with `prefix` (and that label), or ("", 0). Other
+// entries may come and go with the machine's load (lost records): only the one a test is about is checked.
+std::pair<std::string, uint64_t> quality_entry(const std::string& text, const std::string& prefix) {
+  for (auto& [label, value] : meta_section(text, "Data quality"))
+    if (label.starts_with(prefix)) return {label, value};
+  return {"", 0};
+}
+
+// Overwrites section `name` of the ELF file `path` with 0xff bytes (readelf gives its offset and size).
+void damage_section(const std::string& path, const std::string& name) {
+  auto r = run({"readelf", "-SW", path});
+  REQUIRE(r.status == 0);
+  std::istringstream lines(r.out);
+  std::string line;
+  uint64_t off = 0, size = 0;
+  while (std::getline(lines, line)) {
+    // "  [18] .eh_frame  PROGBITS  0000000000002118 002118 000134 00   A  0   0  8"
+    size_t at = line.find("] " + name + " ");
+    if (at == std::string::npos) continue;
+    std::istringstream f(line.substr(at + 2));
+    std::string sec, type, addr;
+    f >> sec >> type >> addr >> std::hex >> off >> size;
+  }
+  REQUIRE(size > 0);
+  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  std::string junk(size, '\xff');
+  CHECK(pwrite(fd, junk.data(), size, static_cast<off_t>(off)) == static_cast<ssize_t>(size));
+  close(fd);
+}
+
+}  // namespace
+
+TEST_CASE("quality: a program the kernel will not let this user profile is named, with why",
+          "[quality][unprivileged]") {
+  REQUIRE(geteuid() == 0);  // the suite runs as root and drops to the test user here
+  const passwd* pw = ensure_user();
+  REQUIRE(pw != nullptr);
+  TempDir dir;
+  REQUIRE(chown(dir.path().c_str(), pw->pw_uid, pw->pw_gid) == 0);
+  // Root's files: the user may run them, not read them (0111), or runs them as root (setuid).
+  copy_program("dq_work", dir.file("dq_open"), 0755);
+  copy_program("dq_work", dir.file("dq_locked"), 0111);
+  copy_program("dq_work", dir.file("dq_suid"), 04755);
+  CmdOptions opts;
+  opts.uid = pw->pw_uid;
+  opts.gid = pw->pw_gid;
+  opts.cwd = dir.path();
+  opts.env["HOME"] = dir.path();
+  const std::string out = dir.file("p.json.gz");
+  auto record = [&](const std::vector<std::string>& argv) {
+    std::vector<std::string> cmd{fxprof_bin(), "record", "--save-only", "--no-symbolicate", "-o", out, "--"};
+    cmd.insert(cmd.end(), argv.begin(), argv.end());
+    return run(cmd, opts);
+  };
+
+  SECTION("launched directly: no samples, and the message says why instead of blaming CPU use") {
+    auto r = record({"./dq_locked", "300"});
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK(r.err.find("fxprof: no samples: not profiled from their exec on: ./dq_locked (pid ") !=
+          std::string::npos);
+    CHECK(r.err.find("not readable by you (mode 0111)") != std::string::npos);
+    CHECK(r.err.find("used less CPU") == std::string::npos);
+    CHECK(r.err.find("record as root") != std::string::npos);
+  }
+
+  SECTION("started by the program: one line for both, and the meta counts them") {
+    const std::string script = dir.path() + "/dq_open 200 && " + dir.path() + "/dq_locked 300 && " +
+                               dir.path() + "/dq_suid 300 && " + dir.path() + "/dq_open 200";
+    auto r = record({"/bin/sh", "-c", script});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.err.find("fxprof: not profiled from their exec on: " + dir.path() + "/dq_locked (pid ") !=
+          std::string::npos);
+    CHECK(r.err.find("not readable by you (mode 0111)") != std::string::npos);
+    CHECK(r.err.find(dir.path() + "/dq_suid (pid ") != std::string::npos);
+    CHECK(r.err.find("setuid root") != std::string::npos);
+    auto [label, count] = quality_entry(read_profile_text(out), "Not profiled after exec");
+    CHECK(label == "Not profiled after exec (setuid or unreadable binary): dq_locked, dq_suid");
+    CHECK(count == 2);
+  }
+}
+
+TEST_CASE("quality: stacks that stop at a damaged .eh_frame are failed, and the binary is named",
+          "[quality]") {
+  TempDir dir;
+  const std::string prog = dir.file("dq_damaged");
+  copy_program("dq_work", prog, 0755);
+  damage_section(prog, ".eh_frame");
+  const std::string out = dir.file("p.json.gz");
+  auto r = run({fxprof_bin(), "record", "--save-only", "--no-symbolicate", "-F", "2000", "-o", out, "--",
+                prog, "300"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  // The incomplete-stacks line (recorder/unwind/report.h) names it, with the remedy for a damaged file.
+  CHECK(r.err.find("% of the stacks of thread") != std::string::npos);
+  CHECK(r.err.find("unwinding stopped in dq_damaged (") != std::string::npos);
+  CHECK(r.err.find(", corrupt .eh_frame)") != std::string::npos);
+  CHECK(r.err.find("the unwind tables (.eh_frame) of dq_damaged could not be parsed") != std::string::npos);
+  const std::string text = read_profile_text(out);
+  CHECK(lint_gecko_profile(text).empty());
+  uint64_t stacks = 0, failed = 0;
+  for (const auto& [label, value] : meta_section(text, "Stack walking")) {
+    if (label == "Stacks unwound (DWARF)") stacks = value;
+    if (label == "Failed (no unwind information)") failed = value;
+  }
+  CHECK(stacks >= 20);          // 300 ms at 2 kHz: ~600 on an idle machine
+  CHECK(failed * 2 >= stacks);  // most of them: every stack starts in dq_work's own code
+  auto [label, count] = quality_entry(text, "Stacks stopped at a damaged .eh_frame");
+  CHECK(label == "Stacks stopped at a damaged .eh_frame: " + prog);
+  CHECK(count * 2 >= stacks);
+}
+
+TEST_CASE("quality: a binary deleted while it runs still unwinds and gets its names", "[quality]") {
+  TempDir dir;
+  const std::string prog = dir.file("dq_deleted"), ready = dir.file("ready"), go = dir.file("go");
+  copy_program("dq_work", prog, 0755);
+  REQUIRE(mkfifo(ready.c_str(), 0600) == 0);
+  REQUIRE(mkfifo(go.c_str(), 0600) == 0);
+  // Read-write: opening does not wait for the program, and poll() waits for its line.
+  fxprof::UniqueFd ready_fd(open(ready.c_str(), O_RDWR | O_CLOEXEC));
+  REQUIRE(ready_fd.valid());
+  const std::string out = dir.file("p.json.gz");
+  Background fx(
+      {fxprof_bin(), "record", "--save-only", "-F", "2000", "-o", out, "--", prog, "300", ready, go});
+  pollfd pfd{ready_fd.get(), POLLIN, 0};
+  REQUIRE(poll(&pfd, 1, 60000) == 1);
+  char line[16] = {};
+  REQUIRE(read(ready_fd.get(), line, sizeof line) == 6);
+  REQUIRE(unlink(prog.c_str()) == 0);
+  {
+    fxprof::UniqueFd go_fd(open(go.c_str(), O_WRONLY | O_CLOEXEC));  // the program waits for its end
+    REQUIRE(go_fd.valid());
+  }
+  const int status = fx.stop(0, std::chrono::seconds(120));
+  const std::string err = fx.err();
+  INFO(err);
+  REQUIRE(status == 0);
+  CHECK(err.find("no symbols for dq_deleted") == std::string::npos);
+  const std::string text = read_profile_text(out);
+  CHECK(lint_gecko_profile(text).empty());
+  // Unwound through its own code and named from the deleted file: the whole call path, in most samples.
+  auto folded = run({fxprof_bin(), "export", "folded", out, "-o", "-"});
+  INFO(folded.err);
+  REQUIRE(folded.status == 0);
+  uint64_t total = 0, named = 0;
+  std::istringstream lines(folded.out);
+  for (std::string l; std::getline(lines, l);) {
+    const size_t space = l.rfind(' ');
+    if (space == std::string::npos) continue;
+    const uint64_t n = std::stoull(l.substr(space + 1));
+    if (l.find("dq_deleted") != std::string::npos || l.find("spin_cpu_ms") != std::string::npos) total += n;
+    if (l.find("main;dq_outer;dq_middle;dq_inner") != std::string::npos) named += n;
+  }
+  INFO(folded.out.substr(0, 4000));
+  CHECK(total >= 20);
+  CHECK(named * 10 >= total * 8);
+  auto [label, count] = quality_entry(text, "Deleted while running");
+  CHECK(label == "Deleted while running, read from the open file: " + prog);
+  CHECK(count == 1);
+}
+
+TEST_CASE("quality: lost records are one line, and samples in code whose mapping was lost are marked",
+          "[quality]") {
+  // A one-page ring buffer and a program that maps its own binary thousands of times before each exec: the
+  // buffer overflows, and with it go mmap and exec records of the children.
+  TempDir dir;
+  const std::string out = dir.file("p.json.gz");
+  auto r = run({fxprof_bin(), "record", "--save-only", "--no-symbolicate", "--cpu-only", "--call-graph", "fp",
+                "--buffer-size", "4096", "-F", "4000", "-o", out, "--", test_program("dq_mmaps"), "10",
+                "5000", test_program("dq_work"), "50"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.err.find(" records lost (the reader fell behind; shown as \"Lost records\" markers)") !=
+        std::string::npos);
+  CHECK(r.err.find("--buffer-size") != std::string::npos);
+  const std::string text = read_profile_text(out);
+  CHECK(lint_gecko_profile(text).empty());
+  uint64_t lost = 0, unknown = 0;
+  for (const auto& [label, value] : meta_section(text, "Data quality")) {
+    if (label == "Records lost (ring buffer overflow)") lost = value;
+    if (label == "Samples in code whose mapping was lost") unknown = value;
+  }
+  CHECK(lost > 0);
+  // Every sample under the marker is counted, and only those.
+  simdjson::dom::parser parser;
+  auto root = parse_json(parser, text);
+  uint64_t marked = 0;
+  auto count = [&](simdjson::dom::element thread) {
+    simdjson::dom::array strings = thread["stringTable"], frames = thread["frameTable"]["data"],
+                         stacks = thread["stackTable"]["data"];
+    const auto location_col = size_t(int64_t(thread["frameTable"]["schema"]["location"]));
+    const auto frame_col = size_t(int64_t(thread["stackTable"]["schema"]["frame"]));
+    const auto prefix_col = size_t(int64_t(thread["stackTable"]["schema"]["prefix"]));
+    for (simdjson::dom::element smp : simdjson::dom::array(thread["samples"]["data"])) {
+      if (smp.at(0).is_null()) continue;
+      int64_t s = int64_t(smp.at(0)), root_frame = -1;
+      while (s >= 0) {
+        auto st = stacks.at(size_t(s));
+        root_frame = int64_t(st.at(frame_col));
+        s = st.at(prefix_col).is_null() ? -1 : int64_t(st.at(prefix_col));
+      }
+      auto name = frames.at(size_t(root_frame)).at(location_col);
+      marked += std::string_view(strings.at(size_t(int64_t(name)))) == "(unknown code: records lost)";
+    }
+  };
+  for (simdjson::dom::element t : simdjson::dom::array(root["threads"])) count(t);
+  for (simdjson::dom::element p : simdjson::dom::array(root["processes"]))
+    for (simdjson::dom::element t : simdjson::dom::array(p["threads"])) count(t);
+  CHECK(marked == unknown);
+  CHECK(marked > 0);
+  if (unknown > 0) CHECK(r.err.find("ran code whose mmap or exec record was lost") != std::string::npos);
+}
+
+TEST_CASE("quality: the file execvp runs, and the lines' wording", "[quality]") {
+  CHECK(fxprof::recorder::command_path("./x/y") == "./x/y");
+  const std::string sh = fxprof::recorder::command_path("sh");
+  CHECK(sh.ends_with("/sh"));
+  CHECK(access(sh.c_str(), X_OK) == 0);
+  // Root may profile anything: the kernel keeps following it.
+  REQUIRE(geteuid() == 0);
+  CHECK(fxprof::recorder::unprofilable_reason(sh).empty());
+  auto q = fxprof::recorder::lost_records_problem(120, 7, 2);
+  CHECK(q.label == "Records lost (ring buffer overflow)");
+  CHECK(q.count == 120);
+  CHECK(q.line.starts_with("120 records lost (the reader fell behind"));
+  CHECK(q.line.find(": 7 samples of 2 processes ran code whose mmap or exec record was lost") !=
+        std::string::npos);
+  CHECK(fxprof::recorder::lost_records_problem(5, 0, 0).line.find("samples of") == std::string::npos);
+  std::vector<fxprof::recorder::UnfollowedExec> execs = {{10, "/usr/bin/passwd", "setuid root"},
+                                                         {11, "./locked", "not readable by you (mode 0111)"}};
+  auto u = fxprof::recorder::unfollowed_problem(execs);
+  CHECK(u.label == "Not profiled after exec (setuid or unreadable binary): passwd, locked");
+  CHECK(u.count == 2);
+  CHECK(
+      u.line.starts_with("not profiled from their exec on: /usr/bin/passwd (pid 10: setuid root), ./locked "
+                         "(pid 11: not readable by you (mode 0111)). "));
+}
