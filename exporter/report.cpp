@@ -69,6 +69,7 @@ Report make_report(const model::Profile& profile, const ReportOptions& options) 
   r.samples = t.total_samples();
   r.samples_without_stack = t.samples_without_stack();
   r.lost_records = count_lost(profile);
+  r.data_quality = profile.meta.data_quality;
   r.processes = static_cast<uint32_t>(profile.processes.size());
   for (const auto& p : profile.processes) r.threads += static_cast<uint32_t>(p.threads.size());
 
@@ -153,6 +154,9 @@ std::string format_report(const Report& r, const ReportOptions& options) {
                 static_cast<unsigned long long>(r.lost_records),
                 static_cast<unsigned long long>(r.truncated_stacks), percent(r.truncated_stacks, r.samples));
   out += buf;
+  // What the recording said about its own completeness (README, "Data quality"), for CI logs too.
+  for (const model::Meta::Problem& q : r.data_quality)
+    out += "data quality: " + q.label + " (" + std::to_string(q.count) + ")\n";
   if (r.samples_without_stack) {
     std::snprintf(buf, sizeof buf, "%llu samples without a stack (not counted below)\n",
                   static_cast<unsigned long long>(r.samples_without_stack));
@@ -202,6 +206,10 @@ void write_report_json(const Report& r, JsonWriter& w) {
   w.key("truncatedStacks").value(r.truncated_stacks);
   w.key("threads").value(r.threads);
   w.key("processes").value(r.processes);
+  w.key("dataQuality").begin_array();
+  for (const model::Meta::Problem& q : r.data_quality)
+    w.begin_object().key("label").value(q.label).key("count").value(q.count).end_object();
+  w.end_array();
   w.key("sections").begin_array();
   for (const auto& sec : r.sections) {
     w.begin_object();

@@ -55,6 +55,7 @@ struct Report {
   uint64_t lost_records = 0;
   uint64_t truncated_stacks = 0;  // samples whose stack ends in "(stack truncated)"
   uint32_t threads = 0, processes = 0;
+  std::vector<model::Meta::Problem> data_quality;  // the recording's data-quality entries (meta)
   std::vector<ReportSection> sections;  // by samples, descending; sections without samples left out
 };
 

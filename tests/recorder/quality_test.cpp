@@ -170,6 +170,12 @@ TEST_CASE("quality: stacks that stop at a damaged .eh_frame are failed, and the 
   auto [label, count] = quality_entry(text, "Stacks stopped at a damaged .eh_frame");
   CHECK(label == "Stacks stopped at a damaged .eh_frame: " + prog);
   CHECK(count * 2 >= stacks);
+  // The saved profile still says it: `fxprof report` prints the entry.
+  auto report = run({fxprof_bin(), "report", "--no-symbolicate", out});
+  INFO(report.err);
+  REQUIRE(report.status == 0);
+  CHECK(report.out.find("data quality: Stacks stopped at a damaged .eh_frame: " + prog + " (" +
+                        std::to_string(count) + ")\n") != std::string::npos);
 }
 
 TEST_CASE("quality: a binary deleted while it runs still unwinds and gets its names", "[quality]") {
