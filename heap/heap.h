@@ -8,10 +8,13 @@
 // the events into the profile: `Native allocation` markers on the allocating thread (frees with negative
 // sizes, matched to their allocation by address) and a `Memory` counter per process.
 //
-// The reader thread only parses chunks (heap/wire.h) into 40-byte events and keeps the stacks' frames; the
-// model is touched once, after recording, when the perf side has built the processes, threads and libs the
-// stacks are symbolicated through. A full pipe blocks the program rather than dropping events, so the
-// program can never outrun fxprof's memory: what grows is the event list, 40 bytes an event.
+// The reader thread only copies the stream (heap/wire.h) into one anonymous mapping (8 MiB first, doubled
+// by mremap, filled with huge pages), as fast as the program writes it: a full pipe blocks the program
+// (rather than dropping events), so every cycle the reader spends per event is paid by a --heap=full
+// program (parsing there, into a growing event list, made the program wait on the pipe 70% of its time).
+// The chunks become events and stacks, and the model is touched, once, after recording, when the perf side
+// has built the processes, threads and libs the stacks are symbolicated through. The program can never
+// outrun fxprof's memory: what grows is the stream, 32 bytes an event.
 #pragma once
 
 #include <cstdint>

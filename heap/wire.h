@@ -19,6 +19,7 @@ inline constexpr const char* kFdEnv = "FXPROF_HEAP_FD";      // the pipe's write
 inline constexpr const char* kModeEnv = "FXPROF_HEAP_MODE";  // "full" or "sampled"
 inline constexpr const char* kRateEnv = "FXPROF_HEAP_RATE";  // mean bytes between samples (sampled mode)
 inline constexpr const char* kLibEnv = "FXPROF_HEAP_LIB";    // the shim's path (so children keep LD_PRELOAD)
+inline constexpr const char* kNoTscEnv = "FXPROF_HEAP_NO_TSC";  // set: CLOCK_MONOTONIC times (tests)
 
 struct ChunkHeader {
   uint32_t magic;  // kMagic: a reader that lost sync stops rather than misreads
@@ -28,13 +29,18 @@ struct ChunkHeader {
 };
 inline constexpr uint32_t kMagic = 0x48505846;  // "FXPH"
 
-enum class Kind : uint8_t { Alloc = 1, Free = 2, StackDef = 3, Lost = 4 };
+// Clock: where the CPU's time-stamp counter is invariant, the shim times events with it (a cheaper read
+// than clock_gettime) and every chunk opens and closes with a Clock record (time: CLOCK_MONOTONIC ns, addr:
+// the TSC read with it). The recorder maps all ticks through one increasing function of the pairs of every
+// chunk, so events keep their order across threads and processes (a free after its allocation on another
+// thread). A chunk without Clock records has CLOCK_MONOTONIC times.
+enum class Kind : uint8_t { Alloc = 1, Free = 2, StackDef = 3, Lost = 4, Clock = 5 };
 
 struct Record {
   uint8_t kind;
   uint8_t pad[3];
   uint32_t stack;  // Alloc/StackDef: the thread-scoped stack id
-  uint64_t time;   // CLOCK_MONOTONIC ns (as perf's samples)
+  uint64_t time;   // CLOCK_MONOTONIC ns (as perf's samples), or TSC ticks in a chunk with Clock records
   uint64_t addr;   // Alloc/Free: the block; StackDef: number of frames following
   uint64_t size;   // Alloc: weighted bytes (exact in full mode, unbiased estimate in sampled); Lost: count
 };

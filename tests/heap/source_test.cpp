@@ -274,6 +274,66 @@ TEST_CASE("heap full: fork without exec records the child's allocations under it
   CHECK(r.err.find("21.1 KiB in 5 blocks: child_work (heap_prog)") != std::string::npos);
 }
 
+TEST_CASE("heap full: a stream larger than the reader's first 8 MiB loses nothing", "[heap]") {
+  TempDir dir;
+  auto out = dir.file("p.json.gz");
+  // 200000 x (allocation + free) = 400000 32-byte records: the reader's mapping grows once.
+  constexpr int64_t kChurn = 200000;
+  auto r = record(out, {test_program("heap_prog"), "churn", std::to_string(kChurn)}, {"--heap=full"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const int64_t allocations = summary_number(r.err, "heap: ", " allocations");
+  CHECK(allocations >= kChurn);
+  CHECK(allocations <= kChurn + 20);  // the runtime's own few
+  CHECK(summary_number(r.err, "temporary, ", " frees") >= kChurn);
+  CHECK(r.err.find("chunks lost") == std::string::npos);
+}
+
+// The start times (ms) of the Native allocation markers of `size` bytes.
+std::vector<double> marker_times(const std::string& text, int64_t size) {
+  simdjson::dom::parser parser;
+  auto doc = parse_json(parser, text);
+  std::vector<double> out;
+  auto add = [&](simdjson::dom::element proc) {
+    for (simdjson::dom::element th : simdjson::dom::array(proc["threads"]))
+      for (simdjson::dom::element m : simdjson::dom::array(th["markers"]["data"])) {
+        simdjson::dom::element data = simdjson::dom::array(m).at(5);
+        if (data.is_object() && std::string_view(data["type"]) == "Native allocation" &&
+            int64_t(data["size"]) == size)
+          out.push_back(double(simdjson::dom::array(m).at(1)));
+      }
+  };
+  add(doc);
+  for (simdjson::dom::element p : simdjson::dom::array(doc["processes"])) add(p);
+  return out;
+}
+
+TEST_CASE("heap full: allocations are placed on the recording's clock, with TSC times and without",
+          "[heap]") {
+  for (bool tsc : {true, false}) {
+    INFO((tsc ? "TSC times" : "CLOCK_MONOTONIC times"));
+    TempDir dir;
+    auto out = dir.file("p.json.gz");
+    CmdOptions o;
+    if (!tsc) o.env = {{"FXPROF_HEAP_NO_TSC", "1"}};
+    auto r = record(out, {test_program("heap_prog"), "gap", "300"}, {"--heap=full"}, o);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    auto text = read_profile_text(out);
+    auto first = marker_times(text, 7777), second = marker_times(text, 8888);
+    REQUIRE(first.size() == 1);
+    REQUIRE(second.size() == 1);
+    // The program sleeps 300 ms between the two: a TSC mapped at a wrong rate would stretch it.
+    CHECK(second[0] - first[0] >= 300);
+    CHECK(second[0] - first[0] < 400);
+    // Both within the recording (its times start at 0).
+    simdjson::dom::parser parser;
+    auto doc = parse_json(parser, text);
+    CHECK(first[0] >= 0);
+    CHECK(second[0] <= double(doc["meta"]["profilingEndTime"]) + 1);
+  }
+}
+
 TEST_CASE("heap sampled: the estimates are unbiased (within 10%)", "[heap]") {
   TempDir dir;
   auto out = dir.file("p.json.gz");
@@ -289,6 +349,51 @@ TEST_CASE("heap sampled: the estimates are unbiased (within 10%)", "[heap]") {
   CHECK(double(t.retained) < expected * 1.1 + 100000);
   CHECK(t.allocations < 2000);  // sampled, not every block
   CHECK(r.err.find("leak_blocks (heap_prog)") != std::string::npos);
+}
+
+TEST_CASE("heap sampled: sampled blocks freed on other threads balance", "[heap]") {
+  TempDir dir;
+  auto out = dir.file("p.json.gz");
+  // 8 x 1000 blocks of 256 bytes, each freed by the next thread: at one sample per 1 KiB, ~2000 of them
+  // sampled, each standing for 256 / (1 - exp(-256/1024)) = 1157 bytes.
+  auto r = record(out, {test_program("heap_prog"), "threads"}, {"--heap", "--heap-rate", "1024"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  HeapTotals t = totals(read_profile_text(out));  // requires each free to meet its allocation
+  REQUIRE(t.by_size.size() == 1);
+  auto& sizes = t.by_size.begin()->second;
+  CHECK(sizes[1157] > 1000);
+  CHECK(sizes[1157] < 4000);
+  CHECK(sizes[-1157] == sizes[1157]);
+}
+
+TEST_CASE("heap sampled: a thread's first allocation is sampled by its size, not always", "[heap]") {
+  TempDir dir;
+  auto out = dir.file("p.json.gz");
+  // 200 threads allocate 64 bytes each: 12.8 KB in all, 2.5% of the default rate; a countdown that started
+  // at 0 would sample every one.
+  auto r = record(out, {test_program("heap_prog"), "first", "200"}, {"--heap"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  HeapTotals t = totals(read_profile_text(out));
+  uint64_t sampled_64 = 0;
+  for (auto& [pid, sizes] : t.by_size)
+    for (auto& [size, count] : sizes)
+      if (size > 0 && size / 10000 == 52) sampled_64 += count;  // a 64-byte block weighs 524320
+  CHECK(sampled_64 < 20);
+}
+
+TEST_CASE("heap sampled: malloc in a signal handler does not hang", "[heap]") {
+  TempDir dir;
+  auto out = dir.file("p.json.gz");
+  CmdOptions o;
+  o.timeout = std::chrono::seconds(60);
+  // One sample per 64 bytes: the handler often interrupts a sample being recorded.
+  auto r = record(out, {test_program("heap_prog"), "signal"}, {"--heap", "--heap-rate", "64"}, o);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  HeapTotals t = totals(read_profile_text(out));
+  CHECK(t.allocations > 500);
 }
 
 TEST_CASE("heap full: a fork+exec child's allocations are recorded", "[heap]") {

@@ -10,6 +10,10 @@
 //                                holds 100 x 3000, frees them; leak_small() leaks 7 x 2222. Nothing else.
 //   heap_prog dlopen LIB N       N times: dlopen LIB, call its dl_alloc() (leaks one 4444-byte block, makes
 //                                10 temporary 96-byte ones), dlclose; then leaks 3 x 1234 itself.
+//   heap_prog first N            N threads, one after the other, each leaks one 64-byte block in
+//                                first_block() as its only allocation.
+//   heap_prog churn N            churn(N) only: N temporary 64-byte blocks.
+//   heap_prog gap MS             leaks 7777 bytes, sleeps MS milliseconds, leaks 8888 bytes.
 //   heap_prog fork               fork without exec: the child leaks 5 x 4321 and makes 100 temporary 55-byte
 //                                blocks, then _exit(0)s; the parent waits for it and leaks 3 x 1234.
 #include <dlfcn.h>
@@ -129,6 +133,24 @@ extern "C" __attribute__((noinline)) void thread_leak() {
   for (int i = 0; i < 10; ++i) g_sink = malloc(1000);
 }
 
+extern "C" __attribute__((noinline)) void first_block() { g_sink = malloc(64); }
+
+int first_mode(int n) {
+  for (int i = 0; i < n; ++i) {
+    pthread_t t;
+    if (pthread_create(
+            &t, nullptr,
+            [](void*) -> void* {
+              first_block();
+              return nullptr;
+            },
+            nullptr) != 0)
+      return 1;
+    pthread_join(t, nullptr);
+  }
+  return 0;
+}
+
 int threads_mode() {
   constexpr int kThreads = 8;
   static Mailbox boxes[kThreads];
@@ -205,6 +227,17 @@ int main(int argc, char** argv) {
   if (argc >= 4 && strcmp(argv[1], "dlopen") == 0) return dlopen_mode(argv[2], atoi(argv[3]));
   if (argc >= 2 && strcmp(argv[1], "fork") == 0) return fork_mode();
   if (argc >= 2 && strcmp(argv[1], "threads") == 0) return threads_mode();
+  if (argc >= 3 && strcmp(argv[1], "first") == 0) return first_mode(atoi(argv[2]));
+  if (argc >= 3 && strcmp(argv[1], "gap") == 0) {
+    g_sink = malloc(7777);
+    usleep(static_cast<useconds_t>(atoi(argv[2])) * 1000);  // the time between the two markers
+    g_sink = malloc(8888);
+    return 0;
+  }
+  if (argc >= 3 && strcmp(argv[1], "churn") == 0) {
+    churn(atoi(argv[2]));
+    return 0;
+  }
   if (argc >= 2 && strcmp(argv[1], "signal") == 0) return signal_mode();
   if (argc >= 4 && strcmp(argv[1], "forkexec") == 0) {
     pid_t pid = fork();
@@ -217,8 +250,8 @@ int main(int argc, char** argv) {
     waitpid(pid, &status, 0);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
   }
-  std::fprintf(
-      stderr,
-      "usage: heap_prog leak N SIZE | threads | forkexec N SIZE | signal | peak | dlopen LIB N | fork\n");
+  std::fprintf(stderr,
+               "usage: heap_prog leak N SIZE | threads | forkexec N SIZE | signal | peak | dlopen LIB N | "
+               "fork | first N | churn N | gap MS\n");
   return 2;
 }
