@@ -55,13 +55,17 @@ struct Module {
   Section dbg;
   std::vector<FdeRef> dbg_index;
 
-  // svma -> pointer to the bytes there (n bytes available), or nullptr.
+  // svma -> pointer to the bytes there (n bytes available), or nullptr. Every bound is checked without
+  // wrapping: callers pass svma - k for an address k bytes into a module (the return-address scan), which
+  // wraps below 0 and used to pass a wrapped check (UBSan: pointer overflow on node's JIT code).
   const uint8_t* bytes_at(uint64_t svma, size_t n) const {
     for (const Load& l : loads) {
-      if (svma >= l.vaddr && svma - l.vaddr + n <= l.filesz) {
-        uint64_t off = l.off + (svma - l.vaddr);
-        if (off + n <= image.size()) return image.data() + off;
-      }
+      if (svma < l.vaddr) continue;
+      const uint64_t rel = svma - l.vaddr;
+      if (rel > l.filesz || n > l.filesz - rel) continue;
+      const uint64_t off = l.off + rel;
+      if (off < l.off || off > image.size() || n > image.size() - off) continue;
+      return image.data() + off;
     }
     return nullptr;
   }

@@ -113,3 +113,18 @@ TEST_CASE("module: the separate debug file is CRC checked and found in --symbol-
   REQUIRE(find_debug_fde(m, range->first + 1, f));
   CHECK(f.pc_begin == range->first);
 }
+
+TEST_CASE("module: bytes_at refuses ranges that wrap below 0 or run past a segment", "[unwind][module]") {
+  // The return-address scan asks for the bytes before a candidate address: svma - 7 wraps when the address
+  // is in the first bytes of the image, and must give nothing, not a pointer before the mapping.
+  Module m;
+  open_module(m, kDir + "/unw_prog");
+  REQUIRE(m.ok);
+  REQUIRE(!m.loads.empty());
+  const auto& first = m.loads.front();
+  for (uint64_t k = 1; k <= 7; ++k) CHECK(m.bytes_at(first.vaddr - k, 7) == nullptr);
+  CHECK(m.bytes_at(first.vaddr, 7) != nullptr);
+  CHECK(m.bytes_at(first.vaddr + first.filesz - 7, 7) != nullptr);
+  CHECK(m.bytes_at(first.vaddr + first.filesz - 6, 7) == nullptr);
+  CHECK(m.bytes_at(UINT64_MAX - 3, 7) == nullptr);
+}
