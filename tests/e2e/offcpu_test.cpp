@@ -370,14 +370,7 @@ TEST_CASE("off-CPU as an ordinary user: one line, blocked spans as markers, the 
   auto paranoid = fxprof::read_file("/proc/sys/kernel/perf_event_paranoid");
   REQUIRE(paranoid);
   REQUIRE(std::stoi(*paranoid) == 2);
-  const char* user = "fxprof-test";
-  if (!getpwnam(user)) {
-    auto u = run({"useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", user});
-    INFO(u.err);
-    REQUIRE(u.status == 0);
-  }
-  const passwd* pw = getpwnam(user);
-  REQUIRE(pw != nullptr);
+  const passwd* pw = ensure_test_user();
   TempDir dir;
   REQUIRE(chown(dir.path().c_str(), pw->pw_uid, pw->pw_gid) == 0);
   CmdOptions opts;

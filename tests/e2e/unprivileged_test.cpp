@@ -11,20 +11,6 @@
 
 using namespace fxprof::test;
 
-namespace {
-
-constexpr const char* kUser = "fxprof-test";
-
-const passwd* ensure_user() {
-  if (const passwd* pw = getpwnam(kUser)) return pw;
-  auto r = run({"useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", kUser});
-  INFO(r.err);
-  REQUIRE(r.status == 0);
-  return getpwnam(kUser);
-}
-
-}  // namespace
-
 TEST_CASE("an ordinary user records their own program, user space only", "[e2e][unprivileged]") {
   REQUIRE(geteuid() == 0);  // the suite runs as root and drops to the test user here
   auto paranoid = fxprof::read_file("/proc/sys/kernel/perf_event_paranoid");
@@ -32,7 +18,7 @@ TEST_CASE("an ordinary user records their own program, user space only", "[e2e][
   INFO("perf_event_paranoid = " << *paranoid);
   REQUIRE(std::stoi(*paranoid) == 2);
 
-  const passwd* pw = ensure_user();
+  const passwd* pw = ensure_test_user();
   REQUIRE(pw != nullptr);
   TempDir dir;
   REQUIRE(chown(dir.path().c_str(), pw->pw_uid, pw->pw_gid) == 0);

@@ -23,17 +23,6 @@ using namespace fxprof::test;
 
 namespace {
 
-constexpr const char* kUser =
-    "fxprof-test";  // the unprivileged suite's user (tests/e2e/unprivileged_test.cpp)
-
-const passwd* ensure_user() {
-  if (const passwd* pw = getpwnam(kUser)) return pw;
-  auto r = run({"useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", kUser});
-  INFO(r.err);
-  REQUIRE(r.status == 0);
-  return getpwnam(kUser);
-}
-
 // A copy of a test program at `to`, with `mode`.
 void copy_program(const std::string& name, const std::string& to, mode_t mode) {
   auto r = run({"cp", test_program(name), to});
@@ -94,7 +83,7 @@ void damage_section(const std::string& path, const std::string& name) {
 TEST_CASE("quality: a program the kernel will not let this user profile is named, with why",
           "[quality][unprivileged]") {
   REQUIRE(geteuid() == 0);  // the suite runs as root and drops to the test user here
-  const passwd* pw = ensure_user();
+  const passwd* pw = ensure_test_user();
   REQUIRE(pw != nullptr);
   TempDir dir;
   REQUIRE(chown(dir.path().c_str(), pw->pw_uid, pw->pw_gid) == 0);

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
@@ -223,6 +224,16 @@ std::string fxprof_bin() { return FXPROF_BIN; }
 std::string demo_bin() { return FXPROF_DEMO_BIN; }
 std::string test_program(const std::string& name) {
   return std::string(FXPROF_TEST_PROGRAMS_DIR) + "/" + name;
+}
+
+const passwd* ensure_test_user() {
+  constexpr const char* kUser = "fxprof-test";
+  if (const passwd* pw = getpwnam(kUser)) return pw;
+  auto r = run({"useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", kUser});
+  const passwd* pw = getpwnam(kUser);
+  if (pw == nullptr)
+    throw std::runtime_error("cannot create the test user " + std::string(kUser) + ": " + r.err);
+  return pw;
 }
 
 std::string read_profile_text(const std::string& path) {

@@ -2,6 +2,7 @@
 // with a time limit, temporary folders, reading (gzip) profiles, and the paths CMake passes in.
 #pragma once
 
+#include <pwd.h>
 #include <simdjson.h>
 
 #include <chrono>
@@ -75,6 +76,9 @@ std::string build_dir();                            // the CMake build folder
 std::string fxprof_bin();                           // build/fxprof
 std::string demo_bin();                             // the bundled demo program
 std::string test_program(const std::string& name);  // a program from tests/programs/
+// The ordinary user the unprivileged tests run as ("fxprof-test"), created on first use. Throws when it
+// cannot be created.
+const passwd* ensure_test_user();
 
 // Reads a profile file, inflating it when it is gzip (by magic, not by name). Throws on I/O errors (tests).
 std::string read_profile_text(const std::string& path);
