@@ -434,7 +434,7 @@ TEST_CASE("heap full: malloc in a signal handler does not hang", "[heap]") {
   auto r = record(out, {test_program("heap_prog"), "signal"}, {"--heap=full"}, o);
   INFO(r.err);
   REQUIRE(r.status == 0);
-  // The program only ends once its handler has run 500 times while the main loop allocates.
+  // The program only ends once its handler has run 150 times while the main loop allocates.
   CHECK(r.err.find("frees") != std::string::npos);
 }
 

@@ -4,7 +4,8 @@
 //   heap_prog threads            8 threads allocate 1000 blocks of 256 bytes each, hand them to the next
 //                                thread, which frees them; each thread also leaks 10 blocks of 1000 bytes.
 //   heap_prog forkexec N SIZE    fork; the child execs `heap_prog leak N SIZE`; the parent leaks 3 x 333.
-//   heap_prog signal             a timer signal whose handler allocates and frees while main allocates.
+//   heap_prog signal             a timer signal whose handler allocates and frees (150 times) while main
+//                                allocates.
 //   heap_prog peak               peak_blocks() holds 200 x 5000 bytes at once (the program's peak: exactly
 //                                1,000,000 bytes above what the runtime holds), frees them; small_phase()
 //                                holds 100 x 3000, frees them; leak_small() leaks 7 x 2222. Nothing else.
@@ -198,7 +199,7 @@ int signal_mode() {
   sigaction(SIGALRM, &sa, nullptr);
   itimerval it{{0, 200}, {0, 200}};
   setitimer(ITIMER_REAL, &it, nullptr);
-  while (g_handled.load() < 500) {
+  while (g_handled.load() < 150) {
     void* p = malloc(32);
     g_sink = p;
     free(p);
