@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "base/fd.h"
+#include "base/path.h"
 #include "elf/elf.h"
 
 namespace fxprof::elf {
@@ -91,7 +92,7 @@ std::optional<std::string> locate_debug_file(const DebugQuery& q, const LocatorO
       cands.push_back(q.altlink);
     else if (!q.binary_path.empty())
       cands.push_back(dir_of(q.binary_path) + "/" + q.altlink);
-    std::string name = q.altlink.substr(q.altlink.rfind('/') + 1);
+    const std::string name(base_name(q.altlink));
     if (!name.empty() && name != "..")
       for (const auto& root : options.symbol_dirs) cands.push_back(root + "/" + name);
     for (const auto& c : cands)

@@ -4,6 +4,8 @@
 #include <array>
 #include <unordered_map>
 
+#include "base/path.h"
+
 namespace fxprof::model {
 namespace {
 
@@ -106,8 +108,7 @@ struct ChainKeyHash {
 Lib jit_lib(const Process& process) {
   Lib l;
   l.path = process.jit_source;
-  auto slash = l.path.rfind('/');
-  l.name = slash == std::string::npos ? l.path : l.path.substr(slash + 1);
+  l.name = base_name(l.path);
   if (l.name.empty()) l.name = "[jit]";
   return l;
 }

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "base/fd.h"
+#include "base/path.h"
 #include "model/symbols.h"
 #include "recorder/jit.h"
 #include "recorder/kallsyms.h"
@@ -82,10 +83,8 @@ Trailer trailer(const std::byte* rec, size_t size) {
   return t;
 }
 
-std::string basename_of(const std::string& path) {
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
+// Where a kept descriptor's file is read while fxprof runs (recorder and symbolizer alike).
+std::string fd_path(const UniqueFd& fd) { return "/proc/self/fd/" + std::to_string(fd.get()); }
 
 // A lib for an executable mapping [start, end) whose relative addresses are SVMA - base SVMA
 // (elf::Identity::lib_offset gives `offset`).
@@ -96,8 +95,7 @@ model::Lib make_lib(uint64_t start, uint64_t end, uint64_t offset, const std::st
   lib.end = end;
   lib.offset = offset;
   lib.path = path;
-  auto slash = path.rfind('/');
-  lib.name = slash == std::string::npos ? path : path.substr(slash + 1);
+  lib.name = base_name(path);
   lib.debug_name = lib.name;
   lib.debug_path = lib.path;
   if (!elf.build_id.empty()) {
@@ -179,7 +177,7 @@ void ProfileBuilder::add_launched(uint32_t pid, const std::string& name, uint64_
 void ProfileBuilder::add_attached(uint32_t pid, uint64_t time_ns) {
   std::string name;
   if (auto cmd = procfs_.read("/proc/" + std::to_string(pid) + "/cmdline"); cmd && !cmd->empty())
-    name = basename_of(std::string(cmd->c_str()));
+    name = base_name(cmd->c_str());
   if (name.empty()) name = proc_comm(pid, pid);
   new_process(pid, name, time_ns);
   add_thread(pid, pid, proc_comm(pid, pid), time_ns);
@@ -287,7 +285,6 @@ void ProfileBuilder::add_mapping(uint32_t pid, uint64_t start, uint64_t len, uin
 std::string ProfileBuilder::keep_file(uint32_t pid, uint64_t start, uint64_t end, const std::string& path,
                                       uint64_t dev, uint64_t ino) {
   const std::string key = std::to_string(dev) + ':' + std::to_string(ino);
-  auto fd_path = [](const UniqueFd& fd) { return "/proc/self/fd/" + std::to_string(fd.get()); };
   // The record's device can differ from what stat() shows through an overlay (containers): only a file on
   // the same device with another inode is taken for a replacement.
   auto same_file = [&](const struct stat& st) { return st.st_ino == ino || st.st_dev != dev; };
@@ -331,7 +328,7 @@ std::string ProfileBuilder::keep_file(uint32_t pid, uint64_t start, uint64_t end
   }
   if (!fd.valid()) return path;
   kept_index_[key] = kept_.size();
-  kept_.push_back({std::move(fd), path, ino, foreign});
+  kept_.push_back({std::move(fd), path, foreign});
   return at_path ? path : fd_path(kept_.back().fd);
 }
 
@@ -359,7 +356,7 @@ void ProfileBuilder::read_deleted_libs() {
     if (::stat(k.path.c_str(), &st) == 0 && fstat(k.fd.get(), &fst) == 0 && st.st_ino == fst.st_ino &&
         st.st_dev == fst.st_dev)
       continue;
-    moved[k.path] = "/proc/self/fd/" + std::to_string(k.fd.get());
+    moved[k.path] = fd_path(k.fd);
     deleted_read_.push_back(k.path);
   }
   if (moved.empty()) return;
@@ -544,7 +541,7 @@ void ProfileBuilder::on_exit(const std::byte* p, size_t size) {
   if (tid == pid) {
     profile_.processes[pit->second.proc].end_ns = t;
     // An EXIT while the process runs on: the kernel dropped our events at a setuid or unreadable exec.
-    if (auto u = exec_not_followed(pid)) unfollowed_.push_back(std::move(*u));
+    if (auto u = exec_not_followed(procfs_, pid)) unfollowed_.push_back(std::move(*u));
   }
   // The mappings stay until the last thread is gone (the leader may exit before its threads' last samples).
   if (pit->second.live > 0) return;
@@ -845,7 +842,7 @@ void ProfileBuilder::resolve_pending() {
     }
   pending_tids_.clear();
   // Processes whose exec was still setting up when their EXIT was read: named while they still run.
-  for (UnfollowedExec& u : unfollowed_) name_unfollowed(u);
+  for (UnfollowedExec& u : unfollowed_) name_unfollowed(procfs_, u);
 }
 
 void ProfileBuilder::on_sample(const std::byte* p, size_t size, bool switch_event) {

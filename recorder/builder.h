@@ -221,8 +221,7 @@ class ProfileBuilder {
   std::vector<UnfollowedExec> unfollowed_;
   struct KeptFile {
     UniqueFd fd;
-    std::string path;  // the mapping's path
-    uint64_t ino = 0;
+    std::string path;      // the mapping's path
     bool foreign = false;  // read through /proc/PID/root: its path means nothing here
   };
   std::vector<KeptFile> kept_;

@@ -12,6 +12,7 @@
 
 #include "base/fd.h"
 #include "base/hex.h"
+#include "base/path.h"
 
 namespace fxprof::recorder {
 
@@ -158,8 +159,7 @@ std::vector<model::JitCode> disjoint_jit_table(std::vector<model::JitCode> entri
 }
 
 uint32_t jitdump_pid(std::string_view path) {
-  size_t slash = path.rfind('/');
-  std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  const std::string_view base = base_name(path);
   if (!base.starts_with("jit-") || !base.ends_with(".dump")) return 0;
   std::string_view digits = base.substr(4, base.size() - 9);
   uint32_t pid = 0;

@@ -10,16 +10,10 @@
 #include <string_view>
 
 #include "base/fd.h"
+#include "base/path.h"
 #include "recorder/host.h"
 
 namespace fxprof::recorder {
-
-namespace {
-std::string base_name(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-}  // namespace
 
 void report_quality(model::Profile& profile, std::span<const QualityProblem> problems) {
   for (const QualityProblem& q : problems) {
@@ -58,9 +52,9 @@ std::string command_path(const std::string& name) {
   return name;
 }
 
-std::optional<UnfollowedExec> exec_not_followed(uint32_t pid) {
+std::optional<UnfollowedExec> exec_not_followed(Procfs& procfs, uint32_t pid) {
   const std::string dir = "/proc/" + std::to_string(pid);
-  auto stat_text = live_procfs().read(dir + "/stat");
+  auto stat_text = procfs.read(dir + "/stat");
   if (!stat_text) return std::nullopt;  // gone: it exited
   const size_t paren = stat_text->rfind(')');
   if (paren == std::string::npos || paren + 2 >= stat_text->size()) return std::nullopt;
@@ -69,7 +63,7 @@ std::optional<UnfollowedExec> exec_not_followed(uint32_t pid) {
   // A non-dumpable task's files belong to root (or the setuid owner), not to its real user. So do those of a
   // task that has no memory any more (exiting, between exit_mm and the zombie state); such a task's status
   // has no Vm lines. It is read before the owner, so that a task exiting in between is not taken for one.
-  auto status = live_procfs().read(dir + "/status");
+  auto status = procfs.read(dir + "/status");
   if (!status || status->find("\nVmSize:") == std::string::npos) return std::nullopt;
   const size_t uid_at = status->find("\nUid:");
   if (uid_at == std::string::npos) return std::nullopt;
@@ -78,16 +72,16 @@ std::optional<UnfollowedExec> exec_not_followed(uint32_t pid) {
   if (::stat((dir + "/environ").c_str(), &st) != 0 || st.st_uid == real_uid) return std::nullopt;
   UnfollowedExec u;
   u.pid = pid;
-  name_unfollowed(u);
+  name_unfollowed(procfs, u);
   return u;
 }
 
-void name_unfollowed(UnfollowedExec& u) {
+void name_unfollowed(Procfs& procfs, UnfollowedExec& u) {
   if (!u.binary.empty()) return;
   // The new program's arguments are in place only once its exec has set up the stack: until then (a
   // reader faster than the exec) the command line reads empty, and the name is asked again at the end.
   const std::string dir = "/proc/" + std::to_string(u.pid);
-  if (auto cmd = live_procfs().read(dir + "/cmdline"); cmd && !cmd->empty() && (*cmd)[0] != '\0') {
+  if (auto cmd = procfs.read(dir + "/cmdline"); cmd && !cmd->empty() && (*cmd)[0] != '\0') {
     u.binary = std::string(cmd->c_str());
     u.reason = unprofilable_reason(u.binary);
   }
@@ -100,7 +94,7 @@ QualityProblem unfollowed_problem(std::span<const UnfollowedExec> execs) {
   for (size_t i = 0; i < execs.size() && i < 3; ++i) {
     const UnfollowedExec& e = execs[i];
     const std::string binary = e.binary.empty() ? "a program" : e.binary;
-    names += (i ? ", " : "") + base_name(binary);
+    names += (i ? ", " : "") + std::string(base_name(binary));
     list += (i ? ", " : "") + binary + " (pid " + std::to_string(e.pid) + (e.reason.empty() ? "" : ": ") +
             e.reason + ")";
   }

@@ -28,6 +28,8 @@
 
 namespace fxprof::recorder {
 
+class Procfs;
+
 struct QualityProblem {
   std::string label;   // the meta entry: what and where (the binary or process named)
   uint64_t count = 0;  // how many (processes, stacks, samples, records)
@@ -53,10 +55,11 @@ struct UnfollowedExec {
   std::string binary;
   std::string reason;  // unprofilable_reason(binary), or "" when the file cannot be found from here
 };
-std::optional<UnfollowedExec> exec_not_followed(uint32_t pid);
+// Read through `procfs` (recorder/host.h), as the builder reads everything else of /proc.
+std::optional<UnfollowedExec> exec_not_followed(Procfs& procfs, uint32_t pid);
 // Reads the binary (and the reason) of `u` if still unknown: its exec may not have set up its arguments
 // when exec_not_followed() ran.
-void name_unfollowed(UnfollowedExec& u);
+void name_unfollowed(Procfs& procfs, UnfollowedExec& u);
 
 // The problem for processes the kernel stopped profiling at an exec (one line for all of them).
 QualityProblem unfollowed_problem(std::span<const UnfollowedExec> execs);

@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "base/fd.h"
+#include "base/path.h"
 #include "recorder/builder.h"
 #include "recorder/capture.h"
 #include "recorder/host.h"
@@ -51,11 +52,6 @@ long read_sysctl(const char* path, long fallback) {
   char* end = nullptr;
   long v = std::strtol(s->c_str(), &end, 10);
   return end == s->c_str() ? fallback : v;
-}
-
-std::string basename_of(const std::string& path) {
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 std::string paranoid_meaning(long level) {
@@ -98,6 +94,12 @@ int pidfd_open(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid,
 
 std::vector<uint32_t> list_tasks(uint32_t pid) {
   return live_procfs().list("/proc/" + std::to_string(pid) + "/task");
+}
+
+// User plus system CPU time of a rusage, in milliseconds.
+double cpu_ms(const rusage& ru) {
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 }
 
 size_t floor_pow2(size_t v) {
@@ -232,7 +234,7 @@ class Session {
       if (std::string why = unprofilable_reason(path); !why.empty())
         builder_->launch_not_followed(static_cast<uint32_t>(child_->pid()), path, why);
     }
-    for (UnfollowedExec& u : builder_->unfollowed()) name_unfollowed(u);
+    for (UnfollowedExec& u : builder_->unfollowed()) name_unfollowed(*procfs_, u);
     if (!builder_->unfollowed().empty()) {
       problems.push_back(unfollowed_problem(builder_->unfollowed()));
       rec_.stats.not_followed = problems.back().line;
@@ -585,7 +587,7 @@ Status Session::start_launch() {
   for (const std::string& a : opt_.command) cmdline += (cmdline.empty() ? "" : " ") + a;
   rec_.profile.meta.product = "fxprof: " + cmdline;
   if (auto s = open_target(child_->pid(), true); !s) return s;
-  const std::string name = basename_of(opt_.command[0]);
+  const std::string name(base_name(opt_.command[0]));
   if (capture_) capture_->launched(static_cast<uint32_t>(child_->pid()), name, start_ns_);
   builder_->add_launched(static_cast<uint32_t>(child_->pid()), name, start_ns_);
   sync_waker();
@@ -706,8 +708,7 @@ void Session::reap(int pid) {
   }
   if (r == pid) {
     rec_.exit_status = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
-    rec_.stats.program_cpu_ms = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
-                                static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+    rec_.stats.program_cpu_ms = cpu_ms(ru);
   }
   child_exited_ = true;
 }
@@ -752,9 +753,7 @@ Status Session::summarize() {
   st.frequency_hz = static_cast<double>(freq_);
   st.finish_ms = static_cast<double>(now_ns(CLOCK_MONOTONIC) - exit_seen_ns_) / 1e6;
   rusage ru;
-  if (getrusage(RUSAGE_THREAD, &ru) == 0)
-    st.reader_cpu_ms = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
-                       static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+  if (getrusage(RUSAGE_THREAD, &ru) == 0) st.reader_cpu_ms = cpu_ms(ru);
   if (unwinder_) report_stack_walk(prof);
   report_data_quality(prof);
   rec_.open_files = builder_->take_kept_files();  // deleted binaries are read through them (Lib::read_path)
@@ -836,7 +835,8 @@ std::string no_samples_message(const Options& options, const Stats& stats) {
   if (!stats.not_followed.empty())  // the kernel dropped the events: CPU use was not the reason
     return "no samples: " + stats.not_followed + "; no profile written";
   if (options.pids.empty()) {
-    std::string program = options.command.empty() ? "the program" : basename_of(options.command[0]);
+    std::string program =
+        options.command.empty() ? "the program" : std::string(base_name(options.command[0]));
     std::string msg =
         "no samples: " + program + " and what it started used less CPU than one sampling interval";
     if (stats.program_cpu_ms >= 0) {

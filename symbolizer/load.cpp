@@ -6,6 +6,7 @@
 
 #include "base/fd.h"
 #include "base/hex.h"
+#include "base/path.h"
 #include "elf/elf.h"
 #include "model/profile.h"
 #include "symbolizer/library.h"
@@ -21,11 +22,6 @@ std::string upper(std::string_view s) {
 
 namespace {
 
-std::string base_of(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 bool is_file(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
@@ -34,7 +30,7 @@ bool is_file(const std::string& path) {
 // A JIT's perf map (/tmp/perf-PID.map: "START SIZE name" lines, hex). It has no build ID to check; its
 // addresses are absolute, so the profile's lib entry for it must have offset == start (relative == absolute).
 bool is_perf_map(const std::string& path) {
-  std::string base = base_of(path);
+  std::string base(base_name(path));
   return base.size() > 9 && base.rfind("perf-", 0) == 0 && base.substr(base.size() - 4) == ".map";
 }
 
@@ -101,7 +97,7 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
     if (!plain_name) break;
     bin_candidates.push_back(d + "/" + k.debug_name);
     if (!k.name.empty()) bin_candidates.push_back(d + "/" + k.name);
-    if (!k.path.empty()) bin_candidates.push_back(d + "/" + base_of(k.path));
+    if (!k.path.empty()) bin_candidates.push_back(d + "/" + std::string(base_name(k.path)));
   }
   std::unique_ptr<ElfObject> binary;
   for (const auto& c : bin_candidates) {
@@ -116,6 +112,8 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
     build_id = parse_hex_bytes(k.code_id);
     if (build_id.empty() || upper(model::breakpad_id_from_build_id(build_id)) != want) build_id.clear();
   }
+  // Where debug files are looked for: the debug file here, each DWARF file's dwz alt file below.
+  const elf::LocatorOptions lo{options.symbol_dirs, options.debug_dirs, options.use_debuginfod};
   std::unique_ptr<ElfObject> debug;
   auto useful_debug = [](const ElfObject& o) {
     return o.has_section(".debug_info") || o.has_section(".symtab");
@@ -134,7 +132,6 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
       if (auto link = binary->debuglink()) std::tie(q.debuglink, q.debuglink_crc) = *link;
     }
     if (plain_name) q.debug_name = k.debug_name;
-    elf::LocatorOptions lo{options.symbol_dirs, options.debug_dirs, options.use_debuginfod};
     elf::locate_debug_file(
         q, lo,
         [&](const std::string& path) {
@@ -190,7 +187,6 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
     q.binary_path = f->path();
     q.build_id = link->second;
     q.altlink = link->first;
-    elf::LocatorOptions lo{options.symbol_dirs, options.debug_dirs, options.use_debuginfod};
     std::unique_ptr<ElfObject> alt;
     elf::locate_debug_file(q, lo, [&](const std::string& path) {
       auto o = ElfObject::open(path);

@@ -4,16 +4,17 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "base/path.h"
+
 namespace fxprof::recorder {
 
 namespace {
 constexpr uint64_t kMinSamples = 20;
 constexpr size_t kMaxBinaries = 3;
 
-std::string base_name(const std::string& path) {
+std::string binary_name(const std::string& path) {
   if (path.empty()) return "code outside any file (JIT, anonymous memory)";
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
+  return std::string(base_name(path));
 }
 }  // namespace
 
@@ -39,9 +40,9 @@ std::string incomplete_stacks_warning(std::span<const ThreadStacks> threads,
   for (size_t i = 0; i < stops.size(); ++i) {
     truncated += stops[i].truncated;
     failed += stops[i].failed - stops[i].corrupt;
-    if (stops[i].corrupt > 0) corrupt += (corrupt.empty() ? "" : ", ") + base_name(stops[i].path);
+    if (stops[i].corrupt > 0) corrupt += (corrupt.empty() ? "" : ", ") + binary_name(stops[i].path);
     if (i >= kMaxBinaries) continue;
-    where += (where.empty() ? "" : ", ") + base_name(stops[i].path) + " (" +
+    where += (where.empty() ? "" : ", ") + binary_name(stops[i].path) + " (" +
              std::to_string(stops[i].truncated + stops[i].failed) +
              (stops[i].corrupt > 0 ? ", corrupt .eh_frame" : "") + ")";
   }
