@@ -164,14 +164,17 @@ struct Allocation {
   uint32_t tid = 0;  // the thread that allocated (bytes > 0) or freed (bytes < 0)
 };
 
-// A counter track (Gecko `counters`): each sample is the change since the previous one.
+// A counter track (Gecko `counters`, `delta` written as its `count`). The front end picks the graph by
+// category: "Memory" accumulates the deltas (a memory track: `delta` is the change since the previous
+// sample); any other category draws `delta` per time since the previous sample, its tooltip the value
+// itself (recorder/offcpu.h's "Threads waiting": `delta` is the number of threads in that interval).
 struct CounterSample {
   uint64_t time_ns = 0;
   int64_t delta = 0;
   uint64_t count = 0;  // operations in the interval
 };
 struct Counter {
-  std::string name, category, description;  // category "Memory" draws a memory track
+  std::string name, category, description;
   std::vector<CounterSample> samples;
 };
 

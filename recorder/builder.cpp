@@ -906,6 +906,7 @@ void ProfileBuilder::finish() {
   read_deleted_libs();
   name_kernel_frames(profile_, procfs_);
   if (off_interned_) name_off_cpu_reasons();
+  if (off_interned_) add_waiting_counters(profile_, off_.interval_ns);
   if (off_interned_ && !wakings_.empty()) name_wakers();
   for (auto& [pid, pr] : procs_) read_jit(pid, pr);  // processes still running
   model::name_jit_frames(profile_);

@@ -42,4 +42,11 @@ std::string_view reason_text(BlockReason r);
 // whose `Lock wait` markers add up to the most time, over every thread of every process; "" without any.
 std::string lock_wait_summary(const model::Profile& profile, size_t n);
 
+// The "Threads waiting" counter of each process with `Lock wait` markers: per sampling interval (a grid of
+// `interval_ns` from the process start), how many of its threads waited on a lock (futex) during any part
+// of it. Cells are written only around waits (a zero before and after each run of busy cells), so a long
+// idle recording costs nothing; the grid is regular where it matters because the front end draws a
+// counter of an unknown category as count per time (Gecko `count`, a line-rate graph, tooltip the count).
+void add_waiting_counters(model::Profile& profile, uint64_t interval_ns);
+
 }  // namespace fxprof::recorder

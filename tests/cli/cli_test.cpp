@@ -87,8 +87,14 @@ TEST_CASE("SIGHUP (a closed terminal) ends the program, and the profile is still
 TEST_CASE("arguments that are not UTF-8 are written as valid UTF-8 (all 256 lead bytes)") {
   TempDir dir;
   std::string out = dir.file("p.json");
-  std::vector<std::string> argv = {fxprof_bin(), "record", "--save-only", "--no-symbolicate", "-o", out,
-                                   "--",         "sh",     "-c",          "exit 0",           "sh"};
+  // The shell loops for ~30 ms of CPU: a program that exits at once may get no sample, and a profile without
+  // samples is an error, not a file.
+  std::vector<std::string> argv = {fxprof_bin(),  "record",
+                                   "--save-only", "--no-symbolicate",
+                                   "-o",          out,
+                                   "--",          "sh",
+                                   "-c",          "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done",
+                                   "sh"};
   for (int lead = 1; lead < 256; ++lead) argv.push_back(std::string(1, static_cast<char>(lead)) + "\x80\x80");
   argv.push_back("\xf5\x80\x80");
   auto r = run(argv);

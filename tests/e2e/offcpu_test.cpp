@@ -331,10 +331,14 @@ TEST_CASE("off-CPU: four threads on one mutex give Lock wait markers with its ad
   std::string text = read_profile_text(out);
   require_lint_clean(text);
 
-  double waited = 0;
-  size_t markers = 0, in_contender = 0, other_reason = 0, woken_by_other = 0;
+  double waited = 0, waited_any_lock = 0;
+  size_t markers = 0, in_contender = 0, other_reason = 0, woken_by_other = 0, lock_waits = 0;
   for (const ThreadView& t : threads_of(text))
     for (const MarkerView& m : t.markers) {
+      if (m.name == "Lock wait") {
+        ++lock_waits;
+        waited_any_lock += m.end - m.start;
+      }
       if (m.lock != address) continue;
       if (m.name != "Lock wait" || m.reason != "futex") ++other_reason;
       // The eBPF waker tracer: the thread that unlocked, another contender ("offcpu_locks TID").
@@ -357,6 +361,43 @@ TEST_CASE("off-CPU: four threads on one mutex give Lock wait markers with its ad
   CHECK(woken_by_other == markers);
   CHECK(r.err.find("waker tracer") == std::string::npos);  // it loaded (root, BTF)
   CHECK_WITHIN(waited, log.ms("wait"), 0.20);
+
+  // The process's "Threads waiting" track: each thread counts in every sampling interval that one of its lock
+  // waits touches, so the track's area is at least the time waited and at most two intervals more per wait.
+  simdjson::dom::parser parser;
+  auto doc = parse_json(parser, text);
+  const double interval = double(doc["meta"]["interval"]);
+  double area = 0;
+  int64_t peak = 0;
+  size_t tracks = 0;
+  for (simdjson::dom::element c : simdjson::dom::array(doc["counters"])) {
+    if (std::string_view(c["name"]) != "Threads waiting") continue;
+    ++tracks;
+    for (simdjson::dom::element row : simdjson::dom::array(c["samples"]["data"])) {
+      area += double(int64_t(row.at(1))) * interval;
+      peak = std::max(peak, int64_t(row.at(1)));
+    }
+  }
+  INFO(lock_waits << " lock waits, " << waited_any_lock << " ms, track area " << area << " ms, peak "
+                  << peak);
+  REQUIRE(tracks == 1);
+  CHECK(area >= waited_any_lock);
+  CHECK(area <= waited_any_lock + 2 * interval * static_cast<double>(lock_waits));
+  CHECK(peak >= 2);  // four threads on one mutex: several wait at once
+  CHECK(peak <= 5);  // the contenders and the main thread joining them
+  // The Firefox Profiler's own code draws it as a track of the program's process (a line graph of the count).
+  ProfilerCli cli;
+  auto load = cli.load(out);
+  INFO(load.out << load.err);
+  REQUIRE(load.status == 0);
+  auto list = cli.cmd({"counter", "list", "--json"});
+  INFO(list.out << list.err);
+  REQUIRE(list.status == 0);
+  simdjson::dom::parser list_parser;
+  size_t listed = 0;
+  for (simdjson::dom::element c : simdjson::dom::array(parse_json(list_parser, list.out)["counters"]))
+    if (std::string_view(c["name"]) == "Threads waiting") ++listed;
+  CHECK(listed == 1);
   // The summary after recording names the lock among the three waited for most (the joins are futex waits
   // too).
   const size_t line = r.err.find("fxprof: lock waits: ");
