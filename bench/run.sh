@@ -7,7 +7,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-$here/../build}" && pwd)
 cmake --build "$build" --target fxprof fxprof_demo fxprof_test_programs fxprof_unwind_bench fxprof_symbolize_bench \
-  fxprof_http_bench fxprof_offcpu_bench >/dev/null
+  fxprof_http_bench fxprof_offcpu_bench fxprof_longprofile_bench >/dev/null
 echo "== recording (bench/record.sh)"
 bash "$here/record.sh" "$build"
 echo
@@ -24,3 +24,6 @@ echo "== local server (bench/http_bench.cpp)"
 echo
 echo "== off-CPU capture (bench/offcpu.sh)"
 bash "$here/offcpu.sh" "$build"
+echo
+echo "== memory of an hour-long profile (bench/longprofile.sh; LONGPROFILE_SECONDS=60 for a quick run)"
+bash "$here/longprofile.sh" "$build"

@@ -16,92 +16,13 @@
 #include "base/fd.h"
 #include "base/hex.h"
 #include "exporter/gecko.h"
+#include "exporter/profile_stream.h"
 
 namespace fxprof::exporter {
 namespace {
 
 namespace od = simdjson::ondemand;
 constexpr size_t kPadding = simdjson::SIMDJSON_PADDING;
-
-Result<ProfileText> inflate_capped(std::string_view in, const std::string& path) {
-  const size_t limit = std::min(kMaxInflatedBytes, std::max<size_t>(in.size(), 4096) * kMaxInflateRatio);
-  // gzip's trailer ends with the inflated size of the last member (mod 2^32): for the usual one-member file
-  // that is the size exactly, so the text is mapped once, with no growing and no memory touched beyond it
-  // (page faults are most of the cost of inflating here: the mapping is on huge pages when large). A wrong
-  // hint (several members, 4 GiB or more, a lie) only means the mapping grows (mremap: no copy); the limit
-  // applies either way. The extra 64 KiB is the free room the loop below keeps, so that the last inflate()
-  // call does not grow the mapping; untouched, it costs address space only.
-  size_t expected = in.size() * 10;
-  if (in.size() >= 18) {
-    const auto* t = reinterpret_cast<const unsigned char*>(in.data() + in.size() - 4);
-    const size_t isize = size_t{t[0]} | size_t{t[1]} << 8 | size_t{t[2]} << 16 | size_t{t[3]} << 24;
-    if (isize > 0) expected = isize + 65536;
-  }
-  auto mapped = map_anonymous(std::min<size_t>(expected, limit) + kPadding);
-  if (!mapped) return Err(path + ": " + mapped.error());
-  Mapping out = std::move(*mapped);
-  size_t used = 0;
-  z_stream z{};
-  if (inflateInit2(&z, 15 + 32) != Z_OK) return Err(path + ": cannot initialize zlib");
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(std::min<size_t>(in.size(), UINT32_MAX));
-  size_t remaining_in = in.size() - z.avail_in;
-  std::string error;
-  for (;;) {
-    if (used > limit) {
-      char buf[160];
-      std::snprintf(
-          buf, sizeof buf,
-          "gzip data inflates beyond %zux its size or %zu GiB (the limit for profiles: a gzip bomb?)",
-          kMaxInflateRatio, kMaxInflatedBytes >> 30);
-      error = buf;
-      break;
-    }
-    if (out.size() - used < 65536 + kPadding) {
-      if (auto grown = grow_anonymous(out, out.size() * 2); !grown) {
-        error = grown.error();
-        break;
-      }
-    }
-    const size_t room = out.size() - used - kPadding;
-    z.next_out = static_cast<Bytef*>(out.data()) + used;
-    z.avail_out = static_cast<uInt>(std::min<size_t>(room, UINT32_MAX));
-    uInt before = z.avail_out;
-    int rc = inflate(&z, Z_NO_FLUSH);
-    used += before - z.avail_out;
-    if (z.avail_in == 0 && remaining_in > 0) {
-      size_t chunk = std::min<size_t>(remaining_in, UINT32_MAX);
-      z.avail_in = static_cast<uInt>(chunk);
-      remaining_in -= chunk;
-    }
-    if (rc == Z_STREAM_END) {
-      if (z.avail_in == 0 && remaining_in == 0) break;
-      if (inflateReset(&z) != Z_OK) {  // another gzip member follows (cat a.gz b.gz is valid gzip)
-        error = "corrupt gzip data";
-        break;
-      }
-      continue;
-    }
-    if (rc == Z_OK) continue;
-    if (rc == Z_BUF_ERROR) {  // no progress possible: out of input (we always give output room)
-      error = z.avail_in == 0 && remaining_in == 0 ? "truncated gzip data" : "corrupt gzip data";
-      break;
-    }
-    error = std::string("corrupt gzip data") + (z.msg ? std::string(" (") + z.msg + ")" : "");
-    break;
-  }
-  inflateEnd(&z);
-  if (!error.empty()) return Err(path + ": " + error);
-  return ProfileText(std::move(out), used);
-}
-
-bool starts_like_json_object(std::string_view bytes) {
-  size_t i = 0;
-  if (bytes.size() >= 3 && bytes.substr(0, 3) == "\xEF\xBB\xBF") i = 3;  // a UTF-8 byte order mark
-  while (i < bytes.size() && (bytes[i] == ' ' || bytes[i] == '\n' || bytes[i] == '\r' || bytes[i] == '\t'))
-    ++i;
-  return i < bytes.size() && bytes[i] == '{';
-}
 
 // ---- the JSON reader ----
 
@@ -127,38 +48,167 @@ struct Schema {
 
 class Reader {
  public:
-  // `text` is followed by readable padding up to `capacity` bytes (at least kPadding).
-  Reader(const std::string& name, std::string_view text, size_t capacity, ReadInfo& info)
-      : name_(name), text_(text), capacity_(capacity), info_(info) {}
+  Reader(const std::string& name, internal::JsonStream& js, ReadInfo& info)
+      : name_(name), js_(js), info_(info) {}
 
   Result<model::Profile> run() {
-    // The parser sizes its index once, for this document (iterate() allocates only when its capacity is
-    // short of the text: a fresh parser per profile allocates exactly once).
-    od::parser parser;
-    od::document doc;
-    if (auto e = parser.iterate(simdjson::padded_string_view(text_.data(), text_.size(), capacity_)).get(doc))
-      return fail(e);
-    doc_ = &doc;
-    od::object top;
-    if (auto e = doc.get_object().get(top)) {
-      if (e == simdjson::INCORRECT_TYPE)
-        return Err(name_ + ": not a Firefox Profiler profile (not a JSON object)");
-      return fail(e);
-    }
-    bool ok = read_root(top);
+    const int first = js_.peek();
+    if (first < 0) return Err(name_ + ": " + (js_.failed() ? js_.error() : std::string("empty file")));
+    if (first != '{') return Err(name_ + ": not a Firefox Profiler profile (not a JSON object)");
+    start_process();
+    bool ok = members([&](std::string_view k) {
+      if (k == "profile" && !saw_meta_) {  // {profile: <gecko>} (old DevTools export): unwrap
+        if (js_.peek() != '{') return skip();
+        return members([&](std::string_view k2) { return process_member(k2, true); });
+      }
+      return process_member(k, true);
+    });
     if (!ok) return Err(err_);
     if (info_.processed) return model::Profile{};
+    // Only whitespace may follow; reading to the end also checks the rest of the gzip data.
+    if (js_.peek() >= 0) return Err(name_ + ": not valid JSON (more after the profile's object)");
+    if (js_.failed()) return Err(name_ + ": " + js_.error());
+    finish_process(0, true);
     if (!saw_meta_) return Err(name_ + ": not a Firefox Profiler profile (no \"meta\" object)");
     if (!saw_threads_) return Err(name_ + ": not a Firefox Profiler profile (no \"threads\" array)");
     return std::move(p_);
   }
 
  private:
+  // ---- the outline: the top-level object, `threads` and `processes`, streamed ----
+
+  bool stream_error() {
+    if (err_.empty()) err_ = name_ + ": " + (js_.failed() ? js_.error() : std::string("truncated JSON"));
+    return false;
+  }
+  bool syntax_error() {
+    if (err_.empty()) {
+      err_ = name_ + ": not valid JSON (unexpected '" + std::string(1, static_cast<char>(js_.peek())) +
+             "' near byte " + std::to_string(js_.offset()) + ")";
+    }
+    return false;
+  }
+  bool skip() { return js_.value(nullptr) || stream_error(); }
+
+  // The members of the object that starts at the next byte: `member(key)` reads each value.
+  template <class F>
+  bool members(F&& member) {
+    js_.take();  // '{'
+    int c = js_.peek();
+    if (c == '}') {
+      js_.take();
+      return true;
+    }
+    std::string key;
+    for (;;) {
+      if (c < 0) return stream_error();
+      if (c != '"') return syntax_error();
+      if (!js_.string(key, 64)) return stream_error();
+      c = js_.peek();
+      if (c < 0) return stream_error();
+      if (c != ':') return syntax_error();
+      js_.take();
+      if (js_.peek() < 0) return stream_error();
+      if (!member(std::string_view(key))) return false;
+      if (info_.processed) return true;  // nothing more to read
+      c = js_.peek();
+      if (c == ',') {
+        js_.take();
+        c = js_.peek();
+        continue;
+      }
+      if (c == '}') {
+        js_.take();
+        return true;
+      }
+      return c < 0 ? stream_error() : syntax_error();
+    }
+  }
+  // The elements of the value at the next byte when it is an array (`element()` reads each), else skips it.
+  template <class F>
+  bool array(F&& element) {
+    if (js_.peek() != '[') return skip();
+    js_.take();
+    int c = js_.peek();
+    if (c == ']') {
+      js_.take();
+      return true;
+    }
+    for (;;) {
+      if (c < 0) return stream_error();
+      if (!element()) return false;
+      if (info_.processed) return true;
+      c = js_.peek();
+      if (c == ',') {
+        js_.take();
+        c = js_.peek();
+        continue;
+      }
+      if (c == ']') {
+        js_.take();
+        return true;
+      }
+      return c < 0 ? stream_error() : syntax_error();
+    }
+  }
+
+  // The value at the next byte as text of its own, parsed by simdjson and handed to `read(value)`; a
+  // scalar where an object or array belongs is skipped, as the readers below skip a value of the wrong type.
+  template <class F>
+  bool piece(F&& read) {
+    const int c = js_.peek();
+    if (c != '{' && c != '[') return skip();
+    piece_.clear();
+    piece_offset_ = js_.offset();
+    if (!js_.value(&piece_)) return stream_error();
+    od::document doc;
+    if (auto e =
+            parser_.iterate(simdjson::padded_string_view(piece_.data(), piece_.size(), piece_.capacity()))
+                .get(doc))
+      return set(e);
+    doc_ = &doc;
+    od::value v;
+    bool ok = false;
+    if (auto e = doc.get_value().get(v))
+      ok = set(e);
+    else
+      ok = read(v);
+    doc_ = nullptr;
+    return ok;
+  }
+
+  // One member of a process object (the top level or an entry of `processes`), in document order.
+  bool process_member(std::string_view k, bool top) {
+    if (k == "meta") return piece([&](od::value v) { return read_meta(v, top); });
+    if (k == "libs") return piece([&](od::value v) { return read_libs(v); });
+    if (k == "counters") return piece([&](od::value v) { return read_counters(v); });
+    if (k == "threads") {
+      saw_threads_ |= top && js_.peek() == '[';
+      return array([&] { return piece([&](od::value v) { return read_thread(v); }); });
+    }
+    if (k == "processes" && top) {
+      const size_t parent = cur_;
+      bool ok = array([&] {
+        if (js_.peek() != '{') return skip();
+        start_process();
+        const size_t me = cur_;
+        bool pok = members([&](std::string_view k2) { return process_member(k2, false); });
+        if (pok && !info_.processed) finish_process(me, false);
+        return pok;
+      });
+      cur_ = parent;
+      return ok;
+    }
+    return skip();
+  }
+
+  // ---- the pieces ----
+
   Error fail(simdjson::error_code e) {
     if (e == simdjson::NUMBER_ERROR || e == simdjson::NUMBER_OUT_OF_RANGE) {
       return Err(name_ + ": a number beyond the range of a double" + where());
     }
-    return Err(name_ + ": " + describe_json_error(text_, static_cast<int>(e)));
+    return Err(name_ + ": " + describe_json_error(piece_.view(), static_cast<int>(e)));
   }
   bool set(simdjson::error_code e) {
     if (err_.empty()) err_ = fail(e).message;
@@ -172,7 +222,7 @@ class Reader {
     if (!doc_) return {};
     const char* at = nullptr;
     if (doc_->current_location().get(at) || !at) return {};
-    return " (near byte " + std::to_string(at - text_.data()) + ")";
+    return " (near byte " + std::to_string(piece_offset_ + static_cast<uint64_t>(at - piece_.data())) + ")";
   }
 
   // A number (int or double) or null (returns `null_value`).
@@ -302,53 +352,6 @@ class Reader {
 
   // ---- document structure ----
 
-  bool read_root(od::object top) {
-    start_process();
-    bool ok = fields(top, [&](std::string_view k, od::value v) {
-      if (info_.processed) return true;
-      if (k == "profile" && !saw_meta_) {  // {profile: <gecko>} (old DevTools export): unwrap
-        od::object inner;
-        if (auto e = v.get_object().get(inner)) return e == simdjson::INCORRECT_TYPE ? true : set(e);
-        return fields(inner, [&](std::string_view k2, od::value v2) {
-          return info_.processed || process_field(k2, v2, true);
-        });
-      }
-      return process_field(k, v, true);
-    });
-    if (ok && !info_.processed) finish_process(0, true);
-    return ok;
-  }
-
-  bool read_process(od::object o) {
-    const size_t me = cur_;
-    bool ok = fields(
-        o, [&](std::string_view k, od::value v) { return info_.processed || process_field(k, v, false); });
-    if (ok && !info_.processed) finish_process(me, false);
-    return ok;
-  }
-
-  // One process object (the top level or an entry of `processes`), field by field in document order.
-  bool process_field(std::string_view k, od::value v, bool top) {
-    if (k == "meta") return read_meta(v, top);
-    if (k == "libs") return read_libs(v);
-    if (k == "threads") {
-      saw_threads_ |= top;
-      return elements(v, [&](od::value t) { return read_thread(t); });
-    }
-    if (k == "processes" && top) {
-      size_t parent = cur_;
-      bool ok = elements(v, [&](od::value pv) {
-        od::object po;
-        if (auto e = pv.get_object().get(po)) return e == simdjson::INCORRECT_TYPE ? true : set(e);
-        start_process();
-        return read_process(po);
-      });
-      cur_ = parent;
-      return ok;
-    }
-    return true;
-  }
-
   void start_process() {
     p_.processes.emplace_back();
     cur_ = p_.processes.size() - 1;
@@ -386,6 +389,8 @@ class Reader {
       }
       for (model::Allocation& a : t.allocations) a.time_ns += start;
     }
+    for (model::Counter& c : proc.counters)
+      for (model::CounterSample& cs : c.samples) cs.time_ns += start;
     if (proc.name.empty() && !proc.threads.empty()) proc.name = proc.threads[0].name;
   }
   static uint64_t shift(uint64_t start, double ms) {
@@ -547,6 +552,57 @@ class Reader {
         return true;
       });
       if (ok) proc.libs.push_back(std::move(l));
+      return ok;
+    });
+  }
+
+  // Counter tracks (exporter/gecko.cpp write_counters: `count` is the model's delta, `number` its count),
+  // their times relative to the process start until finish_process.
+  bool read_counters(od::value v) {
+    return elements(v, [&](od::value cv) {
+      model::Counter c;
+      Schema sch;
+      bool ok = fields(cv, [&](std::string_view k, od::value f) {
+        if (k == "name") return string(f, c.name);
+        if (k == "category") return string(f, c.category);
+        if (k == "description") return string(f, c.description);
+        if (k != "samples") return true;
+        return fields(f, [&](std::string_view sk, od::value sv) {
+          if (sk == "schema") return schema(sv, sch);
+          if (sk != "data") return true;
+          struct Row {
+            Reader& r;
+            model::Counter& c;
+            int64_t ct, cc, cn;
+            model::CounterSample s;
+            void begin() { s = {}; }
+            bool cell(size_t i, od::value cell) {
+              const auto ii = static_cast<int64_t>(i);
+              if (ii == ct) {
+                double ms = 0;
+                if (!r.number(cell, ms, 0)) return false;
+                s.time_ns = rel(ms);
+              } else if (ii == cc) {
+                if (!cell.get_int64().get(s.delta)) return true;
+                double d = 0;
+                if (!r.number(cell, d, 0)) return false;
+                if (!(d > -9.2e18 && d < 9.2e18)) return r.bad("a counter value out of range");
+                s.delta = std::llround(d);
+              } else if (ii == cn) {
+                return r.u64(cell, s.count);
+              }
+              return true;
+            }
+            bool end() {
+              c.samples.push_back(s);
+              return true;
+            }
+          } row{*this, c, sch.at("time"), sch.at("count"), sch.at("number"), {}};
+          if (row.ct < 0 || row.cc < 0) return bad("counter samples without a time or count column");
+          return rows_counted(sv, row, [&](size_t n) { c.samples.reserve(c.samples.size() + n); });
+        });
+      });
+      if (ok) p_.processes[cur_].counters.push_back(std::move(c));
       return ok;
     });
   }
@@ -970,9 +1026,12 @@ class Reader {
   }
 
   const std::string& name_;
-  std::string_view text_;
-  size_t capacity_;
+  internal::JsonStream& js_;
   ReadInfo& info_;
+  // One parser and one buffer for every piece: they grow to the largest (a thread) and are reused.
+  od::parser parser_;
+  internal::PieceBuffer piece_{kPadding};
+  uint64_t piece_offset_ = 0;  // of the piece in the whole text
   od::document* doc_ = nullptr;
   model::Profile p_;
   std::vector<ProcState> proc_state_;
@@ -1011,66 +1070,53 @@ std::string describe_json_error(std::string_view text, int simdjson_error) {
   return std::string("not valid JSON (") + simdjson::error_message(e) + ")";
 }
 
-Result<ProfileText> read_profile_bytes(const std::string& path, bool* was_gzip) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return Err(path + ": " + errno_text(errno));
-  if (S_ISDIR(st.st_mode)) return Err(path + ": is a directory, not a profile file");
-  // A FIFO, socket or device would block or never end: only regular files are profiles.
-  if (!S_ISREG(st.st_mode))
-    return Err(path + ": not a regular file (a pipe or device?); give a profile file");
-  auto mapped = map_file(path);
-  if (!mapped) return Err(mapped.error());
-  std::string_view bytes = mapped->view();
-  if (bytes.empty()) return Err(path + ": empty file");
-  bool gz = bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
-            static_cast<unsigned char>(bytes[1]) == 0x8b;
-  if (was_gzip) *was_gzip = gz;
-  if (gz) {
-    auto text = inflate_capped(bytes, path);
-    if (!text) return text;
-    if (text->empty()) return Err(path + ": empty file (inside gzip)");
-    if (!starts_like_json_object(text->view().substr(0, 4096)))
-      return Err(path + ": not a profile (the gzip data is not JSON)");
-    return text;
+Result<std::string> read_profile_bytes(const std::string& path, bool* was_gzip) {
+  auto opened = internal::open_profile_source(path);
+  if (!opened) return Err(opened.error());
+  if (was_gzip) *was_gzip = opened->gzip;
+  std::string out;
+  for (;;) {
+    if (out.capacity() - out.size() < 65536) out.reserve(out.capacity() * 2 + 65536);
+    const size_t old = out.size();
+    out.resize(out.capacity());
+    auto n = opened->source->read(out.data() + old, out.size() - old);
+    if (!n) return Err(path + ": " + n.error());
+    out.resize(old + *n);
+    if (*n == 0) break;
   }
-  // Decide on the first bytes, before copying a large file that is no profile at all.
-  if (!starts_like_json_object(bytes.substr(0, 4096))) {
-    bool blank = bytes.find_first_not_of(" \t\r\n") == std::string_view::npos;
-    return Err(path + (blank ? ": empty file" : ": not a profile (neither JSON nor gzip)"));
-  }
-  // Copied (a file mapping has no padding after its end) into a buffer like the inflated one.
-  auto copy = map_anonymous(bytes.size() + kPadding);
-  if (!copy) return Err(path + ": " + copy.error());
-  std::memcpy(copy->data(), bytes.data(), bytes.size());
-  return ProfileText(std::move(*copy), bytes.size());
+  if (opened->gzip && out.empty()) return Err(path + ": empty file (inside gzip)");
+  if (opened->gzip && !internal::starts_like_json_object(std::string_view(out).substr(0, 4096)))
+    return Err(path + ": not a profile (the gzip data is not JSON)");
+  return out;
 }
 
-Result<model::Profile> read_gecko(const std::string& json, const std::string& name, ReadInfo* info) {
+Result<model::Profile> read_gecko(std::string_view json, const std::string& name, ReadInfo* info,
+                                  size_t chunk_bytes) {
   ReadInfo local;
-  ReadInfo& i = info ? *info : local;
-  if (json.capacity() < json.size() + kPadding) {
-    std::string copy;
-    copy.reserve(json.size() + kPadding);
-    copy.assign(json);
-    Reader r(name, copy, copy.capacity(), i);
-    return r.run();
-  }
-  Reader r(name, json, json.capacity(), i);
-  return r.run();
-}
-
-Result<model::Profile> read_gecko(const ProfileText& json, const std::string& name, ReadInfo* info) {
-  ReadInfo local;
-  Reader r(name, json.view(), json.capacity(), info ? *info : local);
+  auto source = internal::memory_source(json, chunk_bytes);
+  internal::JsonStream js(*source, std::max<size_t>(chunk_bytes, 4096));
+  if (!js.prefetch(3)) return Err(name + ": " + js.error());
+  js.skip_bom();
+  Reader r(name, js, info ? *info : local);
   return r.run();
 }
 
 Result<model::Profile> read_gecko_profile(const std::string& path, ReadInfo* info) {
   ReadInfo local;
   ReadInfo& i = info ? *info : local;
-  auto text = read_profile_bytes(path, &i.gzip);
-  if (!text) return Err(text.error());
-  return read_gecko(*text, path, &i);
+  auto opened = internal::open_profile_source(path);
+  if (!opened) return Err(opened.error());
+  i.gzip = opened->gzip;
+  internal::JsonStream js(*opened->source, kReadChunkBytes);
+  if (!js.prefetch(4096)) return Err(path + ": " + js.error());
+  if (opened->gzip) {  // the first inflated bytes decide, before inflating on
+    if (js.buffered().empty()) return Err(path + ": empty file (inside gzip)");
+    if (!internal::starts_like_json_object(js.buffered().substr(0, 4096)))
+      return Err(path + ": not a profile (the gzip data is not JSON)");
+  }
+  js.skip_bom();
+  Reader r(path, js, i);
+  return r.run();
 }
 
 }  // namespace fxprof::exporter

@@ -25,10 +25,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "base/fd.h"
 #include "base/result.h"
 #include "model/profile.h"
 
@@ -42,35 +42,21 @@ struct ReadInfo {
   bool processed = false;  // a processed-format profile (meta.preprocessedProfileVersion): not read
 };
 
-// A profile's text in memory: size() bytes of JSON followed by at least 64 readable spare bytes (simdjson's
-// padding), in one anonymous mapping that gzip inflates into and simdjson parses from, never copied. A large
-// text is on transparent huge pages (base/fd.h map_anonymous): filling 4 KiB pages one fault at a time was
-// a good part of what reading a profile cost. Move-only.
-class ProfileText {
- public:
-  ProfileText() = default;
-  ProfileText(Mapping map, size_t size) : map_(std::move(map)), size_(size) {}
-  std::string_view view() const { return {data(), size_}; }
-  const char* data() const { return static_cast<const char*>(map_.data()); }
-  size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-  size_t capacity() const { return map_.size(); }  // size() plus the padding and any spare room
-
- private:
-  Mapping map_;
-  size_t size_ = 0;
-};
-
-// Reads a whole profile file into memory, inflating gzip (multi-member too) within the limits above.
-Result<ProfileText> read_profile_bytes(const std::string& path, bool* was_gzip = nullptr);
+// How much text is read (or inflated) at a time.
+inline constexpr size_t kReadChunkBytes = size_t{1} << 20;
 
 // Reads a Gecko profile file into a model. With info->processed set, the profile is returned empty.
 Result<model::Profile> read_gecko_profile(const std::string& path, ReadInfo* info = nullptr);
 
-// The same from JSON text (copied first when it has less than simdjson's 64 bytes of padding after
-// `json.size()`). `name` prefixes error messages.
-Result<model::Profile> read_gecko(const std::string& json, const std::string& name, ReadInfo* info = nullptr);
-Result<model::Profile> read_gecko(const ProfileText& json, const std::string& name, ReadInfo* info = nullptr);
+// The same from JSON text in memory, handed to the reader `chunk_bytes` at a time (1 puts a chunk border
+// at every byte: the tests' and the fuzzer's way to check that no border changes what is read). `name`
+// prefixes error messages.
+Result<model::Profile> read_gecko(std::string_view json, const std::string& name, ReadInfo* info = nullptr,
+                                  size_t chunk_bytes = kReadChunkBytes);
+
+// A whole profile file's text (gzip inflated, several members too, within the limits above), with the
+// same early checks and errors. For tests and small files: the reader never holds the whole text.
+Result<std::string> read_profile_bytes(const std::string& path, bool* was_gzip = nullptr);
 
 // "truncated JSON", "empty file" or "not valid JSON (<reason>)" for JSON text that failed to parse.
 std::string describe_json_error(std::string_view text, int simdjson_error);

@@ -92,6 +92,17 @@ model::Profile sample_profile() {
   w.start_ns = kT0 + 500'000;
   w.end_ns = kT0 + 40'000'000;
   w.samples = {{kT0 + 4'000'000, c, 1000}};
+  // Counter tracks as the recorder writes them: memory (deltas, negative too) and "Threads waiting".
+  model::Counter& rss = proc.counters.emplace_back();
+  rss.name = "RSS";
+  rss.category = "Memory";
+  rss.description = "resident set size";
+  rss.samples = {{kT0, 1 << 20, 1}, {kT0 + 1'000'000, 4096, 2}, {kT0 + 2'000'000, -8192, 1}};
+  model::Counter& waiting = proc.counters.emplace_back();
+  waiting.name = "Threads waiting";
+  waiting.category = "Threads";
+  waiting.description = "threads that waited on a lock";
+  waiting.samples = {{kT0 + 1'000'000, 0, 0}, {kT0 + 2'000'000, 3, 3}, {kT0 + 3'000'000, 0, 0}};
 
   // exec gives the same pid a second process entry ("100.1").
   const model::Lib libc_map = proc.libs[1];
@@ -107,6 +118,7 @@ model::Profile sample_profile() {
     ct.is_main = true;
     ct.start_ns = child.start_ns;
     ct.samples = {{child.start_ns + 1'000'000, c, 1000}};
+    if (i == 0) child.counters.push_back({"Heap", "Memory", "", {{child.start_ns + 500'000, 64, 1}}});
   }
   return p;
 }
@@ -196,6 +208,22 @@ TEST_CASE("the model read back holds names, files, lines, inline depth and binar
   CHECK(t.allocations[0].tid == 100);
   CHECK(t.allocations[1].bytes == -4096);
   CHECK(t.allocations[1].tid == 101);
+  // Counters, with absolute times.
+  REQUIRE(p.processes[0].counters.size() == 2);
+  const model::Counter& rss = p.processes[0].counters[0];
+  CHECK(rss.name == "RSS");
+  CHECK(rss.category == "Memory");
+  CHECK(rss.description == "resident set size");
+  REQUIRE(rss.samples.size() == 3);
+  CHECK(rss.samples[1].time_ns == kT0 + 1'000'000);
+  CHECK(rss.samples[0].delta == 1 << 20);
+  CHECK(rss.samples[2].delta == -8192);
+  CHECK(rss.samples[1].count == 2);
+  CHECK(p.processes[0].counters[1].name == "Threads waiting");
+  CHECK(p.processes[0].counters[1].samples[1].delta == 3);
+  REQUIRE(p.processes[1].counters.size() == 1);
+  CHECK(p.processes[1].counters[0].samples[0].time_ns == kT0 + 10'500'000);
+  CHECK(p.processes[2].counters.empty());
 }
 
 TEST_CASE("hostile or broken files get one-line errors", "[exporter]") {
@@ -280,7 +308,7 @@ TEST_CASE("gzip's size trailer is a hint only: several members read whole, a wro
   spit(two, gzip(std::string_view(text).substr(0, half)) + gzip(std::string_view(text).substr(half)));
   auto read = exporter::read_profile_bytes(two);
   REQUIRE(read.ok());
-  CHECK(read->view() == text);
+  CHECK(*read == text);
   CHECK(exporter::read_gecko_profile(two).ok());
   // A trailer that lies about the size (far larger, or smaller): zlib's length check refuses it.
   for (uint32_t lie : {0xFFFFFFF0u, 1u}) {
@@ -300,4 +328,155 @@ TEST_CASE("a processed-format profile is recognised, not read", "[exporter]") {
   auto r = exporter::read_gecko_profile(path, &info);
   REQUIRE(r.ok());
   CHECK(info.processed);
+}
+
+namespace {
+
+// What a structural scanner must not take for structure: braces, brackets, quotes, backslashes and escapes,
+// in a thread name, a lib path, a marker's key and value, a process name and a counter's description.
+model::Profile tricky_profile() {
+  model::Profile p = sample_profile();
+  const std::string nasty = "a{b}[c]\"d\\\"e\\\\f\\ g}\"]{\n\t\xC3\xA9\\u0041";
+  p.processes[0].threads[1].name = "w" + nasty;
+  p.processes[0].libs[0].path = "/tmp/{app}\"" + nasty;
+  p.processes[0].threads[0].markers[0].fields.push_back(
+      {p.strings.intern("k" + nasty), true, 0, p.strings.intern("}" + nasty + "\\")});
+  p.processes[1].name = "]" + nasty;
+  p.processes[0].counters[0].description = nasty;
+  return p;
+}
+
+// A profile of `n` more samples on the worker thread: several MiB of text, more than one read chunk.
+model::Profile long_profile(size_t n) {
+  model::Profile p = sample_profile();
+  model::Thread& main = p.processes[0].threads[0];
+  model::Thread& w = p.processes[0].threads[1];
+  const model::StackId stacks[] = {main.samples[0].stack, main.samples[1].stack, w.samples[0].stack};
+  for (size_t i = 0; i < n; ++i)
+    w.samples.push_back({kT0 + 5'000'000 + i * 1000, stacks[i % 3], static_cast<int64_t>(i % 1000) * 1000});
+  return p;
+}
+
+std::string gzip_members(std::string_view text, std::initializer_list<size_t> cuts) {
+  std::string out;
+  size_t from = 0;
+  std::vector<size_t> ends(cuts);
+  ends.push_back(text.size());
+  for (size_t to : ends) {
+    std::string_view part = text.substr(from, to - from);
+    std::string z(compressBound(static_cast<uLong>(part.size())) + 64, '\0');
+    z_stream zs{};
+    REQUIRE(deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(part.data()));
+    zs.avail_in = static_cast<uInt>(part.size());
+    zs.next_out = reinterpret_cast<Bytef*>(z.data());
+    zs.avail_out = static_cast<uInt>(z.size());
+    REQUIRE(deflate(&zs, Z_FINISH) == Z_STREAM_END);
+    z.resize(zs.total_out);
+    deflateEnd(&zs);
+    out += z;
+    from = to;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("text read in chunks of any size gives the same profile (borders in strings, escapes, numbers)",
+          "[exporter]") {
+  test::TempDir dir;
+  const std::string path = dir.file("p.json");
+  REQUIRE(exporter::write_gecko_profile(tricky_profile(), path));
+  const std::string text = slurp(path);
+  for (size_t chunk : {size_t{1}, size_t{2}, size_t{3}, size_t{5}, size_t{7}, size_t{64}, size_t{4095},
+                       exporter::kReadChunkBytes}) {
+    INFO("chunk " << chunk);
+    auto r = exporter::read_gecko(text, "chunks", nullptr, chunk);
+    REQUIRE(r.ok());
+    CHECK(r->processes[0].threads[1].name == tricky_profile().processes[0].threads[1].name);
+    const std::string again = dir.file("again.json");
+    REQUIRE(exporter::write_gecko_profile(*r, again));
+    CHECK(test::read_profile_text(again) == text);
+  }
+}
+
+TEST_CASE("a profile cut anywhere is truncated JSON, whatever the chunk borders", "[exporter]") {
+  test::TempDir dir;
+  const std::string path = dir.file("p.json");
+  REQUIRE(exporter::write_gecko_profile(tricky_profile(), path));
+  const std::string text = slurp(path);
+  const size_t last = text.rfind('}');
+  REQUIRE(last != std::string::npos);
+  size_t wrong = 0;
+  for (size_t len = 1; len <= last; ++len) {
+    auto r = exporter::read_gecko(std::string_view(text).substr(0, len), "cut", nullptr, 1 + len % 7);
+    if (r.ok() || r.error() != "cut: truncated JSON") {
+      if (++wrong <= 3) FAIL_CHECK("cut at " << len << ": " << (r.ok() ? "read" : r.error()));
+    }
+  }
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("a profile larger than the read chunks: plain, gzip, several gzip members, truncated",
+          "[exporter]") {
+  test::TempDir dir;
+  const std::string plain = dir.file("long.json"), gz = dir.file("long.json.gz");
+  REQUIRE(exporter::write_gecko_profile(long_profile(200'000), plain));
+  REQUIRE(exporter::write_gecko_profile(long_profile(200'000), gz));
+  const std::string text = slurp(plain);
+  REQUIRE(text.size() > 3 * exporter::kReadChunkBytes);
+  const std::string again = dir.file("again.json");
+  for (const std::string& in : {plain, gz}) {
+    INFO(in);
+    auto r = exporter::read_gecko_profile(in);
+    REQUIRE(r.ok());
+    CHECK(r->processes[0].threads[1].samples.size() == 200'001);
+    REQUIRE(exporter::write_gecko_profile(*r, again));
+    CHECK(test::read_profile_text(again) == text);
+  }
+  // Members that end inside a string, inside a number and at a chunk border.
+  const size_t in_string = text.find("\"stringTable\"") + 3, in_number = text.find(",5.001,") + 3;
+  REQUIRE(in_number < exporter::kReadChunkBytes * 2);
+  const std::string members = dir.file("members.json.gz");
+  spit(members, gzip_members(text, {in_string / 2, in_string, in_number, exporter::kReadChunkBytes * 2}));
+  {
+    auto r = exporter::read_gecko_profile(members);
+    INFO((r.ok() ? std::string() : r.error()));
+    REQUIRE(r.ok());
+    REQUIRE(exporter::write_gecko_profile(*r, again));
+    CHECK(test::read_profile_text(again) == text);
+  }
+  // Truncated in the middle of the long thread: the plain file is truncated JSON, the gzip one truncated
+  // gzip data.
+  const std::string cut = dir.file("cut.json"), cut_gz = dir.file("cut.json.gz");
+  spit(cut, std::string_view(text).substr(0, text.size() * 2 / 3));
+  CHECK(load_error(cut) == cut + ": truncated JSON");
+  const std::string zipped = slurp(gz);
+  spit(cut_gz, std::string_view(zipped).substr(0, zipped.size() * 2 / 3));
+  CHECK(load_error(cut_gz) == cut_gz + ": truncated gzip data");
+}
+
+TEST_CASE("bad structure in the outline or after it is an error", "[exporter]") {
+  test::TempDir dir;
+  const std::string good = dir.file("good.json");
+  REQUIRE(exporter::write_gecko_profile(sample_profile(), good));
+  const std::string text = slurp(good);
+  auto error_of = [](std::string_view json) {
+    auto r = exporter::read_gecko(json, "t");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().find('\n') == std::string::npos);
+    return r.error();
+  };
+  CHECK_THAT(error_of(text + " {}"), Catch::Contains("not valid JSON (more after the profile"));
+  CHECK_THAT(error_of(R"({"meta":{} "libs":[]})"), Catch::Contains("not valid JSON (unexpected '\"'"));
+  CHECK_THAT(error_of(R"({"meta":{}, "threads":[{"a":[}]]})"), Catch::Contains("closes nothing open"));
+  CHECK_THAT(error_of(std::string(R"({"x":)") + std::string(5000, '[') + std::string(5000, ']') + "}"),
+             Catch::Contains("nested too deeply"));
+  CHECK(error_of("  ") == "t: empty file");
+  CHECK_THAT(error_of("[1]"), Catch::Contains("not a JSON object"));
+  CHECK_THAT(error_of(R"({"meta":{"interval":1e999},"threads":[]})"), Catch::Contains("beyond the range"));
+  // Gzip data after the profile's end that is not gzip: refused, not ignored.
+  const std::string gz = dir.file("g.json.gz");
+  spit(gz, gzip_members(text, {}) + "garbage");
+  CHECK_THAT(load_error(gz), Catch::Contains("corrupt gzip data"));
 }
