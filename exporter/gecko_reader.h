@@ -3,14 +3,21 @@
 // model, exactly as `record` does.
 //
 // Design:
-//  - simdjson On-Demand, forward only: no DOM of the profile. Each thread's tables are read in document order
-//    and interned straight into the model's profile-wide tables (samples keep their thread-local stack index
-//    until the thread's stackTable has been read). Peak memory is the (inflated) text, simdjson's structural
-//    index of it and the model: the old DOM reader held ~204 bytes per sample. Measured: 2M samples (48 MB of
-//    JSON) peak at 176 MB, ~88 bytes per sample (the text ~24, simdjson's index ~32, the model's samples 24);
-//    no string is made per sample, here or in the sinks (they aggregate per stack, exporter/call_tree.h).
-//    So a 1 h x 8 thread x 1 kHz profile (29M samples) peaks near 2.5 GB while it is read: bounding that
-//    would take a reader that streams the text instead of holding it whole.
+//  - Streaming: never the whole text, no DOM. The file is read, or gzip inflated (zlib streaming), 1 MiB at a
+//    time (exporter/profile_stream.h); a small structural scanner walks the document's outline (the top-level
+//    object, `threads`, `processes` and each process's members), tracking strings, escapes and nesting across
+//    chunk borders, and copies one member at a time (`meta`, `libs`, `counters`, one thread) into a buffer
+//    that simdjson On-Demand parses on its own; other members are skipped unread. Each thread's tables are
+//    read in document order and interned straight into the model's profile-wide tables (samples keep their
+//    thread-local stack index until the thread's stackTable has been read). So the peak is the model plus the
+//    largest thread's text and simdjson's index of it (roughly 70 bytes per sample of that thread: a profile
+//    of one busy thread still peaks near 90 bytes per sample; streaming a thread's samples table in batches
+//    of rows would bound that too). No string is made per sample, here or in the sinks (they aggregate per
+//    stack, exporter/call_tree.h). Measured (bench/longprofile.sh: 8 threads x 1 h x 1 kHz, 28.8M samples,
+//    2.2M distinct stacks, 314 MB gzipped): the whole-text reader peaked at 2.78 GB, 101 bytes per sample,
+//    in symbolicate, export and report alike; streaming, 30 bytes per sample in symbolicate (835 MB) and
+//    32 in export folded and report (883 MB), of which the model (16-byte samples, the stack table) is 20.
+//    Writing it (the model and the Gecko writer, record's side) peaks at 22 bytes per sample.
 //  - It reads what the writer writes (see gecko.h): "0x<abs>" native frames, "func (in lib)" and
 //    "0x<rel> (in lib)" pre-symbolicated ones with our file/inline-depth/address columns, kernel frames
 //    "name (in [kernel.kallsyms])", labels; sample and marker times relative to each process's startTime,

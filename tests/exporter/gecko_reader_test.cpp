@@ -353,7 +353,7 @@ model::Profile long_profile(size_t n) {
   model::Thread& w = p.processes[0].threads[1];
   const model::StackId stacks[] = {main.samples[0].stack, main.samples[1].stack, w.samples[0].stack};
   for (size_t i = 0; i < n; ++i)
-    w.samples.push_back({kT0 + 5'000'000 + i * 1000, stacks[i % 3], static_cast<int64_t>(i % 1000) * 1000});
+    w.samples.push_back({kT0 + 5'000'000 + i * 1000, stacks[i % 3], static_cast<int32_t>(i % 1000) * 1000});
   return p;
 }
 
