@@ -654,7 +654,10 @@ class Reader {
           } else if (ii == cc) {
             double us = 0;
             if (!r.number(c, us)) return false;
-            s.cpu_delta_ns = std::isnan(us) || us < 0 ? -1 : static_cast<int64_t>(std::llround(us * 1000));
+            s.cpu_delta_ns =
+                std::isnan(us) || us < 0
+                    ? -1
+                    : model::saturate_cpu_delta(us >= 1e12 ? model::kMaxCpuDeltaNs : std::llround(us * 1000));
           }
           return true;
         }

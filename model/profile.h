@@ -116,11 +116,24 @@ class StackTable {
   std::unordered_map<uint64_t, StackId> index_;  // key: prefix << 32 | frame
 };
 
+// 16 bytes: a profile holds one per sample (an hour of 8 busy threads at 1 kHz is 28.8M of them), so the
+// recorder's and the readers' memory per sample starts here (issue 15's budget: 24 bytes per sample
+// recording, 40 reading). The CPU delta fits 32 bits: 2.1 s of CPU between two samples of one thread is
+// beyond any sampling interval; a longer gap (a thread that ran unsampled) saturates at kMaxCpuDeltaNs.
 struct Sample {
   uint64_t time_ns = 0;
   StackId stack = kNoStack;
-  int64_t cpu_delta_ns = -1;  // CPU time the thread used since its previous sample; -1 = unknown
+  int32_t cpu_delta_ns = -1;  // CPU time the thread used since its previous sample; -1 = unknown
 };
+static_assert(sizeof(Sample) == 16);
+
+inline constexpr int64_t kMaxCpuDeltaNs = INT32_MAX;
+
+// A CPU delta in nanoseconds as Sample keeps it: negative = unknown (-1), beyond kMaxCpuDeltaNs saturated.
+constexpr int32_t saturate_cpu_delta(int64_t ns) {
+  if (ns < 0) return -1;
+  return ns > kMaxCpuDeltaNs ? static_cast<int32_t>(kMaxCpuDeltaNs) : static_cast<int32_t>(ns);
+}
 
 // A marker field value: a number or a string (interned).
 struct MarkerField {

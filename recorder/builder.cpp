@@ -908,7 +908,7 @@ void ProfileBuilder::on_sample(const std::byte* p, size_t size, bool switch_even
   model::Sample s;
   s.time_ns = time;
   s.stack = profile_.stacks.intern_path(path_);
-  s.cpu_delta_ns = delta;
+  s.cpu_delta_ns = model::saturate_cpu_delta(delta);
   profile_.processes[th.proc].threads[th.thread].samples.push_back(s);
   ++samples_;
 }

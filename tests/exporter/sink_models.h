@@ -42,7 +42,7 @@ inline model::Profile sink_profile() {
   t.name = "app";
   t.is_main = true;
   uint64_t time = kSinkT0;
-  auto add = [&](model::Thread& th, model::StackId s, int n, int64_t cpu = 1'000'000) {
+  auto add = [&](model::Thread& th, model::StackId s, int n, int32_t cpu = 1'000'000) {
     for (int i = 0; i < n; ++i) th.samples.push_back({time += 1'000'000, s, cpu});
   };
   add(t, mc, 5);

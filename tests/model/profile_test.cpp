@@ -50,3 +50,12 @@ TEST_CASE("breakpad and code ids from a GNU build id") {
         "00000201000000000000000000000000"
         "0");
 }
+
+TEST_CASE("a sample is 16 bytes and its CPU delta saturates instead of wrapping") {
+  STATIC_REQUIRE(sizeof(Sample) == 16);
+  CHECK(saturate_cpu_delta(-1) == -1);
+  CHECK(saturate_cpu_delta(-5'000) == -1);
+  CHECK(saturate_cpu_delta(0) == 0);
+  CHECK(saturate_cpu_delta(1'000'000) == 1'000'000);
+  CHECK(saturate_cpu_delta(int64_t{3} << 40) == INT32_MAX);  // an hour unsampled: not negative
+}
