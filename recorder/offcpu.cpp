@@ -125,9 +125,10 @@ bool is_lock_plumbing(std::string_view binary, std::string_view function) {
   for (std::string_view lib : {"libc.so", "libc-", "libpthread", "ld-linux", "ld.so", "libstdc++.so"})
     if (binary.starts_with(lib)) return true;
   for (std::string_view prefix :
-       {"std::sys::", "std::sync::", "<std::sync::", "core::ptr::drop_in_place<std::sync::", "parking_lot::",
-        "<parking_lot::", "futex", "__lll_", "__GI___lll_", "lll_", "pthread_mutex_", "__pthread_mutex_",
-        "pthread_cond_", "__pthread_cond_", "std::mutex::", "std::__1::mutex::", "syscall"})
+       {"std::sys::", "std::sys_common::", "<std::sys", "std::sync::", "<std::sync::",
+        "core::ptr::drop_in_place<std::sync::", "parking_lot::", "<parking_lot::", "futex", "__lll_",
+        "__GI___lll_", "lll_", "pthread_mutex_", "__pthread_mutex_", "pthread_cond_", "__pthread_cond_",
+        "std::mutex::", "std::__1::mutex::", "syscall"})
     if (function.starts_with(prefix)) return true;
   return false;
 }

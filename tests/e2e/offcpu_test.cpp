@@ -536,7 +536,7 @@ TEST_CASE("off-CPU: Rust std::sync::Mutex waits attribute to the Rust function t
   std::string text = read_profile_text(out);
   require_lint_clean(text);
   double futex_samples = 0;
-  size_t lock_markers = 0;
+  size_t lock_markers = 0, held_in_waiter = 0;
   for (const ThreadView& t : threads_of(text)) {
     if (!t.name.starts_with("rust-waiter-")) continue;
     for (const SampleView& s : t.samples)
@@ -548,9 +548,15 @@ TEST_CASE("off-CPU: Rust std::sync::Mutex waits attribute to the Rust function t
       for (const auto& f : m.cause) in_waiter = in_waiter || f.find("rust_lock_waiter") != std::string::npos;
       CHECK(in_waiter);
       CHECK(!m.lock.empty());
+      // The guard drops at the end of each loop turn in rust_lock_waiter: std's unlock (std::sys::...) is
+      // lock plumbing, so the holder is the Rust function around it.
+      if (m.holder == "offcpu_mutex::rust_lock_waiter") ++held_in_waiter;
     }
   }
   CHECK(lock_markers > 0);
+  INFO(held_in_waiter << " of " << lock_markers << " waits held by offcpu_mutex::rust_lock_waiter");
+  CHECK(held_in_waiter * 10 >= lock_markers * 9);
+  CHECK(r.err.find(" held by offcpu_mutex::rust_lock_waiter") != std::string::npos);
   // 1 kHz: one sample per millisecond of waiting.
   CHECK_WITHIN(futex_samples, log.ms("wait"), 0.20);
 }

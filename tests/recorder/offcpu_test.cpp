@@ -139,6 +139,7 @@ TEST_CASE("off-CPU: the function that held a lock is the waker stack's first one
   CHECK(is_lock_plumbing("libc.so.6", "__GI___lll_lock_wake"));
   CHECK(is_lock_plumbing("libc.so.6", "start_thread"));  // the whole of libc
   CHECK(is_lock_plumbing("app", "std::sys::sync::mutex::futex::Mutex::wake"));
+  CHECK(is_lock_plumbing("app", "std::sys_common::mutex::MovableMutex::raw_unlock"));  // rustc before 1.72
   CHECK(is_lock_plumbing("app", "pthread_mutex_unlock"));
   CHECK(!is_lock_plumbing("app", "update_table"));
   CHECK(!is_lock_plumbing("libapp.so", "std::vector<int>::push_back"));
