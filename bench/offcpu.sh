@@ -5,7 +5,11 @@
 #
 # Program: bench/offcpu_bench.cpp, two threads ping-ponging through pipes; it prints its own elapsed time,
 # switch rate and CPU time. Scenarios: as fast as it goes (~100k+ switches/s here), rate-limited (~20-30k/s:
-# 20 us of work per thread per round) and CPU-bound (a fixed ~5 ms of work per round).
+# 20 us of work per thread per round), CPU-bound (a fixed ~5 ms of work per round), and futex: as fast as
+# it goes through a futex word instead of pipes, so that every wake is a futex system call whose waker's
+# registers and 8 KiB of stack fxprof's eBPF waker tracer copies (recorder/waker.h). As root the eBPF
+# program's own time per run is read from the kernel (kernel.bpf_stats_enabled is turned on for the run
+# and restored): the waker_us column.
 #
 # Configurations: bare; `fxprof record --cpu-only`; `fxprof record` (off-CPU on: 8 KiB copies at switches,
 # 32 KiB at CPU samples); `fxprof record --off-cpu-stack-size 32768` (the copy at switches as large as CPU
@@ -16,7 +20,8 @@
 # For each, medians of: program time and its ratio to bare; the program's CPU time and its kernel part
 # (cpu_ms, sys_ms: the samples are taken in its context; less noisy than elapsed time on a shared machine,
 # and for the CPU-bound scenario, whose work is fixed, cpu_ms is the measure); records lost (fxprof: lost
-# records; perf: LOST_SAMPLES, the context-switch samples the kernel dropped); output size; post-processing
+# records plus wakeups the eBPF tracer could not write; perf: LOST_SAMPLES, the context-switch samples the
+# kernel dropped); output size; post-processing
 # (fxprof: from the program's exit to the profile built, --verbose; perf: `perf script` over the data; bcc:
 # from Ctrl-C to its exit, when it symbolizes and prints).
 set -euo pipefail
@@ -31,14 +36,16 @@ done
 command -v perf >/dev/null || { echo "bench/offcpu.sh: perf is missing (apt-get install linux-perf)" >&2; exit 1; }
 
 TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+BPF_STATS=$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || echo)
+trap 'rm -rf "$TMP"; [[ -n $BPF_STATS ]] && sysctl -qw kernel.bpf_stats_enabled="$BPF_STATS" 2>/dev/null || true' EXIT
+[[ $(id -u) == 0 && -n $BPF_STATS ]] && sysctl -qw kernel.bpf_stats_enabled=1
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 # run CONFIG ARGS...: appends "ms lost bytes post_ms" to $TMP/CONFIG
 run() {
   local cfg=$1
   shift
-  local out ms lost=0 bytes=0 post=0
+  local out ms lost=0 bytes=0 post=0 waker=0
   case $cfg in
     bare) out=$("$PROG" "$@") ;;
     cpu-only | offcpu | offcpu-32k)
@@ -48,6 +55,11 @@ run() {
       out=$("$FXPROF" record -v -q --save-only --no-symbolicate "${extra[@]}" -o "$TMP/p.json.gz" -- "$PROG" "$@" \
         2>"$TMP/err")
       lost=$(sed -n 's/.* \([0-9]*\) lost records.*/\1/p' "$TMP/err" | tail -1)
+      # -v: "eBPF waker tracer: N wakeups, S waker stacks unwound (futex wakes), L lost; R runs, U us a run"
+      local wakes_lost
+      wakes_lost=$(sed -n 's/.*eBPF waker tracer: .*, \([0-9]*\) lost.*/\1/p' "$TMP/err" | tail -1)
+      lost=$((${lost:-0} + ${wakes_lost:-0}))
+      waker=$(sed -n 's/.*runs, \([0-9.]*\) us a run.*/\1/p' "$TMP/err" | tail -1)
       [[ -s $TMP/p.json.gz ]] || { echo "bench/offcpu.sh: fxprof record failed: $(cat "$TMP/err")" >&2; exit 1; }
       post=$(sed -n 's/.*profile built \([0-9.]*\) ms after.*/\1/p' "$TMP/err" | tail -1)
       bytes=$(stat -c %s "$TMP/p.json.gz")
@@ -92,7 +104,7 @@ run() {
   ms=$(echo "$out" | awk 'NR==1 {print $1}')
   cpu=$(echo "$out" | awk 'NR==1 {print $3}')
   sys=$(echo "$out" | awk 'NR==1 {print $4}')
-  echo "$ms ${lost:-0} ${bytes:-0} ${post:-0} ${sys:-0} ${cpu:-0}" >>"$TMP/$cfg"
+  echo "$ms ${lost:-0} ${bytes:-0} ${post:-0} ${sys:-0} ${cpu:-0} ${waker:-0}" >>"$TMP/$cfg"
 }
 
 scenario() {
@@ -107,7 +119,8 @@ scenario() {
   local rate
   rate=$("$PROG" "$@" | awk '{print $2}')
   echo "== $title: $* (bare: ~$rate switches/s), median of $RUNS"
-  printf '%-10s %10s %8s %8s %8s %10s %12s %10s\n' config program_ms x_bare cpu_ms sys_ms lost output_MB post_ms
+  printf '%-10s %10s %8s %8s %8s %10s %12s %10s %9s\n' config program_ms x_bare cpu_ms sys_ms lost output_MB post_ms \
+    waker_us
   local base
   base=$(awk '{print $1}' "$TMP/bare" | median)
   for c in "${configs[@]}"; do
@@ -118,8 +131,9 @@ scenario() {
     lost=$(awk '{print $2}' "$TMP/$c" | median)
     mb=$(awk '{print $3 / 1e6}' "$TMP/$c" | median)
     post=$(awk '{print $4}' "$TMP/$c" | median)
-    printf '%-10s %10.1f %8.2f %8.0f %8.0f %10s %12.2f %10s\n' "$c" "$ms" "$(echo "$ms / $base" | bc -l)" "$cpu" \
-      "$sys" "$lost" "$mb" "$post"
+    waker=$(awk '{print $7}' "$TMP/$c" | median)
+    printf '%-10s %10.1f %8.2f %8.0f %8.0f %10s %12.2f %10s %9s\n' "$c" "$ms" "$(echo "$ms / $base" | bc -l)" "$cpu" \
+      "$sys" "$lost" "$mb" "$post" "$waker"
   done
 }
 
@@ -148,3 +162,7 @@ scenario "rate-limited" 20000 20
 # switches/s: what off-CPU capture adds to a program that hardly waits is offcpu / cpu-only (the goal: at
 # most 1.05).
 scenario "CPU-bound" 300 0 4000000
+# Futex: every wake a futex system call, so fxprof's eBPF program copies each waker's registers and stack
+# (ids only for the pipe scenarios): offcpu's cpu_ms and waker_us here against the first scenario's show
+# what the waker stacks cost the program.
+scenario "futex" 50000 0 0 futex

@@ -2,16 +2,22 @@
 // ROUNDS times (default 100000), so each blocks in read() once per round: ~2 context switches per round;
 // WORK_US (default 0) of CPU work per thread per round lowers the rate; WORK_ITERS instead of it (the third
 // argument) is a fixed amount of work per round (a CPU-bound program whose elapsed time shows overhead).
-// Prints "elapsed_ms switches_per_s" measured in the program, then its CPU time and the kernel's part of it
-// (ms, both threads): the cost of a profiler's context-switch samples is kernel time in the program's own
-// context, less noisy than elapsed time on a shared machine.
+// A fourth argument `futex` passes the turn through a futex word instead (FUTEX_WAIT/FUTEX_WAKE, as a mutex
+// or condition variable does): every wake is then a futex system call, whose waker's stack fxprof's eBPF
+// waker tracer copies (recorder/waker.h). Prints "elapsed_ms switches_per_s" measured in the program, then
+// its CPU time and the kernel's part of it (ms, both threads): the cost of a profiler's context-switch
+// samples is kernel time in the program's own context, less noisy than elapsed time on a shared machine.
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace {
 int ping[2], pong[2];
@@ -19,6 +25,18 @@ long rounds = 100000;
 double work_us = 0;
 long work_iters = 0;
 volatile unsigned long sink;
+bool use_futex = false;
+std::atomic<int> turn{0};  // futex mode: 0 the main thread's turn, 1 the ponger's
+
+// Futex mode: wait until it is `me`'s turn; give the turn to the other and wake it.
+void futex_wait_turn(int me) {
+  while (turn.load(std::memory_order_acquire) != me)
+    syscall(SYS_futex, reinterpret_cast<int*>(&turn), FUTEX_WAIT_PRIVATE, 1 - me, nullptr, nullptr, 0);
+}
+__attribute__((noinline)) void futex_pass_turn(int to) {
+  turn.store(to, std::memory_order_release);
+  syscall(SYS_futex, reinterpret_cast<int*>(&turn), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
 
 double now_ms() {
   timespec ts;
@@ -44,6 +62,12 @@ __attribute__((noinline)) void work() {
 __attribute__((noinline)) void* ponger(void*) {
   char c;
   for (long i = 0; i < rounds; ++i) {
+    if (use_futex) {
+      futex_wait_turn(1);
+      work();
+      futex_pass_turn(0);
+      continue;
+    }
     if (read(ping[0], &c, 1) != 1) std::exit(1);
     work();
     if (write(pong[1], &c, 1) != 1) std::exit(1);
@@ -56,6 +80,7 @@ int main(int argc, char** argv) {
   if (argc > 1) rounds = std::atol(argv[1]);
   if (argc > 2) work_us = std::atof(argv[2]);
   if (argc > 3) work_iters = std::atol(argv[3]);
+  if (argc > 4) use_futex = std::strcmp(argv[4], "futex") == 0;
   if (pipe(ping) != 0 || pipe(pong) != 0) return 1;
   pthread_t t;
   pthread_create(&t, nullptr, ponger, nullptr);
@@ -63,6 +88,11 @@ int main(int argc, char** argv) {
   char c = 'x';
   for (long i = 0; i < rounds; ++i) {
     work();
+    if (use_futex) {
+      futex_pass_turn(1);
+      futex_wait_turn(0);
+      continue;
+    }
     if (write(ping[1], &c, 1) != 1 || read(pong[0], &c, 1) != 1) return 1;
   }
   const double ms = now_ms() - t0;

@@ -55,7 +55,10 @@ constexpr const char* kHelp =
     "                           stack it waited in, under a [blocked: futex|I/O|sleep|page fault] or\n"
     "                           [preempted] leaf in the Idle category and no CPU use, plus a marker per\n"
     "                           wait (\"Lock wait\" with the lock's address for mutexes) and a\n"
-    "                           \"Threads waiting\" track per process with lock waits. In the Firefox\n"
+    "                           \"Threads waiting\" track per process with lock waits. As root an eBPF\n"
+    "                           program also names the thread that woke each wait, and for a lock the\n"
+    "                           holder: a \"Wakeup\" marker on the thread that unlocked, with its stack,\n"
+    "                           and the function that held the lock (\"Held by\"). In the Firefox\n"
     "                           Profiler the CPU graph shows CPU use only and the call tree wall-clock\n"
     "                           time; for CPU time alone, right-click a [blocked...] node and \"Drop\n"
     "                           samples with this function\". Stacks of waits need root or\n"
@@ -302,6 +305,7 @@ int cmd_record(std::span<char*> args) {
   if ((symbolicate == 1 || (symbolicate == -1 && save_only)) && !hold.interrupted()) {
     symbolizer::Symbolizer symbols(serve.symbols);
     pipeline::symbolicate(recording->profile, symbols);
+    recorder::add_lock_holders(recording->profile);  // named now: the Lock wait markers' "Held by"
     recording->profile.meta.presymbolicated = true;
   }
   if (auto s = exporter::write_gecko_profile(recording->profile, output); !s) {
@@ -318,6 +322,7 @@ int cmd_record(std::span<char*> args) {
   if ((!quiet || !exports.empty()) && !hold.interrupted()) {
     symbolizer::Symbolizer symbols(serve.symbols);
     pipeline::symbolicate(recording->profile, symbols);
+    recorder::add_lock_holders(recording->profile);
     if (!quiet) {
       std::string top = exporter::top_self_summary(recording->profile, 5);
       if (!top.empty()) std::fprintf(stderr, "fxprof: top self: %s\n", top.c_str());

@@ -448,7 +448,9 @@ void ProfileBuilder::on_comm(const std::byte* p, size_t size, uint16_t misc) {
     return;
   }
   // exec: the pid runs a new program (stacks taken before are unwound with the old one's mappings).
-  resolve_pending();
+  resolve_pending_switches();
+  resolve_wakes(pid, t);
+  for (UnfollowedExec& u : unfollowed_) name_unfollowed(procfs_, u);
   if (unwinder_) unwinder_->on_exec(pid);
   ProcRef& pr = process(pid, t);
   model::Process* proc = &profile_.processes[pr.proc];
@@ -545,6 +547,7 @@ void ProfileBuilder::on_exit(const std::byte* p, size_t size) {
   }
   // The mappings stay until the last thread is gone (the leader may exit before its threads' last samples).
   if (pit->second.live > 0) return;
+  resolve_wakes(pid, t);  // the process's wakes before it ended, while the unwinder knows its mappings
   if (unwinder_) unwinder_->on_exit(pid);
   // The JIT map files now say all they will; the pid (and the file names) may be reused from now on.
   read_jit(pid, pit->second);
@@ -614,7 +617,19 @@ void ProfileBuilder::set_off_cpu(const OffCpuConfig& c) {
   s.fields.push_back({"reason", "Reason", "string"});
   s.fields.push_back({"lock", "Lock address", "string"});
   s.fields.push_back({"waker", "Woken by", "string"});
+  s.fields.push_back({"holder", "Held by", "string"});  // recorder::add_lock_holders, once symbolicated
   profile_.meta.marker_schemas.push_back(std::move(s));
+  // The waker's side of a wait (eBPF, futex wakes): an instant marker with the stack that woke it.
+  model::MarkerSchema w;
+  w.name = "Wakeup";
+  w.display = {"marker-chart", "marker-table"};
+  w.chart_label = "{marker.data.wakee}";
+  w.tooltip_label = w.table_label = "Wakeup of {marker.data.wakee} {marker.data.lock}";
+  w.fields.push_back({"wakee", "Woke", "string"});
+  w.fields.push_back({"lock", "Lock address", "string"});
+  profile_.meta.marker_schemas.push_back(std::move(w));
+  wakeup_name_ = profile_.strings.intern("Wakeup");
+  wakee_key_ = profile_.strings.intern("wakee");
   off_type_ = profile_.strings.intern("OffCpu");
   blocked_name_ = profile_.strings.intern("Blocked");
   preempted_name_ = profile_.strings.intern("Preempted");
@@ -835,14 +850,19 @@ void ProfileBuilder::resolve_stack(ThreadRef& th) {
 }
 
 void ProfileBuilder::resolve_pending() {
+  resolve_pending_switches();
+  resolve_wakes(0, 0);
+  // Processes whose exec was still setting up when their EXIT was read: named while they still run.
+  for (UnfollowedExec& u : unfollowed_) name_unfollowed(procfs_, u);
+}
+
+void ProfileBuilder::resolve_pending_switches() {
   for (uint32_t tid : pending_tids_)
     if (auto it = threads_.find(tid); it != threads_.end()) {
       resolve_stack(it->second);
       it->second.off.queued = false;
     }
   pending_tids_.clear();
-  // Processes whose exec was still setting up when their EXIT was read: named while they still run.
-  for (UnfollowedExec& u : unfollowed_) name_unfollowed(procfs_, u);
 }
 
 void ProfileBuilder::on_sample(const std::byte* p, size_t size, bool switch_event) {
@@ -903,43 +923,121 @@ void ProfileBuilder::close_off_spans(uint64_t end_ns) {
 }
 
 void ProfileBuilder::finish() {
+  resolve_wakes(0, 0);  // the waits still open at the end are closed (close_off_spans): none is open now
+  pending_wakes_.clear();
   read_deleted_libs();
   name_kernel_frames(profile_, procfs_);
   if (off_interned_) name_off_cpu_reasons();
   if (off_interned_) add_waiting_counters(profile_, off_.interval_ns);
-  if (off_interned_ && !wakings_.empty()) name_wakers();
+  if (off_interned_ && !wakes_.empty()) name_wakers();
   for (auto& [pid, pr] : procs_) read_jit(pid, pr);  // processes still running
   model::name_jit_frames(profile_);
 }
 
+void ProfileBuilder::add_wakings(std::span<Waking> w) {
+  for (Waking& k : w) {
+    wakes_.push_back({k.time, k.waker_pid, k.waker_tid, k.wakee_tid, k.uaddr, model::kNoStack});
+    if (!k.stack.empty() && unwinder_) pending_wakes_.emplace_back(wakes_.size() - 1, std::move(k));
+  }
+}
+
+// Whether the waker's stack of a wake may still be used: only a wait with a marker gets a Wakeup marker
+// (name_wakers), so a wake whose wakee's span ended shorter than the marker threshold needs none (at high
+// switch rates, most). Open: the wakee is still out in the span the wake ends, it may become a marker.
+ProfileBuilder::WakeNeed ProfileBuilder::wake_need(const Wake& w) const {
+  auto it = threads_.find(w.wakee_tid);
+  if (it == threads_.end()) return WakeNeed::Yes;  // gone or not seen yet: keep it to be safe
+  const ThreadRef& th = it->second;
+  const model::Thread& t = profile_.processes[th.proc].threads[th.thread];
+  // Markers are appended as spans end, in time order: the ones that could contain the wake are at the back.
+  for (auto m = t.markers.rbegin(); m != t.markers.rend(); ++m) {
+    if (m->type != off_type_) continue;
+    if (m->end_ns < w.time) break;
+    if (m->start_ns <= w.time) return WakeNeed::Yes;
+  }
+  return th.off.out && th.off.out_ns <= w.time ? WakeNeed::Open : WakeNeed::No;
+}
+
+// The waker's user stack at its futex system call, unwound like a CPU sample's (no kernel part: the tracer
+// sends user registers only). The leaf is the address after the `syscall` instruction.
+void ProfileBuilder::resolve_wakes(uint32_t pid, uint64_t before_ns) {
+  size_t kept = 0;
+  for (size_t i = 0; i < pending_wakes_.size(); ++i) {
+    auto& [index, k] = pending_wakes_[i];
+    const bool now = pid == 0 || (k.waker_pid == pid && k.time < before_ns);
+    const WakeNeed need = wake_need(wakes_[index]);
+    if (need == WakeNeed::No) continue;
+    if (!now || (need == WakeNeed::Open && pid == 0)) {  // later: a later round may need it
+      if (kept != i) pending_wakes_[kept] = std::move(pending_wakes_[i]);
+      ++kept;
+      continue;
+    }
+    UnwindResult u = unwinder_->unwind(k.waker_pid, k.regs, k.stack, unwound_);
+    if (u.count == 0) continue;
+    path_.clear();
+    if (u.end != UnwindEnd::Complete) path_.push_back(profile_.label_frame("(stack truncated)"));
+    for (size_t f = u.count; f-- > 0;) path_.push_back(profile_.native_frame(unwound_[f]));
+    wakes_[index].stack = profile_.stacks.intern_path(path_);
+    ++waker_stacks_;
+  }
+  pending_wakes_.resize(kept);
+}
+
 // Each off-CPU marker that is not a preemption gets the last wakeup of its thread within its span: "NAME TID"
-// of the waker.
+// of the waker. A wakeup with the waker's stack also becomes a `Wakeup` marker on the waker's thread: whom
+// it woke, the lock (the futex word it woke, for a `Lock wait`), and the stack that released it.
 void ProfileBuilder::name_wakers() {
-  std::sort(wakings_.begin(), wakings_.end(), [](const Waking& a, const Waking& b) {
+  std::sort(wakes_.begin(), wakes_.end(), [](const Wake& a, const Wake& b) {
     return a.wakee_tid != b.wakee_tid ? a.wakee_tid < b.wakee_tid : a.time < b.time;
   });
-  std::unordered_map<uint32_t, const model::Thread*> by_tid;
-  for (const model::Process& proc : profile_.processes)
-    for (const model::Thread& t : proc.threads) by_tid[t.tid] = &t;
+  // Threads by tid (a tid may be reused: the one alive at the time is meant).
+  std::unordered_multimap<uint32_t, model::Thread*> by_tid;
+  for (model::Process& proc : profile_.processes)
+    for (model::Thread& t : proc.threads) by_tid.emplace(t.tid, &t);
+  auto thread_at = [&](uint32_t tid, uint64_t time) -> model::Thread* {
+    model::Thread *found = nullptr, *any = nullptr;
+    for (auto [it, end] = by_tid.equal_range(tid); it != end; ++it) {
+      any = it->second;
+      if (it->second->start_ns <= time && (!it->second->end_ns || time <= *it->second->end_ns))
+        found = it->second;
+    }
+    return found ? found : any;
+  };
+  std::vector<std::pair<model::Thread*, model::Marker>> wakeups;
   char buf[64];
   for (model::Process& proc : profile_.processes)
     for (model::Thread& t : proc.threads)
       for (model::Marker& m : t.markers) {
         if (m.type != off_type_ || m.name == preempted_name_) continue;
         // The last wakeup of this thread at or before the end of the span, if it is within the span.
-        auto it = std::upper_bound(wakings_.begin(), wakings_.end(), std::make_pair(t.tid, m.end_ns),
-                                   [](const std::pair<uint32_t, uint64_t>& key, const Waking& w) {
+        auto it = std::upper_bound(wakes_.begin(), wakes_.end(), std::make_pair(t.tid, m.end_ns),
+                                   [](const std::pair<uint32_t, uint64_t>& key, const Wake& w) {
                                      return key.first != w.wakee_tid ? key.first < w.wakee_tid
                                                                      : key.second < w.time;
                                    });
-        if (it == wakings_.begin()) continue;
+        if (it == wakes_.begin()) continue;
         --it;
         if (it->wakee_tid != t.tid || it->time < m.start_ns) continue;
-        auto waker = by_tid.find(it->waker_tid);
-        std::snprintf(buf, sizeof buf, "%.40s %u",
-                      waker != by_tid.end() ? waker->second->name.c_str() : "thread", it->waker_tid);
+        model::Thread* waker = thread_at(it->waker_tid, it->time);
+        std::snprintf(buf, sizeof buf, "%.40s %u", waker ? waker->name.c_str() : "thread", it->waker_tid);
         m.fields.push_back({waker_key_, true, 0, profile_.strings.intern(buf)});
+        if (it->stack == model::kNoStack || !waker) continue;
+        model::Marker w;
+        w.name = wakeup_name_;
+        w.start_ns = it->time;
+        w.phase = model::MarkerPhase::Instant;
+        w.type = wakeup_name_;
+        w.stack = it->stack;
+        std::snprintf(buf, sizeof buf, "%.40s %u", t.name.c_str(), t.tid);
+        w.fields.push_back({wakee_key_, true, 0, profile_.strings.intern(buf)});
+        if (m.name == lock_name_ && it->uaddr) {
+          std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(it->uaddr));
+          w.fields.push_back({lock_key_, true, 0, profile_.strings.intern(buf)});
+        }
+        wakeups.emplace_back(waker, std::move(w));
       }
+  // Appended after the walk: a waker's markers may be the ones being walked.
+  for (auto& [thread, w] : wakeups) thread->markers.push_back(std::move(w));
 }
 
 // Off-CPU samples and markers get their reason from the kernel frames of their stack, now named: once per

@@ -73,8 +73,12 @@ class ProfileBuilder {
   void resolve_pending();
   void set_off_cpu(const OffCpuConfig& c);
   // Off-CPU wakers (waker.h): wakeups as the tracer reported them, in any order; each off-CPU marker gets
-  // the thread that woke it in finish(). take_new_pids(): processes seen since the last call, to trace.
-  void add_wakings(std::span<const Waking> w) { wakings_.insert(wakings_.end(), w.begin(), w.end()); }
+  // the thread that woke it in finish(), and a wake with the waker's stack (a futex wake) a `Wakeup` marker
+  // on the waker's thread with that stack. Give them before the round of records they happened in: their
+  // stacks are unwound at the end of that round (resolve_pending), or before the waker's process exits or
+  // execs, with the mappings the round's records described. take_new_pids(): processes seen since the last
+  // call, to trace.
+  void add_wakings(std::span<Waking> w);  // moves their stacks out
   std::vector<uint32_t> take_new_pids() { return std::exchange(new_pids_, {}); }
 
   // Off-CPU: threads still switched out when the recording stops (attach mode, --duration: a server blocked
@@ -91,6 +95,8 @@ class ProfileBuilder {
   uint64_t switch_stacks_unwound() const { return switch_stacks_unwound_; }  // of those, the ones needed
   uint64_t off_cpu_samples() const { return off_cpu_samples_; }
   uint64_t off_cpu_spans() const { return off_cpu_spans_; }  // blocked or preempted spans seen
+  uint64_t wakes() const { return wakes_.size(); }           // wakeups the waker tracer reported
+  uint64_t waker_stacks() const { return waker_stacks_; }    // of those, with the waker's stack unwound
   // Samples taken after records were lost whose address no known mapping of their process covers (its mmap
   // or exec record was among the lost), and how many processes had them: marked "(unknown code: records
   // lost)" at the root.
@@ -180,6 +186,14 @@ class ProfileBuilder {
   void blocked_at_attach(uint32_t pid, uint32_t tid, uint64_t time_ns);
   void name_off_cpu_reasons();
   void name_wakers();
+  // Unwinds the waker stacks of pending_wakes_ that a marker needs (wake_need): those of `pid` before
+  // `before_ns` (its exit or exec: later ones are the new program's, described by records not handled yet),
+  // or with pid 0 all whose wait has ended (the others wait for a later round).
+  void resolve_wakes(uint32_t pid, uint64_t before_ns);
+  enum class WakeNeed : uint8_t { No, Yes, Open };
+  struct Wake;
+  WakeNeed wake_need(const Wake& w) const;
+  void resolve_pending_switches();  // resolve_stack() of every thread in pending_tids_
   void on_mmap2(const std::byte* p, size_t size);
   void on_comm(const std::byte* p, size_t size, uint16_t misc);
   void on_fork(const std::byte* p, size_t size);
@@ -213,8 +227,18 @@ class ProfileBuilder {
                   pending_reason_ = model::kNoString, preempted_reason_ = model::kNoString,
                   unknown_reason_ = model::kNoString;
   uint64_t switch_samples_ = 0, off_cpu_samples_ = 0, off_cpu_spans_ = 0;
-  model::StringId waker_key_ = model::kNoString;
-  std::vector<Waking> wakings_;
+  model::StringId waker_key_ = model::kNoString, wakeup_name_ = model::kNoString,
+                  wakee_key_ = model::kNoString;
+  // A wakeup as name_wakers() uses it: its waker's stack once unwound (futex wakes in DWARF mode).
+  struct Wake {
+    uint64_t time = 0;
+    uint32_t waker_pid = 0, waker_tid = 0, wakee_tid = 0;
+    uint64_t uaddr = 0;
+    model::StackId stack = model::kNoStack;
+  };
+  std::vector<Wake> wakes_;
+  std::vector<std::pair<size_t, Waking>> pending_wakes_;  // index into wakes_, the waking with its stack
+  uint64_t waker_stacks_ = 0;                             // wakes whose stack was unwound
   std::vector<uint32_t> new_pids_;
   std::vector<uint32_t> pending_tids_;  // threads whose OffState::pending is set
   uint64_t switch_stacks_unwound_ = 0;

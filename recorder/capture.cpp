@@ -16,7 +16,7 @@ namespace fxprof::recorder {
 
 namespace {
 
-constexpr std::string_view kMagic = "fxprof-capture 1\n";
+constexpr std::string_view kMagic = "fxprof-capture 2\n";
 constexpr size_t kFlushBytes = 1 << 20;
 
 // The entries' tags.
@@ -34,8 +34,7 @@ enum Tag : char {
   kKernelSymbols = 'k',
 };
 
-static_assert(std::is_trivially_copyable_v<EventConfig> && std::is_trivially_copyable_v<OffCpuConfig> &&
-              std::is_trivially_copyable_v<Waking>);
+static_assert(std::is_trivially_copyable_v<EventConfig> && std::is_trivially_copyable_v<OffCpuConfig>);
 
 }  // namespace
 
@@ -184,7 +183,13 @@ void CaptureWriter::attached_thread(uint32_t pid, uint32_t tid, uint64_t time_ns
 void CaptureWriter::wakings(std::span<const Waking> w) {
   if (w.empty()) return;
   begin(kWakings);
-  put(w.data(), w.size_bytes());
+  std::vector<std::byte> bytes;
+  for (const Waking& k : w) {  // each as the tracer's record (waker.h), after its size
+    bytes.clear();
+    encode_waking(k, bytes);
+    put(static_cast<uint32_t>(bytes.size()));
+    put(bytes.data(), bytes.size());
+  }
   commit();
 }
 
@@ -397,8 +402,12 @@ Result<model::Profile> replay(const std::string& path, const ReplayOptions& opti
         feed_round(round, *builder, refs);
         break;
       case kWakings: {
-        std::vector<Waking> w(e.payload.size() / sizeof(Waking));
-        std::memcpy(w.data(), e.payload.data(), w.size() * sizeof(Waking));
+        std::vector<Waking> w;
+        while (p.ok() && !p.empty()) {
+          std::string_view b = p.bytes(p.get<uint32_t>());
+          if (!p.ok() || !decode_waking(std::as_bytes(std::span(b.data(), b.size())), w.emplace_back()))
+            return Err(path + ": malformed wakeups in the capture");
+        }
         builder->add_wakings(w);
         break;
       }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <unordered_map>
 #include <vector>
 
 #include "model/profile.h"
@@ -109,25 +110,99 @@ std::string_view reason_text(BlockReason r) {
 
 namespace fxprof::recorder {
 
+namespace {
+
+std::string_view string_field(const model::Profile& profile, const model::Marker& m, std::string_view key) {
+  for (const model::MarkerField& f : m.fields)
+    if (f.is_string && f.string != model::kNoString && profile.strings.get(f.key) == key)
+      return profile.strings.get(f.string);
+  return {};
+}
+
+}  // namespace
+
+bool is_lock_plumbing(std::string_view binary, std::string_view function) {
+  for (std::string_view lib : {"libc.so", "libc-", "libpthread", "ld-linux", "ld.so", "libstdc++.so"})
+    if (binary.starts_with(lib)) return true;
+  for (std::string_view prefix :
+       {"std::sys::", "std::sys_common::", "<std::sys", "std::sync::", "<std::sync::",
+        "core::ptr::drop_in_place<std::sync::", "parking_lot::", "<parking_lot::", "futex", "__lll_",
+        "__GI___lll_", "lll_", "pthread_mutex_", "__pthread_mutex_", "pthread_cond_", "__pthread_cond_",
+        "std::mutex::", "std::__1::mutex::", "syscall"})
+    if (function.starts_with(prefix)) return true;
+  return false;
+}
+
+std::string_view lock_holder(const model::Profile& profile, model::StackId stack) {
+  for (model::StackId s = stack; s != model::kNoStack; s = profile.stacks.prefix(s)) {
+    const model::Frame& f = profile.frames.get(profile.stacks.frame(s));
+    if (f.kind == model::FrameKind::Label) continue;
+    if (f.name == model::kNoString) return {};
+    const std::string_view binary =
+        f.binary < profile.binaries.size() ? std::string_view(profile.binaries[f.binary].name) : "";
+    const std::string_view name = profile.strings.get(f.name);
+    if (!is_lock_plumbing(binary, name)) return name;
+  }
+  return {};
+}
+
+void add_lock_holders(model::Profile& profile) {
+  // Lock waits by the thread that waited (a tid may be reused: the marker's times tell them apart).
+  std::unordered_multimap<uint32_t, model::Thread*> by_tid;
+  for (model::Process& proc : profile.processes)
+    for (model::Thread& t : proc.threads) by_tid.emplace(t.tid, &t);
+  const model::StringId holder_key = profile.strings.intern("holder");
+  for (const model::Process& proc : profile.processes)
+    for (const model::Thread& t : proc.threads)
+      for (const model::Marker& w : t.markers) {
+        if (w.stack == model::kNoStack || w.name == model::kNoString ||
+            profile.strings.get(w.name) != "Wakeup")
+          continue;
+        // "NAME TID" of the thread it woke, the wait that ended with it (the builder made one per wait).
+        const std::string_view wakee = string_field(profile, w, "wakee");
+        const size_t sp = wakee.rfind(' ');
+        if (sp == std::string_view::npos) continue;
+        uint32_t tid = 0;
+        for (char c : wakee.substr(sp + 1))
+          tid = c >= '0' && c <= '9' ? tid * 10 + static_cast<uint32_t>(c - '0') : tid;
+        const std::string_view holder = lock_holder(profile, w.stack);
+        if (holder.empty()) continue;
+        const model::StringId name = profile.strings.intern(holder);
+        for (auto [it, end] = by_tid.equal_range(tid); it != end; ++it)
+          for (model::Marker& m : it->second->markers) {
+            if (m.name == model::kNoString || profile.strings.get(m.name) != "Lock wait" ||
+                w.start_ns < m.start_ns || w.start_ns > m.end_ns)
+              continue;
+            auto f = std::find_if(m.fields.begin(), m.fields.end(),
+                                  [&](const model::MarkerField& x) { return x.key == holder_key; });
+            if (f == m.fields.end())
+              m.fields.push_back({holder_key, true, 0, name});
+            else
+              f->string = name;
+          }
+      }
+}
+
 std::string lock_wait_summary(const model::Profile& profile, size_t n) {
   struct Lock {
     std::string_view address;
     uint64_t ns = 0, waits = 0;
     std::set<uint32_t> threads;
+    std::map<std::string_view, uint64_t> holders;  // function -> waits it released
   };
   std::map<std::string_view, Lock> locks;
   for (const model::Process& proc : profile.processes)
     for (const model::Thread& t : proc.threads)
       for (const model::Marker& m : t.markers) {
         if (m.name == model::kNoString || profile.strings.get(m.name) != "Lock wait") continue;
-        for (const model::MarkerField& f : m.fields) {
-          if (!f.is_string || f.string == model::kNoString || profile.strings.get(f.key) != "lock") continue;
-          Lock& l = locks[profile.strings.get(f.string)];
-          l.address = profile.strings.get(f.string);
-          l.ns += m.end_ns > m.start_ns ? m.end_ns - m.start_ns : 0;
-          ++l.waits;
-          l.threads.insert(t.tid);
-        }
+        const std::string_view address = string_field(profile, m, "lock");
+        if (address.empty()) continue;
+        Lock& l = locks[address];
+        l.address = address;
+        l.ns += m.end_ns > m.start_ns ? m.end_ns - m.start_ns : 0;
+        ++l.waits;
+        l.threads.insert(t.tid);
+        if (std::string_view h = string_field(profile, m, "holder"); !h.empty()) ++l.holders[h];
       }
   std::vector<const Lock*> order;
   for (const auto& [address, l] : locks) order.push_back(&l);
@@ -141,6 +216,14 @@ std::string lock_wait_summary(const model::Profile& profile, size_t n) {
                   static_cast<unsigned long long>(l.waits), l.waits == 1 ? "" : "s", l.threads.size(),
                   l.threads.size() == 1 ? "" : "s");
     out += buf;
+    std::vector<std::pair<uint64_t, std::string_view>> by_count;
+    for (const auto& [fn, count] : l.holders) by_count.emplace_back(count, fn);
+    std::sort(by_count.begin(), by_count.end(),
+              [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (size_t h = 0; h < by_count.size() && h < 2; ++h) {
+      out += h == 0 ? " held by " : " and ";
+      out += by_count[h].second.substr(0, 80);
+    }
   }
   return out;
 }

@@ -12,9 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace fxprof::model {
-struct Profile;
-}
+#include "model/profile.h"
 
 namespace fxprof::recorder {
 
@@ -38,9 +36,26 @@ std::string_view reason_label(BlockReason r);
 // The marker's `reason` field: "futex", "I/O", "sleep", "page fault", "preempted", "unknown".
 std::string_view reason_text(BlockReason r);
 
-// "0x55d8... 383.2 ms in 141 waits by 4 threads, 0x7f2e... 99.2 ms in 1 wait by 1 thread": the `n` locks
-// whose `Lock wait` markers add up to the most time, over every thread of every process; "" without any.
+// "0x55d8... 383.2 ms in 141 waits by 4 threads held by worker_update, 0x7f2e... 99.2 ms in 1 wait by 1
+// thread": the `n` locks whose `Lock wait` markers add up to the most time, over every thread of every
+// process, with the (at most two) functions that held each lock most often (the markers' `holder` fields,
+// add_lock_holders); "" without any.
 std::string lock_wait_summary(const model::Profile& profile, size_t n);
+
+// Whether a frame belongs to the code that takes and releases locks rather than to the program holding them:
+// the C library and the dynamic loader (`binary` libc.so*, libpthread*, ld-linux*), and functions of lock
+// implementations linked into the program (Rust's std::sys and std::sync, futex wrappers).
+bool is_lock_plumbing(std::string_view binary, std::string_view function);
+
+// The function that held a lock: the first named frame, leaf first, of the (symbolicated) stack of the
+// `Wakeup` that released it, outside is_lock_plumbing; "" when a frame on the way has no name (not
+// symbolicated) or all are plumbing.
+std::string_view lock_holder(const model::Profile& profile, model::StackId stack);
+
+// After symbolication: each `Lock wait` marker woken by a thread whose `Wakeup` marker (the recorder's eBPF
+// waker tracer, futex wakes) has a stack gets a `holder` field, the lock_holder() of that stack (the
+// function that released the lock). Idempotent; lock_wait_summary names the holders from these fields.
+void add_lock_holders(model::Profile& profile);
 
 // The "Threads waiting" counter of each process with `Lock wait` markers: per sampling interval (a grid of
 // `interval_ns` from the process start), how many of its threads waited on a lock (futex) during any part

@@ -255,6 +255,11 @@ class Session {
                    "root): its stacks may be incomplete and its functions unnamed. Keep the binary until the "
                    "recording ends, or record as root"});
     }
+    if (const uint64_t lost = waker_ ? waker_->dropped() : 0; lost > 0)
+      problems.push_back({"Wakeups lost (eBPF ring buffer full)", lost,
+                          std::to_string(lost) +
+                              " wakeups lost: the eBPF waker tracer's ring buffer was full (the reader fell "
+                              "behind), so some waits have no \"Woken by\" and no Wakeup marker"});
     if (rec_.stats.lost_records) {
       problems.push_back(lost_records_problem(rec_.stats.lost_records, builder_->unknown_code_samples(),
                                               builder_->unknown_code_processes()));
@@ -416,19 +421,19 @@ Status Session::attach_thread(int tid) {
 
 // One round: every buffer's new records, merged by time, through the builder (recorder/host.h).
 size_t Session::read_round() {
-  const size_t n = feed_round(*source_, *builder_, refs_);
-  sync_waker();
-  return n;
+  sync_waker();  // first: the round's records describe the mappings their stacks are unwound with
+  return feed_round(*source_, *builder_, refs_);
 }
 
-// The waker tracer learns the processes the builder saw, and its wakeups go to the builder.
+// The waker tracer learns the processes the builder saw, and its wakeups go to the builder, which unwinds
+// the wakers' stacks at the end of the round that follows (ProfileBuilder::add_wakings).
 void Session::sync_waker() {
   if (!waker_) return;
   for (uint32_t pid : builder_->take_new_pids()) waker_->trace(pid);
   wakings_.clear();
   waker_->drain(wakings_);
   if (capture_) capture_->wakings(wakings_);
-  builder_->add_wakings(wakings_);
+  builder_->add_wakings(wakings_);  // takes their stacks
 }
 
 // The recording, as the passes it goes through, in order; a pass that fails ends it with its error. -v
@@ -557,7 +562,7 @@ Status Session::prepare_builder() {
       // Loading parses the kernel's BTF: 30-50 ms on an idle machine here, 70-120 ms under load, before the
       // program starts (loaded in the background, it named no waits of programs shorter than that).
       const uint64_t t0 = now_ns(CLOCK_MONOTONIC);
-      auto w = WakerTracer::start();
+      auto w = WakerTracer::start(cfg_.dwarf);
       if (!w)
         notice("off-CPU: the thread that woke each wait is not recorded (eBPF waker tracer: " + w.error() +
                ")");
@@ -654,6 +659,7 @@ Status Session::read_until_stop() {
     for (size_t i = 0; i < pidfds_.size(); ++i)
       pfds.push_back({exited[i] ? -1 : pidfds_[i].get(), POLLIN, 0});
     for (size_t b = 0; b < rings_.size(); ++b) pfds.push_back({hung[b] ? -1 : rings_[b].fd(), POLLIN, 0});
+    pfds.push_back({waker_ ? waker_->fd() : -1, POLLIN, 0});  // its ring buffer a quarter full
     pfds.push_back({rss_->fd(), POLLIN, 0});
     int timeout = kPollMs;
     if (deadline) {
@@ -781,6 +787,17 @@ void Session::verbose_summary() {
            std::to_string(builder_->switch_stacks_unwound()) + " unwound: the others' spans needed none), " +
            std::to_string(st.off_cpu_samples) + " off-CPU samples" +
            (switch_stacks_ ? "" : " (no stacks: spans as markers only)"));
+  if (waker_) {
+    // Its cost, in the threads that woke others: known only while kernel.bpf_stats_enabled is 1.
+    const auto [runs, run_ns] = waker_->run_stats();
+    char cost[96] = "";
+    if (runs > 0)
+      std::snprintf(cost, sizeof cost, "; %llu runs, %.2f us a run", static_cast<unsigned long long>(runs),
+                    static_cast<double>(run_ns) / 1e3 / static_cast<double>(runs));
+    notice("eBPF waker tracer: " + std::to_string(builder_->wakes()) + " wakeups, " +
+           std::to_string(builder_->waker_stacks()) + " waker stacks unwound (futex wakes), " +
+           std::to_string(waker_->dropped()) + " lost" + cost);
+  }
   notice("recording thread CPU time " + std::to_string(static_cast<int>(st.reader_cpu_ms)) + " ms");
   notice(std::to_string(st.samples) + " samples, " + std::to_string(st.threads) + " threads in " +
          std::to_string(st.processes) + " processes; profile built " + std::to_string(st.finish_ms) +

@@ -58,8 +58,11 @@
 //    CPU-bound program
 //    (~150 switches/s): its CPU time with off-CPU capture within 2 % of --cpu-only's. Paranoid 2 without
 //    root: the event is refused, the switch records still come (tested), so waits are markers without stacks.
-//    As root an eBPF program on sched_waking (waker.h) names the thread that woke each wait; where it cannot
-//    load, one line says so.
+//    As root an eBPF program on sched_waking (waker.h) names the thread that woke each wait, and for a futex
+//    wake (an unlock) copies the waker's registers and 8 KiB of its stack, unwound as a sample's: a Wakeup
+//    marker on the holder's thread, and the Lock wait's "Held by" once symbolicated (offcpu.h
+//    add_lock_holders). Its ring buffer is drained before each round, so the round's records describe the
+//    mappings; only wakes that end a wait with a marker are unwound. Where it cannot load, one line says so.
 //  - Signals: SIGINT/SIGTERM are blocked during record() and read from a signalfd; in launch mode a signal
 //    sent to fxprof alone is forwarded to the program (the terminal's Ctrl-C reaches both), and fxprof waits
 //    for the program and keeps its exit status (128+signal when killed), crashes included.

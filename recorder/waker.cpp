@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
+#include <string_view>
 
 #include "base/fd.h"
 
@@ -19,11 +20,62 @@ void WakerTracer::ObjectDeleter::operator()(bpf_object* o) const { bpf_object__c
 void WakerTracer::LinkDeleter::operator()(bpf_link* l) const { bpf_link__destroy(l); }
 void WakerTracer::RingDeleter::operator()(ring_buffer* r) const { ring_buffer__free(r); }
 
+bool decode_waking(std::span<const std::byte> r, Waking& out) {
+  if (r.size() < kWakingHeaderBytes) return false;
+  auto u32 = [&](size_t at) {
+    uint32_t v;
+    std::memcpy(&v, r.data() + at, 4);
+    return v;
+  };
+  auto u64 = [&](size_t at) {
+    uint64_t v;
+    std::memcpy(&v, r.data() + at, 8);
+    return v;
+  };
+  out.time = u64(0);
+  out.waker_pid = u32(8);
+  out.waker_tid = u32(12);
+  out.wakee_pid = u32(16);
+  out.wakee_tid = u32(20);
+  out.uaddr = u64(24);
+  out.regs = {.ip = u64(32),
+              .sp = u64(40),
+              .bp = u64(48),
+              .bx = u64(56),
+              .r12 = u64(64),
+              .r13 = u64(72),
+              .r14 = u64(80),
+              .r15 = u64(88)};
+  const uint32_t len = u32(96);
+  if (len > r.size() - kWakingHeaderBytes) return false;
+  out.stack.assign(r.data() + kWakingHeaderBytes, r.data() + kWakingHeaderBytes + len);
+  return true;
+}
+
+void encode_waking(const Waking& w, std::vector<std::byte>& out) {
+  const size_t at = out.size();
+  out.resize(at + kWakingHeaderBytes + w.stack.size());
+  std::byte* p = out.data() + at;
+  auto put = [&](size_t off, auto v) { std::memcpy(p + off, &v, sizeof v); };
+  put(0, w.time);
+  put(8, w.waker_pid);
+  put(12, w.waker_tid);
+  put(16, w.wakee_pid);
+  put(20, w.wakee_tid);
+  put(24, w.uaddr);
+  const uint64_t regs[8] = {w.regs.ip,  w.regs.sp,  w.regs.bp,  w.regs.bx,
+                            w.regs.r12, w.regs.r13, w.regs.r14, w.regs.r15};
+  std::memcpy(p + 32, regs, sizeof regs);
+  put(96, static_cast<uint32_t>(w.stack.size()));
+  put(100, uint32_t{0});
+  if (!w.stack.empty()) std::memcpy(p + kWakingHeaderBytes, w.stack.data(), w.stack.size());
+}
+
 namespace {
 int silent(enum libbpf_print_level, const char*, va_list) { return 0; }  // our one line says what failed
 }  // namespace
 
-Result<std::unique_ptr<WakerTracer>> WakerTracer::start() {
+Result<std::unique_ptr<WakerTracer>> WakerTracer::start([[maybe_unused]] bool stacks) {
 #ifndef FXPROF_HAVE_WAKER_BPF
   return Err("not built (clang was missing when fxprof was built)");
 #else
@@ -32,25 +84,39 @@ Result<std::unique_ptr<WakerTracer>> WakerTracer::start() {
   LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = "fxprof_waker");
   t->object_.reset(bpf_object__open_mem(kWakerBpf, sizeof kWakerBpf, &opts));
   if (!t->object_) return Err("cannot open the BPF program: " + errno_text(errno));
+  // capture_stacks, the program's only read-only global: its .rodata, writable until the load.
+  bpf_map* m = nullptr;
+  bpf_object__for_each_map(m, t->object_.get()) {
+    const std::string_view name = bpf_map__name(m);
+    size_t size = 0;
+    if (!name.ends_with(".rodata")) continue;
+    const void* v = bpf_map__initial_value(m, &size);
+    if (!v || size < sizeof(uint32_t)) continue;
+    std::vector<std::byte> value(static_cast<const std::byte*>(v), static_cast<const std::byte*>(v) + size);
+    const uint32_t on = stacks ? 1 : 0;
+    std::memcpy(value.data(), &on, sizeof on);
+    bpf_map__set_initial_value(m, value.data(), value.size());
+  }
   if (int err = bpf_object__load(t->object_.get()); err != 0)
     return Err("cannot load the BPF program (" + errno_text(-err) + "; it needs root and a kernel with BTF)");
   bpf_program* prog = bpf_object__find_program_by_name(t->object_.get(), "fxprof_waking");
   if (!prog) return Err("the BPF program has no fxprof_waking");
+  t->prog_fd_ = bpf_program__fd(prog);
   t->link_.reset(bpf_program__attach(prog));
   if (!t->link_) return Err("cannot attach to sched_waking: " + errno_text(errno));
   t->traced_fd_ = bpf_object__find_map_fd_by_name(t->object_.get(), "traced");
+  t->dropped_fd_ = bpf_object__find_map_fd_by_name(t->object_.get(), "dropped");
   const int ring_fd = bpf_object__find_map_fd_by_name(t->object_.get(), "wakings");
-  if (t->traced_fd_ < 0 || ring_fd < 0) return Err("the BPF program has no maps");
+  if (t->traced_fd_ < 0 || t->dropped_fd_ < 0 || ring_fd < 0) return Err("the BPF program has no maps");
   WakerTracer* self = t.get();
   t->ring_.reset(ring_buffer__new(
       ring_fd,
       [](void* ctx, void* data, size_t size) {
         auto* me = static_cast<WakerTracer*>(ctx);
-        if (size >= sizeof(Waking) && me->sink_) {
-          Waking w;
-          std::memcpy(&w, data, sizeof w);
-          me->sink_->push_back(w);
-        }
+        if (!me->sink_) return 0;
+        Waking w;
+        if (decode_waking(std::span(static_cast<const std::byte*>(data), size), w))
+          me->sink_->push_back(std::move(w));
         return 0;
       },
       self, nullptr));
@@ -65,6 +131,22 @@ void WakerTracer::trace(uint32_t pid) {
   const uint8_t one = 1;
   if (traced_fd_ >= 0) bpf_map_update_elem(traced_fd_, &pid, &one, BPF_ANY);
 }
+
+uint64_t WakerTracer::dropped() const {
+  const uint32_t zero = 0;
+  uint64_t n = 0;
+  if (dropped_fd_ >= 0 && bpf_map_lookup_elem(dropped_fd_, &zero, &n) != 0) n = 0;
+  return n;
+}
+
+std::pair<uint64_t, uint64_t> WakerTracer::run_stats() const {
+  bpf_prog_info info{};
+  uint32_t len = sizeof info;
+  if (prog_fd_ < 0 || bpf_obj_get_info_by_fd(prog_fd_, &info, &len) != 0) return {0, 0};
+  return {info.run_cnt, info.run_time_ns};
+}
+
+int WakerTracer::fd() const { return ring_ ? ring_buffer__epoll_fd(ring_.get()) : -1; }
 
 void WakerTracer::drain(std::vector<Waking>& out) {
   if (!ring_) return;

@@ -1,7 +1,10 @@
 // fxprof's off-CPU waker tracer (recorder/waker.h): at every sched_waking of a thread of a traced process,
-// woken by a thread of a traced process, one event {time, waker, wakee} into a ring buffer. Compiled with
-// clang -target bpf; CO-RE: task_struct is declared with only the fields read, relocated by libbpf against
-// the running kernel's BTF (/sys/kernel/btf/vmlinux), so no vmlinux.h or bpftool is needed.
+// woken by a thread of a traced process, one record into a ring buffer: {time, waker, wakee}, and, when the
+// waker is in a futex system call (it unlocked a lock, signalled a condition variable), the futex word (RDI),
+// the waker's user registers at the system call (the ones the recorder's DWARF unwinder needs: IP, SP, BP, BX,
+// R12-R15) and a copy of its user stack from SP, for the recorder to unwind like a sample. Compiled with
+// clang -target bpf; CO-RE: task_struct and pt_regs are declared with only the fields read, relocated by
+// libbpf against the running kernel's BTF (/sys/kernel/btf/vmlinux), so no vmlinux.h or bpftool is needed.
 #include <linux/bpf.h>
 #include <linux/types.h>
 #include <bpf/bpf_core_read.h>
@@ -12,15 +15,37 @@ struct task_struct {
   int tgid;
 } __attribute__((preserve_access_index));
 
+// x86-64's user registers as saved at kernel entry (the top of the task's kernel stack).
+struct pt_regs {
+  unsigned long r15, r14, r13, r12, bp, bx, di, orig_ax, ip, sp;
+} __attribute__((preserve_access_index));
+
+#define STACK_MAX 8192  // bytes of the waker's user stack copied from SP (the off-CPU samples' default)
+
+// The record; recorder/waker.cpp's decode_waking reads this layout. Wakes without a stack end at `stack`.
 struct waking {
   __u64 time;  // CLOCK_MONOTONIC ns, as the perf records (use_clockid)
   __u32 waker_pid, waker_tid, wakee_pid, wakee_tid;
+  __u64 uaddr;      // the futex word (the waker's RDI at the system call); 0: not a futex wake
+  __u64 regs[8];    // ip, sp, bp, bx, r12, r13, r14, r15
+  __u32 stack_len;  // bytes of `stack` (0: no stack)
+  __u32 pad;
+  __u8 stack[STACK_MAX];
 };
+
+#define RING_BYTES (1 << 24)
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
-  __uint(max_entries, 1 << 22);
+  __uint(max_entries, RING_BYTES);
 } wakings SEC(".maps");
+
+// The reader (its poll) is woken only once the ring is a quarter full: a wake-up per record would cost an
+// irq_work each and wake the reader as often as the program wakes its threads.
+static __u64 wake_flag(void) {
+  return bpf_ringbuf_query(&wakings, BPF_RB_AVAIL_DATA) > RING_BYTES / 4 ? BPF_RB_FORCE_WAKEUP
+                                                                          : BPF_RB_NO_WAKEUP;
+}
 
 // The traced processes (tgid -> 1), kept by the recorder.
 struct {
@@ -29,6 +54,34 @@ struct {
   __type(key, __u32);
   __type(value, __u8);
 } traced SEC(".maps");
+
+// Where a record with a stack is assembled (too large for the BPF stack) before it is copied out at its size.
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct waking);
+} scratch SEC(".maps");
+
+// Records that did not fit in the ring buffer (the reader fell behind), for the recorder's lost count.
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} dropped SEC(".maps");
+
+static void drop(void) {
+  __u32 zero = 0;
+  __u64* n = bpf_map_lookup_elem(&dropped, &zero);
+  if (n) __sync_fetch_and_add(n, 1);
+}
+
+// Set by the recorder before loading (.rodata): 0 in frame-pointer mode, which has no unwinder for them.
+const volatile __u32 capture_stacks = 1;
+
+#define NR_FUTEX 202       // x86-64 futex(2)
+#define NR_FUTEX_WAKE 454  // x86-64 futex_wake(2), Linux 6.7
 
 SEC("tp_btf/sched_waking")
 int fxprof_waking(__u64* ctx) {
@@ -39,14 +92,65 @@ int fxprof_waking(__u64* ctx) {
   __u32 waker_pid = id >> 32;
   // Interrupts (timers, I/O completion) wake in whatever task runs: only wakers we trace mean something.
   if (!bpf_map_lookup_elem(&traced, &waker_pid)) return 0;
-  struct waking* e = bpf_ringbuf_reserve(&wakings, sizeof *e, 0);
-  if (!e) return 0;
-  e->time = bpf_ktime_get_ns();
+  const __u64 time = bpf_ktime_get_ns();
+  const __u32 wakee_tid = BPF_CORE_READ(p, pid);
+
+  // In a futex system call: the registers saved at its entry are the waker's user registers.
+  struct pt_regs* regs = capture_stacks ? (struct pt_regs*)bpf_task_pt_regs(bpf_get_current_task_btf()) : 0;
+  const long nr = regs ? (long)BPF_CORE_READ(regs, orig_ax) : -1;
+  __u32 zero = 0;
+  struct waking* e = (nr == NR_FUTEX || nr == NR_FUTEX_WAKE) ? bpf_map_lookup_elem(&scratch, &zero) : 0;
+  if (!e) {  // ids only: the cheap path
+    struct waking* r = bpf_ringbuf_reserve(&wakings, __builtin_offsetof(struct waking, stack), 0);
+    if (!r) {
+      drop();
+      return 0;
+    }
+    r->time = time;
+    r->waker_pid = waker_pid;
+    r->waker_tid = (__u32)id;
+    r->wakee_pid = wakee_pid;
+    r->wakee_tid = wakee_tid;
+    r->uaddr = 0;
+    for (int i = 0; i < 8; ++i) r->regs[i] = 0;
+    r->stack_len = 0;
+    r->pad = 0;
+    bpf_ringbuf_submit(r, wake_flag());
+    return 0;
+  }
+  e->time = time;
   e->waker_pid = waker_pid;
   e->waker_tid = (__u32)id;
   e->wakee_pid = wakee_pid;
-  e->wakee_tid = BPF_CORE_READ(p, pid);
-  bpf_ringbuf_submit(e, 0);
+  e->wakee_tid = wakee_tid;
+  e->uaddr = BPF_CORE_READ(regs, di);
+  e->regs[0] = BPF_CORE_READ(regs, ip);
+  const __u64 sp = BPF_CORE_READ(regs, sp);
+  e->regs[1] = sp;
+  e->regs[2] = BPF_CORE_READ(regs, bp);
+  e->regs[3] = BPF_CORE_READ(regs, bx);
+  e->regs[4] = BPF_CORE_READ(regs, r12);
+  e->regs[5] = BPF_CORE_READ(regs, r13);
+  e->regs[6] = BPF_CORE_READ(regs, r14);
+  e->regs[7] = BPF_CORE_READ(regs, r15);
+  e->pad = 0;
+  // The copy fails as a whole when it crosses the top of the stack: then up to the end of SP's page and one
+  // more, or the end of SP's page alone.
+  __u32 len = STACK_MAX;
+  if (bpf_probe_read_user(e->stack, STACK_MAX, (const void*)sp) != 0) {
+    __u32 page = 4096 - (__u32)(sp & 4095);  // 1..4096
+    if (page > 4096) page = 4096;
+    if (bpf_probe_read_user(e->stack, page + 4096, (const void*)sp) == 0)
+      len = page + 4096;
+    else if (bpf_probe_read_user(e->stack, page, (const void*)sp) == 0)
+      len = page;
+    else
+      len = 0;
+  }
+  e->stack_len = len;
+  __u64 size = __builtin_offsetof(struct waking, stack) + (__u64)len;
+  if (size > sizeof(struct waking)) size = sizeof(struct waking);
+  if (bpf_ringbuf_output(&wakings, e, size, wake_flag()) != 0) drop();
   return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
 
@@ -29,6 +30,8 @@ struct SampleView {
 
 struct MarkerView {
   std::string name, reason, lock, waker;  // waker: "NAME TID" of the thread that woke the wait (eBPF)
+  std::string holder;                     // Lock wait: the function that released the lock (eBPF, named)
+  std::string wakee;                      // Wakeup: "NAME TID" of the thread it woke
   double start = 0, end = 0;
   std::vector<std::string> cause;  // the payload's stack, leaf first
 };
@@ -37,7 +40,8 @@ struct ThreadView {
   std::string name;
   int64_t tid = 0;
   std::vector<SampleView> samples;
-  std::vector<MarkerView> markers;
+  std::vector<MarkerView> markers;  // OffCpu markers
+  std::vector<MarkerView> wakeups;  // Wakeup markers (eBPF: this thread woke another from a futex)
 };
 
 std::vector<std::string> stack_frames(simdjson::dom::element t, simdjson::dom::element stack_index) {
@@ -73,19 +77,25 @@ std::vector<ThreadView> threads_of(const std::string& text) {
       simdjson::dom::array strings = t["stringTable"];
       for (simdjson::dom::element m : simdjson::dom::array(t["markers"]["data"])) {
         auto data = m.at(5);
-        if (data.is_null() || std::string_view(data["type"]) != "OffCpu") continue;
+        if (data.is_null()) continue;
+        const std::string_view type(data["type"]);
+        if (type != "OffCpu" && type != "Wakeup") continue;
         MarkerView mv;
         mv.name = std::string(std::string_view(strings.at(size_t(int64_t(m.at(0))))));
         mv.start = double(m.at(1));
-        mv.end = double(m.at(2));
-        mv.reason = std::string(std::string_view(data["reason"]));
-        std::string_view lock;
-        if (!data["lock"].get(lock)) mv.lock = std::string(lock);
-        std::string_view waker;
-        if (!data["waker"].get(waker)) mv.waker = std::string(waker);
+        if (!m.at(2).is_null()) mv.end = double(m.at(2));
+        auto text = [&](const char* key) {
+          std::string_view v;
+          return data[key].get(v) ? std::string() : std::string(v);
+        };
+        mv.reason = text("reason");
+        mv.lock = text("lock");
+        mv.waker = text("waker");
+        mv.holder = text("holder");
+        mv.wakee = text("wakee");
         simdjson::dom::element stack;
         if (!data["stack"].get(stack)) mv.cause = stack_frames(t, stack["samples"]["data"].at(0).at(0));
-        v.markers.push_back(std::move(mv));
+        (type == "OffCpu" ? v.markers : v.wakeups).push_back(std::move(mv));
       }
       out.push_back(std::move(v));
     }
@@ -311,8 +321,10 @@ TEST_CASE("off-CPU: --off-cpu-stack-size sets the copy at switches; cut off-CPU 
   CHECK(whole.err.find("off-CPU stacks are incomplete") == std::string::npos);
 }
 
-TEST_CASE("off-CPU: four threads on one mutex give Lock wait markers with its address and the waited time",
-          "[e2e][offcpu][serial]") {
+TEST_CASE(
+    "off-CPU: four threads on one mutex give Lock wait markers with its address, the waited time and "
+    "the function that held it",
+    "[e2e][offcpu][serial]") {
   TempDir dir;
   CpuLog log;
   CmdOptions opts;
@@ -332,7 +344,8 @@ TEST_CASE("off-CPU: four threads on one mutex give Lock wait markers with its ad
   require_lint_clean(text);
 
   double waited = 0, waited_any_lock = 0;
-  size_t markers = 0, in_contender = 0, other_reason = 0, woken_by_other = 0, lock_waits = 0;
+  size_t markers = 0, in_contender = 0, other_reason = 0, woken_by_other = 0, lock_waits = 0, held_by = 0;
+  size_t wakeups = 0, wakeups_in_holder = 0, wakeups_elsewhere = 0;
   for (const ThreadView& t : threads_of(text))
     for (const MarkerView& m : t.markers) {
       if (m.name == "Lock wait") {
@@ -347,6 +360,7 @@ TEST_CASE("off-CPU: four threads on one mutex give Lock wait markers with its ad
           std::stoll(m.waker.substr(sp + 1)) != t.tid)
         ++woken_by_other;
       ++markers;
+      if (m.holder == "offcpu_hold_lock") ++held_by;
       waited += m.end - m.start;
       for (const auto& f : m.cause)
         if (f.find("offcpu_contender") != std::string::npos) {
@@ -354,13 +368,35 @@ TEST_CASE("off-CPU: four threads on one mutex give Lock wait markers with its ad
           break;
         }
     }
-  INFO("address " << address << ", " << markers << " markers");
+  // The holders' side (eBPF at the futex wake): a Wakeup marker on the thread that released the lock, with
+  // the stack it released it in (unwound from the waker's registers and stack copy, like a sample's), and
+  // the wait it ended names that stack's first function outside libc: the function that held the lock.
+  for (const ThreadView& t : threads_of(text))
+    for (const MarkerView& w : t.wakeups) {
+      if (w.lock != address) continue;
+      ++wakeups;
+      if (w.wakee.ends_with(" " + std::to_string(t.tid))) ++wakeups_elsewhere;  // never itself
+      for (const auto& f : w.cause)
+        if (f.find("offcpu_hold_lock") != std::string::npos) {
+          ++wakeups_in_holder;
+          break;
+        }
+    }
+  INFO("address " << address << ", " << markers << " markers, " << held_by << " held by offcpu_hold_lock, "
+                  << wakeups << " wakeups, " << wakeups_in_holder << " in offcpu_hold_lock");
   CHECK(markers > 0);
   CHECK(other_reason == 0);
   CHECK(in_contender == markers);
   CHECK(woken_by_other == markers);
   CHECK(r.err.find("waker tracer") == std::string::npos);  // it loaded (root, BTF)
   CHECK_WITHIN(waited, log.ms("wait"), 0.20);
+  // Every wait was ended by an unlock, a futex wake: one Wakeup each (a stack copy or an unwind may fail:
+  // 90 %), each in the holder's function.
+  CHECK(wakeups <= markers);
+  CHECK(wakeups * 10 >= markers * 9);
+  CHECK(wakeups_elsewhere == 0);
+  CHECK(wakeups_in_holder == wakeups);
+  CHECK(held_by == wakeups);
 
   // The process's "Threads waiting" track: each thread counts in every sampling interval that one of its lock
   // waits touches, so the track's area is at least the time waited and at most two intervals more per wait.
@@ -402,7 +438,52 @@ TEST_CASE("off-CPU: four threads on one mutex give Lock wait markers with its ad
   // too).
   const size_t line = r.err.find("fxprof: lock waits: ");
   REQUIRE(line != std::string::npos);
-  CHECK(r.err.substr(line, r.err.find('\n', line) - line).find(address + " ") != std::string::npos);
+  const std::string summary = r.err.substr(line, r.err.find('\n', line) - line);
+  CHECK(summary.find(address + " ") != std::string::npos);
+  // ... and the function that held it.
+  CHECK(summary.find(" by 4 threads held by offcpu_hold_lock") != std::string::npos);
+}
+
+TEST_CASE("off-CPU: the Wakeup markers' stacks are symbolicated through our server like samples'",
+          "[e2e][offcpu][serial]") {
+  TempDir dir;
+  std::string out = dir.file("locks.json.gz");
+  auto r = record(out, {test_program("offcpu_locks")}, {"--off-cpu-threshold", "0"});
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  const size_t at = r.out.find("mutex 0x");
+  REQUIRE(at != std::string::npos);
+  const std::string address = r.out.substr(at + 6, r.out.find('\n', at) - at - 6);
+  // The Firefox Profiler's own code: the markers of every thread, then the stack of the lock's first Wakeup,
+  // named by our symbol server.
+  ProfilerCli cli;
+  auto server = load_through_fxprof(cli, out);
+  auto list = cli.cmd({"profile", "markers", "--search", "Wakeup", "--json"});
+  INFO(list.out << list.err);
+  REQUIRE(list.status == 0);
+  simdjson::dom::parser parser;
+  std::string handle;
+  size_t listed = 0;
+  for (simdjson::dom::element m : simdjson::dom::array(parse_json(parser, list.out)["markers"])) {
+    std::string_view lock;
+    if (std::string_view(m["name"]) != "Wakeup" || m["data"]["lock"].get(lock) || lock != address) continue;
+    ++listed;
+    CHECK(bool(m["hasStack"]));
+    if (handle.empty()) handle = std::string(std::string_view(m["handle"]));
+  }
+  REQUIRE(listed > 0);
+  auto stack = cli.cmd({"marker", "stack", handle, "--json"});
+  INFO(stack.out << stack.err);
+  REQUIRE(stack.status == 0);
+  simdjson::dom::parser stack_parser;
+  std::vector<std::string> names;
+  for (simdjson::dom::element f :
+       simdjson::dom::array(parse_json(stack_parser, stack.out)["stack"]["frames"]))
+    names.emplace_back(std::string_view(f["name"]));
+  // Leaf first: the futex wake in libc, pthread_mutex_unlock, the holder, its caller.
+  auto pos = [&](std::string_view fn) { return std::find(names.begin(), names.end(), fn) - names.begin(); };
+  CHECK(pos("offcpu_hold_lock") < pos("offcpu_contender"));
+  CHECK(pos("offcpu_contender") < static_cast<long>(names.size()));
 }
 
 TEST_CASE("off-CPU as an ordinary user: one line, blocked spans as markers, the program's exit code",
@@ -455,7 +536,7 @@ TEST_CASE("off-CPU: Rust std::sync::Mutex waits attribute to the Rust function t
   std::string text = read_profile_text(out);
   require_lint_clean(text);
   double futex_samples = 0;
-  size_t lock_markers = 0;
+  size_t lock_markers = 0, held_in_waiter = 0;
   for (const ThreadView& t : threads_of(text)) {
     if (!t.name.starts_with("rust-waiter-")) continue;
     for (const SampleView& s : t.samples)
@@ -467,9 +548,15 @@ TEST_CASE("off-CPU: Rust std::sync::Mutex waits attribute to the Rust function t
       for (const auto& f : m.cause) in_waiter = in_waiter || f.find("rust_lock_waiter") != std::string::npos;
       CHECK(in_waiter);
       CHECK(!m.lock.empty());
+      // The guard drops at the end of each loop turn in rust_lock_waiter: std's unlock (std::sys::...) is
+      // lock plumbing, so the holder is the Rust function around it.
+      if (m.holder == "offcpu_mutex::rust_lock_waiter") ++held_in_waiter;
     }
   }
   CHECK(lock_markers > 0);
+  INFO(held_in_waiter << " of " << lock_markers << " waits held by offcpu_mutex::rust_lock_waiter");
+  CHECK(held_in_waiter * 10 >= lock_markers * 9);
+  CHECK(r.err.find(" held by offcpu_mutex::rust_lock_waiter") != std::string::npos);
   // 1 kHz: one sample per millisecond of waiting.
   CHECK_WITHIN(futex_samples, log.ms("wait"), 0.20);
 }

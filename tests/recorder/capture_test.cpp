@@ -85,14 +85,26 @@ struct TempFile {
   static inline int counter = 0;
 };
 
-void check_replay(const recorder::Options& base) {
+// Wakeup markers with the waker's stack (the eBPF waker tracer, futex wakes: root only).
+size_t wakeup_stacks(const model::Profile& p) {
+  size_t n = 0;
+  for (const model::Process& proc : p.processes)
+    for (const model::Thread& t : proc.threads)
+      for (const model::Marker& m : t.markers)
+        n += m.name != model::kNoString && p.strings.get(m.name) == "Wakeup" && m.stack != model::kNoStack;
+  return n;
+}
+
+// `wakeups`: the live recording must have Wakeup markers with stacks.
+void check_replay(const recorder::Options& base, const std::string& top_function = "rec_busy_spin",
+                  size_t min_samples = 100, bool wakeups = false) {
   TempFile cap;
   recorder::Options opt = base;
   opt.capture_path = cap.path;
   auto rec = recorder::record(opt);
   REQUIRE(rec.ok());
   model::Profile& live = rec.value().profile;
-  REQUIRE(sample_count(live) > 100);
+  REQUIRE(sample_count(live) > min_samples);
 
   auto again = recorder::replay(cap.path);
   INFO((again.ok() ? "" : again.error()));
@@ -125,7 +137,9 @@ void check_replay(const recorder::Options& base) {
       top = name;
       most = n;
     }
-  CHECK(top == "rec_busy_spin");
+  CHECK(top == top_function);
+  CHECK(wakeup_stacks(replayed) == wakeup_stacks(live));
+  if (wakeups) CHECK(wakeup_stacks(live) > 0);
 }
 
 }  // namespace
@@ -135,6 +149,15 @@ TEST_CASE("capture and replay: a launched program's DWARF recording, two threads
   opt.command = {test_program("rec_busy"), "spin", "300", "2"};
   opt.off_cpu = true;
   check_replay(opt);
+}
+
+TEST_CASE("capture and replay: lock waits and the wakers' stacks (eBPF)", "[recorder]") {
+  REQUIRE(geteuid() == 0);  // the suite runs as root: the eBPF waker tracer loads
+  recorder::Options opt;
+  opt.command = {test_program("offcpu_locks")};
+  opt.off_cpu = true;
+  opt.off_cpu_threshold_ms = 0;
+  check_replay(opt, "offcpu_hold_lock", 50, true);
 }
 
 TEST_CASE("capture and replay: frame pointers, CPU samples only", "[recorder]") {

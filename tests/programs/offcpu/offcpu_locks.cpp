@@ -1,6 +1,7 @@
-// Lock contention test program: 4 threads take one pthread_mutex_t 20 times each and hold it for 2 ms of
-// spinning in offcpu_hold_lock. Prints "mutex 0x..." (the lock's address) on stdout and logs each thread's
-// measured time waiting in pthread_mutex_lock as "wait MS" (wall ms, summed over its 20 locks).
+// Lock contention test program: 4 threads take one pthread_mutex_t 20 times each in offcpu_hold_lock, which
+// holds it for 2 ms of spinning and releases it (so the holder that wakes a waiter is offcpu_hold_lock).
+// Prints "mutex 0x..." (the lock's address) on stdout and logs each thread's measured time waiting in
+// pthread_mutex_lock as "wait MS" (wall ms, summed over its 20 locks).
 #include <pthread.h>
 
 #include <cstdio>
@@ -12,23 +13,24 @@ namespace {
 pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 volatile unsigned long sink;
 
-__attribute__((noinline)) void offcpu_hold_lock() {
+// Returns the ms it waited for the lock.
+__attribute__((noinline)) double offcpu_hold_lock() {
+  const double t0 = monotonic_ms();
+  pthread_mutex_lock(&lock);
+  const double waited = monotonic_ms() - t0;
   double end = monotonic_ms() + 2.0;
   unsigned long x = 1;
   while (monotonic_ms() < end)
     for (int i = 0; i < 2000; ++i) x = x * 6364136223846793005ul + 1442695040888963407ul;
   sink = x;
+  pthread_mutex_unlock(&lock);  // not a tail call: `waited` is returned after it
+  asm volatile("");
+  return waited;
 }
 
 __attribute__((noinline)) void* offcpu_contender(void*) {
   double waited = 0;
-  for (int i = 0; i < 20; ++i) {
-    double t0 = monotonic_ms();
-    pthread_mutex_lock(&lock);
-    waited += monotonic_ms() - t0;
-    offcpu_hold_lock();
-    pthread_mutex_unlock(&lock);
-  }
+  for (int i = 0; i < 20; ++i) waited += offcpu_hold_lock();
   ms_log("wait", waited);
   return nullptr;
 }
