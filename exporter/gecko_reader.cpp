@@ -370,11 +370,9 @@ class Reader {
     model::Process& proc = p_.processes[index];
     ProcState& st = proc_state_[index];
     // Without our monotonic stamp, place the process by its startTime against the top level's.
-    uint64_t start =
-        st.has_mono
-            ? st.mono_ns
-            : static_cast<uint64_t>(std::max(0.0, static_cast<double>(p_.meta.start_monotonic_ns) +
-                                                      rel_to_ns(st.start_unix_ms - p_.meta.start_unix_ms)));
+    uint64_t start = st.has_mono ? st.mono_ns
+                                 : to_ns(static_cast<double>(p_.meta.start_monotonic_ns) +
+                                         rel_to_ns(st.start_unix_ms - p_.meta.start_unix_ms));
     proc.start_ns = start;
     if (!std::isnan(st.shutdown_ms)) proc.end_ns = shift(start, st.shutdown_ms);
     if (top && !std::isnan(st.profiling_end_ms)) p_.meta.end_monotonic_ns = shift(start, st.profiling_end_ms);
@@ -393,15 +391,16 @@ class Reader {
       for (model::CounterSample& cs : c.samples) cs.time_ns += start;
     if (proc.name.empty() && !proc.threads.empty()) proc.name = proc.threads[0].name;
   }
+  // Nanoseconds as uint64: negative or NaN is 0, beyond 2^64 saturates (a hostile file's 1e300 ms).
+  static uint64_t to_ns(double ns) {
+    if (!(ns > 0)) return 0;
+    return ns >= 18446744073709551616.0 ? UINT64_MAX : static_cast<uint64_t>(ns);
+  }
   static uint64_t shift(uint64_t start, double ms) {
-    double ns = static_cast<double>(start) + rel_to_ns(ms);
-    return ns <= 0 ? 0 : static_cast<uint64_t>(ns);
+    return to_ns(static_cast<double>(start) + rel_to_ns(ms));
   }
   // Relative ms -> ns offset stored until finish_process adds the start (negative clamps to 0).
-  static uint64_t rel(double ms) {
-    double ns = rel_to_ns(ms);
-    return std::isnan(ns) || ns <= 0 ? 0 : static_cast<uint64_t>(ns);
-  }
+  static uint64_t rel(double ms) { return to_ns(rel_to_ns(ms)); }
 
   bool read_meta(od::value v, bool top) {
     if (top) saw_meta_ = true;
@@ -1097,7 +1096,7 @@ Result<model::Profile> read_gecko(std::string_view json, const std::string& name
                                   size_t chunk_bytes) {
   ReadInfo local;
   auto source = internal::memory_source(json, chunk_bytes);
-  internal::JsonStream js(*source, std::max<size_t>(chunk_bytes, 4096));
+  internal::JsonStream js(*source, std::max<size_t>(std::min(chunk_bytes, json.size()), 4096));
   if (!js.prefetch(3)) return Err(name + ": " + js.error());
   js.skip_bom();
   Reader r(name, js, info ? *info : local);

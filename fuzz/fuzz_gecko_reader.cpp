@@ -11,7 +11,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view json(reinterpret_cast<const char*>(data), size);
   auto whole = fxprof::exporter::read_gecko(json, "fuzz");
-  auto chunked = fxprof::exporter::read_gecko(json, "fuzz", nullptr, 1 + size % 13);
+  auto chunked = fxprof::exporter::read_gecko(json, "fuzz", nullptr, 1 + size % 61);
   if (whole.ok() != chunked.ok()) std::abort();
   if (!whole.ok() && whole.error() != chunked.error()) std::abort();
   if (whole.ok() && whole->processes.size() != chunked->processes.size()) std::abort();

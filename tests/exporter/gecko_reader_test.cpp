@@ -480,3 +480,19 @@ TEST_CASE("bad structure in the outline or after it is an error", "[exporter]") 
   spit(gz, gzip_members(text, {}) + "garbage");
   CHECK_THAT(load_error(gz), Catch::Contains("corrupt gzip data"));
 }
+
+TEST_CASE("times beyond 2^64 ns saturate instead of overflowing (a fuzzer's find)", "[exporter]") {
+  // shutdownTime 1.9e13 ms is 1.9e19 ns after the start: beyond uint64 (UBSan: float-cast-overflow).
+  std::string text =
+      R"({"meta":{"startTime":1e300,"shutdownTime":19333333333335,"profilingEndTime":1e300,)"
+      R"("startTimeAsClockMonotonicNanosecondsSinceBoot":1000},"libs":[],"counters":[{"name":"c",)"
+      R"("samples":{"schema":{"time":0,"count":1},"data":[[1e300,1]]}}],"threads":[],)"
+      R"("processes":[{"meta":{"startTime":-1e300},"threads":[{"name":"t","registerTime":1e300,)"
+      R"("samples":{"schema":{"stack":0,"time":1},"data":[[null,1e300]]},"stackTable":{"schema":)"
+      R"({"prefix":0,"frame":1},"data":[]},"frameTable":{"schema":{"location":0},"data":[]},)"
+      R"("stringTable":[]}]}]})";
+  auto r = exporter::read_gecko(text, "t");
+  REQUIRE(r.ok());
+  CHECK(*r->processes[0].end_ns == UINT64_MAX);
+  CHECK(r->processes[1].start_ns == 0);
+}
