@@ -161,6 +161,28 @@ class Reader {
     piece_.clear();
     piece_offset_ = js_.offset();
     if (!js_.value(&piece_)) return stream_error();
+    return parse_piece(read);
+  }
+  // The value at the next byte, of any type, as the one element of an array (simdjson hands out no value of
+  // a scalar document).
+  template <class F>
+  bool element(F&& read) {
+    piece_.clear();
+    piece_offset_ = js_.offset() - 1;  // of the '[' put before it
+    if (!put("[")) return false;
+    if (!js_.value(&piece_)) return stream_error();
+    if (!put("]")) return false;
+    return parse_piece([&](od::value a) { return elements(a, read); });
+  }
+  bool put(std::string_view bytes) {
+    if (auto s = piece_.append(bytes.data(), bytes.size()); !s) {
+      if (err_.empty()) err_ = name_ + ": " + s.error();
+      return false;
+    }
+    return true;
+  }
+  template <class F>
+  bool parse_piece(F&& read) {
     od::document doc;
     if (auto e =
             parser_.iterate(simdjson::padded_string_view(piece_.data(), piece_.size(), piece_.capacity()))
@@ -184,7 +206,7 @@ class Reader {
     if (k == "counters") return piece([&](od::value v) { return read_counters(v); });
     if (k == "threads") {
       saw_threads_ |= top && js_.peek() == '[';
-      return array([&] { return piece([&](od::value v) { return read_thread(v); }); });
+      return array([&] { return thread(); });
     }
     if (k == "processes" && top) {
       const size_t parent = cur_;
@@ -616,113 +638,175 @@ class Reader {
     std::vector<int64_t> marker_names;  // local string index per marker
   };
 
-  bool read_thread(od::value tv) {
-    model::Process& proc = p_.processes[cur_];
+  // A thread, member by member: its samples table in batches of rows (the largest part of a profile),
+  // every other member as a piece of its own.
+  bool thread() {
+    if (js_.peek() != '{') return skip();
     model::Thread t;
     ThreadTables tt;
     std::string process_name;
-    bool has_pid = false;
-    bool ok = fields(tv, [&](std::string_view k, od::value f) {
-      if (k == "name") return string(f, t.name);
-      if (k == "processName") return string(f, process_name);
-      if (k == "pid") {
-        has_pid = true;
-        od::json_type ty;
-        if (auto e = f.type().get(ty)) return set(e);
-        if (ty == od::json_type::string) {  // "1234.1": a later process with a reused pid
-          std::string s;
-          if (!string(f, s)) return false;
-          uint32_t pid = 0;
-          std::from_chars(s.data(), s.data() + s.size(), pid);
-          proc.pid = pid;
-          return true;
-        }
-        uint64_t pid = 0;
-        if (!u64(f, pid)) return false;
-        proc.pid = static_cast<uint32_t>(pid);
-        return true;
-      }
-      if (k == "tid") {
-        uint64_t tid = 0;
-        if (!u64(f, tid)) return false;
-        t.tid = static_cast<uint32_t>(tid);
-        return true;
-      }
-      if (k == "registerTime") {
-        double ms = 0;
-        if (!number(f, ms, 0)) return false;
-        t.start_ns = rel(ms);
-        return true;
-      }
-      if (k == "unregisterTime") {
-        double ms = 0;
-        if (!number(f, ms)) return false;
-        if (!std::isnan(ms)) t.end_ns = rel(ms);
-        return true;
-      }
-      if (k == "samples") return read_samples(f, t, tt);
-      if (k == "markers") return read_markers(f, t, tt);
-      if (k == "stackTable") return read_stacks(f, tt);
-      if (k == "frameTable") return read_frames(f, tt);
-      if (k == "stringTable") {
-        return elements(f, [&](od::value s) {
-          tt.strings.emplace_back();
-          return string(s, tt.strings.back());
-        });
-      }
-      return true;
+    bool ok = members([&](std::string_view k) {
+      if (k == "samples") return samples(t, tt);
+      if (k != "name" && k != "processName" && k != "pid" && k != "tid" && k != "registerTime" &&
+          k != "unregisterTime" && k != "markers" && k != "stackTable" && k != "frameTable" &&
+          k != "stringTable")
+        return skip();
+      return element([&](od::value f) { return thread_field(k, f, t, tt, process_name); });
     });
     if (!ok) return false;
+    model::Process& proc = p_.processes[cur_];
     t.is_main = t.name == "GeckoMain";
     if (t.is_main) t.name = process_name;
     if (proc.name.empty()) proc.name = process_name;
-    (void)has_pid;
     if (!finish_thread(proc, t, tt)) return false;
     proc.threads.push_back(std::move(t));
     return true;
   }
 
-  bool read_samples(od::value v, model::Thread& t, ThreadTables& tt) {
-    return fields(v, [&](std::string_view k, od::value f) {
-      if (k == "schema") return schema(f, tt.samples_schema);
-      if (k != "data") return true;
-      const int64_t c_stack = tt.samples_schema.at("stack"), c_time = tt.samples_schema.at("time"),
-                    c_cpu = tt.samples_schema.at("threadCPUDelta");
-      if (c_stack < 0 || c_time < 0) return bad("samples without a stack or time column");
-      struct Row {
-        Reader& r;
-        model::Thread& t;
-        int64_t cs, ct, cc;
-        model::Sample s;
-        void begin() { s = {}; }
-        bool cell(size_t i, od::value c) {
-          const auto ii = static_cast<int64_t>(i);
-          if (ii == cs) {
-            int64_t st = -1;
-            if (!r.integer(c, st)) return false;
-            if (st < -1 || st >= UINT32_MAX) return r.bad("a sample's stack index is out of range");
-            s.stack = st < 0 ? model::kNoStack : static_cast<model::StackId>(st);  // local until finish
-          } else if (ii == ct) {
-            double ms = 0;
-            if (!r.number(c, ms, 0)) return false;
-            s.time_ns = rel(ms);
-          } else if (ii == cc) {
-            double us = 0;
-            if (!r.number(c, us)) return false;
-            s.cpu_delta_ns =
-                std::isnan(us) || us < 0
-                    ? -1
-                    : model::saturate_cpu_delta(us >= 1e12 ? model::kMaxCpuDeltaNs : std::llround(us * 1000));
-          }
-          return true;
-        }
-        bool end() {
-          t.samples.push_back(s);
-          return true;
-        }
-      } row{*this, t, c_stack, c_time, c_cpu, {}};
-      return rows_counted(f, row, [&](size_t n) { t.samples.reserve(t.samples.size() + n); });
+  bool thread_field(std::string_view k, od::value f, model::Thread& t, ThreadTables& tt,
+                    std::string& process_name) {
+    model::Process& proc = p_.processes[cur_];
+    if (k == "name") return string(f, t.name);
+    if (k == "processName") return string(f, process_name);
+    if (k == "pid") {
+      od::json_type ty;
+      if (auto e = f.type().get(ty)) return set(e);
+      if (ty == od::json_type::string) {  // "1234.1": a later process with a reused pid
+        std::string s;
+        if (!string(f, s)) return false;
+        uint32_t pid = 0;
+        std::from_chars(s.data(), s.data() + s.size(), pid);
+        proc.pid = pid;
+        return true;
+      }
+      uint64_t pid = 0;
+      if (!u64(f, pid)) return false;
+      proc.pid = static_cast<uint32_t>(pid);
+      return true;
+    }
+    if (k == "tid") {
+      uint64_t tid = 0;
+      if (!u64(f, tid)) return false;
+      t.tid = static_cast<uint32_t>(tid);
+      return true;
+    }
+    if (k == "registerTime") {
+      double ms = 0;
+      if (!number(f, ms, 0)) return false;
+      t.start_ns = rel(ms);
+      return true;
+    }
+    if (k == "unregisterTime") {
+      double ms = 0;
+      if (!number(f, ms)) return false;
+      if (!std::isnan(ms)) t.end_ns = rel(ms);
+      return true;
+    }
+    if (k == "markers") return read_markers(f, t, tt);
+    if (k == "stackTable") return read_stacks(f, tt);
+    if (k == "frameTable") return read_frames(f, tt);
+    if (k == "stringTable") {
+      return elements(f, [&](od::value s) {
+        tt.strings.emplace_back();
+        return string(s, tt.strings.back());
+      });
+    }
+    return true;
+  }
+
+  struct SampleRow {
+    Reader& r;
+    model::Thread& t;
+    int64_t cs, ct, cc;
+    model::Sample s;
+    void begin() { s = {}; }
+    bool cell(size_t i, od::value c) {
+      const auto ii = static_cast<int64_t>(i);
+      if (ii == cs) {
+        int64_t st = -1;
+        if (!r.integer(c, st)) return false;
+        if (st < -1 || st >= UINT32_MAX) return r.bad("a sample's stack index is out of range");
+        s.stack = st < 0 ? model::kNoStack : static_cast<model::StackId>(st);  // local until finish
+      } else if (ii == ct) {
+        double ms = 0;
+        if (!r.number(c, ms, 0)) return false;
+        s.time_ns = rel(ms);
+      } else if (ii == cc) {
+        double us = 0;
+        if (!r.number(c, us)) return false;
+        s.cpu_delta_ns =
+            std::isnan(us) || us < 0
+                ? -1
+                : model::saturate_cpu_delta(us >= 1e12 ? model::kMaxCpuDeltaNs : std::llround(us * 1000));
+      }
+      return true;
+    }
+    bool end() {
+      t.samples.push_back(s);
+      return true;
+    }
+  };
+
+  bool samples(model::Thread& t, ThreadTables& tt) {
+    if (js_.peek() != '{') return skip();
+    return members([&](std::string_view k) {
+      if (k == "schema") return element([&](od::value v) { return schema(v, tt.samples_schema); });
+      if (k != "data") return skip();
+      return sample_rows(t, tt);
     });
+  }
+
+  // The rows of a samples table, kSampleBatch at a time: each batch is an array of its own for simdjson, so
+  // that a thread's samples are never held as text whole (they are most of its text).
+  static constexpr size_t kSampleBatch = 65536;
+  bool sample_rows(model::Thread& t, ThreadTables& tt) {
+    SampleRow row{*this,
+                  t,
+                  tt.samples_schema.at("stack"),
+                  tt.samples_schema.at("time"),
+                  tt.samples_schema.at("threadCPUDelta"),
+                  {}};
+    if (row.cs < 0 || row.ct < 0) return bad("samples without a stack or time column");
+    if (js_.peek() != '[') return skip();
+    js_.take();
+    int c = js_.peek();
+    if (c == ']') {
+      js_.take();
+      return true;
+    }
+    for (bool last = false; !last;) {
+      piece_.clear();
+      piece_offset_ = js_.offset() - 1;  // the batch's '[' stands for the array's '[' or a ','
+      if (!put("[")) return false;
+      for (size_t n = 0;;) {
+        if (c < 0) return stream_error();
+        if (n > 0 && !put(",")) return false;
+        if (!js_.value(&piece_)) return stream_error();
+        ++n;
+        c = js_.peek();
+        if (c == ',') {
+          js_.take();
+          c = js_.peek();
+          if (n == kSampleBatch) break;
+          continue;
+        }
+        if (c == ']') {
+          js_.take();
+          last = true;
+          break;
+        }
+        return c < 0 ? stream_error() : syntax_error();
+      }
+      if (!put("]")) return false;
+      if (!parse_piece([&](od::value rows) {
+            return rows_counted(rows, row, [&](size_t n) {
+              if (t.samples.capacity() < t.samples.size() + n)
+                t.samples.reserve(std::max(t.samples.size() + n, t.samples.capacity() * 2));
+            });
+          }))
+        return false;
+    }
+    return true;
   }
 
   bool read_markers(od::value v, model::Thread& t, ThreadTables& tt) {

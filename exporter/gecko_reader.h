@@ -5,19 +5,20 @@
 // Design:
 //  - Streaming: never the whole text, no DOM. The file is read, or gzip inflated (zlib streaming), 1 MiB at a
 //    time (exporter/profile_stream.h); a small structural scanner walks the document's outline (the top-level
-//    object, `threads`, `processes` and each process's members), tracking strings, escapes and nesting across
-//    chunk borders, and copies one member at a time (`meta`, `libs`, `counters`, one thread) into a buffer
-//    that simdjson On-Demand parses on its own; other members are skipped unread. Each thread's tables are
-//    read in document order and interned straight into the model's profile-wide tables (samples keep their
-//    thread-local stack index until the thread's stackTable has been read). So the peak is the model plus the
-//    largest thread's text and simdjson's index of it (roughly 70 bytes per sample of that thread: a profile
-//    of one busy thread still peaks near 90 bytes per sample; streaming a thread's samples table in batches
-//    of rows would bound that too). No string is made per sample, here or in the sinks (they aggregate per
-//    stack, exporter/call_tree.h). Measured (bench/longprofile.sh: 8 threads x 1 h x 1 kHz, 28.8M samples,
-//    2.2M distinct stacks, 314 MB gzipped): the whole-text reader peaked at 2.78 GB, 101 bytes per sample,
-//    in symbolicate, export and report alike; streaming, 30 bytes per sample in symbolicate (835 MB) and
-//    32 in export folded and report (883 MB), of which the model (16-byte samples, the stack table) is 20.
-//    Writing it (the model and the Gecko writer, record's side) peaks at 22 bytes per sample.
+//    object, `threads`, `processes`, each process's and each thread's members), tracking strings, escapes and
+//    nesting across chunk borders, and copies one piece at a time into a buffer that simdjson On-Demand
+//    parses on its own: `meta`, `libs`, `counters`, each member of a thread, and a thread's samples table
+//    (most of a profile's text) 64k rows at a time; other members are skipped unread. Each thread's tables
+//    are read in document order and interned straight into the model's profile-wide tables (samples keep
+//    their thread-local stack index until the thread's stackTable has been read). So the peak is the model
+//    plus the largest piece (a thread's stack or frame table) and its simdjson index. No string is made per
+//    sample, here or in the sinks (they aggregate per stack, exporter/call_tree.h).
+//    Measured (bench/longprofile.sh: 8 threads x 1 h x 1 kHz, 28.8M samples, 2.2M distinct stacks, 314 MB
+//    gzipped): the whole-text reader peaked at 2.78 GB, 101 bytes per sample, in symbolicate, export and
+//    report alike; streaming, symbolicate peaks at 26 bytes per sample (720 MB) and export folded and
+//    report at 32 (887 MB: the call tree of 2.2M stacks on top), of which the model (16-byte samples, the
+//    stack table) is 20. One busy thread for an hour (3.6M samples): 97 bytes per sample when a thread was
+//    read whole, 35-40 now. Writing (the model and the Gecko writer, record's side) peaks at 22.
 //  - It reads what the writer writes (see gecko.h): "0x<abs>" native frames, "func (in lib)" and
 //    "0x<rel> (in lib)" pre-symbolicated ones with our file/inline-depth/address columns, kernel frames
 //    "name (in [kernel.kallsyms])", labels; sample and marker times relative to each process's startTime,

@@ -272,11 +272,13 @@ bool JsonStream::value(PieceBuffer* out) {
   int first = peek();
   if (first < 0) return failed() ? false : fail("truncated JSON");
   size_t start = pos_;
-  if (first != '{' && first != '[' && first != '"') {  // a scalar: up to the next delimiter
+  // A scalar: up to the next delimiter. The text ending first is a truncated document: every value this
+  // stream reads is inside the top-level object.
+  if (first != '{' && first != '[' && first != '"') {
     for (;;) {
       if (pos_ == end_) {
         if (!copy(out, start, pos_)) return false;
-        if (!fill()) return !failed();
+        if (!fill()) return failed() ? false : fail("truncated JSON");
         start = pos_;
       }
       const char c = buf_[pos_];

@@ -76,7 +76,8 @@ class JsonStream {
   void take() { ++pos_; }  // consumes the byte peek() returned
   // A string (the next byte is '"'), raw (escapes as written); bytes beyond `max` are dropped.
   bool string(std::string& out, size_t max);
-  // One value (the next byte starts it), copied into `out` when given, else skipped.
+  // One value (the next byte starts it), copied into `out` when given, else skipped. The text may not end
+  // inside it, a scalar's included: every value read is inside the top-level object.
   bool value(PieceBuffer* out);
 
   bool failed() const { return !error_.empty(); }
