@@ -301,11 +301,16 @@ int cmd_record(std::span<char*> args) {
   // A Ctrl-C while the profile is written must not leave a temporary file behind: hold SIGINT/SIGTERM until
   // the file is complete, then take a pending one as "do not serve".
   SignalHold hold;
-  // Self-contained: symbolicate the model (only the addresses samples use) and write the file once.
-  if ((symbolicate == 1 || (symbolicate == -1 && save_only)) && !hold.interrupted()) {
+  // Names the model's frames (only the addresses samples use), then what needs the names: the Lock wait
+  // markers' "Held by".
+  auto name_frames = [&] {
     symbolizer::Symbolizer symbols(serve.symbols);
     pipeline::symbolicate(recording->profile, symbols);
-    recorder::add_lock_holders(recording->profile);  // named now: the Lock wait markers' "Held by"
+    recorder::add_lock_holders(recording->profile);
+  };
+  // Self-contained: symbolicate the model and write the file once.
+  if ((symbolicate == 1 || (symbolicate == -1 && save_only)) && !hold.interrupted()) {
+    name_frames();
     recording->profile.meta.presymbolicated = true;
   }
   if (auto s = exporter::write_gecko_profile(recording->profile, output); !s) {
@@ -317,12 +322,9 @@ int cmd_record(std::span<char*> args) {
                st.duration_s, static_cast<unsigned long long>(st.samples), st.threads, st.processes,
                static_cast<unsigned long long>(st.lost_records), output.c_str());
   std::fputs(heap_summary.c_str(), stderr);
-  // The top functions and the exports want names: symbolicate the model (only the addresses the samples
-  // use; frames already named are not asked again).
+  // The top functions and the exports want names: symbolicate the model, unless it was for the file.
   if ((!quiet || !exports.empty()) && !hold.interrupted()) {
-    symbolizer::Symbolizer symbols(serve.symbols);
-    pipeline::symbolicate(recording->profile, symbols);
-    recorder::add_lock_holders(recording->profile);
+    if (!recording->profile.meta.presymbolicated) name_frames();
     if (!quiet) {
       std::string top = exporter::top_self_summary(recording->profile, 5);
       if (!top.empty()) std::fprintf(stderr, "fxprof: top self: %s\n", top.c_str());

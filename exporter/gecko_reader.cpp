@@ -90,6 +90,22 @@ class Reader {
   }
   bool skip() { return js_.value(nullptr) || stream_error(); }
 
+  // What follows a member or an element: ',' and another (Item), `close` (Closed), or an error (Failed, err_
+  // set). The separator or the closing byte is consumed.
+  enum class Next { Item, Closed, Failed };
+  Next next(char close) {
+    const int c = js_.peek();
+    if (c == ',' || c == close) {
+      js_.take();
+      return c == ',' ? Next::Item : Next::Closed;
+    }
+    if (c < 0)
+      stream_error();
+    else
+      syntax_error();
+    return Next::Failed;
+  }
+
   // The members of the object that starts at the next byte: `member(key)` reads each value.
   template <class F>
   bool members(F&& member) {
@@ -111,17 +127,8 @@ class Reader {
       if (js_.peek() < 0) return stream_error();
       if (!member(std::string_view(key))) return false;
       if (info_.processed) return true;  // nothing more to read
+      if (const Next n = next('}'); n != Next::Item) return n == Next::Closed;
       c = js_.peek();
-      if (c == ',') {
-        js_.take();
-        c = js_.peek();
-        continue;
-      }
-      if (c == '}') {
-        js_.take();
-        return true;
-      }
-      return c < 0 ? stream_error() : syntax_error();
     }
   }
   // The elements of the value at the next byte when it is an array (`element()` reads each), else skips it.
@@ -138,17 +145,8 @@ class Reader {
       if (c < 0) return stream_error();
       if (!element()) return false;
       if (info_.processed) return true;
+      if (const Next n = next(']'); n != Next::Item) return n == Next::Closed;
       c = js_.peek();
-      if (c == ',') {
-        js_.take();
-        c = js_.peek();
-        continue;
-      }
-      if (c == ']') {
-        js_.take();
-        return true;
-      }
-      return c < 0 ? stream_error() : syntax_error();
     }
   }
 

@@ -448,9 +448,7 @@ void ProfileBuilder::on_comm(const std::byte* p, size_t size, uint16_t misc) {
     return;
   }
   // exec: the pid runs a new program (stacks taken before are unwound with the old one's mappings).
-  resolve_pending_switches();
-  resolve_wakes(pid, t);
-  for (UnfollowedExec& u : unfollowed_) name_unfollowed(procfs_, u);
+  resolve_pending(pid, t);
   if (unwinder_) unwinder_->on_exec(pid);
   ProcRef& pr = process(pid, t);
   model::Process* proc = &profile_.processes[pr.proc];
@@ -849,20 +847,16 @@ void ProfileBuilder::resolve_stack(ThreadRef& th) {
   o.pending = nullptr;
 }
 
-void ProfileBuilder::resolve_pending() {
-  resolve_pending_switches();
-  resolve_wakes(0, 0);
-  // Processes whose exec was still setting up when their EXIT was read: named while they still run.
-  for (UnfollowedExec& u : unfollowed_) name_unfollowed(procfs_, u);
-}
-
-void ProfileBuilder::resolve_pending_switches() {
+void ProfileBuilder::resolve_pending(uint32_t pid, uint64_t before_ns) {
   for (uint32_t tid : pending_tids_)
     if (auto it = threads_.find(tid); it != threads_.end()) {
       resolve_stack(it->second);
       it->second.off.queued = false;
     }
   pending_tids_.clear();
+  resolve_wakes(pid, before_ns);
+  // Processes whose exec was still setting up when their EXIT was read: named while they still run.
+  for (UnfollowedExec& u : unfollowed_) name_unfollowed(procfs_, u);
 }
 
 void ProfileBuilder::on_sample(const std::byte* p, size_t size, bool switch_event) {

@@ -70,7 +70,7 @@ class ProfileBuilder {
   // Unwinds the switch-out samples of threads still out (their spans may need the stacks): call it before
   // the records handled since the last call go away (the ring buffer space is released). Also names the
   // processes of unfollowed() not named yet.
-  void resolve_pending();
+  void resolve_pending() { resolve_pending(0, 0); }
   void set_off_cpu(const OffCpuConfig& c);
   // Off-CPU wakers (waker.h): wakeups as the tracer reported them, in any order; each off-CPU marker gets
   // the thread that woke it in finish(), and a wake with the waker's stack (a futex wake) a `Wakeup` marker
@@ -193,7 +193,8 @@ class ProfileBuilder {
   enum class WakeNeed : uint8_t { No, Yes, Open };
   struct Wake;
   WakeNeed wake_need(const Wake& w) const;
-  void resolve_pending_switches();  // resolve_stack() of every thread in pending_tids_
+  // resolve_pending() at an exec of `pid` at `before_ns`: its waker stacks up to then (see resolve_wakes).
+  void resolve_pending(uint32_t pid, uint64_t before_ns);
   void on_mmap2(const std::byte* p, size_t size);
   void on_comm(const std::byte* p, size_t size, uint16_t misc);
   void on_fork(const std::byte* p, size_t size);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -163,8 +164,8 @@ void add_lock_holders(model::Profile& profile) {
         const size_t sp = wakee.rfind(' ');
         if (sp == std::string_view::npos) continue;
         uint32_t tid = 0;
-        for (char c : wakee.substr(sp + 1))
-          tid = c >= '0' && c <= '9' ? tid * 10 + static_cast<uint32_t>(c - '0') : tid;
+        if (std::from_chars(wakee.data() + sp + 1, wakee.data() + wakee.size(), tid).ec != std::errc())
+          continue;
         const std::string_view holder = lock_holder(profile, w.stack);
         if (holder.empty()) continue;
         const model::StringId name = profile.strings.intern(holder);
