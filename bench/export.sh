@@ -23,7 +23,9 @@ BUILD=${1:-build}
 RUNS=${2:-3}
 SPIN_MS=${SPIN_MS:-12500}  # CPU milliseconds per thread (12500 at 4 kHz on 2 threads: ~100k samples)
 FXPROF=$BUILD/fxprof
-BUSY=$BUILD/tests/programs/rec_busy
+source "$(dirname "$0")/programs.sh"
+PROGRAMS=$(test_programs "$BUILD")
+BUSY=$PROGRAMS/rec_busy
 for f in "$FXPROF" "$BUSY"; do
   [[ -x $f ]] || { echo "bench/export.sh: $f is missing (build fxprof and fxprof_test_programs)" >&2; exit 1; }
 done

@@ -15,7 +15,9 @@ BUILD=${1:-build}
 RUNS=${2:-5}
 FXPROF=$BUILD/fxprof
 DEMO=$BUILD/examples/demo/fxprof_demo
-BUSY=$BUILD/tests/programs/rec_busy
+source "$(dirname "$0")/programs.sh"
+PROGRAMS=$(test_programs "$BUILD")
+BUSY=$PROGRAMS/rec_busy
 for f in "$FXPROF" "$DEMO" "$BUSY"; do
   [[ -x $f ]] || { echo "bench/record.sh: $f is missing (build the fxprof, fxprof_demo and rec_busy targets)" >&2; exit 1; }
 done

@@ -6,8 +6,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-$here/../build}" && pwd)
-cmake --build "$build" --target fxprof fxprof_demo fxprof_test_programs fxprof_unwind_bench fxprof_symbolize_bench \
-  fxprof_http_bench fxprof_offcpu_bench fxprof_longprofile_bench >/dev/null
+cmake --build "$build" --target fxprof fxprof_demo fxprof_test_programs benches >/dev/null
 echo "== recording (bench/record.sh)"
 bash "$here/record.sh" "$build"
 echo

@@ -24,9 +24,11 @@ fi
 
 echo "== unwinding throughput (one core)"
 "$bench"
-prog=$build/tests/programs/unw_prog
+source "$(dirname "$0")/programs.sh"
+programs=$(test_programs "$build")
+prog=$programs/unw_prog
 if [ -x "$prog" ]; then
-  "$bench" -- "$prog" mixed 200 "$build/tests/programs/libunw_lib.so"
+  "$bench" -- "$prog" mixed 200 "$programs/libunw_lib.so"
 fi
 
 echo
@@ -37,11 +39,14 @@ seq 1 2000000 > "$tmp/input.txt"
 work() { xz -T1 -3 -c "$tmp/input.txt" > /dev/null; }
 now() { date +%s%N; }
 fxprof=$build/fxprof
-have_fxprof=1
-if ! "$fxprof" record -s --no-symbolicate -o "$tmp/probe.json.gz" -- true >/dev/null 2>&1; then
-  echo "note: $fxprof record does not work yet; measuring perf only"
-  have_fxprof=0
+# The benchmark measures fxprof or fails: a probe of the same work (which has samples, unlike `true`) must
+# record, else the run stops with fxprof's own message.
+if ! "$fxprof" record -s -q --no-symbolicate -o "$tmp/probe.json.gz" -- xz -T1 -3 -c "$tmp/input.txt" \
+    >/dev/null 2>"$tmp/probe.err"; then
+  echo "bench/unwind.sh: fxprof record failed: $(tail -n 1 "$tmp/probe.err")" >&2
+  exit 1
 fi
+have_fxprof=1
 : > "$tmp/base"; : > "$tmp/fxprof"; : > "$tmp/perf"
 i=0
 while [ $i -lt "$rounds" ]; do
