@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc)
 DEPS       := g++ cmake ninja-build pkg-config libbpf-dev libsimdjson-dev zlib1g-dev libcpp-httplib-dev catch2 \
               libdw-dev libelf-dev libdebuginfod-dev libcapstone-dev liblzma-dev libprotozero-dev \
-              libunwind-dev libiberty-dev clang
+              libunwind-dev libiberty-dev libcurl4-openssl-dev clang
 # The tests use every tool they need, none is optional (a missing one fails the suite, never skips a test):
 # perf for the unwinder's cross-check, lld for lld-linked binaries, rustc for Rust programs (rustup's in
 # ~/.cargo/bin is preferred when present), nodejs for JIT-named frames and profiler-cli, libc6-dbg for

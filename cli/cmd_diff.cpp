@@ -6,8 +6,11 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 
+#include "base/temp_dir.h"
+#include "base/url.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/profile_input.h"
@@ -20,12 +23,19 @@ namespace {
 
 constexpr const char* kHelp =
     "Usage: fxprof diff [OPTIONS] BASE NEW\n"
+    "       fxprof diff [OPTIONS] BASE1 BASE2... -- NEW1 NEW2...\n"
     "\n"
     "Compares two saved profiles (for example before and after a change), symbolicated on the way. Prints\n"
     "the functions whose share of samples changed most (self and total, in percentage points of each\n"
     "profile's samples, so runs of different length compare), and writes a differential flame graph: NEW's\n"
     "flame graph with boxes coloured by the change of their share (red grew, blue shrank).\n"
+    "With several runs per side (before and after `--`), shares are each side's mean and the spread of a\n"
+    "side's runs is shown; the flame graph compares the first run of each side.\n"
     "\n"
+    "  --fail-above P           a CI gate: exit 3 when a function's self share grew by more than P\n"
+    "                           percentage points and by more than the spread of either side's runs\n"
+    "  --function NAME          with --fail-above: gate on NAME's total share instead\n"
+    "  --markdown               print the table (and the gate's verdict) as Markdown, for a pull request\n"
     "  -o, --output SVG         the differential flame graph (default diff.svg; \"-\" for standard output)\n"
     "  --limit N                rows of the table (default 10)\n"
     "  --no-inline              inlined functions count as the function they were inlined into\n"
@@ -38,38 +48,9 @@ constexpr const char* kHelp =
 
 constexpr std::string_view kCommand = "diff";
 
-// A private temporary folder removed with its contents.
-class TempFolder {
- public:
-  TempFolder() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/fxprof-diff-XXXXXX";
-    if (mkdtemp(pattern.data())) path_ = pattern;
-  }
-  ~TempFolder() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  TempFolder(const TempFolder&) = delete;
-  TempFolder& operator=(const TempFolder&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-std::string profiler_origin() {
-  std::string origin = "https://profiler.firefox.com";
-  if (const char* env = std::getenv("PROFILER_URL"); env && *env) {
-    origin = env;
-    while (!origin.empty() && origin.back() == '/') origin.pop_back();
-  }
-  return origin;
-}
-
 // Serves both (already symbolicated) profiles until SIGINT/SIGTERM and prints the comparison URL.
 int serve_both(model::Profile& base, model::Profile& next, const std::string& address) {
-  TempFolder dir;
+  TempFolder dir("fxprof-diff");
   if (dir.path().empty()) {
     std::fprintf(stderr, "fxprof: cannot make a temporary folder\n");
     return 1;
@@ -125,16 +106,22 @@ int serve_both(model::Profile& base, model::Profile& next, const std::string& ad
 
 int cmd_diff(std::span<char*> args) {
   InputOptions input;
-  std::string out = "diff.svg", address = "127.0.0.1";
-  std::vector<std::string> files;
+  std::string out = "diff.svg", address = "127.0.0.1", gate_function;
+  std::vector<std::string> files, new_files;
+  bool separated = false;  // BASE... -- NEW...
   size_t limit = 10;
-  bool serve = false;
+  bool serve = false, markdown = false;
+  std::optional<double> fail_above;
   exporter::SvgOptions svg;
   ArgParser p(args);
   while (!p.done()) {
     if (!p.at_option()) {
-      if (p.take_separator()) continue;
-      files.push_back(p.take());
+      if (p.take_separator()) {
+        if (separated) return usage_error(kCommand, "one `--` between the base runs and the new runs");
+        separated = true;
+        continue;
+      }
+      (separated ? new_files : files).push_back(p.take());
       continue;
     }
     if (p.flag("-h", "--help")) {
@@ -151,6 +138,14 @@ int cmd_diff(std::span<char*> args) {
       svg.tree.inlined = false;
     } else if (auto v = p.option("", "--symbol-dir")) {
       input.symbols.symbol_dirs.push_back(*v);
+    } else if (auto v = p.option("", "--fail-above")) {
+      auto n = parse_number(*v);
+      if (!n || *n < 0) return usage_error(kCommand, "--fail-above needs percentage points (0 or more)");
+      fail_above = *n;
+    } else if (auto v = p.option("", "--function")) {
+      gate_function = *v;
+    } else if (p.flag("", "--markdown")) {
+      markdown = true;
     } else if (p.flag("", "--serve")) {
       serve = true;
     } else if (auto v = p.option("", "--address")) {
@@ -162,30 +157,67 @@ int cmd_diff(std::span<char*> args) {
     }
   }
   if (!p.error().empty()) return usage_error(kCommand, p.error());
-  if (files.size() != 2) return usage_error(kCommand, "give two profiles: BASE NEW");
-  auto base = load_profile_for_sinks(files[0], input);
-  if (!base) {
-    std::fprintf(stderr, "fxprof: %s\n", base.error().c_str());
-    return base.exit_code();
+  if (!separated) {
+    if (files.size() != 2) return usage_error(kCommand, "give two profiles: BASE NEW (or BASE... -- NEW...)");
+    new_files.push_back(files.back());
+    files.pop_back();
   }
-  auto next = load_profile_for_sinks(files[1], input);
-  if (!next) {
-    std::fprintf(stderr, "fxprof: %s\n", next.error().c_str());
-    return next.exit_code();
+  if (files.empty() || new_files.empty())
+    return usage_error(kCommand, "give at least one profile on each side of `--`");
+  if (!gate_function.empty() && !fail_above)
+    return usage_error(kCommand, "--function goes with --fail-above");
+  if (serve && (files.size() > 1 || new_files.size() > 1))
+    return usage_error(kCommand, "--serve compares one profile with one profile");
+  std::vector<model::Profile> base_runs, new_runs;
+  for (auto* side : {&files, &new_files}) {
+    for (const std::string& f : *side) {
+      auto profile = load_profile_for_sinks(f, input);
+      if (!profile) {
+        std::fprintf(stderr, "fxprof: %s\n", profile.error().c_str());
+        return profile.exit_code();
+      }
+      (side == &files ? base_runs : new_runs).push_back(std::move(*profile));
+    }
   }
-  exporter::Diff d = exporter::diff_profiles(*base, *next, svg.tree.inlined);
+  model::Profile& base = base_runs.front();
+  model::Profile& next = new_runs.front();
+  exporter::Diff d = exporter::diff_runs(base_runs, new_runs, svg.tree.inlined);
+  std::string verdict;
+  std::vector<const exporter::DiffRow*> failures;
+  if (fail_above) {
+    failures = exporter::gate_failures(d, *fail_above, gate_function);
+    char buf[400];
+    if (!failures.empty())
+      std::snprintf(buf, sizeof buf, "gate failed: %s %s grew %+.2f points (limit %.2f, spread %.2f)",
+                    failures[0]->name.c_str(), gate_function.empty() ? "self share" : "total share",
+                    gate_function.empty() ? failures[0]->self_change() : failures[0]->total_change(),
+                    *fail_above,
+                    gate_function.empty() ? failures[0]->self_noise() : failures[0]->total_noise());
+    else
+      std::snprintf(
+          buf, sizeof buf, "gate passed: no %s grew by more than %.2f points beyond the runs' spread",
+          gate_function.empty() ? "function's self share" : ("total share of " + gate_function).c_str(),
+          *fail_above);
+    verdict = buf;
+    if (failures.size() > 1) verdict += " and " + std::to_string(failures.size() - 1) + " more";
+  }
   // With the SVG on standard output, the table goes to stderr.
-  std::string table = exporter::format_diff(d, limit);
-  std::fputs(table.c_str(), out == "-" ? stderr : stdout);
-  std::fflush(stdout);
-  svg.subtitle = files[0] + " -> " + files[1];
-  if (auto s = exporter::write_diff_svg(*base, *next, out, svg); !s) {
+  std::FILE* table_out = out == "-" ? stderr : stdout;
+  if (markdown) {
+    std::fputs(exporter::format_diff_markdown(d, limit, verdict).c_str(), table_out);
+  } else {
+    std::fputs(exporter::format_diff(d, limit).c_str(), table_out);
+    if (!verdict.empty()) std::fprintf(table_out, "fxprof: %s\n", verdict.c_str());
+  }
+  std::fflush(table_out);
+  svg.subtitle = files[0] + " -> " + new_files[0];
+  if (auto s = exporter::write_diff_svg(base, next, out, svg); !s) {
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
     return s.exit_code();
   }
   if (out != "-") std::fprintf(stderr, "fxprof: wrote %s\n", out.c_str());
-  if (serve) return serve_both(*base, *next, address);
-  return 0;
+  if (serve) return serve_both(base, next, address);
+  return failures.empty() ? 0 : 3;
 }
 
 }  // namespace fxprof::cli

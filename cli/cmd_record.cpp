@@ -10,6 +10,7 @@
 #include "base/fd.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/publish.h"
 #include "exporter/flamegraph_svg.h"
 #include "exporter/folded.h"
 #include "exporter/gecko.h"
@@ -84,7 +85,17 @@ constexpr const char* kHelp =
     "                           profile.pb.gz, profile.svg; repeatable)\n"
     "  -q, --quiet              no top-functions line after recording\n"
     "\n"
-    "Serving (unless --save-only):\n"
+    "Sharing (after the profile is written; see `fxprof share --help` and `fxprof push --help`):\n"
+    "  --share                  upload the self-contained profile to the Firefox Profiler's public store\n"
+    "                           and print its link instead of serving (asks first; --yes on scripts)\n"
+    "  --share-to URL           PUT the self-contained profile to URL (your own store) and print the\n"
+    "                           from-url link instead of serving\n"
+    "  --yes                    with --share: upload without asking\n"
+    "  --upload-url ORIGIN      with --share: the store (default https://api.profiler.firefox.com)\n"
+    "  --push KIND=URL          also send the profile as pprof to pyroscope=URL or parca=ADDR (repeatable)\n"
+    "  --push-label NAME=VALUE  a label of the pushed series (repeatable)\n"
+    "\n"
+    "Serving (unless --save-only, --share or --share-to):\n"
     "  -n, --no-open            do not open a browser; print the Firefox Profiler URL\n"
     "  --address ADDR           address to serve on (default 127.0.0.1)\n"
     "  -P, --port PORT          port to serve on (default 3000 or the next free one)\n"
@@ -133,6 +144,9 @@ int cmd_record(std::span<char*> args) {
   std::string output = "profile.json.gz";
   bool save_only = false;
   int symbolicate = -1;  // -1: default (yes with --save-only, no when serving)
+  bool share = false;
+  ShareOptions share_options;
+  PushTargets push;
   std::vector<std::string> exports;
   bool quiet = false;
   std::optional<heap::Options> heap_opt;
@@ -220,6 +234,23 @@ int cmd_record(std::span<char*> args) {
       if (*v != "folded" && *v != "pprof" && *v != "svg")
         return usage_error(kCommand, "--export must be folded, pprof or svg");
       exports.push_back(*v);
+    } else if (p.flag("", "--share")) {
+      share = true;
+    } else if (auto v = p.option("", "--share-to")) {
+      share_options.share_to = *v;
+    } else if (p.flag("", "--yes")) {
+      share_options.yes = true;
+    } else if (auto v = p.option("", "--upload-url")) {
+      share_options.upload_origin = *v;
+    } else if (auto v = p.option("", "--push")) {
+      if (v->rfind("pyroscope=", 0) == 0 && v->size() > 10)
+        push.pyroscope = v->substr(10);
+      else if (v->rfind("parca=", 0) == 0 && v->size() > 6)
+        push.parca = v->substr(6);
+      else
+        return usage_error(kCommand, "--push needs pyroscope=URL or parca=ADDR");
+    } else if (auto v = p.option("", "--push-label")) {
+      if (auto e = add_label(*v, push.options.labels); !e.empty()) return usage_error(kCommand, e);
     } else if (p.flag("-q", "--quiet")) {
       quiet = true;
     } else if (p.flag("-n", "--no-open")) {
@@ -245,6 +276,10 @@ int cmd_record(std::span<char*> args) {
   if (!rec.command.empty() && !rec.pids.empty())
     return usage_error(kCommand, "give either a command or -p PID, not both");
 
+  if (share && !share_options.share_to.empty())
+    return usage_error(kCommand, "give --share or --share-to, not both");
+  if (share_options.yes && !share) return usage_error(kCommand, "--yes goes with --share");
+  const bool sharing = share || !share_options.share_to.empty();
   if (heap_opt && !rec.pids.empty())
     return usage_error(kCommand,
                        "--heap records programs fxprof starts; it cannot attach to a running process (-p)");
@@ -356,8 +391,18 @@ int cmd_record(std::span<char*> args) {
   std::vector<UniqueFd> open_files = std::move(recording->open_files);
   recording = Error{};  // free the model before serving
 
+  // Sent on (issue: share with teammates, push to a fleet) from the written file, symbols baked on the way.
+  if (!hold.interrupted() && !recording_hangup &&
+      (sharing || !push.pyroscope.empty() || !push.parca.empty())) {
+    InputOptions input;
+    input.symbols = serve.symbols;
+    int rc = 0;
+    if (!push.pyroscope.empty() || !push.parca.empty()) rc = push_profile(output, input, push);
+    if (sharing && rc == 0) rc = share_profile(output, input, share_options);
+    if (rc != 0) return exit_status != 0 ? exit_status : rc;
+  }
   // After a hangup (closed terminal, dropped SSH) nobody is there to open the URL: the profile is the result.
-  if (!save_only && !hold.interrupted() && !recording_hangup) {
+  if (!save_only && !sharing && !hold.interrupted() && !recording_hangup) {
     hold.release();  // the server handles Ctrl+C itself
     serve.profile_path = output;
     if (auto s = server::serve_profile(serve); !s) {

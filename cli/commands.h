@@ -12,5 +12,7 @@ int cmd_symbolicate(std::span<char*> args);  // cli/cmd_symbolicate.cpp
 int cmd_export(std::span<char*> args);       // cli/cmd_export.cpp
 int cmd_report(std::span<char*> args);       // cli/cmd_report.cpp
 int cmd_diff(std::span<char*> args);         // cli/cmd_diff.cpp
+int cmd_share(std::span<char*> args);        // cli/cmd_share.cpp
+int cmd_push(std::span<char*> args);         // cli/cmd_push.cpp
 
 }  // namespace fxprof::cli

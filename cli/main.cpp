@@ -18,7 +18,9 @@ constexpr const char* kUsage =
     "  fxprof export folded|pprof|svg IN [-o OUT]       write a profile as folded stacks, pprof or a flame "
     "graph\n"
     "  fxprof report [OPTIONS] IN                       top functions and call tree in the terminal\n"
-    "  fxprof diff [OPTIONS] BASE NEW                   what changed between two profiles\n"
+    "  fxprof diff [OPTIONS] BASE NEW                   what changed between two profiles (a CI gate)\n"
+    "  fxprof share [OPTIONS] FILE                      upload a profile and print a link to share\n"
+    "  fxprof push --pyroscope URL|--parca ADDR FILE    send a profile as pprof to Pyroscope or Parca\n"
     "\n"
     "Run `fxprof <command> --help` for the options of each command.\n";
 
@@ -37,6 +39,8 @@ int main(int argc, char** argv) {
   if (cmd == "export") return fxprof::cli::cmd_export(rest);
   if (cmd == "report") return fxprof::cli::cmd_report(rest);
   if (cmd == "diff") return fxprof::cli::cmd_diff(rest);
+  if (cmd == "share") return fxprof::cli::cmd_share(rest);
+  if (cmd == "push") return fxprof::cli::cmd_push(rest);
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
     std::fputs(kUsage, stdout);
     return 0;

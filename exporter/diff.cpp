@@ -16,29 +16,55 @@ double percent(uint64_t part, uint64_t whole) {
 
 }  // namespace
 
-Diff diff_profiles(const model::Profile& base, const model::Profile& next, bool inlined) {
+Diff diff_runs(std::span<const model::Profile> base, std::span<const model::Profile> next, bool inlined) {
   TreeOptions to;
   to.inlined = inlined;
-  FunctionTable bf(base), nf(next);
-  CallTree bt = CallTree::build(base, bf, to), nt = CallTree::build(next, nf, to);
   Diff d;
-  d.base_samples = bt.total_samples();
-  d.new_samples = nt.total_samples();
-  std::unordered_map<std::string, size_t> row_of;
-  auto row = [&](const std::string& name) -> DiffRow& {
-    auto [it, inserted] = row_of.try_emplace(name, d.rows.size());
-    if (inserted) d.rows.push_back({name});
-    return d.rows[it->second];
+  d.base_runs = base.size();
+  d.new_runs = next.size();
+  // Each run's shares per function name (same-named functions of two libs add up).
+  struct Shares {
+    std::vector<double> self, total;  // one per run; a function missing from a run has 0 there
   };
-  for (const auto& st : bt.function_stats()) {
-    DiffRow& r = row(bf.function(st.function).name);
-    r.base_self += percent(st.self, d.base_samples);
-    r.base_total += percent(st.total, d.base_samples);  // same-named functions of two libs add up
-  }
-  for (const auto& st : nt.function_stats()) {
-    DiffRow& r = row(nf.function(st.function).name);
-    r.new_self += percent(st.self, d.new_samples);
-    r.new_total += percent(st.total, d.new_samples);
+  std::unordered_map<std::string, size_t> row_of;
+  std::vector<Shares> base_shares, new_shares;
+  auto row = [&](const std::string& name) -> size_t {
+    auto [it, inserted] = row_of.try_emplace(name, d.rows.size());
+    if (inserted) {
+      d.rows.push_back({name});
+      base_shares.push_back({std::vector<double>(base.size()), std::vector<double>(base.size())});
+      new_shares.push_back({std::vector<double>(next.size()), std::vector<double>(next.size())});
+    }
+    return it->second;
+  };
+  auto add_side = [&](std::span<const model::Profile> runs, std::vector<Shares>& shares, uint64_t& samples) {
+    for (size_t run = 0; run < runs.size(); ++run) {
+      FunctionTable f(runs[run]);
+      CallTree t = CallTree::build(runs[run], f, to);
+      samples += t.total_samples();
+      for (const auto& st : t.function_stats()) {
+        const size_t r = row(f.function(st.function).name);
+        shares[r].self[run] += percent(st.self, t.total_samples());
+        shares[r].total[run] += percent(st.total, t.total_samples());
+      }
+    }
+  };
+  add_side(base, base_shares, d.base_samples);
+  add_side(next, new_shares, d.new_samples);
+  auto mean_and_range = [](const std::vector<double>& v, double& mean, double& range) {
+    if (v.empty()) return;
+    double sum = 0;
+    for (double x : v) sum += x;
+    mean = sum / static_cast<double>(v.size());
+    auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    range = *hi - *lo;
+  };
+  for (size_t r = 0; r < d.rows.size(); ++r) {
+    DiffRow& row = d.rows[r];
+    mean_and_range(base_shares[r].self, row.base_self, row.base_self_spread);
+    mean_and_range(base_shares[r].total, row.base_total, row.base_total_spread);
+    mean_and_range(new_shares[r].self, row.new_self, row.new_self_spread);
+    mean_and_range(new_shares[r].total, row.new_total, row.new_total_spread);
   }
   std::stable_sort(d.rows.begin(), d.rows.end(), [](const DiffRow& a, const DiffRow& b) {
     const double sa = std::fabs(a.self_change()), sb = std::fabs(b.self_change());
@@ -50,21 +76,79 @@ Diff diff_profiles(const model::Profile& base, const model::Profile& next, bool 
   return d;
 }
 
+Diff diff_profiles(const model::Profile& base, const model::Profile& next, bool inlined) {
+  return diff_runs(std::span(&base, 1), std::span(&next, 1), inlined);
+}
+
 std::string format_diff(const Diff& d, size_t limit) {
+  const bool spread = d.base_runs > 1 || d.new_runs > 1;
   std::string out;
-  char buf[160];
-  std::snprintf(
-      buf, sizeof buf, "base %llu samples, new %llu samples; shares are of each profile's samples\n",
-      static_cast<unsigned long long>(d.base_samples), static_cast<unsigned long long>(d.new_samples));
+  char buf[200];
+  if (spread)
+    std::snprintf(buf, sizeof buf,
+                  "base %zu runs, %llu samples; new %zu runs, %llu samples; shares are means of each run's "
+                  "share, spread the widest range of a side's runs\n",
+                  d.base_runs, static_cast<unsigned long long>(d.base_samples), d.new_runs,
+                  static_cast<unsigned long long>(d.new_samples));
+  else
+    std::snprintf(
+        buf, sizeof buf, "base %llu samples, new %llu samples; shares are of each profile's samples\n",
+        static_cast<unsigned long long>(d.base_samples), static_cast<unsigned long long>(d.new_samples));
   out += buf;
-  out += "   self: base     new   change   total: base     new   change  function\n";
+  out += spread ? "   self: base     new   change  spread   total: base     new   change  spread  function\n"
+                : "   self: base     new   change   total: base     new   change  function\n";
   for (size_t i = 0; i < d.rows.size() && i < limit; ++i) {
     const DiffRow& r = d.rows[i];
-    std::snprintf(buf, sizeof buf, "      %6.2f%% %6.2f%% %+7.2f%%        %6.2f%% %6.2f%% %+7.2f%%  ",
-                  r.base_self, r.new_self, r.self_change(), r.base_total, r.new_total, r.total_change());
+    if (spread)
+      std::snprintf(buf, sizeof buf,
+                    "      %6.2f%% %6.2f%% %+7.2f%% %6.2f         %6.2f%% %6.2f%% %+7.2f%% %6.2f  ",
+                    r.base_self, r.new_self, r.self_change(), r.self_noise(), r.base_total, r.new_total,
+                    r.total_change(), r.total_noise());
+    else
+      std::snprintf(buf, sizeof buf, "      %6.2f%% %6.2f%% %+7.2f%%        %6.2f%% %6.2f%% %+7.2f%%  ",
+                    r.base_self, r.new_self, r.self_change(), r.base_total, r.new_total, r.total_change());
     out += buf;
     out += r.name;
     out += '\n';
+  }
+  return out;
+}
+
+std::string format_diff_markdown(const Diff& d, size_t limit, const std::string& verdict) {
+  std::string out;
+  if (!verdict.empty()) out += "**" + verdict + "**\n\n";
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "Base: %zu run(s), %llu samples. New: %zu run(s), %llu samples.\n\n",
+                d.base_runs, static_cast<unsigned long long>(d.base_samples), d.new_runs,
+                static_cast<unsigned long long>(d.new_samples));
+  out += buf;
+  out +=
+      "| function | self base | self new | self change | total base | total new | total change | spread |\n";
+  out += "|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (size_t i = 0; i < d.rows.size() && i < limit; ++i) {
+    const DiffRow& r = d.rows[i];
+    std::string name;
+    for (char ch : r.name) {
+      if (ch == '|' || ch == '`' || ch == '*' || ch == '_' || ch == '<' || ch == '>') name += '\\';
+      name += static_cast<unsigned char>(ch) < 0x20 ? ' ' : ch;
+    }
+    std::snprintf(buf, sizeof buf, " | %.2f%% | %.2f%% | %+.2f | %.2f%% | %.2f%% | %+.2f | %.2f |\n",
+                  r.base_self, r.new_self, r.self_change(), r.base_total, r.new_total, r.total_change(),
+                  r.self_noise());
+    out += "| " + name + buf;
+  }
+  return out;
+}
+
+std::vector<const DiffRow*> gate_failures(const Diff& d, double threshold, const std::string& function) {
+  std::vector<const DiffRow*> out;
+  for (const DiffRow& r : d.rows) {
+    if (!function.empty()) {
+      if (r.name == function && r.total_change() > threshold && r.total_change() > r.total_noise())
+        out.push_back(&r);
+    } else if (r.self_change() > threshold && r.self_change() > r.self_noise()) {
+      out.push_back(&r);
+    }
   }
   return out;
 }

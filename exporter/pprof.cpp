@@ -106,6 +106,9 @@ void write_pprof(const model::Profile& profile, OutputFile& out) {
 
   value_type(top, pb::kSampleType, strings.intern("samples"), strings.intern("count"));
   value_type(top, pb::kSampleType, strings.intern("cpu"), strings.intern("nanoseconds"));
+  // Wall-clock samples of a blocked or preempted thread (leaf: an Idle label such as "[blocked: futex]"),
+  // each worth one interval: Pyroscope and Parca show it as a profile type of its own.
+  value_type(top, pb::kSampleType, strings.intern("off_cpu"), strings.intern("nanoseconds"));
   value_type(top, pb::kPeriodType, strings.intern("cpu"), strings.intern("nanoseconds"));
   top.add_int64(pb::kPeriod, static_cast<int64_t>(profile.meta.interval_ms * 1e6));
   top.add_int64(pb::kDefaultSampleType, strings.intern("samples"));
@@ -188,7 +191,12 @@ void write_pprof(const model::Profile& profile, OutputFile& out) {
   const int64_t k_thread = strings.intern("thread"), k_tid = strings.intern("tid"),
                 k_process = strings.intern("process"), k_pid = strings.intern("pid");
   struct Weight {
-    int64_t count = 0, cpu_ns = 0;
+    int64_t count = 0, cpu_ns = 0, off_cpu_ns = 0;
+  };
+  const auto interval_ns = static_cast<int64_t>(profile.meta.interval_ms * 1e6);
+  auto off_cpu = [&](model::StackId st) {
+    const model::Frame& leaf = profile.frames.get(profile.stacks.frame(st));
+    return leaf.kind == model::FrameKind::Label && leaf.category == model::Category::Idle;
   };
   std::unordered_map<model::StackId, Weight> per_stack;
   std::vector<model::StackId> order;
@@ -206,6 +214,7 @@ void write_pprof(const model::Profile& profile, OutputFile& out) {
         if (inserted) order.push_back(s.stack);
         ++it->second.count;
         if (s.cpu_delta_ns > 0) it->second.cpu_ns += s.cpu_delta_ns;
+        if (off_cpu(s.stack)) it->second.off_cpu_ns += interval_ns;
       }
       const int64_t th_name = strings.intern(th.name);
       for (model::StackId st : order) {
@@ -224,7 +233,7 @@ void write_pprof(const model::Profile& profile, OutputFile& out) {
         {
           protozero::pbf_writer sample(top, pb::kSample);
           sample.add_packed_uint64(pb::kLocationId, locs.begin(), locs.end());
-          const int64_t values[2] = {wt.count, wt.cpu_ns};
+          const int64_t values[3] = {wt.count, wt.cpu_ns, wt.off_cpu_ns};
           sample.add_packed_int64(pb::kValue, std::begin(values), std::end(values));
           auto label = [&](int64_t key, int64_t str, int64_t num) {
             protozero::pbf_writer l(sample, pb::kLabel);

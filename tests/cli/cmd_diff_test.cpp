@@ -64,3 +64,57 @@ TEST_CASE("diff --serve serves both profiles, symbolicated, for the comparison v
   }
   CHECK(serve.stop(SIGINT) == 0);
 }
+
+TEST_CASE("diff --fail-above: the same program passes, a 2x slower function fails with exit 3") {
+  TempDir dir;
+  record_exp_work(dir.file("a1.json.gz"), "1");
+  record_exp_work(dir.file("a2.json.gz"), "1");
+  record_exp_work(dir.file("b1.json.gz"), "2");
+  record_exp_work(dir.file("b2.json.gz"), "2");
+  auto same = run({fxprof_bin(), "diff", "--fail-above", "8", dir.file("a1.json.gz"), dir.file("a2.json.gz"),
+                   "-o", dir.file("d.svg")});
+  INFO(same.out << same.err);
+  CHECK(same.status == 0);
+  CHECK(same.out.find("fxprof: gate passed") != std::string::npos);
+
+  // beta: 1/3 -> 1/2 of the samples, about +17 points.
+  auto slower = run({fxprof_bin(), "diff", "--fail-above", "8", dir.file("a1.json.gz"),
+                     dir.file("b1.json.gz"), "-o", dir.file("d.svg")});
+  INFO(slower.out << slower.err);
+  CHECK(slower.status == 3);
+  CHECK(slower.out.find("fxprof: gate failed: beta(long) self share grew +") != std::string::npos);
+
+  // --function gates on one function's total share.
+  auto alpha = run({fxprof_bin(), "diff", "--fail-above", "8", "--function", "alpha(long)",
+                    dir.file("a1.json.gz"), dir.file("b1.json.gz"), "-o", dir.file("d.svg")});
+  CHECK(alpha.status == 0);  // alpha's share shrank
+
+  // Several runs per side: means and spreads; --markdown for a pull request.
+  auto runs = run({fxprof_bin(), "diff", "--markdown", "--fail-above", "8", dir.file("a1.json.gz"),
+                   dir.file("a2.json.gz"), "--", dir.file("b1.json.gz"), dir.file("b2.json.gz"), "-o",
+                   dir.file("d.svg")});
+  INFO(runs.out << runs.err);
+  CHECK(runs.status == 3);
+  CHECK(runs.out.find("**gate failed: beta(long)") == 0);
+  CHECK(runs.out.find("Base: 2 run(s)") != std::string::npos);
+  CHECK(runs.out.find("| function | self base |") != std::string::npos);
+  CHECK(runs.out.find("| beta(long) |") != std::string::npos);
+
+  // A change within the spread of a side's runs is not a failure: base mixes the fast and the slow
+  // program (beta's share ranges over ~17 points), new is the slow one twice: beta grows ~8 points, above
+  // the limit of 5 but within base's spread.
+  auto noise = run({fxprof_bin(), "diff", "--fail-above", "5", dir.file("a1.json.gz"), dir.file("b1.json.gz"),
+                    "--", dir.file("b1.json.gz"), dir.file("b2.json.gz"), "-o", dir.file("d.svg")});
+  INFO(noise.out);
+  CHECK(noise.status == 0);
+  CHECK(noise.out.find("fxprof: gate passed") != std::string::npos);
+}
+
+TEST_CASE("diff: the gate's usage errors") {
+  auto r = run({fxprof_bin(), "diff", "--function", "x", "a", "b"});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("--function goes with --fail-above") != std::string::npos);
+  auto one = run({fxprof_bin(), "diff", "a", "--"});
+  CHECK(one.status == 2);
+  CHECK(one.err.find("at least one profile on each side") != std::string::npos);
+}

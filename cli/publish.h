@@ -1,0 +1,35 @@
+// fxprof command line: sending a saved profile on (`fxprof share`, `fxprof push`, and `record --share`,
+// `--share-to`, `--push`, which call the same functions once the profile is written).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli/profile_input.h"
+#include "share/share.h"
+
+namespace fxprof::cli {
+
+struct ShareOptions {
+  bool yes = false;  // upload without asking
+  std::string upload_origin = share::kDefaultUploadOrigin;
+  std::string share_to;              // PUT here instead (a private store)
+  std::vector<std::string> headers;  // extra request headers for --share-to
+};
+
+// Bakes symbols into `path`'s profile, gzips it and uploads it (or PUTs it); prints the link on stdout.
+// Returns the exit status (0, or 1 with one line on stderr).
+int share_profile(const std::string& path, const InputOptions& input, const ShareOptions& options);
+
+struct PushTargets {
+  std::string pyroscope, parca;  // URLs; at least one
+  share::PushOptions options;    // app "" = the program's name
+};
+
+// Symbolicates `path`'s profile, writes it as pprof and pushes it to each target.
+int push_profile(const std::string& path, const InputOptions& input, PushTargets targets);
+
+// Parses "k=v" into `labels` (both engines' label-name rule); an error message otherwise.
+std::string add_label(const std::string& kv, share::Labels& labels);
+
+}  // namespace fxprof::cli

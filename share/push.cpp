@@ -1,0 +1,164 @@
+// Pushing pprof to fleet engines: Grafana Pyroscope's /ingest and Parca's WriteRaw (share/share.h).
+#include <cctype>
+#include <optional>
+#include <protozero/pbf_writer.hpp>
+#include <random>
+
+#include "base/url.h"
+#include "share/http.h"
+#include "share/share.h"
+
+namespace fxprof::share {
+namespace {
+
+std::string trim_slash(std::string s) {
+  while (!s.empty() && s.back() == '/') s.pop_back();
+  return s;
+}
+
+// Pyroscope's series name: APP{k=v,...} (its "name" parameter), values escaped as its parser reads them.
+std::string pyroscope_name(const PushOptions& o) {
+  std::string name = o.app + "{";
+  for (size_t i = 0; i < o.labels.size(); ++i) {
+    if (i) name += ',';
+    name += o.labels[i].first + "=" + o.labels[i].second;
+  }
+  return name + "}";
+}
+
+std::string boundary() {
+  std::random_device rd;
+  std::string b = "fxprof-";
+  for (int i = 0; i < 4; ++i) b += std::to_string(rd());
+  return b;
+}
+
+// gRPC-Web's status: in the answer's headers (a trailers-only answer) or in its trailer frame (flag 0x80,
+// "grpc-status: N\r\ngrpc-message: ...").
+struct GrpcStatus {
+  int code = -1;
+  std::string message;
+};
+void read_status_line(std::string_view line, GrpcStatus& st) {
+  auto value_of = [&](std::string_view key) -> std::optional<std::string_view> {
+    if (line.size() <= key.size() || line[key.size()] != ':') return std::nullopt;
+    for (size_t i = 0; i < key.size(); ++i)
+      if (std::tolower(static_cast<unsigned char>(line[i])) != key[i]) return std::nullopt;
+    std::string_view v = line.substr(key.size() + 1);
+    while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+    return v;
+  };
+  if (auto v = value_of("grpc-status")) st.code = std::atoi(std::string(*v).c_str());
+  if (auto v = value_of("grpc-message")) st.message = std::string(*v);
+}
+GrpcStatus grpc_web_status(const HttpResponse& res) {
+  GrpcStatus st;
+  for (const auto& h : res.headers) read_status_line(h, st);
+  std::string_view body = res.body;
+  while (body.size() >= 5) {
+    const auto flags = static_cast<uint8_t>(body[0]);
+    const uint32_t len = (static_cast<uint32_t>(static_cast<uint8_t>(body[1])) << 24) |
+                         (static_cast<uint32_t>(static_cast<uint8_t>(body[2])) << 16) |
+                         (static_cast<uint32_t>(static_cast<uint8_t>(body[3])) << 8) |
+                         static_cast<uint32_t>(static_cast<uint8_t>(body[4]));
+    if (len > body.size() - 5) break;
+    std::string_view frame = body.substr(5, len);
+    if (flags & 0x80) {
+      while (!frame.empty()) {
+        const size_t eol = frame.find("\r\n");
+        read_status_line(frame.substr(0, eol), st);
+        if (eol == std::string_view::npos) break;
+        frame.remove_prefix(eol + 2);
+      }
+    }
+    body.remove_prefix(5 + len);
+  }
+  return st;
+}
+
+}  // namespace
+
+Status check_label_name(std::string_view name) {
+  bool ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
+  for (char ch : name) ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_');
+  if (!ok)
+    return Err("label name '" + std::string(name) +
+               "' must be letters, digits and '_', not starting with a digit");
+  return {};
+}
+
+Status push_pyroscope(const std::string& url, std::string_view pprof, const PushOptions& o) {
+  const std::string b = boundary();
+  std::string body = "--" + b +
+                     "\r\nContent-Disposition: form-data; name=\"profile\"; filename=\"profile.pprof\"\r\n"
+                     "Content-Type: application/octet-stream\r\n\r\n";
+  body.append(pprof);
+  body += "\r\n--" + b + "--\r\n";
+  HttpRequest req;
+  req.url = trim_slash(url) + "/ingest?name=" + url_encode(pyroscope_name(o)) +
+            "&from=" + std::to_string(o.from_unix_s) + "&until=" + std::to_string(o.until_unix_s) +
+            "&format=pprof&spyName=fxprof";
+  req.headers = o.headers;
+  req.headers.push_back("Content-Type: multipart/form-data; boundary=" + b);
+  req.body = body;
+  auto res = send(req);
+  if (!res) return std::move(res).take_error();
+  if (res->status < 200 || res->status > 299)
+    return Err("Pyroscope refused the profile: " + describe_answer(*res));
+  return {};
+}
+
+std::string parca_write_raw_request(std::string_view pprof, const PushOptions& o) {
+  std::string out;
+  protozero::pbf_writer request(out);
+  {
+    protozero::pbf_writer series(request, 2);  // WriteRawRequest.series
+    {
+      protozero::pbf_writer set(series, 1);  // RawProfileSeries.labels (LabelSet)
+      auto label = [&](std::string_view k, std::string_view v) {
+        protozero::pbf_writer l(set, 1);  // LabelSet.labels
+        l.add_string(1, k.data(), k.size());
+        l.add_string(2, v.data(), v.size());
+      };
+      label("__name__", "fxprof");
+      label("service_name", o.app);
+      for (const auto& [k, v] : o.labels) label(k, v);
+    }
+    protozero::pbf_writer sample(series, 2);          // RawProfileSeries.samples (RawSample)
+    sample.add_bytes(1, pprof.data(), pprof.size());  // RawSample.raw_profile
+  }
+  request.add_bool(3, false);  // normalized: the pprof's addresses are the processes' own
+  return out;
+}
+
+Status push_parca(const std::string& address, std::string_view pprof, const PushOptions& o) {
+  std::string url = trim_slash(address);
+  if (url.find("://") == std::string::npos) url = "http://" + url;
+  const std::string message = parca_write_raw_request(pprof, o);
+  std::string frame(5, '\0');
+  const auto n = static_cast<uint32_t>(message.size());
+  frame[1] = static_cast<char>(n >> 24);
+  frame[2] = static_cast<char>(n >> 16);
+  frame[3] = static_cast<char>(n >> 8);
+  frame[4] = static_cast<char>(n);
+  frame += message;
+  HttpRequest req;
+  req.url = url + "/parca.profilestore.v1alpha1.ProfileStoreService/WriteRaw";
+  req.headers = o.headers;
+  req.headers.push_back("Content-Type: application/grpc-web+proto");
+  req.headers.push_back("Accept: application/grpc-web+proto");
+  req.headers.push_back("X-Grpc-Web: 1");
+  req.body = frame;
+  auto res = send(req);
+  if (!res) return std::move(res).take_error();
+  if (res->status < 200 || res->status > 299)
+    return Err("Parca refused the profile: " + describe_answer(*res));
+  const GrpcStatus st = grpc_web_status(*res);
+  if (st.code == -1) return Err("Parca's answer has no gRPC status; is " + url + " a Parca server?");
+  if (st.code != 0)
+    return Err("Parca refused the profile: gRPC status " + std::to_string(st.code) +
+               (st.message.empty() ? "" : ": " + st.message));
+  return {};
+}
+
+}  // namespace fxprof::share

@@ -1,0 +1,364 @@
+// fxprof share, share-to and push against loopback stand-ins that follow each service's protocol as
+// documented: firefox-devtools/profiler-server's POST /compressed-store (gzip body, a JWT answer), a store
+// taking a PUT, Grafana Pyroscope's POST /ingest (pprof as the multipart field "profile") and Parca's
+// ProfileStoreService/WriteRaw as gRPC-Web (parca/profilestore/v1alpha1/profilestore.proto). What arrives
+// is checked: gzip JSON with baked names, pprof that `go tool pprof` reads.
+#include "share/share.h"
+
+#include <httplib.h>
+#include <zlib.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <mutex>
+#include <protozero/pbf_reader.hpp>
+#include <thread>
+
+#include "base/url.h"
+#include "tests/cli/sink_cli.h"
+
+using namespace fxprof;
+using namespace fxprof::test;
+
+namespace {
+
+// One captured request.
+struct Seen {
+  std::string method, path, body, content_type, accept;
+  httplib::Params params;
+  std::string multipart_profile;
+};
+
+// A loopback HTTP server on a free port that records requests and answers with `reply`.
+class StandIn {
+ public:
+  using Reply = std::function<void(const httplib::Request&, httplib::Response&)>;
+  explicit StandIn(Reply reply) : reply_(std::move(reply)) {
+    auto handle = [this](const httplib::Request& req, httplib::Response& res) {
+      Seen s{req.method,
+             req.path,
+             req.body,
+             req.get_header_value("Content-Type"),
+             req.get_header_value("Accept"),
+             req.params,
+             ""};
+      if (req.has_file("profile")) s.multipart_profile = req.get_file_value("profile").content;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        seen_.push_back(std::move(s));
+      }
+      reply_(req, res);
+    };
+    server_.Post(R"(/.*)", handle);
+    server_.Put(R"(/.*)", handle);
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    // bind_to_any_port() already listens: a client connecting before the accept loop runs waits in the
+    // backlog.
+  }
+  ~StandIn() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string origin() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::vector<Seen> seen() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return seen_;
+  }
+
+ private:
+  Reply reply_;
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<Seen> seen_;
+};
+
+std::string base64url(std::string_view in) {
+  static const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (unsigned char c : in) {
+    acc = (acc << 8) | c;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out += a[(acc >> bits) & 63];
+    }
+  }
+  if (bits) out += a[(acc << (6 - bits)) & 63];
+  return out;
+}
+
+std::string jwt_for(const std::string& token) {
+  return base64url(R"({"alg":"HS256","typ":"JWT"})") + "." +
+         base64url("{\"profileToken\":\"" + token + "\"}") + ".c2lnbmF0dXJl";
+}
+
+std::string gunzip(const std::string& in) {
+  z_stream z{};
+  inflateInit2(&z, 16 + MAX_WBITS);
+  std::string out;
+  char buf[65536];
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof buf;
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.append(buf, sizeof buf - z.avail_out);
+  }
+  inflateEnd(&z);
+  return rc == Z_STREAM_END ? out : "";
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// `go tool pprof -top` of a pprof file: its output (the test asserts names in it).
+CmdResult pprof_top(const TempDir& dir, const std::string& file, const std::string& index) {
+  CmdOptions go;
+  go.env = {{"HOME", dir.path()}, {"PPROF_TMPDIR", dir.path()}, {"GOCACHE", dir.path() + "/gocache"}};
+  return run({"go", "tool", "pprof", "-top", "-sample_index=" + index, file}, go);
+}
+
+// The one raw profile and the labels of a WriteRawRequest.
+struct WriteRaw {
+  std::map<std::string, std::string> labels;
+  std::string raw_profile;
+  int series = 0;
+};
+WriteRaw decode_write_raw(const std::string& message) {
+  WriteRaw out;
+  protozero::pbf_reader req(message);
+  while (req.next(2)) {
+    ++out.series;
+    protozero::pbf_reader series = req.get_message();
+    while (series.next()) {
+      if (series.tag() == 1) {
+        protozero::pbf_reader set = series.get_message();
+        while (set.next(1)) {
+          protozero::pbf_reader label = set.get_message();
+          std::string k, v;
+          while (label.next()) (label.tag() == 1 ? k : v) = label.get_string();
+          out.labels[k] = v;
+        }
+      } else if (series.tag() == 2) {
+        protozero::pbf_reader sample = series.get_message();
+        while (sample.next(1)) out.raw_profile = sample.get_bytes();
+      } else {
+        series.skip();
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("share uploads the gzip of a self-contained profile and prints the public link") {
+  TempDir dir;
+  const std::string profile = dir.file("p.json.gz");
+  record_exp_work(profile, "1", false);  // raw addresses: share must bake the names in
+  StandIn store([](const httplib::Request&, httplib::Response& res) {
+    res.set_content(jwt_for("abc123XYZ"), "text/plain");
+  });
+  CmdOptions o;
+  o.env = {{"PROFILER_URL", "https://profiler.example.test/"}};
+  auto r = run({fxprof_bin(), "share", "--yes", "--upload-url", store.origin(), profile}, o);
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out == "https://profiler.example.test/public/abc123XYZ/\n");
+  // It said what the profile holds, and that the link is public, before uploading.
+  CHECK(r.err.find("processes: exp_work (pid ") != std::string::npos);
+  CHECK(r.err.find("150 MB") != std::string::npos);
+  auto seen = store.seen();
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].method == "POST");
+  CHECK(seen[0].path == "/compressed-store");
+  CHECK(seen[0].accept == "application/vnd.firefox-profiler+json;version=1.0");
+  const std::string json = gunzip(seen[0].body);
+  REQUIRE(!json.empty());
+  CHECK(lint_gecko_profile(json).empty());
+  CHECK(json.find("\"presymbolicated\":true") != std::string::npos);
+  CHECK(json.find("beta(long)") != std::string::npos);  // a name baked in, not an address
+}
+
+TEST_CASE("share asks first: without a terminal and without --yes nothing is uploaded") {
+  TempDir dir;
+  const std::string profile = dir.file("p.json.gz");
+  record_exp_work(profile);
+  StandIn store(
+      [](const httplib::Request&, httplib::Response& res) { res.set_content(jwt_for("t"), "text/plain"); });
+  auto r = run({fxprof_bin(), "share", "--upload-url", store.origin(), profile});
+  CHECK(r.status == 1);
+  CHECK(r.err.find("not uploaded: the link would be public; give --yes") != std::string::npos);
+  CHECK(store.seen().empty());
+}
+
+TEST_CASE("share: the service's refusal is one line with its status and words") {
+  TempDir dir;
+  const std::string profile = dir.file("p.json.gz");
+  record_exp_work(profile);
+  StandIn store([](const httplib::Request&, httplib::Response& res) {
+    res.status = 413;
+    res.set_content("Payload Too Large\nmore detail", "text/plain");
+  });
+  auto r = run({fxprof_bin(), "share", "--yes", "--upload-url", store.origin(), profile});
+  CHECK(r.status == 1);
+  CHECK(r.out.empty());
+  CHECK(r.err.find("fxprof: upload refused by " + store.origin() + ": HTTP 413: Payload Too Large\n") !=
+        std::string::npos);
+  // A token that is not a JWT is an error too, not a link.
+  StandIn bad(
+      [](const httplib::Request&, httplib::Response& res) { res.set_content("<html>", "text/html"); });
+  auto b = run({fxprof_bin(), "share", "--yes", "--upload-url", bad.origin(), profile});
+  CHECK(b.status == 1);
+  CHECK(b.err.find("not a token") != std::string::npos);
+  // Nobody listening: one line naming the URL.
+  auto gone = run({fxprof_bin(), "share", "--yes", "--upload-url", "http://127.0.0.1:1", profile});
+  CHECK(gone.status == 1);
+  CHECK(gone.err.find("fxprof: cannot reach http://127.0.0.1:1/compressed-store") != std::string::npos);
+}
+
+TEST_CASE("share --share-to PUTs the self-contained profile and prints the from-url link") {
+  TempDir dir;
+  const std::string profile = dir.file("p.json.gz");
+  record_exp_work(profile, "1", false);
+  StandIn store([](const httplib::Request&, httplib::Response& res) { res.status = 200; });
+  const std::string url = store.origin() + "/bucket/p.json.gz?X-Amz-Signature=ab%2Fcd&x=1";
+  CmdOptions o;
+  o.env = {{"PROFILER_URL", "https://profiler.example.test"}};
+  auto r = run({fxprof_bin(), "share", "--share-to", url, "--header", "x-amz-acl: private", profile}, o);
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out == "https://profiler.example.test/from-url/" + url_encode(url) + "/\n");
+  CHECK(r.err.find("CORS") != std::string::npos);
+  auto seen = store.seen();
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].method == "PUT");
+  CHECK(seen[0].path == "/bucket/p.json.gz");
+  const std::string json = gunzip(seen[0].body);
+  CHECK(json.find("beta(long)") != std::string::npos);
+}
+
+TEST_CASE("push --pyroscope sends pprof as the multipart field 'profile' to /ingest") {
+  TempDir dir;
+  const std::string profile = dir.file("p.json.gz");
+  record_exp_work(profile, "1", false);
+  StandIn pyro([](const httplib::Request&, httplib::Response& res) { res.status = 200; });
+  auto r = run({fxprof_bin(), "push", "--pyroscope", pyro.origin(), "--label", "env=ci", "--label",
+                "branch=main", profile});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto seen = pyro.seen();
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].path == "/ingest");
+  CHECK(seen[0].params.find("name")->second == "exp_work{env=ci,branch=main}");
+  CHECK(seen[0].params.find("format")->second == "pprof");
+  const long from = std::stol(seen[0].params.find("from")->second);
+  const long until = std::stol(seen[0].params.find("until")->second);
+  CHECK(from > 1700000000);
+  CHECK(until >= from);
+  CHECK(until - from < 60);
+  REQUIRE(!seen[0].multipart_profile.empty());
+  write_file(dir.file("got.pb.gz"), seen[0].multipart_profile);
+  auto top = pprof_top(dir, dir.file("got.pb.gz"), "cpu");
+  INFO(top.out << top.err);
+  REQUIRE(top.status == 0);
+  CHECK(top.out.find("beta") != std::string::npos);  // symbols baked: no debug upload needed
+  CHECK(top.out.find("alpha") != std::string::npos);
+  // A bad label name is refused before anything is sent.
+  auto bad = run({fxprof_bin(), "push", "--pyroscope", pyro.origin(), "--label", "9x=1", profile});
+  CHECK(bad.status == 2);
+  CHECK(pyro.seen().size() == 1);
+}
+
+TEST_CASE("push --parca sends a WriteRawRequest as gRPC-Web and reads the gRPC status") {
+  TempDir dir;
+  const std::string profile = dir.file("p.json.gz");
+  record_exp_work(profile, "1", false);
+  auto grpc_answer = [](int code, const std::string& message) {
+    return [code, message](const httplib::Request&, httplib::Response& res) {
+      std::string trailer = "grpc-status: " + std::to_string(code) + "\r\n";
+      if (!message.empty()) trailer += "grpc-message: " + message + "\r\n";
+      std::string body(5, '\0');
+      body[0] = static_cast<char>(0x80);
+      body[4] = static_cast<char>(trailer.size());
+      body += trailer;
+      std::string empty_message(5, '\0');  // WriteRawResponse{}: an empty message frame first
+      res.set_content(empty_message + body, "application/grpc-web+proto");
+    };
+  };
+  StandIn parca(grpc_answer(0, ""));
+  auto r = run({fxprof_bin(), "push", "--parca", parca.origin(), "--app", "myservice", "--label", "region=eu",
+                profile});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto seen = parca.seen();
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].path == "/parca.profilestore.v1alpha1.ProfileStoreService/WriteRaw");
+  CHECK(seen[0].content_type == "application/grpc-web+proto");
+  const std::string& frame = seen[0].body;
+  REQUIRE(frame.size() > 5);
+  CHECK(frame[0] == 0);  // not compressed
+  const uint32_t len = (uint32_t(uint8_t(frame[1])) << 24) | (uint32_t(uint8_t(frame[2])) << 16) |
+                       (uint32_t(uint8_t(frame[3])) << 8) | uint32_t(uint8_t(frame[4]));
+  REQUIRE(len == frame.size() - 5);
+  WriteRaw w = decode_write_raw(frame.substr(5));
+  CHECK(w.series == 1);
+  CHECK(w.labels["__name__"] == "fxprof");
+  CHECK(w.labels["service_name"] == "myservice");
+  CHECK(w.labels["region"] == "eu");
+  write_file(dir.file("got.pb.gz"), w.raw_profile);
+  auto top = pprof_top(dir, dir.file("got.pb.gz"), "samples");
+  INFO(top.out << top.err);
+  REQUIRE(top.status == 0);
+  CHECK(top.out.find("gamma_work") != std::string::npos);
+
+  StandIn refusing(grpc_answer(3, "invalid labels"));
+  auto bad = run({fxprof_bin(), "push", "--parca", refusing.origin(), profile});
+  CHECK(bad.status == 1);
+  CHECK(bad.err.find("Parca refused the profile: gRPC status 3: invalid labels") != std::string::npos);
+}
+
+TEST_CASE("record --share uploads after recording and exits with the program's status") {
+  TempDir dir;
+  StandIn store([](const httplib::Request&, httplib::Response& res) {
+    res.set_content(jwt_for("rec1"), "text/plain");
+  });
+  CmdOptions o;
+  o.env = {{"PROFILER_URL", "https://profiler.example.test"}};
+  auto r = run(
+      {fxprof_bin(), "record", "--cpu-only", "-q", "--share", "--yes", "--upload-url", store.origin(), "-o",
+       dir.file("p.json.gz"), "--", "sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exit 7"},
+      o);
+  INFO(r.out << r.err);
+  CHECK(r.status == 7);
+  CHECK(r.out.find("https://profiler.example.test/public/rec1/") != std::string::npos);
+  REQUIRE(store.seen().size() == 1);
+}
+
+TEST_CASE("share: JWT decoding and Parca's message, as plain functions") {
+  auto t = share::token_from_jwt(jwt_for("a-b_c9") + "\n");
+  REQUIRE(t);
+  CHECK(*t == "a-b_c9");
+  CHECK(!share::token_from_jwt("nodots"));
+  CHECK(!share::token_from_jwt("a.!!!.c"));
+  CHECK(!share::token_from_jwt(base64url("{}") + "." + base64url("{\"profileToken\":\"../x\"}") + ".s"));
+  share::PushOptions o;
+  o.app = "app";
+  o.labels = {{"k", "v"}};
+  WriteRaw w = decode_write_raw(share::parca_write_raw_request("PPROF", o));
+  CHECK(w.raw_profile == "PPROF");
+  CHECK(w.labels.size() == 3);
+  CHECK(w.labels["k"] == "v");
+  CHECK(share::check_label_name("ok_1"));
+  CHECK(!share::check_label_name("1bad"));
+  CHECK(!share::check_label_name("a-b"));
+  CHECK(!share::check_label_name(""));
+}
