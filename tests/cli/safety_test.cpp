@@ -144,3 +144,44 @@ TEST_CASE("with --heap, SIGTERM, SIGHUP and SIGINT to fxprof reach the program a
     CHECK(text.find("sleep") != std::string::npos);
   }
 }
+
+#if defined(__SANITIZE_ADDRESS__)
+#define FXPROF_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FXPROF_TEST_ASAN 1
+#endif
+#endif
+// Not in the sanitizer build: ASan reserves terabytes of shadow address space (no RLIMIT_AS fits it) and
+// ends the process itself when an allocation fails, before any new_handler.
+#ifndef FXPROF_TEST_ASAN
+TEST_CASE("a profile that needs more memory than allowed is a one-line error and exit 1, not an abort") {
+  TempDir dir;
+  // One thread of 1M samples: the model alone needs 24 MB, more than the 32 MiB address space allows once
+  // fxprof and its libraries are mapped. A small profile reports under the same limit.
+  const std::string big = dir.file("big.json"), small = dir.file("small.json");
+  {
+    std::ofstream out(big);
+    out << R"({"meta":{"version":36,"startTime":1700000000000,"interval":1},"libs":[],"threads":[{"name":"big",)"
+           R"("pid":1,"tid":1,"processName":"big","samples":{"schema":{"stack":0,"time":1},"data":[)";
+    for (int i = 0; i < 1'000'000; ++i) out << (i ? ",[0," : "[0,") << i << ']';
+    out << R"(]},"stackTable":{"schema":{"prefix":0,"frame":1},"data":[[null,0]]},"frameTable":{"schema":)"
+           R"({"location":0},"data":[[0]]},"stringTable":["main"]}],"processes":[]})";
+  }
+  {
+    auto r = record_to(small);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+  }
+  auto limited = [](const std::string& profile) {
+    return run({"sh", "-c", "ulimit -v 32768 && exec \"$@\"", "sh", fxprof_bin(), "report", profile});
+  };
+  auto ok = limited(small);
+  INFO(ok.err);
+  CHECK(ok.status == 0);
+  auto r = limited(big);
+  INFO(r.err);
+  CHECK(r.status == 1);  // was 134: std::bad_alloc reached std::terminate
+  CHECK(r.err == "fxprof: out of memory\n");
+}
+#endif
