@@ -63,8 +63,6 @@ std::string paranoid_meaning(long level) {
   return "ordinary users may not use perf events at all";
 }
 
-// The one error for a refused perf_event_open, naming the setting and the fix. `paranoid` is the sysctl's
-// value; `root`: it does not apply to us.
 // Attaching to someone else's process needs ptrace rights over it, whatever perf_event_paranoid says.
 bool another_users(int pid) {
   struct stat st;
@@ -77,6 +75,8 @@ Error attach_refused(int pid, int err) {
   return Err("cannot attach to pid " + std::to_string(pid) + ": " + errno_text(err));
 }
 
+// The one error for a refused perf_event_open, naming the setting and the fix. `paranoid` is the sysctl's
+// value; `root`: it does not apply to us.
 Error permission_error(int err, long paranoid, bool root, bool tried_user_only) {
   std::string msg = "perf_event_open refused (" + errno_text(err) + "): ";
   const std::string setting = "kernel.perf_event_paranoid=" + std::to_string(paranoid);
