@@ -97,19 +97,39 @@ Result<std::string> read_file(const std::string& path);
 // "strerror(errno)" without the thread-safety trap of strerror().
 std::string errno_text(int err);
 
-// Writes a file that appears under its final name only when complete: an unnamed O_TMPFILE in the target
-// folder, fsynced, linked under a temporary name and renamed over `path` (readers never see a half-written
-// file; a killed writer leaves nothing behind). Mode 0600: profiles hold command lines and paths, as
-// perf.data does. Where O_TMPFILE is not supported, a named `path.tmp.XXXXXXXX` file is used instead.
-// create() is also how a writer checks, before long work, that it will be able to write `path`.
+// What writing to an output path means; decided here for every writer (record, export, symbolicate, diff):
+//  - a new name or a regular file: replaced atomically (AtomicFile below); behind a symlink the file the
+//    link leads to is replaced and the link stays (a dangling link's target is created);
+//  - "-", /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N: that open descriptor, written as a stream
+//    (as a shell's redirection does: a `>> log` behind it is appended to, not replaced);
+//  - a device, FIFO or socket (/dev/null, a named pipe): opened and written as a stream, never replaced;
+//  - a directory: refused.
+enum class OutputKind { kReplace, kStream };
+struct OutputTarget {
+  OutputKind kind = OutputKind::kReplace;
+  std::string path;  // the file to replace (links followed), or the path to open as a stream
+  int fd = -1;       // for "-" and /dev/fd/N style names: the descriptor to write to (not owned)
+};
+Result<OutputTarget> resolve_output(const std::string& path);
+
+// Writes an output as resolve_output() says. For a replaced file: it appears under its final name only when
+// complete: an unnamed O_TMPFILE in the target folder, fsynced, linked under a temporary name and renamed
+// over the target (readers never see a half-written file; a killed writer leaves nothing behind). Mode 0600:
+// profiles hold command lines and paths, as perf.data does. Where O_TMPFILE is not supported, a named
+// `path.tmp.XXXXXXXX` file is used instead. For a stream, the bytes go straight to it and commit() closes it.
 class AtomicFile {
  public:
   static Result<AtomicFile> create(const std::string& path);
+  // How a writer checks, before long work, that it will be able to write `path`: a replaced file's temporary
+  // is created and dropped; a stream is checked for write permission but not opened (opening a FIFO would
+  // wait for its reader, and closing it would end the reader's input).
+  static Result<OutputKind> check(const std::string& path);
   AtomicFile(AtomicFile&& o) noexcept
       : fd_(std::move(o.fd_)),
         temp_(std::move(o.temp_)),
         final_(std::move(o.final_)),
-        committed_(o.committed_) {
+        committed_(o.committed_),
+        stream_(o.stream_) {
     o.temp_.clear();
     o.committed_ = true;
   }
@@ -117,17 +137,19 @@ class AtomicFile {
   ~AtomicFile();  // removes the temporary file unless commit() succeeded
 
   int fd() const { return fd_.get(); }
-  const std::string& temp_path() const { return temp_; }  // "" while unnamed (O_TMPFILE)
-  // fsyncs, names and renames; the rename is the commit point.
+  bool stream() const { return stream_; }
+  const std::string& temp_path() const { return temp_; }  // "" while unnamed (O_TMPFILE) or a stream
+  // Replaced file: fsyncs, names and renames; the rename is the commit point. Stream: closes.
   Status commit();
 
  private:
-  AtomicFile(UniqueFd fd, std::string temp, std::string final_path)
-      : fd_(std::move(fd)), temp_(std::move(temp)), final_(std::move(final_path)) {}
+  AtomicFile(UniqueFd fd, std::string temp, std::string final_path, bool stream = false)
+      : fd_(std::move(fd)), temp_(std::move(temp)), final_(std::move(final_path)), stream_(stream) {}
   UniqueFd fd_;
   std::string temp_;
   std::string final_;
   bool committed_ = false;
+  bool stream_ = false;
 };
 
 }  // namespace fxprof

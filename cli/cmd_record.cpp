@@ -74,7 +74,9 @@ constexpr const char* kHelp =
     "                           how long each pass took (plan, start, read, drain, finish)\n"
     "\n"
     "Output:\n"
-    "  -o, --output FILE        profile file (default profile.json.gz; gzip when it ends in .gz)\n"
+    "  -o, --output FILE        profile file (default profile.json.gz; gzip when it ends in .gz); a\n"
+    "                           regular file is replaced whole, a device, FIFO or \"-\" is written as a\n"
+    "                           stream (with -s), a symlink is followed, a directory is refused\n"
     "  -s, --save-only          write the profile and exit, without serving it; the profile is made\n"
     "                           self-contained (symbols baked in) unless --no-symbolicate\n"
     "  --symbolicate            bake symbols into the profile (names, inlined frames) so that it opens\n"
@@ -104,20 +106,16 @@ constexpr const char* kHelp =
 // Blocks SIGINT, SIGTERM and SIGHUP while alive; release() drops any pending one and restores the mask.
 class SignalHold {
  public:
-  SignalHold() {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    sigaddset(&set_, SIGHUP);
-    sigprocmask(SIG_BLOCK, &set_, &previous_);
-  }
+  SignalHold() : set_(recorder::recording_signals()) { sigprocmask(SIG_BLOCK, &set_, &previous_); }
   ~SignalHold() { release(); }
   SignalHold(const SignalHold&) = delete;
   SignalHold& operator=(const SignalHold&) = delete;
   bool interrupted() const {
     sigset_t pending;
     sigpending(&pending);
-    return sigismember(&pending, SIGINT) || sigismember(&pending, SIGTERM) || sigismember(&pending, SIGHUP);
+    for (int sig = 1; sig < NSIG; ++sig)
+      if (sigismember(&set_, sig) == 1 && sigismember(&pending, sig) == 1) return true;
+    return false;
   }
   void release() {
     if (released_) return;
@@ -284,17 +282,25 @@ int cmd_record(std::span<char*> args) {
     return usage_error(kCommand,
                        "--heap records programs fxprof starts; it cannot attach to a running process (-p)");
 
-  // An output we cannot write is found now, not after the program ran: create (and drop) its temporary file.
-  if (auto probe = AtomicFile::create(output); !probe) {
-    std::fprintf(stderr, "fxprof: %s\n", probe.error().c_str());
+  // An output we cannot write (a directory, a read-only folder) is found now, not after the program ran.
+  auto output_kind = AtomicFile::check(output);
+  if (!output_kind) {
+    std::fprintf(stderr, "fxprof: %s\n", output_kind.error().c_str());
     return 1;
   }
+  // The server reads the profile back from its file: a device or pipe cannot be served.
+  if (*output_kind == OutputKind::kStream && !save_only)
+    return usage_error(kCommand, output + " is not a regular file: add --save-only to write the profile to it");
 
   // The heap library goes into the environment of the program we launch only (heap/heap.h).
   std::unique_ptr<heap::HeapSource> heap_source;
   if (heap_opt) {
     heap_opt->rate_bytes = heap_rate;
-    auto h = heap::HeapSource::start(*heap_opt);
+    // Its reader thread starts with the recording's signals blocked, as record() will block them in this one.
+    auto h = [&] {
+      recorder::RecordingSignalsBlocked blocked;
+      return heap::HeapSource::start(*heap_opt);
+    }();
     if (!h) {
       std::fprintf(stderr, "fxprof: %s\n", h.error().c_str());
       return 1;

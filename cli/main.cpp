@@ -1,5 +1,8 @@
 // fxprof: a sampling profiler for Linux whose profiles open in the Firefox Profiler.
+#include <unistd.h>
+
 #include <cstdio>
+#include <new>
 #include <span>
 #include <string_view>
 
@@ -24,9 +27,19 @@ constexpr const char* kUsage =
     "\n"
     "Run `fxprof <command> --help` for the options of each command.\n";
 
+// Out of memory (a huge or hostile profile, a `ulimit -v`) is a one-line error and exit status 1, not an
+// abort: the first allocation that fails ends the program here. Nothing is written under an output's name
+// (an unnamed temporary file vanishes with the process). write(2): the heap is what just failed.
+[[noreturn]] void out_of_memory() {
+  static constexpr char kMessage[] = "fxprof: out of memory\n";
+  (void)!::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+  ::_exit(1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::set_new_handler(out_of_memory);
   if (argc < 2) {
     std::fputs(kUsage, stderr);
     return 2;

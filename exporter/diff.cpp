@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <unordered_map>
 
+#include "base/terminal.h"
 #include "exporter/output.h"
 
 namespace fxprof::exporter {
@@ -108,7 +109,7 @@ std::string format_diff(const Diff& d, size_t limit) {
       std::snprintf(buf, sizeof buf, "      %6.2f%% %6.2f%% %+7.2f%%        %6.2f%% %6.2f%% %+7.2f%%  ",
                     r.base_self, r.new_self, r.self_change(), r.base_total, r.new_total, r.total_change());
     out += buf;
-    out += r.name;
+    out += terminal_safe(r.name);
     out += '\n';
   }
   return out;

@@ -27,7 +27,8 @@
 //  - Untrusted input gets one-line errors naming the file, decided as early as possible: not a regular file
 //    (a FIFO would block forever), empty, neither gzip nor '{' in the first bytes ("not a profile", without
 //    reading a 1 GiB file on), gzip that inflates beyond kMaxInflateRatio x its size or kMaxInflatedBytes
-//    (gzip bombs: 2 MB can inflate to 2.6 GB), truncated or corrupt JSON, numbers beyond double range.
+//    (gzip bombs: 2 MB can inflate to 2.6 GB), one string or number longer than kMaxJsonStringBytes,
+//    truncated or corrupt JSON, numbers beyond double range.
 //  - Processed-format profiles (samply's) are not Gecko: the reader says so (ReadInfo::processed) and the
 //    caller serves them as they are.
 #pragma once
@@ -44,6 +45,9 @@ namespace fxprof::exporter {
 
 inline constexpr size_t kMaxInflateRatio = 200;  // profiles compress 8-30x; bombs ~1000x
 inline constexpr size_t kMaxInflatedBytes = size_t{16} << 30;
+// One JSON string or number (a function name, a path, a marker's text): longer ones are refused as they are
+// read, before they are held whole (a 1 GiB name took 3 GB to parse). C++ names reach a few KiB.
+inline constexpr size_t kMaxJsonStringBytes = size_t{1} << 20;
 
 struct ReadInfo {
   bool gzip = false;       // by magic, not by name

@@ -4,40 +4,17 @@
 #include <zlib.h>
 
 #include <cerrno>
-#include <cstring>
 
 #include "base/fd.h"
 
 namespace fxprof::exporter {
 namespace {
 
-class StdoutOutput final : public OutputFile {
- public:
-  void write(std::string_view bytes) override {
-    while (!bytes.empty() && error_.empty()) {
-      ssize_t n = ::write(STDOUT_FILENO, bytes.data(), bytes.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        error_ = std::string("standard output: ") + std::strerror(errno);
-        break;
-      }
-      bytes.remove_prefix(static_cast<size_t>(n));
-    }
-  }
-  Status finish() override {
-    if (!error_.empty()) return Error{error_};
-    return {};
-  }
-
- private:
-  std::string error_;
-};
-
 bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Writes to the temporary file, remembering the first error.
+// Writes to the temporary file (or the stream: base/fd.h resolve_output decides), remembering the first error.
 class PlainFile : public OutputFile {
  public:
   PlainFile(AtomicFile file, std::string path) : file_(std::move(file)), path_(std::move(path)) {}
@@ -116,10 +93,7 @@ Result<std::unique_ptr<OutputFile>> OutputFile::create(const std::string& path) 
   return out;
 }
 
-Result<std::unique_ptr<OutputFile>> open_output(const std::string& path) {
-  if (path == "-") return std::unique_ptr<OutputFile>(std::make_unique<StdoutOutput>());
-  return OutputFile::create(path);
-}
+Result<std::unique_ptr<OutputFile>> open_output(const std::string& path) { return OutputFile::create(path); }
 
 std::string output_beside(const std::string& in, const std::string& extension) {
   std::string stem = in;

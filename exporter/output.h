@@ -1,5 +1,6 @@
-// fxprof exporter: where a sink's bytes go. "-" is standard output (for pipes: `fxprof export folded IN -o -
-// | flamegraph.pl`); any other path is an OutputFile (temporary file renamed on success, gzip for ".gz").
+// fxprof exporter: where a sink's bytes go: an OutputFile over base/fd.h's AtomicFile, which decides what a
+// path means ("-" is standard output, for pipes: `fxprof export folded IN -o - | flamegraph.pl`; a device or
+// FIFO is a stream; a regular file or a new name is replaced atomically; a directory is refused).
 // JSON sinks write through base/json_writer.h's JsonWriter over an OutputFile.
 #pragma once
 
@@ -12,8 +13,8 @@
 
 namespace fxprof::exporter {
 
-// Where bytes go: a temporary file beside the target (renamed on finish()), gzip-compressed when the target
-// name ends in ".gz". Nothing appears under the final name unless finish() succeeds.
+// Where bytes go: a temporary file beside the target (renamed on finish()) or a stream, gzip-compressed when
+// the target name ends in ".gz". Nothing appears under a replaced file's name unless finish() succeeds.
 class OutputFile : public ByteSink {
  public:
   static Result<std::unique_ptr<OutputFile>> create(const std::string& path);

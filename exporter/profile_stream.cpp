@@ -255,6 +255,11 @@ bool JsonStream::copy(PieceBuffer* out, size_t from, size_t to) {
   return true;
 }
 
+bool JsonStream::too_long(const char* what, uint64_t from) {
+  return fail(std::string(what) + " longer than " + std::to_string(kMaxJsonStringBytes >> 20) +
+              " MiB at byte " + std::to_string(from) + " (the limit for one name or value)");
+}
+
 bool JsonStream::string(std::string& out, size_t max) {
   out.clear();
   ++pos_;  // the opening quote
@@ -275,20 +280,29 @@ bool JsonStream::value(PieceBuffer* out) {
   // A scalar: up to the next delimiter. The text ending first is a truncated document: every value this
   // stream reads is inside the top-level object.
   if (first != '{' && first != '[' && first != '"') {
+    const uint64_t from = offset();
     for (;;) {
       if (pos_ == end_) {
         if (!copy(out, start, pos_)) return false;
+        if (offset() - from > kMaxJsonStringBytes) return too_long("a number", from);
         if (!fill()) return failed() ? false : fail("truncated JSON");
         start = pos_;
       }
       const char c = buf_[pos_];
-      if (c == ',' || c == '}' || c == ']' || is_space(c)) return copy(out, start, pos_);
+      if (c == ',' || c == '}' || c == ']' || is_space(c)) {
+        if (offset() - from > kMaxJsonStringBytes) return too_long("a number", from);
+        return copy(out, start, pos_);
+      }
       ++pos_;
     }
   }
   std::vector<char> stack;  // the open brackets
   bool in_string = false, escaped = false;
+  uint64_t string_from = 0;  // offset of the open string's quote
   for (;;) {
+    // A string still open at a chunk's end is checked against the cap before the next chunk is read, so
+    // at most one chunk more than the cap is ever held for it.
+    if (in_string && offset() - string_from > kMaxJsonStringBytes) return too_long("a string", string_from);
     if (pos_ == end_) {
       if (!copy(out, start, pos_)) return false;
       if (!fill()) return failed() ? false : fail("truncated JSON");
@@ -312,6 +326,7 @@ bool JsonStream::value(PieceBuffer* out) {
           continue;
         }
         in_string = false;
+        if (consumed_ + i - string_from > kMaxJsonStringBytes) return too_long("a string", string_from);
         done = stack.empty();
         continue;
       }
@@ -320,6 +335,7 @@ bool JsonStream::value(PieceBuffer* out) {
       const char c = b[i++];
       if (c == '"') {
         in_string = true;
+        string_from = consumed_ + i - 1;
       } else if (c == '{' || c == '[') {
         if (stack.size() >= kMaxDepth) {
           pos_ = i;

@@ -74,7 +74,8 @@ class JsonStream {
   // Skips whitespace; the next byte, or -1 at the end of the text or on an error (failed() tells).
   int peek();
   void take() { ++pos_; }  // consumes the byte peek() returned
-  // A string (the next byte is '"'), raw (escapes as written); bytes beyond `max` are dropped.
+  // A string (the next byte is '"'), raw (escapes as written); bytes beyond `max` are dropped (and the
+  // outline's keys are short: a long one is only skipped, never held).
   bool string(std::string& out, size_t max);
   // One value (the next byte starts it), copied into `out` when given, else skipped. The text may not end
   // inside it, a scalar's included: every value read is inside the top-level object.
@@ -87,6 +88,7 @@ class JsonStream {
  private:
   bool fill();  // reads the next chunk into the buffer (dropping what was consumed); false at the end
   bool fail(std::string message);
+  bool too_long(const char* what, uint64_t from);  // a string or number beyond kMaxJsonStringBytes
   bool copy(PieceBuffer* out, size_t from, size_t to);
 
   TextSource& source_;

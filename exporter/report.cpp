@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/terminal.h"
 #include "exporter/call_tree.h"
 
 namespace fxprof::exporter {
@@ -44,7 +45,7 @@ void format_tree(const ReportTreeNode& n, uint64_t section, int depth, std::stri
   std::snprintf(buf, sizeof buf, "  %6.2f%% %6.2f%%  ", percent(n.total, section), percent(n.self, section));
   out += buf;
   out.append(static_cast<size_t>(depth) * 2, ' ');
-  out += n.name;
+  out += terminal_safe(n.name);
   out += '\n';
   for (const auto& c : n.children) format_tree(c, section, depth + 1, out);
 }
@@ -156,7 +157,7 @@ std::string format_report(const Report& r, const ReportOptions& options) {
   out += buf;
   // What the recording said about its own completeness (README, "Data quality"), for CI logs too.
   for (const model::Meta::Problem& q : r.data_quality)
-    out += "data quality: " + q.label + " (" + std::to_string(q.count) + ")\n";
+    out += "data quality: " + terminal_safe(q.label) + " (" + std::to_string(q.count) + ")\n";
   if (r.samples_without_stack) {
     std::snprintf(buf, sizeof buf, "%llu samples without a stack (not counted below)\n",
                   static_cast<unsigned long long>(r.samples_without_stack));
@@ -164,11 +165,15 @@ std::string format_report(const Report& r, const ReportOptions& options) {
   }
   for (const auto& sec : r.sections) {
     out += '\n';
-    if (sec.thread_name.empty())
-      std::snprintf(buf, sizeof buf, "process %s (pid %u): ", sec.process_name.c_str(), sec.pid);
-    else
-      std::snprintf(buf, sizeof buf, "thread %s (tid %u) of %s (pid %u): ", sec.thread_name.c_str(), sec.tid,
-                    sec.process_name.c_str(), sec.pid);
+    // Names from the file: escaped, and appended rather than formatted (a long one would be cut at buf's size).
+    const std::string process = terminal_safe(sec.process_name);
+    if (sec.thread_name.empty()) {
+      out += "process " + process;
+    } else {
+      std::snprintf(buf, sizeof buf, " (tid %u) of ", sec.tid);
+      out += "thread " + terminal_safe(sec.thread_name) + buf + process;
+    }
+    std::snprintf(buf, sizeof buf, " (pid %u): ", sec.pid);
     out += buf;
     std::snprintf(buf, sizeof buf, "%llu samples (%.1f%%), %.1f ms CPU\n",
                   static_cast<unsigned long long>(sec.samples), percent(sec.samples, r.samples),
@@ -181,7 +186,7 @@ std::string format_report(const Report& r, const ReportOptions& options) {
         std::snprintf(buf, sizeof buf, "  %7.2f%% %7.2f%% %9llu  ", f.self_percent, f.total_percent,
                       static_cast<unsigned long long>(by_total ? f.total : f.self));
         out += buf;
-        out += f.name;
+        out += terminal_safe(f.name);
         out += '\n';
       }
     };
@@ -255,7 +260,7 @@ std::string top_self_summary(const model::Profile& profile, size_t n) {
   char buf[32];
   for (size_t i = 0; i < stats.size() && i < n && stats[i].self > 0; ++i) {
     if (!out.empty()) out += ", ";
-    out += fns.function(stats[i].function).name;
+    out += terminal_safe(fns.function(stats[i].function).name);
     std::snprintf(buf, sizeof buf, " %.1f%%", percent(stats[i].self, t.total_samples()));
     out += buf;
   }

@@ -558,14 +558,24 @@ void ProfileBuilder::read_jit(uint32_t pid, ProcRef& pr) {
   if (!has_samples(proc)) return;
   std::vector<model::JitCode> entries;
   std::string source;
+  // Whose files may name the process's code: its real and effective users (from /proc while it is there;
+  // else fxprof's own user, perf's rule).
+  std::vector<uint32_t> uids;
+  if (auto status = procfs_.read("/proc/" + std::to_string(pid) + "/status")) uids = status_uids(*status);
+  if (uids.empty()) uids.push_back(static_cast<uint32_t>(::geteuid()));
+  std::string untrusted;
   const std::string map_path = "/tmp/perf-" + std::to_string(pid) + ".map";
-  if (auto m = read_perf_map(map_path); m && !m->empty()) {
+  if (auto m = read_perf_map(map_path, uids, &untrusted); m && !m->empty()) {
     entries = std::move(*m);
     source = map_path;
   }
+  if (!untrusted.empty()) jit_refused_.push_back(std::move(untrusted));
   if (!pr.jitdump.empty()) {
     // Later entries win: a jitdump (which also has the code) over the perf map for the same code.
-    if (auto d = read_jitdump(pr.jitdump); d && !d->empty()) {
+    untrusted.clear();
+    auto d = read_jitdump(pr.jitdump, uids, &untrusted);
+    if (!untrusted.empty()) jit_refused_.push_back(std::move(untrusted));
+    if (d && !d->empty()) {
       entries.insert(entries.end(), std::make_move_iterator(d->begin()), std::make_move_iterator(d->end()));
       source = pr.jitdump;
     }

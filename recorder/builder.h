@@ -107,6 +107,9 @@ class ProfileBuilder {
   const std::vector<std::string>& deleted_read() const { return deleted_read_; }
   const std::vector<std::string>& deleted_unreadable() const { return unreadable_; }
   std::vector<UniqueFd> take_kept_files();
+  // JIT files (perf maps, jitdumps) not used because another user owns them or others may write them
+  // (recorder/jit.h jit_file_untrusted): "PATH: why" each.
+  const std::vector<std::string>& jit_refused() const { return jit_refused_; }
   // Processes the kernel stopped profiling at an exec (setuid or unreadable binary: quality.h).
   std::vector<UnfollowedExec>& unfollowed() { return unfollowed_; }
   // Launch mode: the kernel never reported the launched program's exec (its events were dropped before
@@ -244,6 +247,7 @@ class ProfileBuilder {
   std::vector<uint32_t> pending_tids_;  // threads whose OffState::pending is set
   uint64_t switch_stacks_unwound_ = 0;
   std::vector<UnfollowedExec> unfollowed_;
+  std::vector<std::string> jit_refused_;
   struct KeptFile {
     UniqueFd fd;
     std::string path;      // the mapping's path

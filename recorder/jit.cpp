@@ -32,11 +32,16 @@ T load(std::string_view image, size_t at) {
 // Reads a regular file (never blocks on a FIFO or device that happens to carry the name). Symbolic links
 // are refused: anyone can create /tmp/perf-PID.map, and a link there must not make a recorder running as
 // root copy lines of another file into a profile.
-Result<std::string> read_regular(const std::string& path) {
+Result<std::string> read_regular(const std::string& path, std::span<const uint32_t> uids, std::string* untrusted) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW));
   if (!fd.valid()) return Err("cannot open " + path + ": " + errno_text(errno));
   struct stat st {};
   if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return Err(path + ": not a regular file");
+  if (std::string why = jit_file_untrusted(st.st_uid, st.st_mode, uids); !why.empty()) {
+    std::string message = path + ": " + why;
+    if (untrusted != nullptr) *untrusted = message;
+    return Err(std::move(message));
+  }
   if (static_cast<uint64_t>(st.st_size) > kMaxJitFileBytes) return Err(path + ": too large");
   std::string out;
   out.resize(static_cast<size_t>(st.st_size));
@@ -56,6 +61,17 @@ Result<std::string> read_regular(const std::string& path) {
 }
 
 }  // namespace
+
+std::string jit_file_untrusted(uint32_t owner, uint32_t mode, std::span<const uint32_t> uids) {
+  if (mode & (S_IWGRP | S_IWOTH))
+    return (mode & S_IWOTH) ? "writable by others" : "writable by its group";
+  if (owner == 0 || std::find(uids.begin(), uids.end(), owner) != uids.end()) return "";
+  std::string users;
+  for (size_t i = 0; i < uids.size(); ++i)
+    if (std::find(uids.begin(), uids.begin() + static_cast<ptrdiff_t>(i), uids[i]) == uids.begin() + static_cast<ptrdiff_t>(i))
+      users += (users.empty() ? "" : " or ") + std::to_string(uids[i]);
+  return "owned by user " + std::to_string(owner) + ", not by the process's user (" + users + ") or root";
+}
 
 std::vector<model::JitCode> parse_perf_map(std::string_view text) {
   std::vector<model::JitCode> out;
@@ -118,14 +134,16 @@ Result<std::vector<model::JitCode>> parse_jitdump(std::string_view image) {
   return out;
 }
 
-Result<std::vector<model::JitCode>> read_perf_map(const std::string& path) {
-  auto text = read_regular(path);
+Result<std::vector<model::JitCode>> read_perf_map(const std::string& path, std::span<const uint32_t> uids,
+                                                  std::string* untrusted) {
+  auto text = read_regular(path, uids, untrusted);
   if (!text) return std::move(text).take_error();
   return parse_perf_map(*text);
 }
 
-Result<std::vector<model::JitCode>> read_jitdump(const std::string& path) {
-  auto image = read_regular(path);
+Result<std::vector<model::JitCode>> read_jitdump(const std::string& path, std::span<const uint32_t> uids,
+                                                 std::string* untrusted) {
+  auto image = read_regular(path, uids, untrusted);
   if (!image) return std::move(image).take_error();
   auto codes = parse_jitdump(*image);
   if (!codes) return Err(path + ": " + codes.error());

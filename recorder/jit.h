@@ -19,10 +19,12 @@
 // read in file order and a later entry replaces what it overlaps (perf does the same for perf maps), so a
 // profile names the code with the latest name at each address; a sample taken before the reuse may get
 // the newer name. Files are opened non-blocking and must be regular files (a FIFO named like a map would
-// block the recorder otherwise), not symbolic links, at most kMaxJitFileBytes.
+// block the recorder otherwise), not symbolic links, at most kMaxJitFileBytes, owned by the process's user or
+// root and not writable by group or others (else a data-quality line names the file).
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,9 +42,18 @@ std::vector<model::JitCode> parse_perf_map(std::string_view text);
 // An Error when the header is not a jitdump's (wrong magic or byte order, or too short).
 Result<std::vector<model::JitCode>> parse_jitdump(std::string_view image);
 
-// Reads and parses the file; an Error when it does not exist or is not a regular file.
-Result<std::vector<model::JitCode>> read_perf_map(const std::string& path);
-Result<std::vector<model::JitCode>> read_jitdump(const std::string& path);
+// Why a JIT file must not name the code of a process whose users (real, effective) are `uids`: "" when its
+// owner is one of them or root and neither group nor others may write it, else the reason ("owned by user
+// 1001", "writable by others"). Anyone can create /tmp/perf-PID.map before the process does: perf checks
+// the owner too.
+std::string jit_file_untrusted(uint32_t owner, uint32_t mode, std::span<const uint32_t> uids);
+
+// Reads and parses the file; an Error when it does not exist, is not a regular file, or is not trusted for a
+// process of `uids` (jit_file_untrusted, checked on the opened file; then `*untrusted` holds the message).
+Result<std::vector<model::JitCode>> read_perf_map(const std::string& path, std::span<const uint32_t> uids,
+                                                  std::string* untrusted = nullptr);
+Result<std::vector<model::JitCode>> read_jitdump(const std::string& path, std::span<const uint32_t> uids,
+                                                 std::string* untrusted = nullptr);
 
 // Entries in file order -> sorted, disjoint table: a later entry replaces what it overlaps (an earlier
 // entry cut by it keeps the part that does not overlap). Empty ranges are dropped.

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/terminal.h"
 #include "model/profile.h"
 
 namespace fxprof::recorder {
@@ -223,7 +224,7 @@ std::string lock_wait_summary(const model::Profile& profile, size_t n) {
               [](const auto& a, const auto& b) { return a.first > b.first; });
     for (size_t h = 0; h < by_count.size() && h < 2; ++h) {
       out += h == 0 ? " held by " : " and ";
-      out += by_count[h].second.substr(0, 80);
+      out += terminal_safe(by_count[h].second.substr(0, 80));  // a name, printed on the terminal
     }
   }
   return out;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -52,6 +53,23 @@ std::string command_path(const std::string& name) {
   return name;
 }
 
+std::vector<uint32_t> status_uids(std::string_view status) {
+  const size_t at = status.find("\nUid:");
+  if (at == std::string_view::npos) return {};
+  std::vector<uint32_t> uids;
+  const char* p = status.data() + at + 5;
+  const char* end = status.data() + status.size();
+  for (int i = 0; i < 2; ++i) {
+    while (p < end && (*p == ' ' || *p == '\t')) ++p;
+    uint32_t uid = 0;
+    auto [next, ec] = std::from_chars(p, end, uid);
+    if (ec != std::errc()) return {};
+    uids.push_back(uid);
+    p = next;
+  }
+  return uids;
+}
+
 std::optional<UnfollowedExec> exec_not_followed(Procfs& procfs, uint32_t pid) {
   const std::string dir = "/proc/" + std::to_string(pid);
   auto stat_text = procfs.read(dir + "/stat");
@@ -65,11 +83,10 @@ std::optional<UnfollowedExec> exec_not_followed(Procfs& procfs, uint32_t pid) {
   // has no Vm lines. It is read before the owner, so that a task exiting in between is not taken for one.
   auto status = procfs.read(dir + "/status");
   if (!status || status->find("\nVmSize:") == std::string::npos) return std::nullopt;
-  const size_t uid_at = status->find("\nUid:");
-  if (uid_at == std::string::npos) return std::nullopt;
-  const auto real_uid = static_cast<uid_t>(std::strtoul(status->c_str() + uid_at + 5, nullptr, 10));
+  const std::vector<uint32_t> uids = status_uids(*status);
+  if (uids.empty()) return std::nullopt;
   struct stat st {};
-  if (::stat((dir + "/environ").c_str(), &st) != 0 || st.st_uid == real_uid) return std::nullopt;
+  if (::stat((dir + "/environ").c_str(), &st) != 0 || st.st_uid == uids[0]) return std::nullopt;
   UnfollowedExec u;
   u.pid = pid;
   name_unfollowed(procfs, u);

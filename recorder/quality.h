@@ -23,6 +23,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "model/profile.h"
 
@@ -46,6 +48,10 @@ std::string unprofilable_reason(const std::string& path);
 // The file execvp runs for `name`: `name` itself when it holds a '/', else the first executable match in
 // PATH.
 std::string command_path(const std::string& name);
+
+// The real and effective users of a process, from the text of its /proc/PID/status; empty when it has no
+// "Uid:" line.
+std::vector<uint32_t> status_uids(std::string_view status);
 
 // A process whose perf events the kernel removed at an exec: still running (not a zombie) when its EXIT
 // record is read, its /proc files owned by another user than its real one. `binary`: its argv[0] (cmdline),

@@ -63,6 +63,18 @@ std::string paranoid_meaning(long level) {
   return "ordinary users may not use perf events at all";
 }
 
+// Attaching to someone else's process needs ptrace rights over it, whatever perf_event_paranoid says.
+bool another_users(int pid) {
+  struct stat st;
+  return stat(("/proc/" + std::to_string(pid)).c_str(), &st) == 0 && st.st_uid != geteuid();
+}
+Error attach_refused(int pid, int err) {
+  if (another_users(pid))
+    return Err("cannot attach to pid " + std::to_string(pid) + ": it belongs to another user (" +
+               errno_text(err) + "); run fxprof as that user or as root");
+  return Err("cannot attach to pid " + std::to_string(pid) + ": " + errno_text(err));
+}
+
 // The one error for a refused perf_event_open, naming the setting and the fix. `paranoid` is the sysctl's
 // value; `root`: it does not apply to us.
 Error permission_error(int err, long paranoid, bool root, bool tried_user_only) {
@@ -119,12 +131,7 @@ size_t ceil_pow2(size_t v) {
 class SignalGuard {
  public:
   SignalGuard() {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set,
-              SIGHUP);  // a closed terminal must not lose the recording (nor leave the program unwatched)
+    const sigset_t set = recording_signals();
     pthread_sigmask(SIG_BLOCK, &set, &old_);
     fd_.reset(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
   }
@@ -239,6 +246,10 @@ class Session {
       problems.push_back(unfollowed_problem(builder_->unfollowed()));
       rec_.stats.not_followed = problems.back().line;
     }
+    for (const std::string& refused : builder_->jit_refused())
+      problems.push_back({"JIT names not used (file not the process's): " + refused, 1,
+                          refused + ": its JIT function names were not used (a perf map or jitdump must belong "
+                                    "to the process's user or root and be writable by no one else)"});
     if (unwinder_)  // named in the incomplete-stacks line already: meta entries only
       for (const UnwindStop& s : unwinder_->stops())
         if (s.corrupt > 0)
@@ -326,13 +337,8 @@ Status Session::choose_config(int pid) {
         notice("no hardware PMU here (a virtual machine?): sampling with the cpu-clock software event");
       continue;
     }
-    if ((err == EACCES || err == EPERM) && opt_.command.empty()) {
-      // Attaching to someone else's process needs ptrace rights over it, whatever perf_event_paranoid says.
-      struct stat st;
-      if (stat(("/proc/" + std::to_string(pid)).c_str(), &st) == 0 && st.st_uid != geteuid())
-        return Err("cannot attach to pid " + std::to_string(pid) + ": it belongs to another user (" +
-                   errno_text(err) + "); run fxprof as that user or as root");
-    }
+    if ((err == EACCES || err == EPERM) && opt_.command.empty() && another_users(pid))
+      return attach_refused(pid, err);
     if ((err == EACCES || err == EPERM) && !cfg_.exclude_kernel && !root_ && paranoid_ == 2) {
       cfg_.exclude_kernel = true;
       tried_user_only = true;
@@ -378,6 +384,8 @@ Status Session::open_target(int pid, bool required) {
       if (err == ENODEV) continue;  // offline CPU
       if (err == ESRCH && !required) return {};
       if (err == EMFILE || err == ENFILE) return Err("too many open files: raise `ulimit -n`");
+      // -p OWN,OTHER: the probe passed on the first process; name the one refused.
+      if ((err == EACCES || err == EPERM) && !launch_) return attach_refused(pid, err);
       return Err("perf_event_open failed on CPU " + std::to_string(cpus_[i]) + ": " + errno_text(err));
     }
     if (buf_of_cpu_[i] < 0) {

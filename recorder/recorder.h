@@ -68,6 +68,8 @@
 //    for the program and keeps its exit status (128+signal when killed), crashes included.
 #pragma once
 
+#include <signal.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -161,5 +163,33 @@ std::string no_samples_message(const Options& options, const Stats& stats);
 // Notices (no PMU, paranoid level, clamped rate) go to stderr. An exec failure is an Error with exit_code 127
 // and the message "cannot run 'NAME': <strerror>".
 Result<Recording> record(const Options& options);
+
+// SIGINT, SIGTERM and SIGHUP: the signals record() blocks and reads from a signalfd, and that fxprof holds
+// while it writes the profile. One set for all of them.
+inline sigset_t recording_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);  // a closed terminal must not lose the recording (nor leave the program unwatched)
+  return set;
+}
+
+// Blocks recording_signals() in the calling thread while alive. A thread started beside a recording (the heap
+// reader) is started inside one: it inherits the mask, so the kernel never delivers these signals to it
+// (their default action would kill fxprof outright) and record()'s signalfd gets them.
+class RecordingSignalsBlocked {
+ public:
+  RecordingSignalsBlocked() {
+    const sigset_t set = recording_signals();
+    pthread_sigmask(SIG_BLOCK, &set, &old_);
+  }
+  ~RecordingSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  RecordingSignalsBlocked(const RecordingSignalsBlocked&) = delete;
+  RecordingSignalsBlocked& operator=(const RecordingSignalsBlocked&) = delete;
+
+ private:
+  sigset_t old_;
+};
 
 }  // namespace fxprof::recorder

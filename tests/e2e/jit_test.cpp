@@ -3,10 +3,12 @@
 // --perf-basic-prof. The names must reach every path: the lazily served profile (through the Firefox
 // Profiler's own code and our server), a baked profile and the exports; stacks through the JIT code
 // (frame pointers, or a scan where there are none) must reach main.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -167,4 +169,38 @@ TEST_CASE("node --perf-basic-prof: the hot JavaScript function is the top leaf",
   INFO("samples " << all << ", in fxprofHotLoop " << hot << ", of those from node::Start " << hot_main);
   CHECK(hot * 2 > all);  // the script spends ~1 s in it, node's start-up ~0.1-0.3 s
   CHECK(hot_main * 100 >= hot * 97);
+}
+
+TEST_CASE("a perf map or jitdump another user owns or may write is not used, and a data-quality line says so",
+          "[e2e][jit]") {
+  // Anyone can create /tmp/perf-PID.map: another user's map named 13% of root's profile. Here jit_prog (run
+  // by root) writes its files, and the test hands the map to another user and makes the jitdump writable by
+  // others while it runs, as an attacker's files would be.
+  REQUIRE(geteuid() == 0);
+  TempDir dir;
+  const std::string out = dir.file("foreign.json");
+  Background rec({fxprof_bin(), "record", "--save-only", "--no-symbolicate", "--cpu-only", "-q", "-o", out, "--",
+                  test_program("jit_prog"), dir.path(), "200"});
+  REQUIRE(rec.wait_for_line("code 0x").starts_with("code 0x"));  // both files are written
+  std::string dump;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+    if (e.path().filename().string().starts_with("jit-")) dump = e.path().string();
+  REQUIRE(!dump.empty());
+  const std::string pid = dump.substr(dump.rfind("jit-") + 4, dump.size() - dump.rfind("jit-") - 4 - 5);
+  const std::string map = "/tmp/perf-" + pid + ".map";
+  PerfMapCleanup cleanup{{std::stoll(pid)}};
+  REQUIRE(::chown(map.c_str(), 4242, 4242) == 0);
+  REQUIRE(::chmod(dump.c_str(), 0666) == 0);
+  const int status = rec.stop(0, std::chrono::seconds(120));
+  const std::string err = rec.err();
+  INFO(err);
+  REQUIRE(status == 0);
+  CHECK(err.find("fxprof: " + map + ": owned by user 4242, not by the process's user (0) or root: its JIT " +
+                 "function names were not used") != std::string::npos);
+  CHECK(err.find("fxprof: " + dump + ": writable by others: its JIT function names were not used") !=
+        std::string::npos);
+  const std::string text = read_profile_text(out);
+  CHECK(text.find("jit_hot_loop") == std::string::npos);
+  CHECK(text.find("jit_nofp_loop") == std::string::npos);
+  CHECK(text.find("JIT names not used (file not the process's): " + map) != std::string::npos);  // meta
 }

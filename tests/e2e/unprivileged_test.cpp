@@ -55,3 +55,26 @@ TEST_CASE("an ordinary user records their own program, user space only", "[e2e][
   CHECK(tree.out.find("e2e_threads!main") != std::string::npos);
   CHECK(tree.out.find("main_spin") != std::string::npos);
 }
+
+TEST_CASE("an ordinary user's -p OWN,OTHER names the pid it may not attach to", "[e2e][unprivileged]") {
+  REQUIRE(geteuid() == 0);
+  const passwd* pw = ensure_test_user();
+  REQUIRE(pw != nullptr);
+  TempDir dir;
+  REQUIRE(chown(dir.path().c_str(), pw->pw_uid, pw->pw_gid) == 0);
+  CmdOptions opts;
+  opts.uid = pw->pw_uid;
+  opts.gid = pw->pw_gid;
+  opts.cwd = dir.path();
+  opts.env["HOME"] = dir.path();
+  // The user's own process first (the probe passes on it), then one of root's: this test's own process.
+  Background own({"sleep", "60"}, opts);
+  const std::string root_pid = std::to_string(::getpid());
+  auto r = run({fxprof_bin(), "record", "--save-only", "-o", dir.file("p.json"), "-d", "1", "-p",
+                std::to_string(own.pid()) + "," + root_pid},
+               opts);
+  CHECK(r.status == 1);
+  CHECK(r.err.find("fxprof: cannot attach to pid " + root_pid +
+                   ": it belongs to another user (Permission denied); run fxprof as that user or as root\n") !=
+        std::string::npos);
+}

@@ -64,3 +64,15 @@ TEST_CASE("differential flame graph: widths from NEW, red where the share grew")
   CHECK(svg.find("data-fill=\"rgb(255,55,55)\" data-extra=\", +45.00% of samples vs base\"") !=
         std::string::npos);
 }
+
+TEST_CASE("the diff table prints function names with control characters escaped") {
+  model::Profile next = test::sink_profile();
+  std::vector<model::FrameId> path{next.label_frame("main", model::Category::User),
+                                   next.label_frame("\x1b[2Jclear", model::Category::User)};
+  auto s = next.stacks.intern_path(path);
+  for (int i = 0; i < 20; ++i) next.processes[0].threads[0].samples.push_back({test::kSinkT0 + 99'000'000, s, 1});
+  const std::string table = exporter::format_diff(exporter::diff_profiles(test::sink_profile(), next), 10);
+  INFO(table);
+  CHECK(table.find('\x1b') == std::string::npos);
+  CHECK(table.find("\\e[2Jclear\n") != std::string::npos);
+}

@@ -496,3 +496,39 @@ TEST_CASE("times beyond 2^64 ns saturate instead of overflowing (a fuzzer's find
   CHECK(*r->processes[0].end_ns == UINT64_MAX);
   CHECK(r->processes[1].start_ns == 0);
 }
+
+TEST_CASE("one string or number beyond kMaxJsonStringBytes is refused as it is read, in any chunking",
+          "[exporter]") {
+  // A 1 GiB name used to be held whole, then parsed (3 GB), and accepted; a 20 MB gzip peaked at 4 GB.
+  test::TempDir dir;
+  const std::string good = dir.file("good.json");
+  REQUIRE(exporter::write_gecko_profile(sample_profile(), good));
+  const std::string text = slurp(good);
+  const size_t at = text.find("\"worker\"");
+  REQUIRE(at != std::string::npos);
+  auto with = [&](const std::string& value) { return text.substr(0, at) + value + text.substr(at + 8); };
+  const size_t cap = exporter::kMaxJsonStringBytes;
+  // At the cap, quotes included: read.
+  auto fits = exporter::read_gecko(with("\"" + std::string(cap - 2, 'w') + "\""), "t");
+  REQUIRE(fits.ok());
+  CHECK(fits->processes[0].threads[1].name.size() == cap - 2);
+  const std::string too_long = with("\"" + std::string(cap - 1, 'w') + "\"");
+  const std::string expected =
+      "t: a string longer than 1 MiB at byte " + std::to_string(at) + " (the limit for one name or value)";
+  for (size_t chunk : {exporter::kReadChunkBytes, size_t{4096}, size_t{777}}) {
+    INFO(chunk);
+    auto r = exporter::read_gecko(too_long, "t", nullptr, chunk);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error() == expected);
+  }
+  // A number as long, where a string is expected or not.
+  auto number = exporter::read_gecko(with(std::string(cap + 1, '7')), "t");
+  REQUIRE_FALSE(number.ok());
+  CHECK(number.error() ==
+        "t: a number longer than 1 MiB at byte " + std::to_string(at) + " (the limit for one name or value)");
+  // A huge string in gzip (a few KiB of it) is refused after about its cap, not after the inflate cap.
+  const std::string gz = dir.file("long.json.gz");
+  spit(gz, gzip_members(with("\"" + std::string(64 * cap, 'w') + "\""), {}));
+  CHECK(load_error(gz) ==
+        gz + ": a string longer than 1 MiB at byte " + std::to_string(at) + " (the limit for one name or value)");
+}

@@ -1,5 +1,6 @@
 // Tests of recorder/jit.h: perf map and jitdump parsing, and the table that later entries win.
 #include "recorder/jit.h"
+#include "recorder/quality.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -131,10 +132,11 @@ TEST_CASE("jitdump file names and reading files", "[recorder][jit]") {
   CHECK(r::jitdump_pid("/usr/lib/libjit-1.so") == 0);
 
   fxprof::test::TempDir dir;
-  CHECK(!r::read_perf_map(dir.file("missing.map")).ok());
+  const std::vector<uint32_t> mine{static_cast<uint32_t>(geteuid())};
+  CHECK(!r::read_perf_map(dir.file("missing.map"), mine).ok());
   // A FIFO named like a map must not block the recorder.
   REQUIRE(mkfifo(dir.file("fifo.map").c_str(), 0600) == 0);
-  CHECK(!r::read_perf_map(dir.file("fifo.map")).ok());
+  CHECK(!r::read_perf_map(dir.file("fifo.map"), mine).ok());
   {
     int fd = open(dir.file("p.map").c_str(), O_CREAT | O_WRONLY, 0600);
     REQUIRE(fd >= 0);
@@ -142,10 +144,53 @@ TEST_CASE("jitdump file names and reading files", "[recorder][jit]") {
     REQUIRE(write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
     close(fd);
   }
-  auto got = r::read_perf_map(dir.file("p.map"));
+  auto got = r::read_perf_map(dir.file("p.map"), mine);
   REQUIRE(got.ok());
   CHECK(got->size() == 2);
   // A symbolic link (anyone can create /tmp/perf-PID.map) is not followed.
   REQUIRE(symlink(dir.file("p.map").c_str(), dir.file("link.map").c_str()) == 0);
-  CHECK(!r::read_perf_map(dir.file("link.map")).ok());
+  CHECK(!r::read_perf_map(dir.file("link.map"), mine).ok());
+}
+
+TEST_CASE("a JIT file is used only when the process's user or root owns it and no one else may write it",
+          "[recorder][jit]") {
+  // Anyone can create /tmp/perf-PID.map before the process does: another user's map named 13% of root's
+  // profile. perf checks the owner too.
+  REQUIRE(geteuid() == 0);  // the suite runs as root: it can give the file to any user
+  fxprof::test::TempDir dir;
+  const std::string map = dir.file("perf-1.map");
+  {
+    int fd = open(map.c_str(), O_CREAT | O_WRONLY, 0600);
+    REQUIRE(fd >= 0);
+    REQUIRE(write(fd, "1000 10 a\n", 10) == 10);
+    close(fd);
+  }
+  const std::vector<uint32_t> process_of_4242{4242, 4242};
+  std::string why;
+  CHECK(r::read_perf_map(map, process_of_4242, &why).ok());  // root's
+  CHECK(why.empty());
+  REQUIRE(chown(map.c_str(), 4242, 4242) == 0);
+  CHECK(r::read_perf_map(map, process_of_4242, &why).ok());  // the process's user's
+  CHECK(why.empty());
+  REQUIRE(chown(map.c_str(), 1313, 1313) == 0);
+  auto other = r::read_perf_map(map, process_of_4242, &why);
+  REQUIRE_FALSE(other.ok());
+  CHECK(why == map + ": owned by user 1313, not by the process's user (4242) or root");
+  CHECK(other.error() == why);
+  // A setuid process: its real and effective users both may own it.
+  CHECK(r::read_perf_map(map, std::vector<uint32_t>{4242, 1313}).ok());
+  why.clear();
+  REQUIRE(chown(map.c_str(), 4242, 4242) == 0);
+  REQUIRE(chmod(map.c_str(), 0620) == 0);
+  CHECK_FALSE(r::read_perf_map(map, process_of_4242, &why).ok());
+  CHECK(why == map + ": writable by its group");
+  REQUIRE(chmod(map.c_str(), 0602) == 0);
+  CHECK_FALSE(r::read_jitdump(map, process_of_4242, &why).ok());
+  CHECK(why == map + ": writable by others");
+  CHECK(r::jit_file_untrusted(0, 0100644, process_of_4242).empty());
+  CHECK(r::jit_file_untrusted(7, 0100644, std::vector<uint32_t>{7}).empty());
+  // Whose: the real and effective users of /proc/PID/status.
+  CHECK(r::status_uids("Name:\tnode\nUmask:\t0022\nUid:\t1000\t0\t0\t0\nGid:\t5\t5\t5\t5\n") ==
+        std::vector<uint32_t>{1000, 0});
+  CHECK(r::status_uids("Name:\tx\n").empty());
 }
