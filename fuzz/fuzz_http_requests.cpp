@@ -3,6 +3,7 @@
 // time (as a slow peer sends it), and both must agree.
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -22,12 +23,13 @@ Decoded decode(const http::Framing& f, std::string_view bytes, size_t piece) {
   http::BodyDecoder d(f);
   Decoded out{http::BodyDecoder::kMore, {}, {}};
   std::string in;
-  for (size_t at = 0; out.status == http::BodyDecoder::kMore && at < bytes.size(); at += piece) {
+  size_t at = 0;
+  for (; out.status == http::BodyDecoder::kMore && at < bytes.size(); at += piece) {
     in.append(bytes.substr(at, piece));
     out.status = d.feed(in, out.body);
     if (out.body.size() > http::kMaxBody) std::abort();  // the limit holds while receiving
   }
-  out.rest = in;
+  out.rest = in + std::string(bytes.substr(std::min(at, bytes.size())));  // unread bytes follow what is left
   return out;
 }
 
