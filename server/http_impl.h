@@ -52,6 +52,7 @@ struct ProfileServer::Impl {
     std::string body;
     size_t body_accounted = 0;     // bytes of `body` counted in body_bytes
     uint64_t reserve = 0;          // a Content-Length body not yet taken from the budget
+    unsigned outside = 0;          // requests outside the token answered on this connection
     bool keep = false;             // the connection stays open after this answer
     bool linger = false;           // ... or is lingered on after it (a refused body)
     std::string out_head, out_body;  // the answer being written

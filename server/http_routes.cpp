@@ -11,6 +11,7 @@ namespace fxprof::server {
 namespace {
 
 constexpr size_t kTrimAbove = size_t{1} << 20;  // bodies that make the heap worth trimming
+constexpr unsigned kMaxOutsideRequests = 16;     // per connection, outside the token
 
 using ApiFn = ApiResponse (*)(symbolizer::Symbolizer&, std::string_view);
 
@@ -64,7 +65,8 @@ void ProfileServer::Impl::set_reply(Conn& c, Reply r, bool cors, bool head_only)
   if (r.status != 204) head += "Content-Length: " + std::to_string(r.body.size()) + "\r\n";
   head += c.keep ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
   c.out_head = std::move(head);
-  c.out_body = head_only ? std::string() : std::move(r.body);
+  std::string().swap(c.out_body);
+  if (!head_only) c.out_body.swap(r.body);
   c.out_sent = 0;
   c.file_off = c.file_end = 0;
 }
@@ -92,6 +94,9 @@ bool ProfileServer::Impl::answer(Conn& c) {
   c.keep = req.keep_alive() && !has_body;  // a body we do not read ends the connection
   Reply r;
   if (!under_token(req.path)) {
+    // A browser asks for / or a favicon once in a while; a peer that pipelines thousands of such requests
+    // only wants the poller's time: it gets 16 answers per connection.
+    if (++c.outside >= kMaxOutsideRequests) c.keep = false;
     if (req.path == "/" && get) {
       r.content_type = "text/plain; charset=UTF-8";
       r.body =
@@ -187,7 +192,7 @@ void ProfileServer::Impl::answer_api(Conn& c) {
 
 void ProfileServer::Impl::release_body(Conn& c) {
   bool big = c.body.capacity() > kTrimAbove;
-  c.body = std::string();
+  std::string().swap(c.body);  // not `= std::string()`: libstdc++ keeps the buffer when moving in a short one
   body_bytes -= c.body_accounted;
   c.body_accounted = 0;
   // Big requests' buffers go back to the system, not into an arena's free lists (refused ones too).

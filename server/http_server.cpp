@@ -63,7 +63,7 @@ constexpr size_t kLingerBytes = size_t{32} << 20;
 constexpr uint64_t kMinWriteRate = 64 * 1024;  // bytes per second an answer may take beyond write_timeout
 constexpr int kLastAutoPort = 3099;
 constexpr size_t kTurnBytes = size_t{1} << 20;  // read or written for one connection per turn of the poller
-constexpr size_t kTurnAnswers = 16;
+constexpr size_t kTurnAnswers = 8;
 constexpr size_t kPadding = 64;  // simdjson's: the APIs parse the body in place
 
 }  // namespace
@@ -115,7 +115,7 @@ void ProfileServer::Impl::step(std::unique_ptr<Conn>& cp) {
     c.req = http::Request();
     c.decoder.reset();
     c.out_head.clear();
-    c.out_body = std::string();
+    std::string().swap(c.out_body);
     c.since = now();
     c.idle = c.in.empty();
     c.deadline = c.since + head_timeout;
@@ -248,7 +248,7 @@ void ProfileServer::Impl::step(std::unique_ptr<Conn>& cp) {
           c.deadline = now() + std::chrono::milliseconds(kLingerMs);
           c.out_sent = 0;  // counts the bytes dropped from here on
           c.out_head.clear();
-          c.out_body = std::string();
+          std::string().swap(c.out_body);
           continue;
         }
         if (!c.keep) return;

@@ -376,17 +376,21 @@ TEST_CASE("clients that pipeline requests and never read the answers hold up nob
   server::ProfileServer::Config c;
   c.write_timeout = 1s;
   Live live(dir.file("p.json"), c);
-  // As many connections as there are workers, without the token, each with 16000 requests for the plain
-  // page in its socket: ~5 MB of answers each, more than the socket buffers hold (8 KiB to receive, at most
-  // 4 MiB to send), and none is ever read.
-  std::string many;
-  for (int i = 0; i < 16000; ++i) many += "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  // 16 connections that never read an answer: 8 without the token, each with 16000 requests for the plain
+  // page (the server answers 16 of them per connection, then closes it), and 8 with it, each with 2000
+  // requests for the 64 KiB profile: far more than the socket buffers hold (8 KiB to receive, at most 4 MiB
+  // to send).
+  std::string plain, profile;
+  for (int i = 0; i < 16000; ++i) plain += "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string one_profile = "GET " + live.path("/profile.json") + " HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (int i = 0; i < 2000; ++i) profile += one_profile;
   std::vector<UniqueFd> stuck;
   std::vector<size_t> sent;
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < 16; ++i) {
+    const std::string& many = i < 8 ? plain : profile;
     stuck.push_back(connect_to(live.server->port(), 8192));
     ssize_t n = ::send(stuck.back().get(), many.data(), many.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    sent.push_back(n > 0 ? static_cast<size_t>(n) / 27 : 0);
+    sent.push_back(n > 0 ? static_cast<size_t>(n) / (i < 8 ? 27 : one_profile.size()) : 0);
   }
   // A client with the token gets 100 answers (the profile and an API request, in turn) at once.
   auto t0 = std::chrono::steady_clock::now();
@@ -402,8 +406,9 @@ TEST_CASE("clients that pipeline requests and never read the answers hold up nob
   auto took = std::chrono::steady_clock::now() - t0;
   CHECK(answered == 100);
   CHECK(took < 5s);  // 74 answers took 38 s when the stuck connections held the workers
-  // The write deadline: after it, each stuck connection ends before all its answers were written.
-  std::this_thread::sleep_for(c.write_timeout + 1s);
+  // After the write deadline (1 s + 1 s per 64 KiB for the profile), each stuck connection has ended before
+  // all its answers were written.
+  std::this_thread::sleep_for(c.write_timeout + 2s);
   for (size_t i = 0; i < stuck.size(); ++i) {
     std::string all;
     char tmp[65536];
@@ -420,6 +425,7 @@ TEST_CASE("clients that pipeline requests and never read the answers hold up nob
     }
     size_t answers = 0;
     for (size_t at = 0; (at = all.find("HTTP/1.1 200", at)) != std::string::npos; ++at) ++answers;
+    if (i < 8) CHECK(answers == 16);
     INFO("connection " << i << ": " << answers << " answers of " << sent[i] << " requests");
     CHECK(eof);
     CHECK(answers < sent[i]);
