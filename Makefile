@@ -2,6 +2,7 @@
 # bundled demo program.  make test: build and run every test, then again under ASan+UBSan.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc)
@@ -17,7 +18,7 @@ TEST_DEPS  := linux-perf elfutils binutils llvm libc6-dbg lld dwz rustc nodejs g
               clang libclang-rt-14-dev
 PCLI_DIR   := tests/.profiler-cli
 
-.PHONY: all deps test-deps build demo test test-release asan-build test-asan fuzz fuzz-build fuzz-smoke bench format clean
+.PHONY: all deps test-deps build demo test test-release asan-build test-asan tsan-build test-tsan fuzz fuzz-build fuzz-smoke bench format clean
 
 all: build
 
@@ -40,6 +41,7 @@ demo: build
 
 test: test-deps
 	@$(MAKE) --no-print-directory test-asan
+	@$(MAKE) --no-print-directory test-tsan
 	@$(MAKE) --no-print-directory test-release
 	@$(MAKE) --no-print-directory fuzz-smoke
 
@@ -62,6 +64,18 @@ asan-build:
 test-asan: asan-build
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest -j $(JOBS) --output-on-failure
 
+# ThreadSanitizer for the multi-threaded parts: only the in-process tests of the server and the symbolizer
+# (tests/CMakeLists.txt), built by clang -O1 (TSan's own advice: -O0 runs several times slower).
+TSAN_TESTS := test_symbolizer test_symbolizer_line_program test_symbolizer_demangle test_server_api test_http_server
+tsan-build:
+	@[ -f $(TSAN_BUILD)/build.ninja ] || CC=clang CXX=clang++ cmake -S . -B $(TSAN_BUILD) -G Ninja \
+	  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -gline-tables-only" \
+	  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only" -DFXPROF_TSAN=ON $(LLD_FLAGS) >/dev/null
+	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target $(TSAN_TESTS)
+
+test-tsan: tsan-build
+	@cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest -j $(JOBS) --output-on-failure
+
 # libFuzzer harnesses (fuzz/): `make fuzz` explores with each for FUZZ_SECONDS in an optimised build of its
 # own; `make test` replays a fixed seed and number of inputs per harness (fuzz/run.sh smoke) with the
 # sanitizer build's harnesses, so its verdict is the same on every machine.
@@ -83,4 +97,4 @@ format:
 	@git ls-files '*.cpp' '*.h' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

@@ -20,6 +20,7 @@ smoke_runs() {
     fuzz_gecko_reader) echo 8000 ;;  # each input is read twice: whole and in chunks of a few bytes
     fuzz_demangle) echo 700000 ;;
     fuzz_cfi) echo 300000 ;;
+    fuzz_http_requests) echo 60000 ;;  # each input is decoded twice: whole and a few bytes at a time
     *) echo 120000 ;;
   esac
 }

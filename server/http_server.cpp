@@ -1,4 +1,4 @@
-// The HTTP side: fxprof's own small HTTP/1.1 server (routes under the token, CORS, limits, the profile file).
+// The HTTP side's transport: fxprof's own small HTTP/1.1 server (connections, one poller, API workers).
 //
 // Why not cpp-httplib's server (Debian's 0.11.4, which we used before): it reads request lines and headers
 // with no length cap and no deadline (one byte every 9 s holds a worker forever; 16 such connections, no
@@ -8,41 +8,38 @@
 // outside.
 //
 // Design:
-//  - One poller thread (epoll) owns every connection that is waiting for a request head: new ones and idle
-//    keep-alive ones. It reads heads itself (non-blocking, at most 16 KiB, which is 8x what browsers send)
-//    and closes a connection whose head is not complete within the head deadline (10 s). Waiting connections
-//    cost an fd and a small buffer, no thread: 64 or 1000 slow clients do not delay anyone. Past 1024
+//  - One poller thread (epoll) does all the socket I/O, non-blocking, for every connection: it reads heads
+//    (at most 16 KiB, 8x what browsers send) and bodies (http_request.h parses them as they arrive), and
+//    writes every answer, the profile's bytes included. Each phase has a total deadline: the head 10 s from
+//    its first byte (and an idle keep-alive connection 10 s), the body 30 s, the answer 10 s plus 1 s per
+//    64 KiB beyond 640 KiB. A peer that sends or reads slowly costs an fd and a buffer, never a thread: it
+//    cannot hold anyone else up, however many there are (pipelined requests from a client that never reads
+//    its answers wait in its own socket: the next head is read only once the answer is written). Past 1024
 //    connections the oldest waiting one is closed, idle keep-alive connections first.
-//  - A complete head goes to a pool of 8 workers (the front end sends up to 6 requests at a time per host,
-//    and one big library can take seconds to symbolicate, so others must not wait behind it). A worker reads
-//    the body (only under the token: outside it a body is never read), answers, and hands the connection
-//    back to the poller, or closes it.
-//  - Bodies: 16 MiB at most, counted while receiving for Content-Length and chunked alike (a 10k-address
-//    symbolication request is ~150 KB); anything else (other transfer or content encodings) is refused.
-//    Above the limit: 413 at once, then a short lingering close (at most 2 s / 32 MiB read and discarded)
-//    so that the client sees the answer rather than a reset.
+//  - Requests that are not for an API are answered by the poller itself (routes: http_routes.cpp). An API
+//    request, body read, goes to a pool of 8 workers (the front end sends up to 6 requests at a time per host,
+//    and one big library can take seconds to symbolicate, so others must not wait behind it); a worker only
+//    computes the answer and hands the connection back to the poller to write it.
+//  - Bodies are read only under the token: 16 MiB at most each, 128 MiB for all connections together (a
+//    Content-Length body waits for its share; a chunked one that finds the budget spent is refused with 503). A refused body gets its answer at once, then a short lingering close (at most 2 s /
+//    32 MiB read and discarded) so that the client sees the answer rather than a reset; the memory of a big
+//    refused or answered body is given back to the system (malloc_trim), not kept in an arena.
 //  - TCP_NODELAY on every connection, and head + small body in one send: no 40 ms Nagle/delayed-ACK stall on
 //    keep-alive requests (bench/http_bench.cpp measures it).
 //  - Each request parses its JSON with its own parser, freed when it is answered, at most two requests over
-//    1 MiB are parsed at a time (a parse takes ~6x the body), and big requests trim the heap afterwards:
-//    16 parallel 15 MiB requests peak under 400 MB and leave nothing resident (870 MB stayed before).
+//    1 MiB are parsed at a time (a parse takes ~6x the body): 16 parallel 15 MiB requests peak under 400 MB
+//    and leave nothing resident.
 //  - The profile is read with pread from the file descriptor opened at start, never mapped: a file truncated
 //    or rewritten in place while served ends that response, never the server (SIGBUS).
-//  - stop() wakes the poller and every worker through one eventfd that all their waits include: it returns
-//    within one request's processing time, never a timeout.
-#include <arpa/inet.h>
+//  - stop() wakes the poller and every worker through one eventfd and a condition variable: workers never
+//    wait on a socket, so it returns within one API answer's computing time, never a timeout.
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <malloc.h>
-#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
-#include <simdjson.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -50,573 +47,245 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
-#include <charconv>
-#include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
-#include <map>
-#include <mutex>
-#include <semaphore>
-#include <thread>
-#include <vector>
 
-#include "base/fd.h"
-#include "server/internal.h"
-#include "server/server.h"
+#include "server/http_impl.h"
 
 namespace fxprof::server {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-constexpr size_t kMaxBody = size_t{16} << 20;
-constexpr size_t kMaxHead = 16 * 1024;
-constexpr size_t kMaxConnections = 1024;
-constexpr size_t kWorkers = 8;
 constexpr size_t kChunk = 64 * 1024;
-constexpr int kIoTimeoutMs = 10000;  // one read or write of a body or response
-constexpr int kLingerMs = 2000;      // reading and discarding after a refused body
+constexpr size_t kBodyBudget = size_t{128} << 20;  // request bodies held, all connections together
+constexpr int kLingerMs = 2000;                      // reading and discarding after a refused body
 constexpr size_t kLingerBytes = size_t{32} << 20;
-constexpr size_t kTrimAbove = size_t{1} << 20;  // bodies that make the heap worth trimming
+constexpr uint64_t kMinWriteRate = 64 * 1024;  // bytes per second an answer may take beyond write_timeout
 constexpr int kLastAutoPort = 3099;
-
-// {"error":"..."} for our own error bodies, as the APIs write theirs.
-std::string json_error(std::string_view message) { return internal::error_response(400, message).body; }
-
-const char* reason(int status) {
-  switch (status) {
-    case 100:
-      return "Continue";
-    case 200:
-      return "OK";
-    case 204:
-      return "No Content";
-    case 400:
-      return "Bad Request";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 408:
-      return "Request Timeout";
-    case 411:
-      return "Length Required";
-    case 413:
-      return "Payload Too Large";
-    case 415:
-      return "Unsupported Media Type";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 500:
-      return "Internal Server Error";
-    case 501:
-      return "Not Implemented";
-    default:
-      return "Error";
-  }
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
-// Where the head ends (just past the blank line), or npos. Bare LF line ends are accepted too.
-size_t head_end(std::string_view buf) {
-  for (size_t i = buf.find('\n'); i != std::string_view::npos; i = buf.find('\n', i + 1)) {
-    if (i + 1 < buf.size() && buf[i + 1] == '\n') return i + 2;
-    if (i + 2 < buf.size() && buf[i + 1] == '\r' && buf[i + 2] == '\n') return i + 3;
-  }
-  return std::string_view::npos;
-}
-
-struct Request {
-  std::string method, path, version;
-  std::vector<std::pair<std::string, std::string>> headers;  // names lowercased
-  const std::string* header(std::string_view name) const {
-    for (auto& [n, v] : headers)
-      if (n == name) return &v;
-    return nullptr;
-  }
-};
-
-// Parses "METHOD TARGET HTTP/1.x" and the header lines; false for anything malformed.
-bool parse_head(std::string_view head, Request& req) {
-  size_t eol = head.find('\n');
-  std::string_view line = trim(head.substr(0, eol));
-  size_t sp1 = line.find(' '), sp2 = line.rfind(' ');
-  if (sp1 == std::string_view::npos || sp2 == sp1) return false;
-  req.method = std::string(line.substr(0, sp1));
-  std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  req.version = std::string(line.substr(sp2 + 1));
-  if (req.method.empty() || target.empty() || target.front() != '/') return false;
-  if (req.version != "HTTP/1.1" && req.version != "HTTP/1.0") return false;
-  req.path = std::string(target.substr(0, target.find('?')));
-  head.remove_prefix(eol + 1);
-  while (!head.empty()) {
-    eol = head.find('\n');
-    std::string_view l = head.substr(0, eol);
-    head.remove_prefix(eol == std::string_view::npos ? head.size() : eol + 1);
-    if (trim(l).empty()) break;
-    if (l.front() == ' ' || l.front() == '\t') return false;  // obsolete line folding
-    size_t colon = l.find(':');
-    if (colon == std::string_view::npos || colon == 0) return false;
-    std::string name = lower(l.substr(0, colon));
-    if (name.find_first_of(" \t") != std::string::npos) return false;
-    req.headers.emplace_back(std::move(name), std::string(trim(l.substr(colon + 1))));
-  }
-  return true;
-}
-
-std::string host_for_url(const std::string& address) {
-  // An unspecified address is not a place a browser can go: name one of this machine's own addresses
-  // (the first non-loopback one; loopback when there is none).
-  if (address == "0.0.0.0" || address.empty() || address == "::" || address == "[::]") {
-    bool v6 = address == "::" || address == "[::]";
-    std::string found;
-    ifaddrs* list = nullptr;
-    if (getifaddrs(&list) == 0) {
-      for (ifaddrs* a = list; a && found.empty(); a = a->ifa_next) {
-        if (!a->ifa_addr || (a->ifa_flags & IFF_LOOPBACK) || !(a->ifa_flags & IFF_UP)) continue;
-        char buf[INET6_ADDRSTRLEN] = {};
-        if (a->ifa_addr->sa_family == AF_INET) {
-          inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, buf, sizeof buf);
-          found = buf;
-        }
-      }
-      freeifaddrs(list);
-    }
-    if (!found.empty()) return found;
-    return v6 ? "[::1]" : "127.0.0.1";
-  }
-  if (address.find(':') != std::string::npos && address.front() != '[') return "[" + address + "]";
-  return address;
-}
+constexpr size_t kTurnBytes = size_t{1} << 20;  // read or written for one connection per turn of the poller
+constexpr size_t kTurnAnswers = 8;
+constexpr size_t kPadding = 64;  // simdjson's: the APIs parse the body in place
 
 }  // namespace
 
-std::string random_token() {
-  unsigned char bytes[24];
-  size_t got = 0;
-  while (got < sizeof bytes) {
-    ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      std::abort();  // no entropy source on Linux >= 3.17 is not a state we can serve safely in
-    }
-    got += static_cast<size_t>(n);
-  }
-  // 32 symbols that read unambiguously in a URL (nix's choice of dropping e, o, t, u).
-  static constexpr char kAlphabet[] = "0123456789abcdfghijklmnpqrsvwxyz";
-  std::string out;
-  unsigned buffer = 0;
-  int bits = 0;
-  for (unsigned char b : bytes) {
-    buffer = (buffer << 8) | b;
-    bits += 8;
-    while (bits >= 5) {
-      out += kAlphabet[(buffer >> (bits - 5)) & 31];
-      bits -= 5;
-    }
-  }
-  if (bits > 0) out += kAlphabet[(buffer << (5 - bits)) & 31];
-  return out;  // 192 bits -> 39 characters
+void ProfileServer::Impl::watch(Conn& c, uint32_t events) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.fd = c.fd.get();
+  if (::epoll_ctl(epoll_fd.get(), EPOLL_CTL_MOD, c.fd.get(), &ev) != 0)
+    ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_ADD, c.fd.get(), &ev);
 }
 
-std::string percent_encode(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(s.size() * 2);
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
-    bool encode = c < 0x20 || c == 0x7f || c == ' ' || c == '%' || c == ':' || c == '/' || c == '?' ||
-                  c == '#' || c == '&' || c == '=';
-    if (encode) {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += ch;
-    }
-  }
-  return out;
+void ProfileServer::Impl::close(int fd) {
+  auto it = conns.find(fd);
+  if (it == conns.end()) return;
+  ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, fd, nullptr);
+  release_body(*it->second);
+  conns.erase(it);
 }
 
-std::string firefox_profiler_url(std::string_view profile_url, std::string_view symbol_server) {
-  std::string origin = "https://profiler.firefox.com";
-  if (const char* env = std::getenv("PROFILER_URL"); env && *env) {
-    origin = env;
-    while (!origin.empty() && origin.back() == '/') origin.pop_back();
-  }
-  return origin + "/from-url/" + percent_encode(profile_url) +
-         "/?symbolServer=" + percent_encode(symbol_server);
+void ProfileServer::Impl::on_event(Conn& c) {
+  // Takes the connection out of the map for advance(), which puts it back (or not).
+  auto it = conns.find(c.fd.get());
+  std::unique_ptr<Conn> owned = std::move(it->second);
+  conns.erase(it);
+  advance(std::move(owned));
 }
 
-struct ProfileServer::Impl {
-  // A connection and the bytes read from it that are not consumed yet (a head, pipelined requests).
-  struct Conn {
-    UniqueFd fd;
-    std::string buf;
-    Clock::time_point since;  // when it started waiting for its current head
-    bool idle = true;         // no byte of the next head yet (an idle keep-alive connection)
+void ProfileServer::Impl::advance(std::unique_ptr<Conn> cp) {
+  step(cp);
+  if (cp) release_body(*cp);  // closed: its body no longer counts
+}
+
+// Runs a connection the poller holds as far as the bytes at hand allow: reads, parses, answers, writes,
+// and either waits for the socket again (into `conns`), hands it to a worker (`ready`), or leaves it in
+// `cp` to be closed.
+void ProfileServer::Impl::step(std::unique_ptr<Conn>& cp) {
+  Conn& c = *cp;
+  const int fd = c.fd.get();
+  auto now = [] { return Clock::now(); };
+  auto start_write = [&] {
+    c.phase = Conn::kWrite;
+    uint64_t total = c.out_head.size() + c.out_body.size() + (c.file_end - c.file_off);
+    auto extra = std::chrono::seconds(total / kMinWriteRate);
+    c.deadline = now() + write_timeout + std::chrono::duration_cast<std::chrono::milliseconds>(extra);
   };
-  struct Reply {
-    int status = 200;
-    std::string content_type;
-    std::string body;
-    std::vector<std::pair<std::string, std::string>> headers;
+  auto start_head = [&] {
+    c.phase = Conn::kHead;
+    c.req = http::Request();
+    c.decoder.reset();
+    c.out_head.clear();
+    std::string().swap(c.out_body);
+    c.since = now();
+    c.idle = c.in.empty();
+    c.deadline = c.since + head_timeout;
+    if (c.in.capacity() > http::kMaxHead * 4) c.in.shrink_to_fit();
   };
-  using ApiFn = ApiResponse (*)(symbolizer::Symbolizer&, std::string_view);
-
-  symbolizer::Symbolizer* symbols = nullptr;
-  UniqueFd profile_fd;
-  uint64_t profile_size = 0;
-  bool profile_gzip = false;
-  std::string token;
-  std::string prefix;  // "/<token>/"
-  std::string host;
-  int port = 0;
-  bool nodelay = true;
-  std::chrono::milliseconds head_timeout{10000};
-  size_t max_connections = kMaxConnections;
-
-  UniqueFd listen_fd, epoll_fd;
-  UniqueFd stop_fd;  // eventfd, written once by stop() and never drained: every wait includes it
-  UniqueFd wake_fd;  // eventfd: a worker handed a keep-alive connection back to the poller
-  std::atomic<bool> stopping{false};
-  std::atomic<bool> poller_alive{false};
-  std::atomic<size_t> busy{0};  // connections held by workers
-  std::counting_semaphore<kWorkers> big_requests{2};
-  std::thread poller;
-  std::vector<std::thread> workers;
-  std::mutex stop_mutex;
-  bool stopped = false;
-
-  std::map<int, std::unique_ptr<Conn>> waiting;  // the poller's own
-  std::mutex mu;                                 // guards ready and returned
-  std::condition_variable cv;
-  std::deque<std::unique_ptr<Conn>> ready;
-  std::vector<std::unique_ptr<Conn>> returned;
-
-  bool under_token(const std::string& path) const {
-    return path.size() >= prefix.size() && path.compare(0, prefix.size(), prefix) == 0;
-  }
-
-  void poll_loop();
-  void accept_all();
-  void read_head(int fd);
-  void dispatch(std::unique_ptr<Conn> c);
-  void evict_one();
-  void worker_loop();
-  bool handle(Conn& c);
-  int read_body(Conn& c, const Request& req, std::string& body);
-  bool stream_profile(Conn& c, const Reply& head_reply, bool keep, bool head_only);
-  Reply api(std::string& body, ApiFn fn);
-
-  // Blocking-with-timeout I/O on a non-blocking socket; false on timeout, error, EOF or stop().
-  bool wait_for(int fd, short events, int timeout_ms);
-  ssize_t recv_some(Conn& c, char* buf, size_t n);
-  bool read_into(Conn& c, std::string& out, size_t n);  // appends the next n bytes
-  bool read_line(Conn& c, std::string& line, size_t cap);
-  bool send_all(int fd, std::string_view a, std::string_view b = {});
-  bool respond(Conn& c, const Reply& r, bool keep, bool cors, bool head_only = false);
-  void linger_close(Conn& c);
-};
-
-bool ProfileServer::Impl::wait_for(int fd, short events, int timeout_ms) {
-  pollfd p[2] = {{fd, events, 0}, {stop_fd.get(), POLLIN, 0}};
+  // A fair share of the poller per turn: a peer that pipelines requests and reads every answer, or a big
+  // profile to a fast reader, continues on the next turn, after everyone else's events.
+  size_t moved = 0, answers = 0;
+  bool yield = false;
   for (;;) {
-    int n = ::poll(p, 2, timeout_ms);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0 || p[1].revents) return false;
-    return true;  // readable, writable, or an error the next call reports
-  }
-}
-
-ssize_t ProfileServer::Impl::recv_some(Conn& c, char* buf, size_t n) {
-  for (;;) {
-    ssize_t got = ::recv(c.fd.get(), buf, n, 0);
-    if (got >= 0) return got;
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
-    if (!wait_for(c.fd.get(), POLLIN, kIoTimeoutMs)) return -1;
-  }
-}
-
-bool ProfileServer::Impl::read_into(Conn& c, std::string& out, size_t n) {
-  // What was read with the head first, then straight into `out`: the body is never copied through c.buf.
-  size_t have = std::min(n, c.buf.size());
-  out.append(c.buf, 0, have);
-  c.buf.erase(0, have);
-  n -= have;
-  size_t old = out.size();
-  out.resize(old + n);
-  while (n > 0) {
-    ssize_t got = recv_some(c, out.data() + out.size() - n, n);
-    if (got <= 0) return false;
-    n -= static_cast<size_t>(got);
-  }
-  return true;
-}
-
-bool ProfileServer::Impl::read_line(Conn& c, std::string& line, size_t cap) {
-  char tmp[512];
-  for (;;) {
-    if (size_t eol = c.buf.find('\n'); eol != std::string::npos) {
-      line.assign(trim(std::string_view(c.buf).substr(0, eol)));
-      c.buf.erase(0, eol + 1);
-      return true;
+    if (stopping) return;
+    if (moved >= kTurnBytes || answers >= kTurnAnswers) {
+      yield = true;
+      break;
     }
-    if (c.buf.size() > cap) return false;
-    ssize_t n = recv_some(c, tmp, sizeof tmp);
-    if (n <= 0) return false;
-    c.buf.append(tmp, static_cast<size_t>(n));
-  }
-}
-
-bool ProfileServer::Impl::send_all(int fd, std::string_view a, std::string_view b) {
-  while (!a.empty() || !b.empty()) {
-    iovec iov[2] = {{const_cast<char*>(a.data()), a.size()}, {const_cast<char*>(b.data()), b.size()}};
-    msghdr msg{};
-    msg.msg_iov = a.empty() ? iov + 1 : iov;
-    msg.msg_iovlen = a.empty() ? 1 : 2;
-    ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if ((errno == EAGAIN || errno == EWOULDBLOCK) && wait_for(fd, POLLOUT, kIoTimeoutMs)) continue;
-      return false;
+    if (c.phase == Conn::kHead) {
+      size_t end = http::head_end(c.in);
+      if (end == std::string::npos && c.in.size() <= http::kMaxHead) {
+        ssize_t n = ::recv(fd, chunk.data(), std::min(chunk.size(), http::kMaxHead + 1 - c.in.size()), 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        if (n <= 0) return;  // closed or failed
+        if (c.idle) {
+          c.idle = false;
+          c.since = now();  // the head deadline runs from its first byte
+          c.deadline = c.since + head_timeout;
+        }
+        c.in.append(chunk.data(), static_cast<size_t>(n));
+        moved += static_cast<size_t>(n);
+        continue;
+      }
+      ++answers;
+      if (end == std::string::npos || end > http::kMaxHead) {
+        refuse(c, 431, false);
+        start_write();
+        continue;
+      }
+      std::string_view head(c.in.data(), end);
+      bool parsed = http::parse_head(head, c.req);
+      c.in.erase(0, end);
+      if (!parsed) {
+        refuse(c, 400, false);
+        start_write();
+        continue;
+      }
+      if (answer(c)) {
+        start_write();
+        continue;
+      }
+      // An API request: its body, then a worker.
+      http::Framing f = http::framing(c.req);
+      c.decoder.emplace(f);
+      c.phase = Conn::kBody;
+      c.deadline = now() + body_timeout;
+      c.reserve = f.chunked ? 0 : f.length;
+      if (const std::string* ex = c.req.header("expect"); ex && (*ex == "100-continue" || *ex == "100-Continue"))
+        (void)!::send(fd, "HTTP/1.1 100 Continue\r\n\r\n", 25, MSG_NOSIGNAL | MSG_DONTWAIT);
+      continue;
     }
-    auto sent = static_cast<size_t>(n);
-    size_t from_a = std::min(sent, a.size());
-    a.remove_prefix(from_a);
-    b.remove_prefix(sent - from_a);
-  }
-  return true;
-}
-
-bool ProfileServer::Impl::respond(Conn& c, const Reply& r, bool keep, bool cors, bool head_only) {
-  std::string head = "HTTP/1.1 " + std::to_string(r.status) + " " + reason(r.status) + "\r\n";
-  for (auto& [n, v] : r.headers) head += n + ": " + v + "\r\n";
-  if (cors) head += "Access-Control-Allow-Origin: *\r\n";
-  if (!r.content_type.empty()) head += "Content-Type: " + r.content_type + "\r\n";
-  if (r.status != 204) head += "Content-Length: " + std::to_string(r.body.size()) + "\r\n";
-  head += keep ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
-  // One send for head and body: with small answers, nothing waits for an ACK.
-  return send_all(c.fd.get(), head, head_only ? std::string_view() : std::string_view(r.body));
-}
-
-void ProfileServer::Impl::linger_close(Conn& c) {
-  // The client may still be sending the body we refused: read and drop some of it after our answer, so that
-  // closing does not reset the connection before the client has read the answer.
-  ::shutdown(c.fd.get(), SHUT_WR);
-  auto until = Clock::now() + std::chrono::milliseconds(kLingerMs);
-  size_t dropped = 0;
-  char tmp[kChunk];
-  while (dropped < kLingerBytes) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
-    if (left <= 0 || !wait_for(c.fd.get(), POLLIN, static_cast<int>(left))) break;
-    ssize_t n = ::recv(c.fd.get(), tmp, sizeof tmp, 0);
-    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) break;
-    if (n > 0) dropped += static_cast<size_t>(n);
-  }
-}
-
-// 0 when `body` holds the whole body, else the status to refuse it with (the connection is then closed).
-int ProfileServer::Impl::read_body(Conn& c, const Request& req, std::string& body) {
-  const std::string* te = req.header("transfer-encoding");
-  const std::string* cl = req.header("content-length");
-  if (const std::string* ce = req.header("content-encoding"); ce && lower(*ce) != "identity") return 415;
-  uint64_t length = 0;
-  if (te) {
-    if (cl) return 400;  // both: ambiguous framing
-    if (lower(*te) != "chunked") return 501;
-  } else if (cl) {
-    auto [end, ec] = std::from_chars(cl->data(), cl->data() + cl->size(), length);
-    if (ec != std::errc() || end != cl->data() + cl->size()) return 400;
-    if (length > kMaxBody) return 413;
-  }
-  if (const std::string* ex = req.header("expect"); ex && lower(*ex) == "100-continue") {
-    if (!send_all(c.fd.get(), "HTTP/1.1 100 Continue\r\n\r\n")) return 400;
-  }
-  if (!te) {
-    body.reserve(length + simdjson::SIMDJSON_PADDING);
-    return read_into(c, body, length) ? 0 : 400;
-  }
-  // Chunked: the limit is checked against each chunk's announced size, before reading it.
-  std::string line;
-  for (;;) {
-    if (!read_line(c, line, 1024)) return 400;
-    uint64_t size = 0;
-    std::string_view digits = std::string_view(line).substr(0, line.find(';'));
-    digits = trim(digits);
-    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), size, 16);
-    if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) return 400;
-    if (size == 0) break;
-    if (size > kMaxBody - body.size()) return 413;
-    if (!read_into(c, body, size)) return 400;
-    if (!read_line(c, line, 16) || !line.empty()) return 400;
-  }
-  for (int trailers = 0;; ++trailers) {  // trailer fields, ignored
-    if (trailers > 32 || !read_line(c, line, 4096)) return 400;
-    if (line.empty()) break;
-  }
-  if (body.capacity() < body.size() + simdjson::SIMDJSON_PADDING)
-    body.reserve(body.size() + simdjson::SIMDJSON_PADDING);
-  return 0;
-}
-
-ProfileServer::Impl::Reply ProfileServer::Impl::api(std::string& body, ApiFn fn) {
-  Reply r;
-  r.content_type = "application/json";
-  // Malformed JSON is refused here, once, whatever the symbolizer would make of it. A parser per request:
-  // its buffers (about 6x the body) are freed with it.
-  {
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    if (auto e = parser.parse(body.data(), body.size(), false).get(doc)) {
-      r.status = 400;
-      r.body = json_error(std::string("malformed JSON request: ") + simdjson::error_message(e));
-      return r;
+    if (c.phase == Conn::kBody && c.reserve > 0) {
+      // A Content-Length body is taken whole from the budget before its first byte is read; when the budget
+      // is spent, the connection waits (its body deadline running) until others give theirs back.
+      if (body_bytes + c.reserve > kBodyBudget && body_bytes > 0) {
+        ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, fd, nullptr);  // no events until then (watch() re-adds)
+        deferred.push_back(fd);
+        conns.emplace(fd, std::move(cp));
+        return;
+      }
+      c.body.reserve(c.reserve + kPadding);
+      c.reserve = 0;
+      c.body_accounted = c.body.capacity();
+      body_bytes += c.body_accounted;
     }
-    if (!doc.is_object()) {
-      r.status = 400;
-      r.body = json_error("malformed request: expected a JSON object");
-      return r;
+    if (c.phase == Conn::kBody) {
+      auto st = c.decoder->feed(c.in, c.body);
+      if (c.body.size() > c.body_accounted) {  // chunked bodies grow as they come
+        body_bytes += c.body.size() - c.body_accounted;
+        c.body_accounted = c.body.size();
+      }
+      if (st == http::BodyDecoder::kMore && body_bytes > kBodyBudget) st = http::BodyDecoder::kTooLarge;
+      if (st == http::BodyDecoder::kDone) {
+        if (c.body.capacity() < c.body.size() + kPadding) c.body.reserve(c.body.size() + kPadding);
+        c.phase = Conn::kWorker;
+        ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, fd, nullptr);
+        ++busy;
+        {
+          std::lock_guard lock(mu);
+          ready.push_back(std::move(cp));
+        }
+        cv.notify_one();
+        return;
+      }
+      if (st != http::BodyDecoder::kMore) {
+        int status = st == http::BodyDecoder::kBad ? 400 : body_bytes > kBodyBudget ? 503 : 413;
+        release_body(c);
+        refuse(c, status, true);
+        c.linger = true;
+        start_write();
+        continue;
+      }
+      ssize_t n = ::recv(fd, chunk.data(), chunk.size(), 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (n <= 0) return;
+      c.in.append(chunk.data(), static_cast<size_t>(n));
+      moved += static_cast<size_t>(n);
+      continue;
     }
-  }
-  ApiResponse a = fn(*symbols, body);
-  r.status = a.http_status;
-  r.body = std::move(a.body);
-  r.content_type = "application/json; charset=UTF-8";
-  return r;
-}
-
-bool ProfileServer::Impl::stream_profile(Conn& c, const Reply& head_reply, bool keep, bool head_only) {
-  Reply r = head_reply;
-  r.body.clear();
-  std::string head = "HTTP/1.1 200 OK\r\nAccess-Control-Allow-Origin: *\r\n";
-  // Served as it is on disk: a .gz goes out compressed and the browser inflates it.
-  if (profile_gzip) head += "Content-Encoding: gzip\r\n";
-  head += "Content-Type: application/json; charset=UTF-8\r\nContent-Length: " + std::to_string(profile_size) +
-          (keep ? "\r\nConnection: keep-alive\r\n\r\n" : "\r\nConnection: close\r\n\r\n");
-  if (!send_all(c.fd.get(), head)) return false;
-  if (head_only) return keep;
-  std::string buf(kChunk, '\0');
-  for (uint64_t off = 0; off < profile_size;) {
-    size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, profile_size - off));
-    ssize_t n = ::pread(profile_fd.get(), buf.data(), want, static_cast<off_t>(off));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;  // the file shrank under us: end this response (the length cannot be met)
-    if (!send_all(c.fd.get(), std::string_view(buf.data(), static_cast<size_t>(n)))) return false;
-    off += static_cast<uint64_t>(n);
-  }
-  return keep;
-}
-
-// Answers one request whose head is in c.buf; true when the connection stays open for the next one.
-bool ProfileServer::Impl::handle(Conn& c) {
-  size_t end = head_end(c.buf);
-  std::string head = c.buf.substr(0, end);
-  c.buf.erase(0, end);
-  Request req;
-  Reply r;
-  if (!parse_head(head, req)) {
-    r.status = 400;
-    r.content_type = "text/plain; charset=UTF-8";
-    r.body = "Bad request.\n";
-    respond(c, r, false, false);
-    return false;
-  }
-  auto has_token = [&](const std::string* v, std::string_view t) {
-    return v && lower(*v).find(t) != std::string::npos;
-  };
-  const std::string* connection = req.header("connection");
-  bool keep =
-      req.version == "HTTP/1.1" ? !has_token(connection, "close") : has_token(connection, "keep-alive");
-  const std::string* cl = req.header("content-length");
-  bool has_body = req.header("transfer-encoding") || (cl && *cl != "0");
-  bool get = req.method == "GET" || req.method == "HEAD";
-
-  if (!under_token(req.path)) {
-    // Nothing outside the token reads a body or says more than this.
-    if (req.path == "/" && get) {
-      r.content_type = "text/plain; charset=UTF-8";
-      r.body =
-          "This is fxprof's local profile server.\n\n"
-          "It serves one profile to the Firefox Profiler (https://profiler.firefox.com) under a secret URL,\n"
-          "printed by `fxprof record` or `fxprof load` when it started, together with symbol lookups.\n";
-    } else {
-      r.status = 404;
-      r.content_type = "text/plain; charset=UTF-8";
-      r.body = "Not found.\n";
+    if (c.phase == Conn::kWrite) {
+      size_t head_left = c.out_head.size() - std::min(c.out_sent, c.out_head.size());
+      size_t body_from = c.out_sent > c.out_head.size() ? c.out_sent - c.out_head.size() : 0;
+      size_t body_left = c.out_body.size() - body_from;
+      if (head_left == 0 && body_left == 0 && c.file_off < c.file_end) {
+        // The next piece of the profile, from the descriptor opened at start.
+        size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, c.file_end - c.file_off));
+        c.out_body.resize(want);
+        ssize_t n = ::pread(profile_fd.get(), c.out_body.data(), want, static_cast<off_t>(c.file_off));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;  // the file shrank under us: end this response (the length cannot be met)
+        c.out_body.resize(static_cast<size_t>(n));
+        c.file_off += static_cast<uint64_t>(n);
+        c.out_head.clear();
+        c.out_sent = 0;
+        continue;
+      }
+      if (head_left == 0 && body_left == 0) {  // written
+        if (c.linger) {
+          ::shutdown(fd, SHUT_WR);
+          c.phase = Conn::kLinger;
+          c.deadline = now() + std::chrono::milliseconds(kLingerMs);
+          c.out_sent = 0;  // counts the bytes dropped from here on
+          c.out_head.clear();
+          std::string().swap(c.out_body);
+          continue;
+        }
+        if (!c.keep) return;
+        start_head();
+        continue;
+      }
+      iovec iov[2] = {{c.out_head.data() + (c.out_head.size() - head_left), head_left},
+                      {c.out_body.data() + body_from, body_left}};
+      msghdr msg{};
+      msg.msg_iov = head_left ? iov : iov + 1;
+      msg.msg_iovlen = head_left ? 2 : 1;
+      ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (n < 0) return;
+      c.out_sent += static_cast<size_t>(n);
+      moved += static_cast<size_t>(n);
+      continue;
     }
-    keep = keep && !has_body;
-    return respond(c, r, keep, false, req.method == "HEAD") && keep;
-  }
-
-  auto error = [&](int status, std::string_view message) {
-    r.status = status;
-    r.content_type = "application/json";
-    r.body = json_error(message);
-  };
-  if (req.method == "OPTIONS") {
-    r.status = 204;
-    r.headers.emplace_back("Allow", "POST, GET, OPTIONS");
-    if (req.header("access-control-request-method")) {
-      r.headers.emplace_back("Access-Control-Allow-Methods", "POST, GET, OPTIONS");
-      r.headers.emplace_back("Access-Control-Max-Age", "86400");
+    if (c.phase == Conn::kLinger) {
+      // The client may still be sending the body we refused: read and drop some of it after our answer,
+      // so that closing does not reset the connection before the client has read the answer.
+      ssize_t n = ::recv(fd, chunk.data(), chunk.size(), 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (n <= 0) return;
+      c.out_sent += static_cast<size_t>(n);
+      moved += static_cast<size_t>(n);
+      if (c.out_sent >= kLingerBytes) return;
+      continue;
     }
-    if (const std::string* h = req.header("access-control-request-headers"))
-      r.headers.emplace_back("Access-Control-Allow-Headers", *h);
-    keep = keep && !has_body;
-    return respond(c, r, keep, true) && keep;
+    return;  // kWorker: not ours
   }
-  std::string_view route = std::string_view(req.path).substr(prefix.size());
-  ApiFn fn = route == "symbolicate/v5" ? &symbolicate_v5
-             : route == "source/v1"    ? &source_v1
-             : route == "asm/v1"       ? &asm_v1
-                                       : nullptr;
-  if (route == "profile.json" && get && !has_body) return stream_profile(c, r, keep, req.method == "HEAD");
-  if (fn && req.method == "POST") {
-    std::string body;
-    if (int refused = read_body(c, req, body)) {
-      error(refused, refused == 413   ? "request body too large (limit 16 MiB)"
-                     : refused == 415 ? "compressed request bodies are not supported"
-                     : refused == 501 ? "unsupported transfer encoding"
-                                      : "bad request");
-      if (respond(c, r, false, true)) linger_close(c);
-      return false;
-    }
-    bool big = body.capacity() > kTrimAbove;
-    if (big) big_requests.acquire();  // a parse takes ~6x the body: at most two big ones at a time
-    r = api(body, fn);
-    if (big) big_requests.release();
-    body = std::string();
-    bool ok = respond(c, r, keep, true);
-    if (big) {
-      r = Reply();
-      malloc_trim(0);  // big requests' buffers go back to the system, not into an arena's free lists
-    }
-    return ok && keep;
-  }
-  if (route == "profile.json" || fn) {
-    error(405, "method not allowed");
-  } else {
-    error(404, "not found");
-  }
-  keep = keep && !has_body;
-  return respond(c, r, keep, true) && keep;
+  // Waiting for the socket, or for the next turn.
+  watch(c, c.phase == Conn::kWrite ? EPOLLOUT : EPOLLIN);
+  if (yield) again.push_back(fd);
+  conns.emplace(fd, std::move(cp));
 }
 
 void ProfileServer::Impl::worker_loop() {
@@ -629,51 +298,28 @@ void ProfileServer::Impl::worker_loop() {
       c = std::move(ready.front());
       ready.pop_front();
     }
-    bool keep = false;
-    try {
-      keep = handle(*c);
-    } catch (const std::exception& e) {  // bad_alloc from a huge answer: this request fails, not the server
-      Reply r;
-      r.status = 500;
-      r.content_type = "application/json";
-      r.body = json_error(std::string("internal error: ") + e.what());
-      respond(*c, r, false, true);
-    }
-    if (keep && !stopping) {
-      if (c->buf.capacity() > kMaxHead * 4) c->buf.shrink_to_fit();
-      c->since = Clock::now();
-      c->idle = c->buf.empty();
+    answer_api(*c);  // never throws: failures are answers
+    c->phase = Conn::kWrite;
+    {
       std::lock_guard lock(mu);
       returned.push_back(std::move(c));
-      uint64_t one = 1;
-      (void)!::write(wake_fd.get(), &one, sizeof one);
     }
+    uint64_t one = 1;
+    (void)!::write(wake_fd.get(), &one, sizeof one);
     --busy;
   }
 }
 
-void ProfileServer::Impl::dispatch(std::unique_ptr<Conn> c) {
-  ++busy;
-  {
-    std::lock_guard lock(mu);
-    ready.push_back(std::move(c));
-  }
-  cv.notify_one();
-}
-
 void ProfileServer::Impl::evict_one() {
-  // The oldest idle keep-alive connection, else the oldest one still sending its head.
-  auto victim = waiting.end();
-  for (auto it = waiting.begin(); it != waiting.end(); ++it) {
-    Conn* v = victim == waiting.end() ? nullptr : victim->second.get();
+  // The oldest idle keep-alive connection, else the oldest one of the others.
+  auto victim = conns.end();
+  for (auto it = conns.begin(); it != conns.end(); ++it) {
+    Conn* v = victim == conns.end() ? nullptr : victim->second.get();
     bool better = v == nullptr || (it->second->idle && !v->idle) ||
                   (it->second->idle == v->idle && it->second->since < v->since);
     if (better) victim = it;
   }
-  if (victim != waiting.end()) {
-    ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, victim->first, nullptr);
-    waiting.erase(victim);
-  }
+  if (victim != conns.end()) close(victim->first);
 }
 
 void ProfileServer::Impl::accept_all() {
@@ -681,7 +327,7 @@ void ProfileServer::Impl::accept_all() {
     int fd = ::accept4(listen_fd.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      if ((errno == EMFILE || errno == ENFILE) && !waiting.empty()) {
+      if ((errno == EMFILE || errno == ENFILE) && !conns.empty()) {
         evict_one();
         continue;
       }
@@ -690,61 +336,25 @@ void ProfileServer::Impl::accept_all() {
     auto c = std::make_unique<Conn>();
     c->fd = UniqueFd(fd);
     c->since = Clock::now();
+    c->deadline = c->since + head_timeout;
     if (nodelay) {
       int yes = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
     }
-    while (!waiting.empty() && waiting.size() + busy >= max_connections) evict_one();
+    while (!conns.empty() && conns.size() + busy >= max_connections) evict_one();
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = fd;
     if (::epoll_ctl(epoll_fd.get(), EPOLL_CTL_ADD, fd, &ev) != 0) continue;
-    waiting.emplace(fd, std::move(c));
-  }
-}
-
-void ProfileServer::Impl::read_head(int fd) {
-  auto it = waiting.find(fd);
-  if (it == waiting.end()) return;
-  Conn& c = *it->second;
-  char tmp[4096];
-  for (;;) {
-    ssize_t n = ::recv(fd, tmp, sizeof tmp, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-    if (n <= 0) {  // closed or failed
-      ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, fd, nullptr);
-      waiting.erase(it);
-      return;
-    }
-    if (c.idle) {
-      c.idle = false;
-      c.since = Clock::now();  // the head deadline runs from its first byte
-    }
-    c.buf.append(tmp, static_cast<size_t>(n));
-    size_t end = head_end(c.buf);
-    if (end != std::string::npos && end <= kMaxHead) break;
-    if (c.buf.size() > kMaxHead) {
-      static constexpr std::string_view k431 =
-          "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-      (void)!::send(fd, k431.data(), k431.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, fd, nullptr);
-      waiting.erase(it);
-      return;
-    }
-  }
-  if (head_end(c.buf) != std::string::npos) {
-    ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, fd, nullptr);
-    std::unique_ptr<Conn> owned = std::move(it->second);
-    waiting.erase(it);
-    dispatch(std::move(owned));
+    conns.emplace(fd, std::move(c));
   }
 }
 
 void ProfileServer::Impl::poll_loop() {
+  chunk.resize(kChunk);
   epoll_event events[64];
   while (!stopping) {
-    int n = ::epoll_wait(epoll_fd.get(), events, 64, 100);
+    int n = ::epoll_wait(epoll_fd.get(), events, 64, again.empty() ? (deferred.empty() ? 100 : 10) : 0);
     for (int i = 0; i < n && !stopping; ++i) {
       int fd = events[i].data.fd;
       if (fd == stop_fd.get()) break;
@@ -758,33 +368,34 @@ void ProfileServer::Impl::poll_loop() {
           std::lock_guard lock(mu);
           back.swap(returned);
         }
-        for (auto& c : back) {
-          if (head_end(c->buf) != std::string::npos) {  // a pipelined request already read
-            dispatch(std::move(c));
-            continue;
-          }
-          int cfd = c->fd.get();
-          epoll_event ev{};
-          ev.events = EPOLLIN;
-          ev.data.fd = cfd;
-          if (::epoll_ctl(epoll_fd.get(), EPOLL_CTL_ADD, cfd, &ev) == 0) waiting.emplace(cfd, std::move(c));
+        for (auto& c : back) {  // answered by a worker: write it
+          c->deadline = Clock::now() + write_timeout +
+                        std::chrono::seconds((c->out_head.size() + c->out_body.size()) / kMinWriteRate);
+          advance(std::move(c));
         }
-      } else {
-        read_head(fd);
+      } else if (auto it = conns.find(fd); it != conns.end()) {
+        on_event(*it->second);
       }
     }
-    // The head deadline (and the idle keep-alive timeout): whoever has not sent a whole head in time goes.
+    // The connections that had used up their turn, and those waiting for the body budget.
+    std::vector<int> next;
+    next.swap(again);
+    if (!deferred.empty() && body_bytes < kBodyBudget) {
+      next.insert(next.end(), deferred.begin(), deferred.end());
+      deferred.clear();
+    }
+    for (int fd : next) {
+      if (stopping) break;
+      if (auto it = conns.find(fd); it != conns.end()) on_event(*it->second);
+    }
+    // Every phase's deadline: a head, a body or an answer that takes too long, a linger that is over.
     auto now = Clock::now();
-    for (auto it = waiting.begin(); it != waiting.end();) {
-      if (now - it->second->since > head_timeout) {
-        ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, it->first, nullptr);
-        it = waiting.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    std::vector<int> late;
+    for (auto& [fd, c] : conns)
+      if (now > c->deadline) late.push_back(fd);
+    for (int fd : late) close(fd);
   }
-  waiting.clear();
+  conns.clear();
   poller_alive = false;
 }
 
@@ -844,10 +455,16 @@ ProfileServer::~ProfileServer() { stop(); }
 
 Result<std::unique_ptr<ProfileServer>> ProfileServer::start(const Config& config,
                                                             symbolizer::Symbolizer& symbols) {
+  // Buffers of 1 MiB and more (request bodies, their parses, big answers) are mappings of their own, given
+  // back to the system when freed. Left to glibc's dynamic threshold, they land in arenas after the first
+  // big free, and arenas keep what they had: 8 bodies of 15 MiB left 100+ MB resident.
+  ::mallopt(M_MMAP_THRESHOLD, static_cast<int>(size_t{1} << 20));
   auto impl = std::make_unique<Impl>();
   impl->symbols = &symbols;
   impl->nodelay = config.tcp_nodelay;
   impl->head_timeout = config.head_timeout;
+  impl->body_timeout = config.body_timeout;
+  impl->write_timeout = config.write_timeout;
   impl->profile_fd = UniqueFd(::open(config.profile_path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!impl->profile_fd.valid()) return Err("cannot open " + config.profile_path + ": " + errno_text(errno));
   struct stat st {};
@@ -867,7 +484,7 @@ Result<std::unique_ptr<ProfileServer>> ProfileServer::start(const Config& config
       ::setrlimit(RLIMIT_NOFILE, &rl);
       ::getrlimit(RLIMIT_NOFILE, &rl);
     }
-    impl->max_connections = std::clamp<size_t>(rl.rlim_cur / 2, 16, kMaxConnections);
+    impl->max_connections = std::clamp<size_t>(rl.rlim_cur / 2, 16, impl->max_connections);
   }
 
   auto bind_error = [&](int port) {
@@ -907,7 +524,7 @@ Result<std::unique_ptr<ProfileServer>> ProfileServer::start(const Config& config
   // Listening already: connections made from now on wait in the backlog until the poller takes them.
   impl->poller_alive = true;
   impl->poller = std::thread([raw] { raw->poll_loop(); });
-  for (size_t i = 0; i < kWorkers; ++i) impl->workers.emplace_back([raw] { raw->worker_loop(); });
+  for (size_t i = 0; i < Impl::kWorkers; ++i) impl->workers.emplace_back([raw] { raw->worker_loop(); });
   return std::make_unique<ProfileServer>(std::move(impl));
 }
 

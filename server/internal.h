@@ -11,10 +11,6 @@
 
 namespace fxprof::server::internal {
 
-// "truncated JSON", "empty file" or "not valid JSON (<simdjson's reason>)" for a document that failed to
-// parse.
-std::string describe_json_error(std::string_view text, simdjson::error_code e);
-
 // {"error": message} with an HTTP status: every refusal of the JSON APIs looks like this.
 ApiResponse error_response(int status, std::string_view message);
 

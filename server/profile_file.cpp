@@ -1,68 +1,14 @@
-// Reading saved profiles: gzip by magic, simdjson DOM, one-line errors that name the file.
+// What a saved profile says about itself (its libs), read through the exporter's capped reader.
 #include <simdjson.h>
-#include <sys/stat.h>
-#include <zlib.h>
 
-#include <cerrno>
-#include <cstring>
 #include <map>
 #include <utility>
 
-#include "base/fd.h"
-#include "server/internal.h"
+#include "exporter/gecko_reader.h"
 #include "server/server.h"
 
 namespace fxprof::server {
 namespace {
-
-constexpr size_t kPadding = simdjson::SIMDJSON_PADDING;
-
-Result<std::string> inflate_all(std::string_view in, const std::string& path) {
-  std::string out;
-  // Profiles compress 8-15x; start there and grow geometrically.
-  out.reserve(std::min<size_t>(in.size() * 10 + kPadding, size_t{1} << 34));
-  z_stream z{};
-  if (inflateInit2(&z, 15 + 32) != Z_OK) return Err(path + ": cannot initialize zlib");
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(std::min<size_t>(in.size(), UINT32_MAX));
-  size_t remaining_in = in.size() - z.avail_in;
-  std::string error;
-  for (;;) {
-    if (out.capacity() - out.size() < 65536 + kPadding) out.reserve(out.capacity() * 2);
-    size_t old = out.size();
-    size_t room = out.capacity() - old - kPadding;
-    out.resize(old + room);
-    z.next_out = reinterpret_cast<Bytef*>(out.data() + old);
-    z.avail_out = static_cast<uInt>(std::min<size_t>(room, UINT32_MAX));
-    uInt before = z.avail_out;
-    int rc = inflate(&z, Z_NO_FLUSH);
-    out.resize(old + (before - z.avail_out));
-    if (z.avail_in == 0 && remaining_in > 0) {
-      size_t chunk = std::min<size_t>(remaining_in, UINT32_MAX);
-      z.avail_in = static_cast<uInt>(chunk);
-      remaining_in -= chunk;
-    }
-    if (rc == Z_STREAM_END) {
-      if (z.avail_in == 0 && remaining_in == 0) break;
-      // Another gzip member follows (cat a.gz b.gz is valid gzip).
-      if (inflateReset(&z) != Z_OK) {
-        error = "corrupt gzip data";
-        break;
-      }
-      continue;
-    }
-    if (rc == Z_OK) continue;
-    if (rc == Z_BUF_ERROR) {  // no progress possible: out of input (we always give output room)
-      error = z.avail_in == 0 && remaining_in == 0 ? "truncated gzip data" : "corrupt gzip data";
-      break;
-    }
-    error = std::string("corrupt gzip data") + (z.msg ? std::string(" (") + z.msg + ")" : "");
-    break;
-  }
-  inflateEnd(&z);
-  if (!error.empty()) return Err(path + ": " + error);
-  return out;
-}
 
 void add_libs(simdjson::dom::element libs, std::map<std::pair<std::string, std::string>, size_t>& seen,
               ProfileInfo& info) {
@@ -114,68 +60,17 @@ void collect_process_libs(simdjson::dom::object process,
 
 }  // namespace
 
-namespace internal {
-
-std::string describe_json_error(std::string_view text, simdjson::error_code e) {
-  if (e == simdjson::EMPTY) return "empty file";
-  // simdjson reports a cut-off document as a structure error; an unclosed string, object or array at the
-  // end is what a truncated file looks like, and that is the more useful thing to say.
-  size_t depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if ((c == '}' || c == ']') && depth > 0) {
-      --depth;
-    }
-  }
-  if (in_string || depth > 0 || e == simdjson::UNCLOSED_STRING || e == simdjson::INCOMPLETE_ARRAY_OR_OBJECT) {
-    return "truncated JSON";
-  }
-  return std::string("not valid JSON (") + simdjson::error_message(e) + ")";
-}
-
-}  // namespace internal
-
-Result<std::string> read_profile_file(const std::string& path, bool* was_gzip) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return Err(path + ": " + errno_text(errno));
-  if (S_ISDIR(st.st_mode)) return Err(path + ": is a directory, not a profile file");
-  auto mapped = map_file(path);
-  if (!mapped) return Err(mapped.error());
-  std::string_view bytes = mapped->view();
-  if (bytes.empty()) return Err(path + ": empty file");
-  bool gz = bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
-            static_cast<unsigned char>(bytes[1]) == 0x8b;
-  if (was_gzip) *was_gzip = gz;
-  if (gz) {
-    auto text = inflate_all(bytes, path);
-    if (text && text->empty()) return Err(path + ": empty file (inside gzip)");
-    return text;
-  }
-  std::string text;
-  text.reserve(bytes.size() + kPadding);
-  text.assign(bytes);
-  return text;
-}
-
 Result<ProfileInfo> inspect_profile(const std::string& path) {
   ProfileInfo info;
-  auto text = read_profile_file(path, &info.gzip);
+  // The exporter's reader, with the caps every profile gets (gecko_reader.h: not a regular file, gzip bombs).
+  // Only processed-format profiles (samply's) are inspected here: the whole text is parsed for their libs.
+  auto text = exporter::read_profile_bytes(path, &info.gzip);
   if (!text) return Err(text.error());
+  text->reserve(text->size() + simdjson::SIMDJSON_PADDING);
   simdjson::dom::parser parser;
   simdjson::dom::element root;
   if (auto e = parser.parse(text->data(), text->size(), false).get(root)) {
-    return Err(path + ": " + internal::describe_json_error(*text, e));
+    return Err(path + ": " + exporter::describe_json_error(*text, e));
   }
   simdjson::dom::object top;
   if (root.get_object().get(top)) return Err(path + ": not a Firefox Profiler profile (not a JSON object)");

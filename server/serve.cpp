@@ -1,6 +1,7 @@
 // serve_profile(): validate, register libs, serve, print the URL, open a browser, wait for Ctrl+C.
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -10,9 +11,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "base/fd.h"
 #include "server/server.h"
 
 extern char** environ;
@@ -68,7 +71,7 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-// Starts the browser in its own session with no terminal I/O and does not wait for it (a browser started
+// Starts the browser (on `url`: the redirect page's, never one with the token) in its own session with no terminal I/O and does not wait for it (a browser started
 // this way may run for hours). $BROWSER is a ':'-separated list of commands, "%s" standing for the URL.
 pid_t launch_browser(const std::string& url) {
   std::vector<std::vector<std::string>> candidates;
@@ -117,6 +120,79 @@ pid_t launch_browser(const std::string& url) {
   return pid;
 }
 
+// The page the browser is opened on: a 0600 file in a fresh 0700 folder that redirects to the Firefox
+// Profiler URL. The URL carries the token, and a browser's command line is world-readable
+// (/proc/PID/cmdline, ps): only the file's name may go there (what Jupyter does). Removed with its folder
+// when the server stops.
+class RedirectPage {
+ public:
+  static Result<RedirectPage> create(const std::string& url) {
+    std::string base = "/tmp";
+    for (const char* var : {"XDG_RUNTIME_DIR", "TMPDIR"}) {
+      const char* v = std::getenv(var);
+      struct stat st {};
+      if (v && *v == '/' && ::stat(v, &st) == 0 && S_ISDIR(st.st_mode)) {
+        base = v;
+        break;
+      }
+    }
+    std::string dir = base + "/fxprof-XXXXXX";
+    if (!::mkdtemp(dir.data())) return Err("cannot create a folder in " + base + ": " + errno_text(errno));
+    RedirectPage page;
+    page.dir_ = dir;
+    page.file_ = dir + "/open-profile.html";
+    UniqueFd fd(::open(page.file_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd.valid()) return Err("cannot create " + page.file_ + ": " + errno_text(errno));
+    std::string href;
+    for (char c : url) {
+      switch (c) {
+        case '&': href += "&amp;"; break;
+        case '"': href += "&quot;"; break;
+        case '<': href += "&lt;"; break;
+        case '>': href += "&gt;"; break;
+        default: href += c;
+      }
+    }
+    const std::string html = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n"
+                             "<meta http-equiv=\"refresh\" content=\"0;url=" + href + "\">\n"
+                             "<title>fxprof</title></head>\n<body><p><a href=\"" + href +
+                             "\">Open the profile in the Firefox Profiler</a></p></body></html>\n";
+    if (::write(fd.get(), html.data(), html.size()) != static_cast<ssize_t>(html.size()))
+      return Err("cannot write " + page.file_ + ": " + errno_text(errno));
+    return page;
+  }
+  RedirectPage() = default;
+  RedirectPage(RedirectPage&& o) noexcept : dir_(std::move(o.dir_)), file_(std::move(o.file_)) {
+    o.dir_.clear();
+    o.file_.clear();
+  }
+  RedirectPage& operator=(RedirectPage&&) = delete;
+  RedirectPage(const RedirectPage&) = delete;
+  ~RedirectPage() {
+    if (!file_.empty()) ::unlink(file_.c_str());
+    if (!dir_.empty()) ::rmdir(dir_.c_str());
+  }
+  std::string file_url() const { return "file://" + percent_encode_path(file_); }
+
+ private:
+  static std::string percent_encode_path(const std::string& path) {
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    std::string out;
+    for (char ch : path) {
+      auto c = static_cast<unsigned char>(ch);
+      if (c <= 0x20 || c >= 0x7f || c == '%' || c == '#' || c == '?') {
+        out += '%';
+        out += kHex[c >> 4];
+        out += kHex[c & 15];
+      } else {
+        out += ch;
+      }
+    }
+    return out;
+  }
+  std::string dir_, file_;
+};
+
 bool have_display() {
   const char* x = std::getenv("DISPLAY");
   const char* w = std::getenv("WAYLAND_DISPLAY");
@@ -158,9 +234,16 @@ Status serve_profile(const ServeOptions& options) {
   std::fprintf(stdout, "%s\n", url.c_str());
   std::fflush(stdout);
   pid_t browser = -1;
+  std::optional<RedirectPage> page;
   if (options.open_browser) {
     if (have_display()) {
-      browser = launch_browser(url);
+      auto made = RedirectPage::create(url);
+      if (made) {
+        page.emplace(std::move(*made));
+        browser = launch_browser(page->file_url());
+      } else {
+        std::fprintf(stderr, "%s\n", made.error().c_str());
+      }
       if (browser < 0)
         std::fprintf(stderr, "Could not start a browser ($BROWSER or xdg-open): open the URL above.\n");
     } else {

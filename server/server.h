@@ -4,7 +4,9 @@
 //
 // Design:
 //  - The server only routes: http_server.cpp is the HTTP/1.1 transport (our own: Debian's cpp-httplib 0.11.4
-//    cannot bound heads or chunked bodies) and serves the profile file; each JSON API is one file,
+//    cannot bound heads or chunked bodies; all socket I/O on one non-blocking poller thread, with deadlines),
+//    http_request.cpp parses requests, http_routes.cpp routes them and serves the profile file, urls.cpp
+//    makes the token and the URLs; each JSON API is one file,
 //    api_symbolicate_v5.cpp, api_source_v1.cpp, api_asm_v1.cpp, that parses its request (simdjson), asks the
 //    symbolizer for plain data and writes the answer through base/json_writer.h, the one JSON writer.
 //  - The profile is served from its file as it is: a .json.gz goes out with Content-Encoding: gzip (the
@@ -16,6 +18,8 @@
 //    down.
 //  - serve_profile() blocks SIGINT/SIGTERM and waits for them with sigtimedwait: no async-signal-unsafe code
 //    runs in a handler, and it does not matter what handlers the caller (record) installed.
+//  - The browser is opened on a 0600 redirect page in a 0700 folder, never on the URL itself: a command line
+//    is readable by every local user (ps), and the token is the profile's only guard.
 #pragma once
 
 #include <chrono>
@@ -67,12 +71,9 @@ struct ProfileInfo {
   bool processed = false;        // processed format (meta.preprocessedProfileVersion), as samply writes
   bool has_local_paths = false;  // some lib path is an absolute local path
 };
-// Errors are one line naming the file: "profile.json.gz: truncated gzip data".
+// Errors are one line naming the file: "profile.json.gz: truncated gzip data". Read with the Gecko reader's
+// caps (exporter/gecko_reader.h: regular files only, gzip inflating beyond 200x or 16 GiB refused).
 Result<ProfileInfo> inspect_profile(const std::string& path);
-
-// Reads a whole profile file, inflating gzip (by magic; multi-member files too). The string has at least
-// 64 bytes of spare capacity after its size (simdjson's padding), so it can be parsed in place.
-Result<std::string> read_profile_file(const std::string& path, bool* was_gzip = nullptr);
 
 // Percent-encodes ASCII control characters, space, '%', ':', '/', '?', '#', '&' and '=' (samply encodes
 // controls, ':' and '/'; the rest keeps the URL unambiguous for any profile path).
@@ -93,6 +94,10 @@ class ProfileServer {
     bool port_exact = false;
     bool tcp_nodelay = true;                        // false only to measure what it buys (bench/)
     std::chrono::milliseconds head_timeout{10000};  // a request head must arrive whole within this
+    std::chrono::milliseconds body_timeout{30000};  // a request body, whole (16 MiB at 0.5 MiB/s)
+    // An answer must be written whole within this, plus one second per 64 KiB beyond the first 640 KiB (a
+    // big profile over a slow link), or the connection is closed.
+    std::chrono::milliseconds write_timeout{10000};
   };
   // Opens the profile, binds (port, port+1, ... up to 3099 unless exact) and starts serving; returns when the
   // server accepts connections. `symbols` must outlive the server.

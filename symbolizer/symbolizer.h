@@ -29,7 +29,8 @@
 //    answers with pointers to them, so the server writes a frame's names by copying bytes (lookup() copies
 //    them into plain strings for everyone else).
 //  - source() serves only files named by the line table of the unit at that address (compared after lexical
-//    normalization, so "../" cannot escape); disassemble() decodes the binary's own bytes with capstone
+//    normalization, so "../" cannot escape), opened without following symlinks (the folder's owner could
+//    swap the file for a link to /etc/shadow), regular files only, read with a 64 MiB cap; disassemble() decodes the binary's own bytes with capstone
 //    (Intel syntax).
 #pragma once
 
@@ -162,8 +163,9 @@ class Symbolizer {
                              std::span<const uint64_t> addresses);
 
   // The text of a source file of the library, only if `path` is absolute and the line table of the unit at
-  // module_offset names it (after lexical normalization): kForbidden otherwise, kNotFound for an unknown
-  // library or a missing file, kTooLarge above 64 MiB.
+  // module_offset names it (after lexical normalization): kForbidden otherwise, and for a path through a
+  // symlink or anything but a regular file; kNotFound for an unknown library or a missing file, kTooLarge
+  // above 64 MiB.
   Answer<std::string> source(std::string_view debug_name, std::string_view breakpad_id,
                              uint64_t module_offset, std::string_view path);
 

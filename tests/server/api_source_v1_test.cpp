@@ -1,6 +1,11 @@
 // Tests of server/api_source_v1.cpp: the request shapes the Firefox Profiler sends, its refusals, and answers
 // checked against binutils' view of the test programs (tests/programs/symbolizer).
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <fstream>
 
 #include "tests/server/api_support.h"
 
@@ -66,4 +71,77 @@ TEST_CASE("api: /source/v1: mutated requests never crash") {
   check_mutations(R"({"debugName":"sym_inline","debugId":")" + p.breakpad +
                       R"(","moduleOffset":"0x11d0","file":"/x.cpp"})",
                   [&](const std::string& req) { return fxprof::server::source_v1(s, req); }, 8);
+}
+
+// A program built at test time in a folder the second local user owns: its debug info names a source file
+// that user may then swap for a symlink, a FIFO or anything else. Root's server must not follow.
+TEST_CASE("api: /source/v1 never follows a symlink, and serves regular files only") {
+  REQUIRE(geteuid() == 0);  // the suite runs as root: the swap is done as the test user
+  const passwd* pw = fxprof::test::ensure_test_user();
+  REQUIRE(pw != nullptr);
+  fxprof::test::TempDir secret_dir, dir;
+  // Root's own secrets, 0600, in a root folder (one under the source file's name too).
+  for (const char* name : {"secret", "victim.c"}) {
+    const std::string f = secret_dir.file(name);
+    { std::ofstream(f) << "TOP-SECRET-ROOT-ONLY\n"; }
+    REQUIRE(chmod(f.c_str(), 0600) == 0);
+  }
+  REQUIRE(chown(dir.path().c_str(), pw->pw_uid, pw->pw_gid) == 0);
+  const std::string real = dir.file("real"), src = real + "/victim.c", bin = dir.file("victim");
+  REQUIRE(mkdir(real.c_str(), 0755) == 0);
+  { std::ofstream(src) << "int hot(int x) { return x * 3 + 1; }\nint main(int c, char** v) { return hot(c); }\n"; }
+  auto cc = run({"gcc", "-g", "-O1", "-Wl,--build-id", "-o", bin, src});
+  REQUIRE(cc.status == 0);
+  REQUIRE(run({"chown", "-R", std::to_string(pw->pw_uid), real}).status == 0);
+  Prog p = prog(bin);
+  uint64_t hot = nm_symbols(bin).at("hot").addr;
+  sym::Symbolizer s(no_system_debug());
+  s.add_known_lib(known(p, bin, "victim"));
+  const std::string request = R"({"debugName":"victim","debugId":")" + p.breakpad + R"(","moduleOffset":")" +
+                              hex(hot) + R"(","file":")" + src + R"("})";
+  auto ok = fxprof::server::source_v1(s, request);
+  REQUIRE(ok.http_status == 200);
+  CHECK(ok.body.find("return x * 3 + 1;") != std::string::npos);
+
+  fxprof::test::CmdOptions as_user;
+  as_user.uid = pw->pw_uid;
+  as_user.gid = pw->pw_gid;
+  auto swap = [&](const std::vector<std::string>& argv) {  // as the other user: rm the file, then argv
+    REQUIRE(run({"rm", "-f", src}, as_user).status == 0);
+    auto r = run(argv, as_user);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+  };
+  SECTION("a symlink to root's 0600 file") {
+    swap({"ln", "-s", secret_dir.file("secret"), src});
+    auto r = fxprof::server::source_v1(s, request);
+    CHECK(r.http_status == 403);
+    CHECK(r.body.find("symbolic link") != std::string::npos);
+    CHECK(r.body.find("TOP-SECRET") == std::string::npos);
+  }
+  SECTION("a symlink to /dev/zero: refused at once, nothing read") {
+    swap({"ln", "-s", "/dev/zero", src});
+    auto r = fxprof::server::source_v1(s, request);
+    CHECK(r.http_status == 403);
+    CHECK(r.body.size() < 1000);
+  }
+  SECTION("a FIFO: refused without waiting for a writer") {
+    swap({"mkfifo", src});
+    auto r = fxprof::server::source_v1(s, request);
+    CHECK(r.http_status == 403);
+    CHECK(r.body.find("not a regular file") != std::string::npos);
+  }
+  SECTION("a symlink for a folder on the path") {
+    auto r = run({"sh", "-c", "mv real real.old && ln -s " + secret_dir.path() + " real"},
+                 [&] {
+                   auto o = as_user;
+                   o.cwd = dir.path();
+                   return o;
+                 }());
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    auto refused = fxprof::server::source_v1(s, request);
+    CHECK(refused.http_status == 403);
+    CHECK(refused.body.find("TOP-SECRET") == std::string::npos);
+  }
 }

@@ -58,9 +58,23 @@ struct Live {
   std::string path(const std::string& p) const { return "/" + server->token() + p; }
 };
 
-UniqueFd connect_to(int port) {
+// connect_to() without Catch assertions, for the tests' client threads (Catch2 is not thread-safe): an
+// invalid fd on failure.
+UniqueFd try_connect(int port) {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (!fd.valid() || ::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return UniqueFd();
+  return fd;
+}
+
+UniqueFd connect_to(int port, int rcvbuf = 0) {
   UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   REQUIRE(fd.valid());
+  // A fixed receive buffer (no autotuning) for a client that does not read.
+  if (rcvbuf > 0) REQUIRE(::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf) == 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
@@ -127,7 +141,7 @@ bool closed_within(int fd, std::chrono::milliseconds timeout) {
 }  // namespace
 
 TEST_CASE("a 300 MiB chunked POST is refused with 413 while it arrives, in bounded memory",
-          "[server][http]") {
+          "[server][http][memory]") {
   TempDir dir;
   write_text(dir.file("p.json"), "{}");
   Live live(dir.file("p.json"));
@@ -189,7 +203,7 @@ TEST_CASE("bodies the server does not take are refused with the right status", "
   CHECK_THAT(read_response(fd.get(), 30s, &carry), Catch::Contains("fxprof's local profile server"));
 }
 
-TEST_CASE("16 parallel 15 MiB requests leave no big heap behind", "[server][http]") {
+TEST_CASE("16 parallel 15 MiB requests leave no big heap behind", "[server][http][memory]") {
   TempDir dir;
   write_text(dir.file("p.json"), "{}");
   Live live(dir.file("p.json"));
@@ -198,9 +212,10 @@ TEST_CASE("16 parallel 15 MiB requests leave no big heap behind", "[server][http
                         " HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
                         "\r\n\r\n" + body;
   body = std::string();
-  auto one = [&] {
-    UniqueFd fd = connect_to(live.server->port());
-    return send_all(fd.get(), request) && read_response(fd.get(), 120s).rfind("HTTP/1.1 200", 0) == 0;
+  auto one = [&] {  // on the test's threads: no Catch assertions
+    UniqueFd fd = try_connect(live.server->port());
+    return fd.valid() && send_all(fd.get(), request) &&
+           read_response(fd.get(), 120s).rfind("HTTP/1.1 200", 0) == 0;
   };
   REQUIRE(one());  // one-time costs (code paged in, first allocations) before the baseline
   long rss_before = status_kib("VmRSS");
@@ -364,4 +379,169 @@ TEST_CASE("serving on 0.0.0.0 prints a reachable address and warns about exposur
   CHECK_THAT(err, Catch::Contains("Local server listening at http://" + expected + ":"));
   CHECK_THAT(err, Catch::Contains("Warning: serving on 0.0.0.0: anyone who can reach it"));
   CHECK(load.stop(SIGTERM) == 0);
+}
+
+TEST_CASE("clients that pipeline requests and never read the answers hold up nobody, and their answers have "
+          "a write deadline",
+          "[server][http]") {
+  TempDir dir;
+  write_text(dir.file("p.json"), "{\"pad\":\"" + std::string(64 << 10, 'p') + "\"}");
+  server::ProfileServer::Config c;
+  c.write_timeout = 1s;
+  Live live(dir.file("p.json"), c);
+  // 16 connections that never read an answer: 8 without the token, each with 16000 requests for the plain
+  // page (the server answers 16 of them per connection, then closes it), and 8 with it, each with 2000
+  // requests for the 64 KiB profile: far more than the socket buffers hold (8 KiB to receive, at most 4 MiB
+  // to send).
+  std::string plain, profile;
+  for (int i = 0; i < 16000; ++i) plain += "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string one_profile = "GET " + live.path("/profile.json") + " HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (int i = 0; i < 2000; ++i) profile += one_profile;
+  std::vector<UniqueFd> stuck;
+  std::vector<size_t> sent;
+  for (int i = 0; i < 16; ++i) {
+    const std::string& many = i < 8 ? plain : profile;
+    stuck.push_back(connect_to(live.server->port(), 8192));
+    ssize_t n = ::send(stuck.back().get(), many.data(), many.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    sent.push_back(n > 0 ? static_cast<size_t>(n) / (i < 8 ? 27 : one_profile.size()) : 0);
+  }
+  // A client with the token gets 100 answers (the profile and an API request, in turn) at once.
+  auto t0 = std::chrono::steady_clock::now();
+  UniqueFd fd = connect_to(live.server->port());
+  int answered = 0;
+  for (int i = 0; i < 50; ++i) {
+    REQUIRE(send_all(fd.get(), "GET " + live.path("/profile.json") + " HTTP/1.1\r\nHost: x\r\n\r\n"));
+    answered += read_response(fd.get(), 10s).rfind("HTTP/1.1 200", 0) == 0;
+    REQUIRE(send_all(fd.get(), "POST " + live.path("/symbolicate/v5") +
+                                   " HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\n{\"jobs\":[]}"));
+    answered += read_response(fd.get(), 10s).rfind("HTTP/1.1 200", 0) == 0;
+  }
+  auto took = std::chrono::steady_clock::now() - t0;
+  CHECK(answered == 100);
+  CHECK(took < 5s);  // 74 answers took 38 s when the stuck connections held the workers
+  // After the write deadline (1 s + 1 s per 64 KiB for the profile), each stuck connection has ended before
+  // all its answers were written.
+  std::this_thread::sleep_for(c.write_timeout + 2s);
+  for (size_t i = 0; i < stuck.size(); ++i) {
+    std::string all;
+    char tmp[65536];
+    bool eof = false;
+    for (;;) {
+      pollfd p{stuck[i].get(), POLLIN, 0};
+      if (::poll(&p, 1, 5000) <= 0) break;
+      ssize_t n = ::recv(stuck[i].get(), tmp, sizeof tmp, 0);
+      if (n <= 0) {
+        eof = true;
+        break;
+      }
+      all.append(tmp, static_cast<size_t>(n));
+    }
+    size_t answers = 0;
+    for (size_t at = 0; (at = all.find("HTTP/1.1 200", at)) != std::string::npos; ++at) ++answers;
+    if (i < 8) CHECK(answers == 16);
+    INFO("connection " << i << ": " << answers << " answers of " << sent[i] << " requests");
+    CHECK(eof);
+    CHECK(answers < sent[i]);
+  }
+}
+
+TEST_CASE("slow request bodies hold up nobody and have a total deadline; stop() does not wait for them",
+          "[server][http]") {
+  TempDir dir;
+  write_text(dir.file("p.json"), "{}");
+  server::ProfileServer::Config c;
+  c.body_timeout = 2s;
+  Live live(dir.file("p.json"), c);
+  // 16 bodies with the token that arrive a byte every 100 ms (each wait far under any per-read timeout).
+  std::vector<UniqueFd> slow;
+  for (int i = 0; i < 16; ++i) {
+    slow.push_back(connect_to(live.server->port()));
+    REQUIRE(send_all(slow.back().get(), "POST " + live.path("/symbolicate/v5") +
+                                            " HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"));
+  }
+  std::atomic<bool> done{false};
+  std::thread trickle([&] {
+    while (!done) {
+      for (auto& fd : slow) (void)!::send(fd.get(), " ", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      std::this_thread::sleep_for(100ms);
+    }
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  UniqueFd fd = connect_to(live.server->port());
+  REQUIRE(send_all(fd.get(), "GET " + live.path("/profile.json") + " HTTP/1.1\r\nHost: x\r\n\r\n"));
+  CHECK_THAT(read_response(fd.get(), 10s), Catch::StartsWith("HTTP/1.1 200"));
+  REQUIRE(send_all(fd.get(), "POST " + live.path("/symbolicate/v5") +
+                                 " HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\n{\"jobs\":[]}"));
+  CHECK_THAT(read_response(fd.get(), 10s), Catch::StartsWith("HTTP/1.1 200"));
+  CHECK(std::chrono::steady_clock::now() - t0 < 1s);  // 8 such bodies held a GET off for 36 s
+  // The body deadline (2 s in all, though bytes keep coming) closes every one of them.
+  int closed = 0;
+  for (auto& s : slow) closed += closed_within(s.get(), 5s) ? 1 : 0;
+  CHECK(closed == 16);
+  // New slow bodies and a reader that does not read: stop() returns at once all the same.
+  for (auto& s : slow) {
+    s = connect_to(live.server->port());
+    REQUIRE(send_all(s.get(), "POST " + live.path("/symbolicate/v5") +
+                                  " HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"));
+  }
+  done = true;
+  trickle.join();
+  auto t1 = std::chrono::steady_clock::now();
+  live.server->stop();
+  CHECK(std::chrono::steady_clock::now() - t1 < 1s);
+}
+
+TEST_CASE("two Content-Length or two Transfer-Encoding headers are a 400 and a closed connection",
+          "[server][http]") {
+  TempDir dir;
+  write_text(dir.file("p.json"), "{}");
+  Live live(dir.file("p.json"));
+  std::string post = "POST " + live.path("/symbolicate/v5") + " HTTP/1.1\r\nHost: x\r\n";
+  const std::string next = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";  // must never be answered
+  for (const std::string& framing :
+       {std::string("Content-Length: 11\r\nContent-Length: 2\r\n"),
+        std::string("Content-Length: 2\r\nContent-Length: 11\r\n"),
+        std::string("Content-Length: 11\r\ncontent-length: 11\r\n"),
+        std::string("Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n"),
+        std::string("Transfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n")}) {
+    INFO(framing);
+    UniqueFd fd = connect_to(live.server->port());
+    REQUIRE(send_all(fd.get(), post + framing + "\r\n{\"jobs\":[]}" + next));
+    std::string carry;
+    CHECK_THAT(read_response(fd.get(), 10s, &carry), Catch::StartsWith("HTTP/1.1 400"));
+    CHECK(carry.empty());
+    CHECK(read_response(fd.get(), 5s, &carry).empty());  // closed: the next request is not answered
+  }
+  // The same outside the token, where bodies are never read.
+  UniqueFd fd = connect_to(live.server->port());
+  REQUIRE(send_all(fd.get(), "GET / HTTP/1.1\r\nContent-Length: 0\r\nContent-Length: 5\r\n\r\n" + next));
+  std::string carry;
+  CHECK_THAT(read_response(fd.get(), 10s, &carry), Catch::StartsWith("HTTP/1.1 400"));
+  CHECK(read_response(fd.get(), 5s, &carry).empty());
+}
+
+TEST_CASE("the memory of refused bodies is given back", "[server][http][memory]") {
+  TempDir dir;
+  write_text(dir.file("p.json"), "{}");
+  Live live(dir.file("p.json"));
+  // 8 chunked bodies of 15 MiB each, all refused at their last bytes (a malformed chunk size).
+  std::string request = "POST " + live.path("/symbolicate/v5") +
+                        " HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 15; ++i) request += "100000\r\n" + std::string(1 << 20, 'x') + "\r\n";
+  request += "zz\r\n";
+  auto one = [&] {  // on the test's threads: no Catch assertions
+    UniqueFd fd = try_connect(live.server->port());
+    return fd.valid() && send_all(fd.get(), request) &&
+           read_response(fd.get(), 60s).rfind("HTTP/1.1 400", 0) == 0;
+  };
+  REQUIRE(one());
+  long rss_before = status_kib("VmRSS");
+  std::atomic<int> refused{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) threads.emplace_back([&] { refused += one() ? 1 : 0; });
+  for (auto& t : threads) t.join();
+  CHECK(refused == 8);
+  long grown_mib = (status_kib("VmRSS") - rss_before) / 1024;
+  INFO("resident after: +" << grown_mib << " MiB");
+  CHECK(grown_mib < 48);
 }

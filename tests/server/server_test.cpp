@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <httplib.h>
 #include <poll.h>
+#include <pwd.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -334,6 +336,22 @@ TEST_CASE("profiler URL encodes the profile and symbol server URLs like samply",
   CHECK(server::percent_encode("a b\n%?#&=") == "a%20b%0A%25%3F%23%26%3D");
 }
 
+TEST_CASE("a processed-format gzip bomb is refused by load with the Gecko reader's cap", "[server][cli]") {
+  TempDir dir;
+  // 24 MB of text that gzip packs ~1000x: past the 200x cap long before it is whole.
+  std::string text = R"({"meta":{"preprocessedProfileVersion":48,"version":30},"libs":[],"pad":")" +
+                     std::string(24u << 20, 'x') + "\"}";
+  write_text(dir.file("bomb.json.gz"), gzip(text));
+  text = std::string();
+  auto info = server::inspect_profile(dir.file("bomb.json.gz"));
+  REQUIRE_FALSE(info.ok());
+  CHECK_THAT(info.error(), Catch::Contains("bomb.json.gz: gzip data inflates beyond 200x its size"));
+  auto r = run({fxprof_bin(), "load", "--no-open", "-P", "0", dir.file("bomb.json.gz")});
+  CHECK(r.status != 0);
+  CHECK_THAT(r.err, Catch::Contains("gzip data inflates beyond 200x its size"));
+  CHECK(r.out.empty());  // no URL: nothing is served
+}
+
 TEST_CASE("tokens are 39 random base32 characters", "[server]") {
   std::string a = server::random_token(), b = server::random_token();
   CHECK(a.size() == 39);
@@ -350,8 +368,8 @@ TEST_CASE("corrupt, truncated, empty and non-profile files give one clear error"
   };
   std::vector<Case> cases = {
       {"empty.json", "", "empty.json: empty file"},
-      {"text.json", "hello, world\n", "text.json: not valid JSON"},
-      {"array.json", "[1,2,3]", "array.json: not a Firefox Profiler profile"},
+      {"text.json", "hello, world\n", "text.json: not a profile (neither JSON nor gzip)"},
+      {"array.json", "[1,2,3]", "array.json: not a profile (neither JSON nor gzip)"},
       {"other.json", R"({"traceEvents":[]})",
        "other.json: not a Firefox Profiler profile (no \"meta\" object)"},
       {"cut.json", good.substr(0, good.size() / 2), "cut.json: truncated JSON"},
@@ -723,24 +741,63 @@ TEST_CASE("profiler-cli --with-samply runs fxprof as its samply", "[server][prof
   CHECK_THAT(tree.out, Catch::Contains("inlined_helper"));
 }
 
-TEST_CASE("fxprof load opens $BROWSER when there is a display, and SIGTERM stops it", "[server][cli]") {
-  TempDir dir;
+// Waits (poll, no sleeps) until someone writes to the FIFO at `path`; false after `timeout`.
+static bool wait_fifo(const std::string& path, std::chrono::milliseconds timeout) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.valid()) return false;
+  pollfd p{fd.get(), POLLIN, 0};
+  return ::poll(&p, 1, static_cast<int>(timeout.count())) == 1;
+}
+
+TEST_CASE("fxprof load opens $BROWSER on a private redirect page, never on the token, and SIGTERM stops it",
+          "[server][cli]") {
+  REQUIRE(geteuid() == 0);  // another local user must not read the page: the suite runs as root
+  const passwd* pw = ensure_test_user();
+  REQUIRE(pw != nullptr);
+  TempDir dir, runtime;
   write_text(dir.file("p.json"), demo_profile());
+  REQUIRE(::mkfifo(dir.file("fifo").c_str(), 0600) == 0);
+  // The stand-in browser records its command line, the page's and its folder's modes, and the page.
   std::string script = dir.file("browser.sh");
-  write_text(script, "#!/bin/sh\necho \"$@\" > " + dir.file("opened") + "\n");
+  write_text(script, "#!/bin/sh\nf=\"${1#file://}\"\nprintf '%s\\n' \"$@\" > " + dir.file("argv") +
+                         "\necho \"$f\" > " + dir.file("file") + "\nstat -c %a \"$f\" \"$(dirname \"$f\")\" > " +
+                         dir.file("modes") + "\ncat \"$f\" > " + dir.file("page") + "\necho done > " +
+                         dir.file("fifo") + "\n");
   ::chmod(script.c_str(), 0755);
-  LoadProcess load({"-P", "0", dir.file("p.json")}, {{"BROWSER", script}, {"DISPLAY", ":99"}});
-  std::string url = load.wait_for_url();
+  ::chmod(runtime.path().c_str(), 0755);
+  LoadProcess load({"-P", "0", dir.file("p.json")},
+                   {{"BROWSER", script}, {"DISPLAY", ":99"}, {"XDG_RUNTIME_DIR", runtime.path()}});
+  std::string url = load.wait_for_url();  // still printed
   REQUIRE_FALSE(url.empty());
-  std::string opened;
-  for (int i = 0; i < 500 && opened.empty(); ++i) {  // 5 s
-    if (auto f = read_file(dir.file("opened")); f.ok()) opened = *f;
-    if (opened.empty()) ::usleep(10000);
-  }
-  CHECK(opened == url + "\n");
+  REQUIRE(wait_fifo(dir.file("fifo"), std::chrono::seconds(10)));
+  auto [profile_url, symbol_server] = split_profiler_url(url);
+  const std::string token = symbol_server.substr(symbol_server.rfind('/') + 1);
+  REQUIRE(token.size() == 39);
+  const std::string argv = read_file(dir.file("argv")).value();
+  INFO(argv);
+  CHECK(argv.find(token) == std::string::npos);
+  CHECK(argv.rfind("file://" + runtime.path() + "/fxprof-", 0) == 0);
+  std::string page_path = read_file(dir.file("file")).value();
+  page_path.pop_back();
+  CHECK(read_file(dir.file("modes")).value() == "600\n700\n");
+  std::string page = read_file(dir.file("page")).value();
+  std::string escaped_url = url;
+  for (size_t at = 0; (at = escaped_url.find('&', at)) != std::string::npos; at += 5)
+    escaped_url.replace(at, 1, "&amp;");
+  CHECK_THAT(page, Catch::Contains("<meta http-equiv=\"refresh\" content=\"0;url=" + escaped_url + "\">"));
+  // Another local user can neither read the page nor list its folder.
+  CmdOptions as_user;
+  as_user.uid = pw->pw_uid;
+  as_user.gid = pw->pw_gid;
+  auto peek = run({"cat", page_path}, as_user);
+  CHECK(peek.status != 0);
+  CHECK_THAT(peek.err, Catch::Contains("Permission denied"));
+
   CHECK(load.stop(SIGTERM) == 0);
   CHECK_THAT(load.err(), Catch::Contains("local network"));
   CHECK(std::filesystem::exists(dir.file("p.json")));
+  CHECK_FALSE(std::filesystem::exists(page_path));  // gone with its folder when the server stops
+  CHECK_FALSE(std::filesystem::exists(std::filesystem::path(page_path).parent_path()));
 }
 
 TEST_CASE("a recorded profile: served by fxprof load and baked by fxprof symbolicate",
