@@ -16,6 +16,7 @@
 #include "model/symbols.h"
 #include "recorder/jit.h"
 #include "recorder/kallsyms.h"
+#include "recorder/interrupted.h"
 #include "recorder/offcpu.h"
 #include "recorder/unwind/splice.h"
 
@@ -922,6 +923,7 @@ void ProfileBuilder::finish() {
   read_deleted_libs();
   name_kernel_frames(profile_, procfs_);
   if (off_interned_) name_off_cpu_reasons();
+  mark_interrupted_frames(profile_, reason_label(BlockReason::Preempted));
   if (off_interned_) add_waiting_counters(profile_, off_.interval_ns);
   if (off_interned_ && !wakes_.empty()) name_wakers();
   for (auto& [pid, pr] : procs_) read_jit(pid, pr);  // processes still running
