@@ -90,3 +90,73 @@ TEST_CASE("views: an interrupted instruction is named, not the one before it", "
   CHECK(fns.find("touch_page") != std::string::npos);
   CHECK(fns.find("before_touch") == std::string::npos);
 }
+
+namespace {
+// Whether `text` has a function spelled as a bare address ("0x1170", not "work_s+0x1170"), after one of
+// `separators` (the start of a line counts too).
+bool has_bare_address(const std::string& text, const std::string& separators) {
+  for (size_t at = text.find("0x"); at != std::string::npos; at = text.find("0x", at + 2))
+    if (at == 0 || separators.find(text[at - 1]) != std::string::npos) return true;
+  return false;
+}
+}  // namespace
+
+// A stripped binary's functions are named by their .eh_frame FDE: "binary+0xSTART" as leaf and as caller, so
+// the leaf's total is its callers' (the spin's caller work() is in every sample, and hot_leaf too).
+TEST_CASE("views: a stripped binary's functions have one spelling in every view", "[e2e][views]") {
+  TempDir dir;
+  const std::string prog = dir.file("work_s");
+  auto strip = run({"strip", "-o", prog, test_program("views_stripped_work")});
+  INFO(strip.err);
+  REQUIRE(strip.status == 0);
+  for (bool baked : {false, true}) {
+    INFO((baked ? "baked" : "lazy"));
+    const std::string out = dir.file(baked ? "b.json.gz" : "l.json.gz");
+    std::vector<std::string> cmd{fxprof_bin(), "record", "-s", "-o", out, "--export", "folded", "--export",
+                                 "svg"};
+    if (!baked) cmd.push_back("--no-symbolicate");
+    cmd.insert(cmd.end(), {"--", prog, "2000"});
+    auto r = run(cmd);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    // The summary line: "top self: ..., work_s+0x1170 20.6%, ...".
+    const size_t top = r.err.find("fxprof: top self: ");
+    REQUIRE(top != std::string::npos);
+    const std::string top_line = r.err.substr(top, r.err.find('\n', top) - top);
+    CHECK(top_line.find("work_s+0x") != std::string::npos);
+    CHECK_FALSE(has_bare_address(top_line, " "));
+
+    auto rep = run({fxprof_bin(), "report", "--json", "--limit", "3", out});
+    INFO(rep.out << rep.err);
+    REQUIRE(rep.status == 0);
+    simdjson::dom::parser parser;
+    auto doc = parse_json(parser, rep.out);
+    // The user function with the most self time is the leaf, and its total is all the program's samples.
+    std::string leaf;
+    double leaf_self = 0;
+    for (simdjson::dom::element f : simdjson::dom::array(doc["sections"].at(0)["topFunctionsBySelf"])) {
+      const std::string name{std::string_view(f["name"])};
+      if (name.rfind("work_s+0x", 0) == 0 && leaf.empty()) {
+        leaf = name;
+        leaf_self = double(f["selfPercentage"]);
+      }
+      CHECK_FALSE(has_bare_address(name, ""));
+    }
+    REQUIRE(!leaf.empty());
+    CHECK(leaf_self > 0);
+    bool found = false;
+    for (simdjson::dom::element f : simdjson::dom::array(doc["sections"].at(0)["topFunctionsByTotal"])) {
+      if (std::string_view(f["name"]) != leaf) continue;
+      found = true;
+      CHECK(double(f["totalPercentage"]) > 99.0);
+    }
+    CHECK(found);
+
+    const std::string folded = read_profile_text(dir.file(baked ? "b.folded" : "l.folded"));
+    CHECK(folded.find(";" + leaf) != std::string::npos);
+    CHECK_FALSE(has_bare_address(folded, ";\n"));
+    const std::string svg = read_profile_text(dir.file(baked ? "b.svg" : "l.svg"));
+    CHECK(svg.find(leaf) != std::string::npos);
+    CHECK_FALSE(has_bare_address(svg, ">\"; "));
+  }
+}
