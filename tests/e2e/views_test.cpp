@@ -160,3 +160,55 @@ TEST_CASE("views: a stripped binary's functions have one spelling in every view"
     CHECK_FALSE(has_bare_address(svg, ">\"; "));
   }
 }
+
+namespace {
+// The `line` column of the frames named `location` in every thread of a Gecko profile (null: 0).
+std::vector<int64_t> frame_lines(const std::string& text, const std::string& location) {
+  simdjson::dom::parser parser;
+  auto doc = parse_json(parser, text);
+  std::vector<int64_t> out;
+  for (simdjson::dom::element t : simdjson::dom::array(doc["threads"])) {
+    simdjson::dom::array strings = t["stringTable"];
+    const auto line_col = size_t(int64_t(t["frameTable"]["schema"]["line"]));
+    for (simdjson::dom::element f : simdjson::dom::array(t["frameTable"]["data"]))
+      if (std::string_view(strings.at(size_t(int64_t(f.at(0))))) == location)
+        out.push_back(f.at(line_col).is_null() ? 0 : int64_t(f.at(line_col)));
+  }
+  return out;
+}
+}  // namespace
+
+// Issue 21 item 11: a baked profile keeps what Gecko can carry for native code: the function and its library
+// in the location ("NAME (in LIB)", a native function to the front end, never a JS one) and each frame's line
+// in the frame table's `line` column, which the front end's Gecko import keeps. Both ways of baking.
+TEST_CASE("views: baked profiles keep each frame's line for the front end", "[e2e][views]") {
+  TempDir dir;
+  const std::string prog = test_program("views_stripped_work");
+  const std::string baked = dir.file("b.json.gz"), lazy = dir.file("l.json.gz"), sym = dir.file("s.json.gz");
+  auto b = run({fxprof_bin(), "record", "-s", "-q", "-o", baked, "--", prog, "1500"});
+  INFO(b.err);
+  REQUIRE(b.status == 0);
+  auto l = run({fxprof_bin(), "record", "-s", "-q", "--no-symbolicate", "-o", lazy, "--", prog, "1500"});
+  REQUIRE(l.status == 0);
+  auto s = run({fxprof_bin(), "symbolicate", lazy, "-o", sym});
+  INFO(s.err);
+  REQUIRE(s.status == 0);
+  for (const std::string& file : {baked, sym}) {
+    INFO(file);
+    const std::string text = read_profile_text(file);
+    const auto lines = frame_lines(text, "hot_leaf (in views_stripped_work)");
+    REQUIRE(!lines.empty());
+    for (int64_t line : lines) {  // hot_leaf is lines 8 to 11 of stripped_work.c
+      CHECK(line >= 8);
+      CHECK(line <= 11);
+    }
+    ProfilerCli cli;
+    auto load = cli.load(file);
+    INFO(load.out << load.err);
+    REQUIRE(load.status == 0);
+    REQUIRE(cli.select_thread("GeckoMain"));
+    auto fns = cli.cmd({"thread", "functions", "--include-idle"});
+    INFO(fns.out);
+    CHECK(fns.out.find("views_stripped_work!hot_leaf") != std::string::npos);  // native, with its library
+  }
+}
