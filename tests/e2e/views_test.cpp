@@ -47,7 +47,7 @@ std::string cli_functions(ProfilerCli& cli) {
 TEST_CASE("views: an interrupted instruction is named, not the one before it", "[e2e][views]") {
   TempDir dir;
   const std::string lazy = dir.file("lazy.json.gz"), baked = dir.file("baked.json.gz");
-  auto r = record(lazy, {test_program("views_fault_first"), "384"});
+  auto r = record(lazy, {test_program("views_fault_first"), "256"});
   INFO(r.err);
   REQUIRE(r.status == 0);
   require_lint_clean(read_profile_text(lazy));
@@ -77,7 +77,7 @@ TEST_CASE("views: an interrupted instruction is named, not the one before it", "
   }
 
   // A baked profile (record -s symbolicates), and the summary line of that run.
-  auto b = run({fxprof_bin(), "record", "-s", "-o", baked, "--", test_program("views_fault_first"), "384"});
+  auto b = run({fxprof_bin(), "record", "-s", "-o", baked, "--", test_program("views_fault_first"), "256"});
   INFO(b.err);
   REQUIRE(b.status == 0);
   CHECK(b.err.find("before_touch") == std::string::npos);
@@ -126,7 +126,7 @@ TEST_CASE("views: a stripped binary's functions have one spelling in every view"
     CHECK(top_line.find("work_s+0x") != std::string::npos);
     CHECK_FALSE(has_bare_address(top_line, " "));
 
-    auto rep = run({fxprof_bin(), "report", "--json", "--limit", "3", out});
+    auto rep = run({fxprof_bin(), "report", "--json", "--limit", "10", out});
     INFO(rep.out << rep.err);
     REQUIRE(rep.status == 0);
     simdjson::dom::parser parser;
@@ -158,6 +158,24 @@ TEST_CASE("views: a stripped binary's functions have one spelling in every view"
     const std::string svg = read_profile_text(dir.file(baked ? "b.svg" : "l.svg"));
     CHECK(svg.find(leaf) != std::string::npos);
     CHECK_FALSE(has_bare_address(svg, ">\"; "));
+    // pprof, as go tool pprof reads it: the leaf's cumulative share is the whole program's.
+    const std::string pb = dir.file(baked ? "b.pb.gz" : "l.pb.gz");
+    REQUIRE(run({fxprof_bin(), "export", "pprof", out, "-o", pb}).status == 0);
+    CmdOptions go;
+    go.env = {{"HOME", dir.path()}, {"PPROF_TMPDIR", dir.path()}, {"GOCACHE", dir.path() + "/gocache"}};
+    auto pprof = run({"go", "tool", "pprof", "-top", "-sample_index=samples", pb}, go);
+    INFO(pprof.out << pprof.err);
+    REQUIRE(pprof.status == 0);
+    CHECK_FALSE(has_bare_address(pprof.out, " "));
+    std::istringstream lines(pprof.out);
+    double leaf_cum = 0;  // "flat flat% sum% cum cum% name"
+    for (std::string row; std::getline(lines, row);) {
+      std::istringstream cols(row);
+      std::string flat, flat_pct, sum_pct, cum, cum_pct, name;
+      if (cols >> flat >> flat_pct >> sum_pct >> cum >> cum_pct >> name && name == leaf)
+        leaf_cum = std::stod(cum_pct);
+    }
+    CHECK(leaf_cum > 99.0);
   }
 }
 
