@@ -50,7 +50,8 @@ void add_lock_holders_unsymbolicated(model::Profile& profile,
     model::Thread t;
     for (const model::Thread& th : proc.threads)
       for (const model::Marker& m : th.markers) {
-        if (m.stack == model::kNoStack || m.name == model::kNoString || profile.strings.get(m.name) != "Wakeup")
+        if (m.stack == model::kNoStack || m.name == model::kNoString ||
+            profile.strings.get(m.name) != "Wakeup")
           continue;
         model::Marker w;
         w.name = wakeup;

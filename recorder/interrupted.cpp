@@ -10,13 +10,19 @@ namespace fxprof::recorder {
 
 bool is_interrupt_entry(std::string_view fn) {
   // 5.8 and later (idtentry): asm_exc_page_fault, asm_sysvec_apic_timer_interrupt, asm_common_interrupt...
-  for (std::string_view prefix : {"asm_exc_", "asm_sysvec_", "asm_common_interrupt", "asm_spurious_interrupt"})
+  for (std::string_view prefix :
+       {"asm_exc_", "asm_sysvec_", "asm_common_interrupt", "asm_spurious_interrupt"})
     if (fn.starts_with(prefix)) return true;
   // Before 5.8 the entry stubs had plain names.
-  constexpr std::array<std::string_view, 9> kOld = {
-      "page_fault",        "async_page_fault",      "apic_timer_interrupt", "common_interrupt",
-      "ret_from_intr",     "reschedule_interrupt",  "call_function_interrupt",
-      "irq_work_interrupt", "call_function_single_interrupt"};
+  constexpr std::array<std::string_view, 9> kOld = {"page_fault",
+                                                    "async_page_fault",
+                                                    "apic_timer_interrupt",
+                                                    "common_interrupt",
+                                                    "ret_from_intr",
+                                                    "reschedule_interrupt",
+                                                    "call_function_interrupt",
+                                                    "irq_work_interrupt",
+                                                    "call_function_single_interrupt"};
   for (std::string_view name : kOld)
     if (fn == name) return true;
   return false;

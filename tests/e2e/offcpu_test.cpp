@@ -575,8 +575,8 @@ TEST_CASE("off-CPU: a std::mutex's Lock waits name the function that held it in 
           "[e2e][offcpu]") {
   TempDir dir;
   const std::string out = dir.file("lazy.json.gz");
-  auto r = run({fxprof_bin(), "record", "--save-only", "--no-symbolicate", "--off-cpu-threshold", "0", "-o", out,
-                "--", test_program("views_cxx_mutex")});
+  auto r = run({fxprof_bin(), "record", "--save-only", "--no-symbolicate", "--off-cpu-threshold", "0", "-o",
+                out, "--", test_program("views_cxx_mutex")});
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
   const size_t at = r.out.find("mutex 0x");

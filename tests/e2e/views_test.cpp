@@ -112,8 +112,8 @@ TEST_CASE("views: a stripped binary's functions have one spelling in every view"
   for (bool baked : {false, true}) {
     INFO((baked ? "baked" : "lazy"));
     const std::string out = dir.file(baked ? "b.json.gz" : "l.json.gz");
-    std::vector<std::string> cmd{fxprof_bin(), "record", "-s", "-o", out, "--export", "folded", "--export",
-                                 "svg"};
+    std::vector<std::string> cmd{fxprof_bin(), "record", "-s",       "-o", out,
+                                 "--export",   "folded", "--export", "svg"};
     if (!baked) cmd.push_back("--no-symbolicate");
     cmd.insert(cmd.end(), {"--", prog, "2000"});
     auto r = run(cmd);
