@@ -3,9 +3,9 @@
 // Under the kernel part of a stack, the first user frame is the user instruction pointer saved when the
 // kernel was entered. After a system call it is the instruction after `syscall`, which behaves like a return
 // address (the Firefox Profiler's nudgeReturnAddresses and model/symbols.h look every caller up one byte
-// early, at the `syscall` itself). After an interrupt or exception (the timer, a preemption, a page fault) it is the
-// exact instruction that was interrupted or faulted: looked up one byte early it names the previous
-// instruction, or, at a function's first instruction, the function that ends before it.
+// early, at the `syscall` itself). After an interrupt or exception (the timer, a preemption, a page fault)
+// it is the exact instruction that was interrupted or faulted: looked up one byte early it names the
+// previous instruction, or, at a function's first instruction, the function that ends before it.
 //
 // The kernel's entry frame (the outermost kernel frame) tells the two apart, so after the kernel frames are
 // named such a user frame is replaced by one at address + 1: every reader that treats it as a caller (the
