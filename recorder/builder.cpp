@@ -14,9 +14,9 @@
 #include "base/fd.h"
 #include "base/path.h"
 #include "model/symbols.h"
+#include "recorder/interrupted.h"
 #include "recorder/jit.h"
 #include "recorder/kallsyms.h"
-#include "recorder/interrupted.h"
 #include "recorder/offcpu.h"
 #include "recorder/unwind/splice.h"
 
