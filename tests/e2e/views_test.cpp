@@ -65,6 +65,19 @@ TEST_CASE("views: an interrupted instruction is named, not the one before it", "
   INFO(folded.out.substr(0, 4000));
   CHECK(touch * 2 > all);  // the faults are the program's time
   CHECK(before * 50 <= touch);
+  for (const char* format : {"svg", "pprof"}) {
+    const std::string file = dir.file(std::string("out.") + format);
+    auto e = run({fxprof_bin(), "export", format, lazy, "-o", file});
+    INFO(e.err);
+    REQUIRE(e.status == 0);
+    CHECK(read_profile_text(file).find("before_touch") == std::string::npos);  // pprof: gzip, inflated
+  }
+  // `fxprof symbolicate` bakes the lazy file: the frame under the fault is touch_page there too.
+  const std::string sym = dir.file("sym.json.gz");
+  REQUIRE(run({fxprof_bin(), "symbolicate", lazy, "-o", sym}).status == 0);
+  const std::string sym_text = read_profile_text(sym);
+  CHECK(sym_text.find("touch_page (in views_fault_first)") != std::string::npos);
+  CHECK(sym_text.find("before_touch (in views_fault_first)") == std::string::npos);
 
   // The front end's own code on the served (lazy) profile.
   {
