@@ -343,16 +343,21 @@ int cmd_record(std::span<char*> args) {
   // the file is complete, then take a pending one as "do not serve".
   SignalHold hold;
   // Names the model's frames (only the addresses samples use), then what needs the names: the Lock wait
-  // markers' "Held by".
+  // markers' "Held by". One symbolizer for the file, the summary and the exports (freed before serving).
+  std::optional<symbolizer::Symbolizer> symbols(std::in_place, serve.symbols);
   auto name_frames = [&] {
-    symbolizer::Symbolizer symbols(serve.symbols);
-    pipeline::symbolicate(recording->profile, symbols);
+    pipeline::symbolicate(recording->profile, *symbols);
     recorder::add_lock_holders(recording->profile);
   };
   // Self-contained: symbolicate the model and write the file once.
   if ((symbolicate == 1 || (symbolicate == -1 && save_only)) && !hold.interrupted()) {
     name_frames();
     recording->profile.meta.presymbolicated = true;
+  } else if (!hold.interrupted()) {
+    // Served lazily: the front end names the frames, but "Held by" is a marker field, written now; only
+    // the Wakeup stacks are named for it, the file keeps raw addresses.
+    recorder::add_lock_holders_unsymbolicated(
+        recording->profile, [&](model::Profile& wakes) { pipeline::symbolicate(wakes, *symbols); });
   }
   if (auto s = exporter::write_gecko_profile(recording->profile, output); !s) {
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
@@ -395,7 +400,8 @@ int cmd_record(std::span<char*> args) {
   serve.libs = pipeline::known_libs(recording->profile);  // no need to read the file back to serve it
   // Binaries deleted while they ran are served through the recorder's descriptors (model::Lib::read_path).
   std::vector<UniqueFd> open_files = std::move(recording->open_files);
-  recording = Error{};  // free the model before serving
+  recording = Error{};  // free the model and the symbolizer before serving
+  symbols.reset();
 
   // Sent on (issue: share with teammates, push to a fleet) from the written file, symbols baked on the way.
   if (!hold.interrupted() && !recording_hangup &&

@@ -14,6 +14,7 @@
 #include "base/fd.h"
 #include "base/path.h"
 #include "model/symbols.h"
+#include "recorder/interrupted.h"
 #include "recorder/jit.h"
 #include "recorder/kallsyms.h"
 #include "recorder/offcpu.h"
@@ -932,6 +933,7 @@ void ProfileBuilder::finish() {
   read_deleted_libs();
   name_kernel_frames(profile_, procfs_);
   if (off_interned_) name_off_cpu_reasons();
+  mark_interrupted_frames(profile_, reason_label(BlockReason::Preempted));
   if (off_interned_) add_waiting_counters(profile_, off_.interval_ns);
   if (off_interned_ && !wakes_.empty()) name_wakers();
   for (auto& [pid, pr] : procs_) read_jit(pid, pr);  // processes still running

@@ -130,7 +130,14 @@ bool is_lock_plumbing(std::string_view binary, std::string_view function) {
        {"std::sys::", "std::sys_common::", "<std::sys", "std::sync::", "<std::sync::",
         "core::ptr::drop_in_place<std::sync::", "parking_lot::", "<parking_lot::", "futex", "__lll_",
         "__GI___lll_", "lll_", "pthread_mutex_", "__pthread_mutex_", "pthread_cond_", "__pthread_cond_",
-        "std::mutex::", "std::__1::mutex::", "syscall"})
+        "std::mutex::", "std::__1::mutex::", "syscall",
+        // C++ lock wrappers, inlined into the program: the code that held the lock is their caller.
+        "__gthread_", "__gthrw_", "std::lock_guard<", "std::unique_lock<", "std::scoped_lock<",
+        "std::__1::lock_guard<", "std::__1::unique_lock<", "std::__1::scoped_lock<", "std::recursive_mutex::",
+        "std::timed_mutex::", "std::recursive_timed_mutex::", "std::shared_mutex::", "std::__shared_mutex_",
+        "std::shared_lock<", "std::condition_variable::", "std::__condvar::", "__gnu_cxx::__mutex::",
+        "__gnu_cxx::__scoped_lock::", "std::__mutex_base::", "pthread_rwlock_", "__pthread_rwlock_",
+        "pthread_spin_", "__pthread_spin_"})
     if (function.starts_with(prefix)) return true;
   return false;
 }
@@ -148,7 +155,7 @@ std::string_view lock_holder(const model::Profile& profile, model::StackId stack
   return {};
 }
 
-void add_lock_holders(model::Profile& profile) {
+void add_lock_holders(model::Profile& profile, const std::function<std::string(model::StackId)>& holder_of) {
   // Lock waits by the thread that waited (a tid may be reused: the marker's times tell them apart).
   std::unordered_multimap<uint32_t, model::Thread*> by_tid;
   for (model::Process& proc : profile.processes)
@@ -167,7 +174,8 @@ void add_lock_holders(model::Profile& profile) {
         uint32_t tid = 0;
         if (std::from_chars(wakee.data() + sp + 1, wakee.data() + wakee.size(), tid).ec != std::errc())
           continue;
-        const std::string_view holder = lock_holder(profile, w.stack);
+        const std::string holder =
+            holder_of ? holder_of(w.stack) : std::string(lock_holder(profile, w.stack));
         if (holder.empty()) continue;
         const model::StringId name = profile.strings.intern(holder);
         for (auto [it, end] = by_tid.equal_range(tid); it != end; ++it)

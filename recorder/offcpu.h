@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -55,7 +56,15 @@ std::string_view lock_holder(const model::Profile& profile, model::StackId stack
 // After symbolication: each `Lock wait` marker woken by a thread whose `Wakeup` marker (the recorder's eBPF
 // waker tracer, futex wakes) has a stack gets a `holder` field, the lock_holder() of that stack (the
 // function that released the lock). Idempotent; lock_wait_summary names the holders from these fields.
-void add_lock_holders(model::Profile& profile);
+// `holder_of` replaces lock_holder(profile, stack) (add_lock_holders_unsymbolicated's names).
+void add_lock_holders(model::Profile& profile,
+                      const std::function<std::string(model::StackId)>& holder_of = {});
+
+// The same for a profile that stays unsymbolicated (the served, lazy profile of `fxprof record`): only the
+// few Wakeup stacks are named, in a profile of their own that `symbolicate` names (the caller's symbolizer),
+// and the frames of `profile` stay raw addresses.
+void add_lock_holders_unsymbolicated(model::Profile& profile,
+                                     const std::function<void(model::Profile&)>& symbolicate);
 
 // The "Threads waiting" counter of each process with `Lock wait` markers: per sampling interval (a grid of
 // `interval_ns` from the process start), how many of its threads waited on a lock (futex) during any part

@@ -49,7 +49,7 @@ struct Library {
   std::unordered_map<const char*, Name> sym_names;  // by symbol name pointer
   std::unordered_map<const char*, Name> dwarf_names;
   std::unordered_map<const char*, Name> files;
-  std::unordered_map<uint64_t, Name> fde_names;  // "0x<start>" by an FDE's lib-relative start
+  std::unordered_map<uint64_t, Name> fde_names;  // "<debug_name>+0x<start>" by an FDE's lib-relative start
   size_t names_bytes = 0;
   std::vector<RawFrame> scratch;
 

@@ -72,8 +72,8 @@ const Name* Library::fde_name(uint64_t start) {
   auto [it, inserted] = fde_names.try_emplace(start);
   if (inserted) {
     char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%" PRIx64, start);
-    it->second.text = buf;
+    std::snprintf(buf, sizeof buf, "+0x%" PRIx64, start);
+    it->second.text = debug_name + buf;
     append_json_string(it->second.json, it->second.text);
     names_bytes += it->second.text.capacity() + it->second.json.capacity() + 96;
   }
@@ -100,8 +100,10 @@ void Library::resolve(uint64_t rel, Resolution::Address& r, std::vector<Resoluti
     r.function = sn;
   if (r.function == nullptr) {
     // No symbol and no DWARF function (a stripped binary): the .eh_frame FDE covering the address is its
-    // function, named by its start as the front end names an unsymbolicated address ("0x<rel>"), so all
-    // addresses of one function share one name and /asm/v1 can show it whole.
+    // function, named "binary+0x<start>" as perf and the sinks name an unresolved address, so all addresses
+    // of one function share one name everywhere (leaf or caller, report or front end), a summary line says
+    // which binary it is, and a baked "NAME (in lib)" is never mistaken for an unresolved "0x<rel> (in lib)";
+    // /asm/v1 can show it whole.
     if (auto f = fde_range(rel)) {
       r.function = fde_name(f->start);
       r.function_offset = rel - f->start;

@@ -142,6 +142,12 @@ TEST_CASE("off-CPU: the function that held a lock is the waker stack's first one
   CHECK(is_lock_plumbing("app", "std::sys_common::mutex::MovableMutex::raw_unlock"));  // rustc before 1.72
   CHECK(is_lock_plumbing("app", "pthread_mutex_unlock"));
   CHECK(!is_lock_plumbing("app", "update_table"));
+  // C++ lock wrappers inlined into the program (std::lock_guard's destructor): their caller held the lock.
+  CHECK(is_lock_plumbing("app", "__gthread_mutex_unlock(pthread_mutex_t*)"));
+  CHECK(is_lock_plumbing("app", "std::mutex::unlock()"));
+  CHECK(is_lock_plumbing("app", "std::lock_guard<std::mutex>::~lock_guard()"));
+  CHECK(is_lock_plumbing("app", "std::unique_lock<std::mutex>::unlock()"));
+  CHECK(!is_lock_plumbing("app", "std::vector<int>::push_back(int const&)"));
   CHECK(!is_lock_plumbing("libapp.so", "std::vector<int>::push_back"));
 
   using namespace fxprof::model;

@@ -61,7 +61,7 @@ TEST_CASE("api: /asm/v1: continueUntilFunctionEnd in a stripped binary goes to t
   auto names = s.lookup("sym_inline", p.breakpad, std::vector<uint64_t>{hot.addr + 3});
   REQUIRE(names.ok());
   REQUIRE((*names)[0].found);
-  CHECK((*names)[0].function == hex(hot.addr));
+  CHECK((*names)[0].function == "sym_inline+" + hex(hot.addr));
   CHECK((*names)[0].function_size == hot.size);
   for (bool until_end : {false, true}) {
     std::string req = R"({"debugName":"sym_inline","debugId":")" + p.breakpad + R"(","startAddress":")" +

@@ -30,7 +30,7 @@ TEST_CASE("load: stripped binary finds its debug file through .gnu_debuglink (CR
   REQUIRE(r.ok());  // the binary itself matches
   // Named only by its .eh_frame FDE (lookup_test.cpp), never by the wrong file.
   REQUIRE((*r)[0].found);
-  CHECK((*r)[0].function == hex(syms.at("_Z11compute_hoti").addr));
+  CHECK((*r)[0].function == "sym_inline+" + hex(syms.at("_Z11compute_hoti").addr));
   CHECK((*r)[0].file.empty());
 }
 
@@ -52,7 +52,7 @@ TEST_CASE("load: stripped binary finds its debug file in a build-id directory") 
   auto r = s.lookup("sym_inline", original.breakpad, std::vector<uint64_t>{syms.at("_Z11compute_hoti").addr});
   REQUIRE(r.ok());
   REQUIRE((*r)[0].found);
-  CHECK((*r)[0].function == hex(syms.at("_Z11compute_hoti").addr));
+  CHECK((*r)[0].function == "sym_inline+" + hex(syms.at("_Z11compute_hoti").addr));
   CHECK((*r)[0].file.empty());
 }
 
@@ -109,13 +109,13 @@ TEST_CASE("load: debuginfod (DEBUGINFOD_URLS) supplies the debug file of a strip
   setenv("DEBUGINFOD_URLS", ("file://" + dir.file("srv")).c_str(), 1);
   setenv("DEBUGINFOD_CACHE_PATH", dir.file("cache").c_str(), 1);
   {
-    sym::Symbolizer s(no_system_debug());  // debuginfod off: only the .eh_frame FDE, "0x<start>"
+    sym::Symbolizer s(no_system_debug());  // debuginfod off: only the .eh_frame FDE, "sym_inline+0x<start>"
     s.add_known_lib(known(original, test_program("symbolizer/buildid/sym_stripped")));
     const uint64_t hot = nm_symbols(original.path).at("_Z11compute_hoti").addr;
     auto r = s.lookup("sym_inline", original.breakpad, std::vector<uint64_t>{hot});
     REQUIRE(r.ok());
     REQUIRE((*r)[0].found);
-    CHECK((*r)[0].function == hex(hot));
+    CHECK((*r)[0].function == "sym_inline+" + hex(hot));
   }
   sym::Options o = no_system_debug();
   o.use_debuginfod = true;

@@ -51,14 +51,14 @@ TEST_CASE("lookup: a stripped binary's addresses are grouped into functions by t
     INFO("address " << hex(addrs[i]));
     const sym::SymbolInfo& info = (*r)[i];
     REQUIRE(info.found);
-    CHECK(info.function == hex(hot.addr));  // one name for the whole function: its FDE's start
+    CHECK(info.function == "sym_inline+" + hex(hot.addr));  // one name for the function: binary+FDE start
     CHECK(info.function_offset == addrs[i] - hot.addr);
     CHECK(info.function_size == hot.size);  // GCC gives each function one FDE
     CHECK(info.file.empty());
     CHECK(info.inlines.empty());
   }
   REQUIRE((*r)[3].found);
-  CHECK((*r)[3].function == hex(main_fn.addr));
+  CHECK((*r)[3].function == "sym_inline+" + hex(main_fn.addr));
   CHECK((*r)[3].function_offset == 4);
   CHECK((*r)[3].function_size == main_fn.size);
   CHECK_FALSE((*r)[4].found);
@@ -70,7 +70,7 @@ TEST_CASE("lookup: a stripped binary's addresses are grouped into functions by t
   for (size_t i = 0; i < fdes.size(); ++i) {
     INFO("FDE " << hex(fdes[i].begin));
     REQUIRE((*all)[i].found);
-    CHECK((*all)[i].function == hex(fdes[i].begin));
+    CHECK((*all)[i].function == "sym_inline+" + hex(fdes[i].begin));
     CHECK((*all)[i].function_size == fdes[i].end - fdes[i].begin);
   }
 }

@@ -1,0 +1,32 @@
+// fxprof recorder internals: which user frames are interrupted instructions rather than return addresses.
+//
+// Under the kernel part of a stack, the first user frame is the user instruction pointer saved when the
+// kernel was entered. After a system call it is the instruction after `syscall`, which behaves like a return
+// address (the Firefox Profiler's nudgeReturnAddresses and model/symbols.h look every caller up one byte
+// early, at the `syscall` itself). After an interrupt or exception (the timer, a preemption, a page fault)
+// it is the exact instruction that was interrupted or faulted: looked up one byte early it names the
+// previous instruction, or, at a function's first instruction, the function that ends before it.
+//
+// The kernel's entry frame (the outermost kernel frame) tells the two apart, so after the kernel frames are
+// named such a user frame is replaced by one at address + 1: every reader that treats it as a caller (the
+// front end, our own lookups, a baked profile, the exports) then lands on the exact instruction. An off-CPU
+// `[preempted]` sample without kernel frames (kernel frames not recorded) is taken as interrupted too.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+#include "model/profile.h"
+
+namespace fxprof::recorder {
+
+// Whether `kernel_function` (a kallsyms name) is where the kernel is entered by an interrupt or exception
+// (x86-64: asm_exc_*, asm_sysvec_*, asm_common_interrupt, and the pre-5.8 names), not a system call.
+bool is_interrupt_entry(std::string_view kernel_function);
+
+// Rewrites the stacks of samples and markers whose user part ends in an interrupted instruction (see the
+// header comment); `preempted_label` is the off-CPU leaf for preemption ("[preempted]"). Returns the number
+// of distinct stacks changed. Call once, after the kernel frames are named.
+size_t mark_interrupted_frames(model::Profile& profile, std::string_view preempted_label);
+
+}  // namespace fxprof::recorder
