@@ -658,13 +658,17 @@ void ProfileBuilder::end_off_span(ThreadRef& th, uint64_t in_ns) {
   ++off_cpu_spans_;
   // A blocked thread woken before it ran again was runnable from its wake on: waiting for a CPU (the run
   // queue), not for what it blocked on. That part is [preempted].
-  if (!o.preempted) {
-    const uint32_t tid = profile_.processes[th.proc].threads[th.thread].tid;
-    if (auto w = last_wake_.find(tid); w != last_wake_.end() && w->second > o.out_ns && w->second < in_ns) {
-      off_span_part(th, w->second, whole);
-      o.out_ns = w->second;
+  const uint32_t tid = profile_.processes[th.proc].threads[th.thread].tid;
+  if (auto w = wake_times_.find(tid); w != wake_times_.end()) {
+    std::deque<uint64_t>& times = w->second;
+    const auto end = std::lower_bound(times.begin(), times.end(), in_ns);  // the wakes before the run
+    if (!o.preempted && end != times.begin() && end[-1] > o.out_ns) {
+      const uint64_t wake = end[-1];
+      off_span_part(th, wake, whole);
+      o.out_ns = wake;
       o.preempted = true;
     }
+    times.erase(times.begin(), end);
   }
   off_span_part(th, in_ns, whole);
 }
@@ -957,8 +961,8 @@ void ProfileBuilder::finish() {
 void ProfileBuilder::add_wakings(std::span<Waking> w) {
   for (Waking& k : w) {
     wakes_.push_back({k.time, k.waker_pid, k.waker_tid, k.wakee_tid, k.flags, k.uaddr, model::kNoStack});
-    uint64_t& last = last_wake_[k.wakee_tid];
-    last = std::max(last, k.time);
+    std::deque<uint64_t>& times = wake_times_[k.wakee_tid];  // in time order, but for CPUs' races
+    times.insert(std::upper_bound(times.begin(), times.end(), k.time), k.time);
     if (!k.stack.empty() && unwinder_) pending_wakes_.emplace_back(wakes_.size() - 1, std::move(k));
   }
 }

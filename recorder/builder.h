@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -255,9 +256,9 @@ class ProfileBuilder {
     model::StackId stack = model::kNoStack;
   };
   std::vector<Wake> wakes_;
-  // Each thread's latest wake (tid -> time): a blocked span that it ends is blocked up to it and runnable
-  // (waiting for a CPU: [preempted]) after it.
-  std::unordered_map<uint32_t, uint64_t> last_wake_;
+  // Each thread's wakes not yet past (tid -> times, sorted): a blocked span that one ends is blocked up to it
+  // and runnable (waiting for a CPU: [preempted]) after it. A round may hold several of a thread's waits.
+  std::unordered_map<uint32_t, std::deque<uint64_t>> wake_times_;
   std::vector<std::pair<size_t, Waking>> pending_wakes_;  // index into wakes_, the waking with its stack
   uint64_t waker_stacks_ = 0;                             // wakes whose stack was unwound
   std::vector<uint32_t> new_pids_;

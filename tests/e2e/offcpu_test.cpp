@@ -487,7 +487,7 @@ TEST_CASE(
     return std::any_of(m.cause.begin(), m.cause.end(),
                        [&](const std::string& f) { return f.find(fn) != std::string::npos; });
   };
-  double joined = 0, pool_waits = 0, late_preempted = 0;
+  double joined = 0, pool_waits = 0, late_preempted = 0, slept = 0;
   size_t join_markers = 0, pool_markers = 0, sleeps = 0, timer_woken = 0, woken_by_busy = 0;
   size_t false_lock_waits = 0, lock_waits = 0;
   for (const ThreadView& t : threads_of(text)) {
@@ -510,6 +510,7 @@ TEST_CASE(
       }
       if (t.name == "sleeper" && m.reason == "sleep") {
         ++sleeps;
+        slept += m.end - m.start;
         if (m.waker == "timer") ++timer_woken;
         if (m.waker.starts_with("busy ")) ++woken_by_busy;
       }
@@ -534,6 +535,11 @@ TEST_CASE(
   CHECK(sleeps >= 18);
   CHECK(woken_by_busy == 0);
   CHECK(timer_woken * 10 >= sleeps * 9);
+  // Asleep 100 ms in all: the time each waited for a CPU after its timer is [preempted], not sleep (a round
+  // of records may hold several of its sleeps: each ends at its own wake).
+  INFO("slept " << slept << " ms");
+  CHECK(slept <= 100 * 1.3 + 5);
+  CHECK(slept >= 100 * 0.9);
   // "late" was woken at 10 ms and ran when the SCHED_FIFO hog let go, ~50 ms later: that was a wait for a
   // CPU.
   CHECK(late_preempted >= (log.ms("late_wait") - 10) * 0.6);
