@@ -230,18 +230,17 @@ void write_marker_payload(const Profile& p, const model::Marker& m, uint64_t ori
   w.end_object();
 }
 
-// The pid as the front end sees it: a process that reuses the pid of an earlier one (exec gives the same pid
-// a new process entry) is written as "1234.1", "1234.2"; otherwise the front end would merge them.
+// The pid as the front end sees it, and whether a later process entry has the same pid (the program an
+// exec started: exec gives the pid a new entry). The front end groups threads by pid under the track of the
+// pid's "GeckoMain" thread, labelled with its processName and "PID: N": so every entry of a pid is written
+// with the real pid, and only the last one's main thread is "GeckoMain"; an earlier one's main thread is
+// kBeforeExec-suffixed and shows as a thread track under the process the exec made (the front end would
+// otherwise show one of two main threads nowhere). Its counters go with it (the front end keeps only those
+// of an entry with a "GeckoMain"; fxprof's reader keeps all).
 struct PidLabel {
   uint32_t pid = 0;
-  uint32_t generation = 0;
-  void write(JsonWriter& w) const {
-    if (generation == 0) {
-      w.value(pid);
-    } else {
-      w.value(std::to_string(pid) + "." + std::to_string(generation));
-    }
-  }
+  bool superseded = false;
+  void write(JsonWriter& w) const { w.value(pid); }
 };
 
 void write_thread(const Profile& p, const Process& proc, PidLabel pid, const Thread& t, JsonWriter& w) {
@@ -274,7 +273,10 @@ void write_thread(const Profile& p, const Process& proc, PidLabel pid, const Thr
   }
 
   w.begin_object();
-  w.key("name").value(t.is_main ? std::string_view("GeckoMain") : std::string_view(t.name));
+  if (t.is_main && pid.superseded)
+    w.key("name").value(proc.name + std::string(exporter::kBeforeExec));
+  else
+    w.key("name").value(t.is_main ? std::string_view("GeckoMain") : std::string_view(t.name));
   w.key("processName").value(proc.name);
   w.key("processType").value("default");
   w.key("pid");
@@ -456,8 +458,10 @@ void write_empty_extras(JsonWriter& w) {
 
 void write_gecko(const Profile& p, JsonWriter& w) {
   std::vector<PidLabel> pids;
-  std::unordered_map<uint32_t, uint32_t> seen;
-  for (const Process& proc : p.processes) pids.push_back({proc.pid, seen[proc.pid]++});
+  std::unordered_map<uint32_t, size_t> last;  // pid -> its last entry
+  for (size_t i = 0; i < p.processes.size(); ++i) last[p.processes[i].pid] = i;
+  for (size_t i = 0; i < p.processes.size(); ++i)
+    pids.push_back({p.processes[i].pid, last[p.processes[i].pid] != i});
 
   const Process* top = p.processes.empty() ? nullptr : &p.processes[0];
   w.begin_object();

@@ -43,6 +43,11 @@ inline constexpr std::string_view kStackWalkScanned = "Through code without CFI 
 // The meta.extra section of model::Meta::data_quality (one entry per problem: label, count).
 inline constexpr std::string_view kDataQuality = "Data quality";
 
+// The main thread of a process entry whose pid a later entry has (it exec'd) is written as its process name
+// with this suffix, not "GeckoMain": all entries of a pid share it, the last one's main thread is the
+// process track (gecko.cpp, PidLabel).
+inline constexpr std::string_view kBeforeExec = " (before exec)";
+
 // Writes `profile` to `path` (gzip when it ends in ".gz"), through a temporary file renamed on success.
 Status write_gecko_profile(const model::Profile& profile, const std::string& path);
 

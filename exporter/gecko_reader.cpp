@@ -653,7 +653,10 @@ class Reader {
     });
     if (!ok) return false;
     model::Process& proc = p_.processes[cur_];
-    t.is_main = t.name == "GeckoMain";
+    // A process that exec'd later: its main thread is "NAME (before exec)" (gecko.h, kBeforeExec).
+    t.is_main = t.name == "GeckoMain" ||
+                (!process_name.empty() && t.name.size() == process_name.size() + kBeforeExec.size() &&
+                 t.name.starts_with(process_name) && t.name.ends_with(kBeforeExec));
     if (t.is_main) t.name = process_name;
     if (proc.name.empty()) proc.name = process_name;
     if (!finish_thread(proc, t, tt)) return false;
@@ -669,7 +672,7 @@ class Reader {
     if (k == "pid") {
       od::json_type ty;
       if (auto e = f.type().get(ty)) return set(e);
-      if (ty == od::json_type::string) {  // "1234.1": a later process with a reused pid
+      if (ty == od::json_type::string) {  // "1234.1": a later process with a reused pid (older fxprof)
         std::string s;
         if (!string(f, s)) return false;
         uint32_t pid = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <unordered_map>
 
 #include "base/terminal.h"
 #include "exporter/call_tree.h"
@@ -256,12 +257,32 @@ std::string top_self_summary(const model::Profile& profile, size_t n) {
   CallTree t = CallTree::build(profile, fns, {});
   if (t.total_samples() == 0) return {};
   auto stats = t.function_stats(0);
+  // fxprof's own work in the program (the heap shim) is not the program's: its samples are left out.
+  const FunctionId shim = fns.label(model::kHeapShimLabel);
+  std::unordered_map<FunctionId, uint64_t> own_self;
+  uint64_t own = 0;
+  for (uint32_t i = 1; i < t.nodes().size(); ++i) {
+    if (t.node(i).function != shim) continue;
+    own += t.node(i).total;
+    own_self[shim] += t.node(i).self;
+    t.walk(
+        i, [&](uint32_t c) { own_self[t.node(c).function] += t.node(c).self; }, [](uint32_t) {});
+  }
+  for (auto& st : stats)
+    if (auto it = own_self.find(st.function); it != own_self.end()) st.self -= std::min(st.self, it->second);
+  std::stable_sort(stats.begin(), stats.end(), [](const auto& a, const auto& b) { return a.self > b.self; });
+  const uint64_t total = t.total_samples() - std::min(own, t.total_samples());
   std::string out;
-  char buf[32];
-  for (size_t i = 0; i < stats.size() && i < n && stats[i].self > 0; ++i) {
+  char buf[80];
+  for (size_t i = 0; i < stats.size() && i < n && stats[i].self > 0 && total > 0; ++i) {
     if (!out.empty()) out += ", ";
     out += terminal_safe(fns.function(stats[i].function).name);
-    std::snprintf(buf, sizeof buf, " %.1f%%", percent(stats[i].self, t.total_samples()));
+    std::snprintf(buf, sizeof buf, " %.1f%%", percent(stats[i].self, total));
+    out += buf;
+  }
+  if (own > 0) {
+    std::snprintf(buf, sizeof buf, " (%.1f%% of samples in fxprof's heap shim left out)",
+                  percent(own, t.total_samples()));
     out += buf;
   }
   return out;

@@ -282,6 +282,10 @@ struct Meta {
   std::vector<Problem> data_quality;
 };
 
+// The label frame over fxprof's own work inside a profiled process (the --heap shim, libfxprof_heap.so:
+// its unwinding and its pipe writes), so that it is not taken for the program's (recorder/own_frames.h).
+inline constexpr std::string_view kHeapShimLabel = "fxprof heap shim";
+
 struct Profile {
   Meta meta;
   StringTable strings;

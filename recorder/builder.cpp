@@ -18,6 +18,7 @@
 #include "recorder/jit.h"
 #include "recorder/kallsyms.h"
 #include "recorder/offcpu.h"
+#include "recorder/own_frames.h"
 #include "recorder/unwind/splice.h"
 
 namespace fxprof::recorder {
@@ -429,7 +430,9 @@ void ProfileBuilder::on_mmap2(const std::byte* p, size_t size) {
   r.u64();  // ino_generation
   uint32_t prot, flags;
   r.u32x2(prot, flags);
-  if (!r.ok() || !(prot & PROT_EXEC)) return;
+  if (!r.ok()) return;
+  if (auto pr = procs_.find(pid); pr != procs_.end()) pr->second.exec_unmapped = false;
+  if (!(prot & PROT_EXEC)) return;
   std::string path = r.str_before_trailer();
   if (path.ends_with(" (deleted)")) path.resize(path.size() - 10);
   if (is_anonymous_code(path)) process(pid, trailer(p, size).time).anon_code.emplace_back(addr, addr + len);
@@ -485,6 +488,8 @@ void ProfileBuilder::on_comm(const std::byte* p, size_t size, uint16_t misc) {
     }
   }
   procs_[pid].live = 1;
+  procs_[pid].exec_unmapped = true;
+  procs_[pid].exec_lost = lost_;
   procs_[pid].jitdump.clear();  // the old image's
   procs_[pid].anon_code.clear();
   // The exec'ing thread is on a CPU right now: its CPU time counts from here.
@@ -541,8 +546,12 @@ void ProfileBuilder::on_exit(const std::byte* p, size_t size) {
   if (pit == procs_.end()) return;
   if (tid == pid) {
     profile_.processes[pit->second.proc].end_ns = t;
-    // An EXIT while the process runs on: the kernel dropped our events at a setuid or unreadable exec.
-    if (auto u = exec_not_followed(procfs_, pid)) unfollowed_.push_back(std::move(*u));
+    // An EXIT while the process runs on: the kernel dropped our events at a setuid or unreadable exec. A
+    // program that ended before this was read is known by its exec with nothing mapped after it.
+    if (auto u = exec_not_followed(procfs_, pid))
+      unfollowed_.push_back(std::move(*u));
+    else if (pit->second.exec_unmapped && pit->second.exec_lost == lost_)
+      unfollowed_.push_back(exec_without_mappings(pid, profile_.processes[pit->second.proc].name));
   }
   // The mappings stay until the last thread is gone (the leader may exit before its threads' last samples).
   if (pit->second.live > 0) return;
@@ -656,11 +665,31 @@ void ProfileBuilder::set_off_cpu(const OffCpuConfig& c) {
 void ProfileBuilder::end_off_span(ThreadRef& th, uint64_t in_ns) {
   OffState& o = th.off;
   if (in_ns <= o.out_ns) return;
-  const uint64_t d = in_ns - o.out_ns;
+  const uint64_t whole = in_ns - o.out_ns;
   ++off_cpu_spans_;
+  // A blocked thread woken before it ran again was runnable from its wake on: waiting for a CPU (the run
+  // queue), not for what it blocked on. That part is [preempted].
+  const uint32_t tid = profile_.processes[th.proc].threads[th.thread].tid;
+  if (auto w = wake_times_.find(tid); w != wake_times_.end()) {
+    std::deque<uint64_t>& times = w->second;
+    const auto end = std::lower_bound(times.begin(), times.end(), in_ns);  // the wakes before the run
+    if (!o.preempted && end != times.begin() && end[-1] > o.out_ns) {
+      const uint64_t wake = end[-1];
+      off_span_part(th, wake, whole);
+      o.out_ns = wake;
+      o.preempted = true;
+    }
+    times.erase(times.begin(), end);
+  }
+  off_span_part(th, in_ns, whole);
+}
+
+void ProfileBuilder::off_span_part(ThreadRef& th, uint64_t in_ns, uint64_t whole) {
+  OffState& o = th.off;
+  const uint64_t d = in_ns - o.out_ns;
   // The stack is unwound only for a span that gets a sample or a marker.
   if (o.pending) {
-    if (d >= off_.threshold_ns || (off_.stacks && o.acc + d >= off_.interval_ns))
+    if (whole >= off_.threshold_ns || (off_.stacks && o.acc + whole >= off_.interval_ns))
       resolve_stack(th);
     else
       o.pending = nullptr;
@@ -938,11 +967,14 @@ void ProfileBuilder::finish() {
   if (off_interned_ && !wakes_.empty()) name_wakers();
   for (auto& [pid, pr] : procs_) read_jit(pid, pr);  // processes still running
   model::name_jit_frames(profile_);
+  mark_heap_shim_frames(profile_);
 }
 
 void ProfileBuilder::add_wakings(std::span<Waking> w) {
   for (Waking& k : w) {
-    wakes_.push_back({k.time, k.waker_pid, k.waker_tid, k.wakee_tid, k.uaddr, model::kNoStack});
+    wakes_.push_back({k.time, k.waker_pid, k.waker_tid, k.wakee_tid, k.flags, k.uaddr, model::kNoStack});
+    std::deque<uint64_t>& times = wake_times_[k.wakee_tid];  // in time order, but for CPUs' races
+    times.insert(std::upper_bound(times.begin(), times.end(), k.time), k.time);
     if (!k.stack.empty() && unwinder_) pending_wakes_.emplace_back(wakes_.size() - 1, std::move(k));
   }
 }
@@ -1024,8 +1056,16 @@ void ProfileBuilder::name_wakers() {
         if (it == wakes_.begin()) continue;
         --it;
         if (it->wakee_tid != t.tid || it->time < m.start_ns) continue;
-        model::Thread* waker = thread_at(it->waker_tid, it->time);
-        std::snprintf(buf, sizeof buf, "%.40s %u", waker ? waker->name.c_str() : "thread", it->waker_tid);
+        model::Thread* waker = it->flags ? nullptr : thread_at(it->waker_tid, it->time);
+        if (it->flags & kWakeInterrupt) {
+          // The task an interrupt hit is no waker: a sleep's end is its timer, anything else an interrupt.
+          const bool sleep = !m.fields.empty() && profile_.strings.get(m.fields[0].string) == "sleep";
+          std::snprintf(buf, sizeof buf, "%s", sleep ? "timer" : "interrupt");
+        } else if (it->flags & kWakeUntraced) {
+          std::snprintf(buf, sizeof buf, "pid %u (not recorded)", it->waker_pid);
+        } else {
+          std::snprintf(buf, sizeof buf, "%.40s %u", waker ? waker->name.c_str() : "thread", it->waker_tid);
+        }
         m.fields.push_back({waker_key_, true, 0, profile_.strings.intern(buf)});
         if (it->stack == model::kNoStack || !waker) continue;
         model::Marker w;

@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -114,7 +115,15 @@ class ProfileBuilder {
   std::vector<UnfollowedExec>& unfollowed() { return unfollowed_; }
   // Launch mode: the kernel never reported the launched program's exec (its events were dropped before
   // they were enabled: no EXIT record either). `binary` and `reason` say what it executed and why.
+  // It may also have been seen (its exec reported, then an EXIT before it mapped anything): then `binary`
+  // and `reason` name it better than its comm.
   void launch_not_followed(uint32_t pid, const std::string& binary, const std::string& reason) {
+    for (UnfollowedExec& u : unfollowed_)
+      if (u.pid == pid && u.reason.empty()) {
+        u.binary = binary;
+        u.reason = reason;
+        return;
+      }
     auto it = procs_.find(pid);
     if (it != procs_.end() && it->second.launch_exec_pending) unfollowed_.push_back({pid, binary, reason});
   }
@@ -150,9 +159,14 @@ class ProfileBuilder {
   struct ProcRef {
     uint32_t proc = 0;
     bool launch_exec_pending = false;  // launched: the first exec keeps the entry and the command's name
-    uint32_t live = 0;                 // threads not yet exited: the unwinder forgets the pid at 0
-    std::string jitdump;               // the jit-PID.dump file the process mmapped ("" if none)
-    bool jit_read = false;             // its JIT names were read (at exit, or at the end: read_jit)
+    // Exec'd, and no mapping of the new program reported since: an EXIT now is the kernel dropping our
+    // events at a setuid/setgid or unreadable exec (it comes before the new program maps anything), however
+    // short the program's life. `exec_lost`: lost_ at the exec (a loss since may have taken the mappings).
+    bool exec_unmapped = false;
+    uint64_t exec_lost = 0;
+    uint32_t live = 0;      // threads not yet exited: the unwinder forgets the pid at 0
+    std::string jitdump;    // the jit-PID.dump file the process mmapped ("" if none)
+    bool jit_read = false;  // its JIT names were read (at exit, or at the end: read_jit)
     // Executable memory without a file (JIT code), [start, end): known code for the lost-records check.
     std::vector<std::pair<uint64_t, uint64_t>> anon_code;
   };
@@ -186,6 +200,9 @@ class ProfileBuilder {
   // Off-CPU: the pending switch-out sample of `th` becomes its blocking stack.
   void resolve_stack(ThreadRef& th);
   void end_off_span(ThreadRef& th, uint64_t in_ns);
+  // One part of a span, from o.out_ns to `to`, as o.preempted says: samples and, above the threshold, a
+  // marker. `whole_ns`: the whole span's length, which decides whether its stack is unwound.
+  void off_span_part(ThreadRef& th, uint64_t to, uint64_t whole_ns);
   void blocked_at_attach(uint32_t pid, uint32_t tid, uint64_t time_ns);
   void name_off_cpu_reasons();
   void name_wakers();
@@ -237,10 +254,14 @@ class ProfileBuilder {
   struct Wake {
     uint64_t time = 0;
     uint32_t waker_pid = 0, waker_tid = 0, wakee_tid = 0;
+    uint32_t flags = 0;  // kWake*: an interrupt's or an untraced task's wake names no thread
     uint64_t uaddr = 0;
     model::StackId stack = model::kNoStack;
   };
   std::vector<Wake> wakes_;
+  // Each thread's wakes not yet past (tid -> times, sorted): a blocked span that one ends is blocked up to it
+  // and runnable (waiting for a CPU: [preempted]) after it. A round may hold several of a thread's waits.
+  std::unordered_map<uint32_t, std::deque<uint64_t>> wake_times_;
   std::vector<std::pair<size_t, Waking>> pending_wakes_;  // index into wakes_, the waking with its stack
   uint64_t waker_stacks_ = 0;                             // wakes whose stack was unwound
   std::vector<uint32_t> new_pids_;

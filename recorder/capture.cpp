@@ -8,6 +8,7 @@
 #include <deque>
 #include <map>
 #include <type_traits>
+#include <utility>
 
 #include "recorder/rss.h"
 #include "recorder/unwind/unwinder.h"
@@ -362,8 +363,13 @@ Result<model::Profile> replay(const std::string& path, const ReplayOptions& opti
   RssSampler rss(procfs);
   ReplayRound round;
   std::vector<RecordRef> refs;
+  bool pending_round = false;  // `round` is loaded and not fed yet
   for (const Entry& e : entries) {
     Payload p(e.payload);
+    if (pending_round && e.tag != kWakings && e.tag != kRound) {
+      feed_round(round, *builder, refs);
+      pending_round = false;
+    }
     if (e.tag == kConfig) {
       events = p.get<EventConfig>();
       const bool off_cpu = p.get<uint8_t>() != 0;
@@ -398,9 +404,12 @@ Result<model::Profile> replay(const std::string& path, const ReplayOptions& opti
         break;
       }
       case kRound:
+        // Fed at the next entry: the recorder drains the wakeups (written after the round) before it
+        // handles the round's records.
+        if (pending_round) feed_round(round, *builder, refs);
         if (!round.load(e.payload)) return Err(path + ": malformed records in the capture");
-        feed_round(round, *builder, refs);
-        break;
+        pending_round = true;
+        continue;
       case kWakings: {
         std::vector<Waking> w;
         while (p.ok() && !p.empty()) {
@@ -409,7 +418,8 @@ Result<model::Profile> replay(const std::string& path, const ReplayOptions& opti
             return Err(path + ": malformed wakeups in the capture");
         }
         builder->add_wakings(w);
-        break;
+        if (std::exchange(pending_round, false)) feed_round(round, *builder, refs);
+        continue;
       }
       case kRssTick:
         rss.tick(profile, p.get<uint64_t>());
@@ -424,6 +434,7 @@ Result<model::Profile> replay(const std::string& path, const ReplayOptions& opti
     }
     if (!p.ok()) return Err(path + ": malformed capture entry '" + std::string(1, e.tag) + "'");
   }
+  if (pending_round) feed_round(round, *builder, refs);  // a capture cut short: no end entry
   return profile;
 }
 

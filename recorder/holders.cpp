@@ -42,7 +42,8 @@ void add_lock_holders_unsymbolicated(model::Profile& profile,
   wakes.binaries = profile.binaries;  // frames keep their binary ids
   wakes.binary_index = profile.binary_index;
   const model::StringId wakeup = wakes.strings.intern("Wakeup");
-  // The original stack of each copied Wakeup marker, in the order of wakes' processes and markers.
+  // The original stack of each copied Wakeup and Lock wait marker, in the order of wakes' processes and
+  // markers.
   std::vector<model::StackId> originals;
   for (const model::Process& proc : profile.processes) {
     model::Process copy;
@@ -50,11 +51,11 @@ void add_lock_holders_unsymbolicated(model::Profile& profile,
     model::Thread t;
     for (const model::Thread& th : proc.threads)
       for (const model::Marker& m : th.markers) {
-        if (m.stack == model::kNoStack || m.name == model::kNoString ||
-            profile.strings.get(m.name) != "Wakeup")
-          continue;
+        if (m.stack == model::kNoStack || m.name == model::kNoString) continue;
+        const std::string_view name = profile.strings.get(m.name);
+        if (name != "Wakeup" && name != "Lock wait") continue;
         model::Marker w;
-        w.name = wakeup;
+        w.name = name == "Wakeup" ? wakeup : wakes.strings.intern(name);
         w.stack = copier.copy(m.stack);
         t.markers.push_back(std::move(w));
         originals.push_back(m.stack);
@@ -69,10 +70,20 @@ void add_lock_holders_unsymbolicated(model::Profile& profile,
   if (originals.empty()) return;
   symbolicate(wakes);
   std::unordered_map<model::StackId, std::string> holders;
+  std::unordered_map<model::StackId, FutexWait> waits;
   size_t i = 0;
   for (const model::Process& proc : wakes.processes)
-    for (const model::Marker& m : proc.threads[0].markers)
-      holders.try_emplace(originals[i++], std::string(lock_holder(wakes, m.stack)));
+    for (const model::Marker& m : proc.threads[0].markers) {
+      if (m.name == wakeup)
+        holders.try_emplace(originals[i++], std::string(lock_holder(wakes, m.stack)));
+      else
+        waits.try_emplace(originals[i++], classify_futex_wait(wakes, m.stack));
+    }
+  // Joins and condition waits first, so that neither gets a holder or counts as lock contention.
+  classify_futex_waits(profile, [&](model::StackId s) {
+    auto it = waits.find(s);
+    return it == waits.end() ? FutexWait::Unknown : it->second;
+  });
   add_lock_holders(profile, [&](model::StackId s) {
     auto it = holders.find(s);
     return it == holders.end() ? std::string() : it->second;

@@ -37,9 +37,11 @@ Procfs& live_procfs() {
   return live;
 }
 
-size_t feed_round(RecordSource& source, ProfileBuilder& builder, std::vector<RecordRef>& refs) {
+size_t feed_round(RecordSource& source, ProfileBuilder& builder, std::vector<RecordRef>& refs,
+                  const std::function<void()>& collected) {
   refs.clear();
   source.collect(refs);
+  if (collected) collected();
   // Each buffer is already nearly sorted; stable, so that records of one time keep their buffer's order.
   std::stable_sort(refs.begin(), refs.end(), [](const RecordRef& a, const RecordRef& b) {
     return a.time != b.time ? a.time < b.time : a.switch_event > b.switch_event;

@@ -14,6 +14,7 @@
 #include <linux/perf_event.h>
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -57,7 +58,11 @@ class RecordSource {
 
 // One reading round: the records of every buffer merged by time (at equal times a switch-out's sample before
 // its switch record), fed to `builder`, whose pending stacks are resolved before the space is released.
-// `refs` is reused from round to round. Returns the number of records handled.
-size_t feed_round(RecordSource& source, ProfileBuilder& builder, std::vector<RecordRef>& refs);
+// `collected` runs once the round's records are collected, before they are handled: the eBPF wakeups are
+// drained then, so that every wake before a switch-in of the round is known when its span ends (a wake
+// comes before the switch-in it leads to, and the tracer commits it at once). `refs` is reused from round
+// to round. Returns the number of records handled.
+size_t feed_round(RecordSource& source, ProfileBuilder& builder, std::vector<RecordRef>& refs,
+                  const std::function<void()>& collected = {});
 
 }  // namespace fxprof::recorder

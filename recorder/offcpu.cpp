@@ -29,15 +29,33 @@ constexpr std::array<std::string_view, 7> kPageFault = {
     "__do_fault",      "filemap_fault",      "__handle_mm_fault"};
 constexpr std::array<std::string_view, 4> kSleep = {"do_nanosleep", "hrtimer_nanosleep", "common_nsleep",
                                                     "__x64_sys_nanosleep"};
-constexpr std::array<std::string_view, 22> kIo = {"pipe_read",
+// Waiting for data. poll, select and epoll are named by their system calls and their own functions: the
+// functions that sleep (ep_poll, do_poll) are inlined on current kernels (6.18:
+// schedule_hrtimeout_range_clock under do_epoll_wait, do_sys_poll, do_select), and pipes read in
+// anon_pipe_read since 6.14.
+constexpr std::array<std::string_view, 40> kIo = {"pipe_read",
                                                   "pipe_write",
+                                                  "anon_pipe_read",
+                                                  "anon_pipe_write",
                                                   "wait_woken",
                                                   "io_schedule",
                                                   "io_schedule_timeout",
                                                   "ep_poll",
+                                                  "do_epoll_wait",
+                                                  "do_epoll_pwait",
+                                                  "__x64_sys_epoll_wait",
+                                                  "__x64_sys_epoll_pwait",
+                                                  "__x64_sys_epoll_pwait2",
                                                   "do_select",
+                                                  "core_sys_select",
+                                                  "do_pselect",
+                                                  "__x64_sys_select",
+                                                  "__x64_sys_pselect6",
+                                                  "poll_schedule_timeout",
                                                   "do_sys_poll",
                                                   "do_poll",
+                                                  "__x64_sys_poll",
+                                                  "__x64_sys_ppoll",
                                                   "unix_stream_read_generic",
                                                   "sk_wait_data",
                                                   "n_tty_read",
@@ -50,7 +68,11 @@ constexpr std::array<std::string_view, 22> kIo = {"pipe_read",
                                                   "vfs_write",
                                                   "__x64_sys_read",
                                                   "__x64_sys_write",
-                                                  "inet_csk_accept"};
+                                                  "inet_csk_accept",
+                                                  "tcp_recvmsg",
+                                                  "__x64_sys_accept4",
+                                                  "__x64_sys_recvfrom",
+                                                  "__x64_sys_recvmsg"};
 
 }  // namespace
 
@@ -155,7 +177,107 @@ std::string_view lock_holder(const model::Profile& profile, model::StackId stack
   return {};
 }
 
+FutexWait classify_futex_wait(const model::Profile& profile, model::StackId stack) {
+  // Prefixes of function names (glibc's exported names with their internal spellings, libstdc++, Rust std).
+  static constexpr std::string_view kLock[] = {"__lll_lock_wait",           "lll_lock_wait",
+                                               "pthread_mutex_lock",        "__pthread_mutex_lock",
+                                               "___pthread_mutex_lock",     "pthread_mutex_timedlock",
+                                               "pthread_mutex_clocklock",   "__pthread_mutex_clocklock",
+                                               "__pthread_mutex_cond_lock", "pthread_rwlock_",
+                                               "__pthread_rwlock_",         "___pthread_rwlock_",
+                                               "std::mutex::lock",          "std::sys::sync::mutex::",
+                                               "std::sys::sync::rwlock::",  "std::sys::locks::",
+                                               "std::sync::mutex::",        "std::sync::poison::mutex::",
+                                               "std::sync::rwlock::",       "parking_lot::raw_mutex::",
+                                               "parking_lot::raw_rwlock::", "<parking_lot::raw_mutex",
+                                               "<parking_lot::raw_rwlock"};
+  static constexpr std::string_view kCondition[] = {"pthread_cond_wait",
+                                                    "__pthread_cond_wait",
+                                                    "___pthread_cond_wait",
+                                                    "pthread_cond_timedwait",
+                                                    "__pthread_cond_timedwait",
+                                                    "___pthread_cond_timedwait",
+                                                    "pthread_cond_clockwait",
+                                                    "__pthread_cond_clockwait",
+                                                    "__condvar_",
+                                                    "std::condition_variable::",
+                                                    "std::_V2::condition_variable_any",
+                                                    "std::condition_variable_any::",
+                                                    "std::sys::sync::condvar::",
+                                                    "std::sys::locks::condvar",
+                                                    "std::sync::condvar::",
+                                                    "std::sync::poison::condvar::",
+                                                    "parking_lot::condvar::",
+                                                    "<parking_lot::condvar",
+                                                    "std::sync::mpmc::",
+                                                    "std::sync::mpsc::",
+                                                    "std::sync::barrier::",
+                                                    "std::thread::park",
+                                                    "std::sys::sync::thread_parking::",
+                                                    "std::sys::pal::unix::thread_parking::"};
+  static constexpr std::string_view kJoin[] = {"pthread_join",
+                                               "__pthread_join",
+                                               "___pthread_join",
+                                               "__pthread_clockjoin_ex",
+                                               "pthread_timedjoin_np",
+                                               "pthread_clockjoin_np",
+                                               "pthread_tryjoin_np",
+                                               "std::thread::JoinInner",
+                                               "std::thread::JoinHandle",
+                                               "std::thread::scoped::",
+                                               "std::thread::Thread::join",
+                                               "std::sys::pal::unix::thread::Thread::join",
+                                               "std::sys::thread::unix::Thread::join",
+                                               "std::thread::join"};
+  auto any = [](std::string_view name, std::span<const std::string_view> prefixes) {
+    return std::any_of(prefixes.begin(), prefixes.end(),
+                       [&](std::string_view p) { return name.starts_with(p); });
+  };
+  for (model::StackId s = stack; s != model::kNoStack; s = profile.stacks.prefix(s)) {
+    const model::Frame& f = profile.frames.get(profile.stacks.frame(s));
+    if (f.kind == model::FrameKind::Label || f.kind == model::FrameKind::Kernel || f.name == model::kNoString)
+      continue;
+    const std::string_view name = profile.strings.get(f.name);
+    if (any(name, kLock)) return FutexWait::Lock;
+    if (any(name, kCondition)) return FutexWait::Condition;
+    if (any(name, kJoin)) return FutexWait::Join;
+  }
+  return FutexWait::Unknown;
+}
+
+void classify_futex_waits(model::Profile& profile,
+                          const std::function<FutexWait(model::StackId)>& classify_of) {
+  const model::StringId lock_name = profile.strings.intern("Lock wait");
+  const model::StringId blocked = profile.strings.intern("Blocked");
+  const model::StringId lock_key = profile.strings.intern("lock");
+  const model::StringId reason_key = profile.strings.intern("reason");
+  const model::StringId condition = profile.strings.intern("condition variable");
+  const model::StringId join = profile.strings.intern("join");
+  std::unordered_map<model::StackId, FutexWait> seen;
+  bool changed = false;
+  for (model::Process& proc : profile.processes)
+    for (model::Thread& t : proc.threads)
+      for (model::Marker& m : t.markers) {
+        if (m.name != lock_name) continue;
+        auto [it, fresh] = seen.try_emplace(m.stack, FutexWait::Unknown);
+        if (fresh && m.stack != model::kNoStack)
+          it->second = classify_of ? classify_of(m.stack) : classify_futex_wait(profile, m.stack);
+        if (it->second != FutexWait::Condition && it->second != FutexWait::Join) continue;
+        m.name = blocked;
+        std::erase_if(m.fields, [&](const model::MarkerField& f) { return f.key == lock_key; });
+        for (model::MarkerField& f : m.fields)
+          if (f.key == reason_key) f.string = it->second == FutexWait::Join ? join : condition;
+        changed = true;
+      }
+  if (!changed) return;
+  // The counters counted these waits: made again from the Lock wait markers left.
+  for (model::Process& proc : profile.processes)
+    std::erase_if(proc.counters, [](const model::Counter& c) { return c.name == "Threads waiting"; });
+  add_waiting_counters(profile, static_cast<uint64_t>(profile.meta.interval_ms * 1e6));
+}
+
 void add_lock_holders(model::Profile& profile, const std::function<std::string(model::StackId)>& holder_of) {
+  classify_futex_waits(profile);
   // Lock waits by the thread that waited (a tid may be reused: the marker's times tell them apart).
   std::unordered_multimap<uint32_t, model::Thread*> by_tid;
   for (model::Process& proc : profile.processes)

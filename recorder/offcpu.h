@@ -53,6 +53,22 @@ bool is_lock_plumbing(std::string_view binary, std::string_view function);
 // symbolicated) or all are plumbing.
 std::string_view lock_holder(const model::Profile& profile, model::StackId stack);
 
+// What a futex wait waited for, from the (symbolicated) user frames of its stack, leaf first: the first
+// frame of lock code (a mutex's or rwlock's lock: also a condition variable's re-lock after its wake) makes
+// it a Lock, of a condition variable's wait a Condition, of a thread join (pthread_join, Rust's
+// JoinHandle::join) a Join. Unknown (none of them, or unnamed frames only): a lock, as before names.
+enum class FutexWait : uint8_t { Unknown, Lock, Condition, Join };
+FutexWait classify_futex_wait(const model::Profile& profile, model::StackId stack);
+
+// After symbolication: each `Lock wait` marker whose stack is a condition variable's wait or a join becomes
+// a `Blocked` marker with reason "condition variable" or "join" (no lock address), so that idle pool
+// workers and joins are no lock contention: not in lock_wait_summary, add_lock_holders or the "Threads
+// waiting" counters, which are made again (add_waiting_counters) when any marker changed. Idempotent;
+// add_lock_holders calls it first. `classify_of` replaces classify_futex_wait(profile, stack)
+// (add_lock_holders_unsymbolicated's answers, from the few wait stacks it names).
+void classify_futex_waits(model::Profile& profile,
+                          const std::function<FutexWait(model::StackId)>& classify_of = {});
+
 // After symbolication: each `Lock wait` marker woken by a thread whose `Wakeup` marker (the recorder's eBPF
 // waker tracer, futex wakes) has a stack gets a `holder` field, the lock_holder() of that stack (the
 // function that released the lock). Idempotent; lock_wait_summary names the holders from these fields.
@@ -61,8 +77,9 @@ void add_lock_holders(model::Profile& profile,
                       const std::function<std::string(model::StackId)>& holder_of = {});
 
 // The same for a profile that stays unsymbolicated (the served, lazy profile of `fxprof record`): only the
-// few Wakeup stacks are named, in a profile of their own that `symbolicate` names (the caller's symbolizer),
-// and the frames of `profile` stay raw addresses.
+// few Wakeup and Lock wait stacks are named, in a profile of their own that `symbolicate` names (the
+// caller's symbolizer), so the waits are classified (classify_futex_waits) and their holders named, and the
+// frames of `profile` stay raw addresses.
 void add_lock_holders_unsymbolicated(model::Profile& profile,
                                      const std::function<void(model::Profile&)>& symbolicate);
 

@@ -2,6 +2,8 @@
 #include "recorder/quality.h"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,12 +11,35 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
+#include <vector>
 
 #include "base/fd.h"
 #include "base/path.h"
 #include "recorder/host.h"
 
 namespace fxprof::recorder {
+
+namespace {
+
+// "user NAME (UID)" / "NAME (GID)", or the number alone when the database does not know it.
+std::string user_name(uid_t uid) {
+  std::vector<char> buf(4096);
+  passwd pw{};
+  passwd* found = nullptr;
+  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found)
+    return "user " + std::string(found->pw_name) + " (" + std::to_string(uid) + ")";
+  return "user " + std::to_string(uid);
+}
+std::string group_name(gid_t gid) {
+  std::vector<char> buf(4096);
+  group gr{};
+  group* found = nullptr;
+  if (getgrgid_r(gid, &gr, buf.data(), buf.size(), &found) == 0 && found)
+    return std::string(found->gr_name) + " (" + std::to_string(gid) + ")";
+  return std::to_string(gid);
+}
+
+}  // namespace
 
 void report_quality(model::Profile& profile, std::span<const QualityProblem> problems) {
   for (const QualityProblem& q : problems) {
@@ -24,19 +49,31 @@ void report_quality(model::Profile& profile, std::span<const QualityProblem> pro
 }
 
 std::string unprofilable_reason(const std::string& path) {
-  if (geteuid() == 0 || path.empty()) return "";
+  if (path.empty()) return "";
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
-  if ((st.st_mode & S_ISUID) && st.st_uid != geteuid())
-    return st.st_uid == 0 ? "setuid root" : "setuid user " + std::to_string(st.st_uid);
-  if ((st.st_mode & S_ISGID) && (st.st_mode & S_IXGRP) && st.st_gid != getegid())
-    return "setgid group " + std::to_string(st.st_gid);
-  if (faccessat(AT_FDCWD, path.c_str(), R_OK, AT_EACCESS) != 0) {
+  // fs/exec.c: an exec whose new effective ids differ from the real ones is not dumpable, and the kernel
+  // removes its perf events (perf_event_exit_task) whoever profiles it.
+  if ((st.st_mode & S_ISUID) && st.st_uid != getuid())
+    return st.st_uid == 0 ? "setuid root" : "setuid to " + user_name(st.st_uid);
+  if ((st.st_mode & S_ISGID) && (st.st_mode & S_IXGRP) && st.st_gid != getgid())
+    return "setgid group " + group_name(st.st_gid);
+  // Root reads every file (CAP_DAC_OVERRIDE): only others lose an unreadable one.
+  if (geteuid() != 0 && faccessat(AT_FDCWD, path.c_str(), R_OK, AT_EACCESS) != 0) {
     char mode[16];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
     return std::string("not readable by you (mode ") + mode + ")";
   }
   return "";
+}
+
+UnfollowedExec exec_without_mappings(uint32_t pid, const std::string& comm) {
+  UnfollowedExec u;
+  u.pid = pid;
+  const std::string path = command_path(comm);
+  u.reason = unprofilable_reason(path);
+  u.binary = u.reason.empty() ? comm : path;
+  return u;
 }
 
 std::string command_path(const std::string& name) {
@@ -119,7 +156,10 @@ QualityProblem unfollowed_problem(std::span<const UnfollowedExec> execs) {
   q.label = "Not profiled after exec (setuid or unreadable binary): " + names;
   q.line = "not profiled from their exec on: " + list +
            ". The kernel stops profiling a process that executes a setuid or setgid program or one you "
-           "cannot read; record as root, or make the program readable (chmod +r) and not setuid";
+           "cannot read; ";
+  // Root loses only programs that change to another user or group: no other user does better.
+  q.line += geteuid() == 0 ? "to profile one, run a copy without its setuid and setgid bits (chmod ug-s)"
+                           : "record as root, or make the program readable (chmod +r) and not setuid";
   return q;
 }
 

@@ -41,8 +41,10 @@ struct QualityProblem {
 // The one place problems are reported: each line on stderr and each entry in profile.meta.data_quality.
 void report_quality(model::Profile& profile, std::span<const QualityProblem> problems);
 
-// Why this user cannot profile the program at `path` ("setuid root", "not readable by you (mode 0111)"),
-// or "" when it can (or when we are root, whom the kernel lets follow both).
+// Why this user cannot profile the program at `path` ("setuid root", "not readable by you (mode 0111)",
+// "setgid group 44"), or "" when it can. The kernel stops profiling a process whose exec changes its
+// effective user or group away from its real one (or runs a file it cannot read): root, too, loses a
+// program setuid to another user or setgid to another group.
 std::string unprofilable_reason(const std::string& path);
 
 // The file execvp runs for `name`: `name` itself when it holds a '/', else the first executable match in
@@ -63,6 +65,10 @@ struct UnfollowedExec {
 };
 // Read through `procfs` (recorder/host.h), as the builder reads everything else of /proc.
 std::optional<UnfollowedExec> exec_not_followed(Procfs& procfs, uint32_t pid);
+// A process whose EXIT came right after its exec, before the new program mapped anything: the kernel
+// dropped our events at the exec, and the program may be gone already (a short-lived setuid child). Known by
+// its `comm` only (the exec's name, at most 15 bytes); the reason is read from the file PATH finds for it.
+UnfollowedExec exec_without_mappings(uint32_t pid, const std::string& comm);
 // Reads the binary (and the reason) of `u` if still unknown: its exec may not have set up its arguments
 // when exec_not_followed() ran.
 void name_unfollowed(Procfs& procfs, UnfollowedExec& u);

@@ -429,12 +429,14 @@ Status Session::attach_thread(int tid) {
 
 // One round: every buffer's new records, merged by time, through the builder (recorder/host.h).
 size_t Session::read_round() {
-  sync_waker();  // first: the round's records describe the mappings their stacks are unwound with
-  return feed_round(*source_, *builder_, refs_);
+  // The wakeups between collecting the records and handling them: every wake before a switch-in of the round
+  // is in the tracer's ring by then. Their stacks are unwound at the end of the round, with the mappings its
+  // records describe.
+  return feed_round(*source_, *builder_, refs_, [this] { sync_waker(); });
 }
 
 // The waker tracer learns the processes the builder saw, and its wakeups go to the builder, which unwinds
-// the wakers' stacks at the end of the round that follows (ProfileBuilder::add_wakings).
+// the wakers' stacks at the end of the round (ProfileBuilder::add_wakings).
 void Session::sync_waker() {
   if (!waker_) return;
   for (uint32_t pid : builder_->take_new_pids()) waker_->trace(pid);

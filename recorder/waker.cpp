@@ -47,6 +47,7 @@ bool decode_waking(std::span<const std::byte> r, Waking& out) {
               .r14 = u64(80),
               .r15 = u64(88)};
   const uint32_t len = u32(96);
+  out.flags = u32(100);
   if (len > r.size() - kWakingHeaderBytes) return false;
   out.stack.assign(r.data() + kWakingHeaderBytes, r.data() + kWakingHeaderBytes + len);
   return true;
@@ -67,7 +68,7 @@ void encode_waking(const Waking& w, std::vector<std::byte>& out) {
                             w.regs.r12, w.regs.r13, w.regs.r14, w.regs.r15};
   std::memcpy(p + 32, regs, sizeof regs);
   put(96, static_cast<uint32_t>(w.stack.size()));
-  put(100, uint32_t{0});
+  put(100, w.flags);
   if (!w.stack.empty()) std::memcpy(p + kWakingHeaderBytes, w.stack.data(), w.stack.size());
 }
 

@@ -1,10 +1,11 @@
 // fxprof recorder internals: who woke a waiting thread (optional; off-CPU markers say "Woken by").
 //
 // An eBPF program on the sched_waking tracepoint (tp_btf, CO-RE: recorder/bpf/waker.bpf.c, compiled with
-// clang at build time and embedded) sends {time, waker, wakee} for every wakeup of a traced process's thread
-// by a traced process's thread into a BPF ring buffer, which the recording loop drains with the perf
-// buffers. It needs root (CAP_BPF + CAP_PERFMON) and a kernel with BTF; where it cannot load, everything
-// else works and one line says so.
+// clang at build time and embedded) sends {time, waker, wakee, flags} for every wakeup of a traced process's
+// thread by anything (a traced thread, an interrupt, another process: Waking::flags) into a BPF ring buffer,
+// which the recording loop drains with the perf buffers. The wake's time splits a wait: before it the thread
+// was blocked, after it runnable and waiting for a CPU ([preempted]). It needs root (CAP_BPF + CAP_PERFMON)
+// and a kernel with BTF; where it cannot load, everything else works and one line says so.
 //
 // A wake from a futex system call (futex, futex_wake: an unlock, a condition variable's signal, a join)
 // also carries the futex word (for a lock, its address: the waiter's marker has the same), the waker's user
@@ -32,9 +33,15 @@ struct ring_buffer;
 
 namespace fxprof::recorder {
 
+// Where a wake came from (Waking::flags, waker.bpf.c's WAKE_*): an interrupt wakes in whatever task it hit,
+// which is then no waker; a task of a process we do not trace is one we cannot name.
+inline constexpr uint32_t kWakeInterrupt = 1;  // an interrupt, softirq or NMI (a timer: a sleep's end; I/O)
+inline constexpr uint32_t kWakeUntraced = 4;   // a task of a process not traced
+
 struct Waking {
   uint64_t time = 0;  // CLOCK_MONOTONIC ns
   uint32_t waker_pid = 0, waker_tid = 0, wakee_pid = 0, wakee_tid = 0;
+  uint32_t flags = 0;  // kWake*: 0 for a traced task's own wake
   // A wake from a futex system call: the futex word (the waker's RDI), its user registers and a copy of its
   // user stack from regs.sp (empty: no stack, and uaddr 0 for a wake that was not a futex's).
   uint64_t uaddr = 0;

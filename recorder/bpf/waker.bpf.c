@@ -1,5 +1,6 @@
 // fxprof's off-CPU waker tracer (recorder/waker.h): at every sched_waking of a thread of a traced process,
-// woken by a thread of a traced process, one record into a ring buffer: {time, waker, wakee}, and, when the
+// one record into a ring buffer: {time, waker, wakee, where the wake came from (an interrupt, a task we do
+// not trace, or a traced one)}, and, when a traced
 // waker is in a futex system call (it unlocked a lock, signalled a condition variable), the futex word (RDI),
 // the waker's user registers at the system call (the ones the recorder's DWARF unwinder needs: IP, SP, BP, BX,
 // R12-R15) and a copy of its user stack from SP, for the recorder to unwind like a sample. Compiled with
@@ -13,6 +14,7 @@
 struct task_struct {
   int pid;
   int tgid;
+  void* stack;  // its kernel stack's lowest address
 } __attribute__((preserve_access_index));
 
 // x86-64's user registers as saved at kernel entry (the top of the task's kernel stack).
@@ -29,9 +31,33 @@ struct waking {
   __u64 uaddr;      // the futex word (the waker's RDI at the system call); 0: not a futex wake
   __u64 regs[8];    // ip, sp, bp, bx, r12, r13, r14, r15
   __u32 stack_len;  // bytes of `stack` (0: no stack)
-  __u32 pad;
+  __u32 flags;      // WAKE_* below
   __u8 stack[STACK_MAX];
 };
+
+// Where the wake came from. An interrupt wakes in whatever task it hit: that task is not the waker.
+#define WAKE_INTERRUPT 1  // a hard interrupt, softirq or NMI (a timer: a sleep's end, poll timeouts; I/O)
+#define WAKE_UNTRACED 4   // a task of a process we do not trace (ids only: its name is not known here)
+
+// Whether this wake is an interrupt's (x86-64). An interrupt that hits kernel code runs on the CPU's
+// interrupt stack (so do softirqs run at local_bh_enable, and NMIs), off the current task's kernel stack
+// (THREAD_SIZE, 16 KiB). One that hits user code runs on the task's stack, but the task then entered the
+// kernel by no system call: its saved orig_ax is -1 (the APIC timer and other system vectors, hrtimers:
+// a sleep's end). A task that wakes another by itself is in a system call (futex, write, exit...). (The
+// CPU's preempt count would say it all, but __preempt_count is not in kallsyms on kernels without
+// CONFIG_KALLSYMS_ALL: the verifier cannot resolve it.)
+#define TASK_STACK_BYTES 16384
+
+static __u32 interrupt_flags(struct task_struct* current, void* ctx, struct pt_regs* regs) {
+  if ((long)BPF_CORE_READ(regs, orig_ax) < 0) return WAKE_INTERRUPT;
+  const __u64 base = (__u64)BPF_CORE_READ(current, stack);
+  // Where the tracepoint's arguments are: on the kernel stack of the code that hit it (the program's own
+  // stack may be a per-CPU one). As a number: a pointer spilled and read back (the verifier lets a program
+  // compare no pointer with a number otherwise).
+  __u64 here = 0, spilled = (__u64)ctx;
+  if (bpf_probe_read_kernel(&here, sizeof here, &spilled) != 0) return 0;
+  return here - base < TASK_STACK_BYTES ? 0 : WAKE_INTERRUPT;
+}
 
 #define RING_BYTES (1 << 24)
 
@@ -90,14 +116,18 @@ int fxprof_waking(__u64* ctx) {
   if (!bpf_map_lookup_elem(&traced, &wakee_pid)) return 0;
   __u64 id = bpf_get_current_pid_tgid();
   __u32 waker_pid = id >> 32;
-  // Interrupts (timers, I/O completion) wake in whatever task runs: only wakers we trace mean something.
-  if (!bpf_map_lookup_elem(&traced, &waker_pid)) return 0;
+  // Every wake of a traced thread is sent: its time ends the wait (what follows is waiting for a CPU). The
+  // waker is named only when it is a traced task's own doing, not an interrupt's that hit it.
+  struct task_struct* current = bpf_get_current_task_btf();
+  // The current task's user registers, saved at its kernel entry (the top of its kernel stack).
+  struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(current);
+  __u32 flags = interrupt_flags(current, ctx, regs);
+  if (!flags && !bpf_map_lookup_elem(&traced, &waker_pid)) flags = WAKE_UNTRACED;
   const __u64 time = bpf_ktime_get_ns();
   const __u32 wakee_tid = BPF_CORE_READ(p, pid);
 
   // In a futex system call: the registers saved at its entry are the waker's user registers.
-  struct pt_regs* regs = capture_stacks ? (struct pt_regs*)bpf_task_pt_regs(bpf_get_current_task_btf()) : 0;
-  const long nr = regs ? (long)BPF_CORE_READ(regs, orig_ax) : -1;
+  const long nr = capture_stacks && !flags ? (long)BPF_CORE_READ(regs, orig_ax) : -1;
   __u32 zero = 0;
   struct waking* e = (nr == NR_FUTEX || nr == NR_FUTEX_WAKE) ? bpf_map_lookup_elem(&scratch, &zero) : 0;
   if (!e) {  // ids only: the cheap path
@@ -114,7 +144,7 @@ int fxprof_waking(__u64* ctx) {
     r->uaddr = 0;
     for (int i = 0; i < 8; ++i) r->regs[i] = 0;
     r->stack_len = 0;
-    r->pad = 0;
+    r->flags = flags;
     bpf_ringbuf_submit(r, wake_flag());
     return 0;
   }
@@ -133,7 +163,7 @@ int fxprof_waking(__u64* ctx) {
   e->regs[5] = BPF_CORE_READ(regs, r13);
   e->regs[6] = BPF_CORE_READ(regs, r14);
   e->regs[7] = BPF_CORE_READ(regs, r15);
-  e->pad = 0;
+  e->flags = 0;
   // The copy fails as a whole when it crosses the top of the stack: then up to the end of SP's page and one
   // more, or the end of SP's page alone.
   __u32 len = STACK_MAX;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -106,6 +107,15 @@ std::vector<ThreadView> threads_of(const std::string& text) {
   return out;
 }
 
+// The wait for a CPU right after the wait `m` of `t` ended by a wake (a Preempted marker that starts where
+// it ends, as root: the eBPF waker tracer times the wake), in ms; 0 without one. A program that measures
+// its own wait counts both.
+double run_queue_after(const ThreadView& t, const MarkerView& m) {
+  for (const MarkerView& p : t.markers)
+    if (p.name == "Preempted" && std::abs(p.start - m.end) < 1e-6) return p.end - p.start;
+  return 0;
+}
+
 void require_lint_clean(const std::string& text) {
   auto problems = lint_gecko_profile(text);
   for (const auto& p : problems) UNSCOPED_INFO(p);
@@ -151,8 +161,11 @@ TEST_CASE("off-CPU: sleep, pipe wait and spin each get their real time, blocked 
       INFO(leaf);
       CHECK(s.cpu_delta == 0);
     }
-    if (leaf == "[blocked: sleep]" && s.has("offcpu_sleep_phase")) ++sleep_n;
-    if (leaf == "[blocked: I/O]" && s.has("offcpu_pipe_phase")) ++pipe_n;
+    // After the wake, the wait for a CPU is [preempted] over the same stack: the program measured both.
+    const bool runq = leaf == "[preempted]";
+    if ((leaf == "[blocked: sleep]" || (runq && s.has("nanosleep"))) && s.has("offcpu_sleep_phase"))
+      ++sleep_n;
+    if ((leaf == "[blocked: I/O]" || (runq && s.has("pipe_read"))) && s.has("offcpu_pipe_phase")) ++pipe_n;
     if (!off && s.has("offcpu_spin_phase")) {
       ++spin_n;
       spin_cpu_us += static_cast<double>(std::max<int64_t>(s.cpu_delta, 0));
@@ -173,8 +186,9 @@ TEST_CASE("off-CPU: sleep, pipe wait and spin each get their real time, blocked 
         if (f.find(fn) != std::string::npos) return true;
       return false;
     };
-    if (m.reason == "sleep" && has("offcpu_sleep_phase")) sleep_marked += m.end - m.start;
-    if (m.reason == "I/O" && has("offcpu_pipe_phase")) pipe_marked += m.end - m.start;
+    const double d = m.end - m.start + run_queue_after(main_t, m);
+    if (m.reason == "sleep" && has("offcpu_sleep_phase")) sleep_marked += d;
+    if (m.reason == "I/O" && has("offcpu_pipe_phase")) pipe_marked += d;
   }
   CHECK_WITHIN(sleep_marked, log.ms("sleep"), 0.15);
   CHECK_WITHIN(pipe_marked, log.ms("pipe"), 0.15);
@@ -365,7 +379,7 @@ TEST_CASE(
         ++woken_by_other;
       ++markers;
       if (m.holder == "offcpu_hold_lock") ++held_by;
-      waited += m.end - m.start;
+      waited += m.end - m.start + run_queue_after(t, m);
       for (const auto& f : m.cause)
         if (f.find("offcpu_contender") != std::string::npos) {
           ++in_contender;
@@ -438,8 +452,8 @@ TEST_CASE(
   for (simdjson::dom::element c : simdjson::dom::array(parse_json(list_parser, list.out)["counters"]))
     if (std::string_view(c["name"]) == "Threads waiting") ++listed;
   CHECK(listed == 1);
-  // The summary after recording names the lock among the three waited for most (the joins are futex waits
-  // too).
+  // The summary after recording names the lock among the three waited for most (the main thread's joins
+  // are not lock waits).
   const size_t line = r.err.find("fxprof: lock waits: ");
   REQUIRE(line != std::string::npos);
   const std::string summary = r.err.substr(line, r.err.find('\n', line) - line);
@@ -448,6 +462,97 @@ TEST_CASE(
   REQUIRE(waiters.size() >= 2);
   CHECK(summary.find(" by " + std::to_string(waiters.size()) + " threads held by offcpu_hold_lock") !=
         std::string::npos);
+}
+
+TEST_CASE(
+    "off-CPU: a join and idle condition-variable waits are no lock contention; a timer's wake names no "
+    "thread; the wait for a CPU after a wake is [preempted]",
+    "[e2e][offcpu][serial]") {
+  TempDir dir;
+  CpuLog log;
+  CmdOptions opts;
+  opts.env[CpuLog::kVariable] = log.path();
+  std::string out = dir.file("waits.json.gz");
+  auto r = run({fxprof_bin(), "record", "--save-only", "--off-cpu-threshold", "0", "-o", out, "--",
+                test_program("offcpu_waits")},
+               opts);
+  INFO(r.out << r.err << log.text());
+  REQUIRE(r.status == 0);
+  REQUIRE(log.count("join") == 1);
+  REQUIRE(log.count("late_wait") == 1);
+  CHECK(r.err.find("waker tracer") == std::string::npos);  // it loaded (root, BTF)
+  std::string text = read_profile_text(out);
+  require_lint_clean(text);
+  auto in = [](const MarkerView& m, std::string_view fn) {
+    return std::any_of(m.cause.begin(), m.cause.end(),
+                       [&](const std::string& f) { return f.find(fn) != std::string::npos; });
+  };
+  double joined = 0, pool_waits = 0, late_preempted = 0, slept = 0;
+  size_t join_markers = 0, pool_markers = 0, sleeps = 0, timer_woken = 0, woken_by_busy = 0;
+  size_t false_lock_waits = 0, lock_waits = 0;
+  for (const ThreadView& t : threads_of(text)) {
+    for (const MarkerView& m : t.markers) {
+      if (m.name == "Lock wait") {
+        ++lock_waits;
+        // Only a real contention may be one: the pool's re-lock of its mutex after the broadcast.
+        if (!in(m, "lll_lock_wait") && !in(m, "pthread_mutex_lock")) ++false_lock_waits;
+      }
+      if (in(m, "offcpu_join_phase") && m.reason == "join") {
+        ++join_markers;
+        joined += m.end - m.start;
+        CHECK(m.name == "Blocked");
+        CHECK(m.lock.empty());
+      }
+      if (in(m, "offcpu_pool_worker") && m.reason == "condition variable") {
+        ++pool_markers;
+        pool_waits += m.end - m.start;
+        CHECK(m.name == "Blocked");
+      }
+      if (t.name == "sleeper" && m.reason == "sleep") {
+        ++sleeps;
+        slept += m.end - m.start;
+        if (m.waker == "timer") ++timer_woken;
+        if (m.waker.starts_with("busy ")) ++woken_by_busy;
+      }
+      if (t.name == "late" && m.name == "Preempted")
+        late_preempted = std::max(late_preempted, m.end - m.start);
+    }
+  }
+  INFO(join_markers << " join markers (" << joined << " ms), " << pool_markers << " pool waits ("
+                    << pool_waits << " ms), " << sleeps << " sleeps, " << timer_woken
+                    << " woken by the timer, " << woken_by_busy << " by busy, " << lock_waits
+                    << " lock waits (" << false_lock_waits << " false), late preempted " << late_preempted
+                    << " ms");
+  // The join is one wait (perhaps cut by a preemption) as long as the program measured it.
+  CHECK(join_markers >= 1);
+  CHECK(joined <= log.ms("join") * 1.05 + 1);
+  CHECK(joined >= log.ms("join") * 0.5);
+  // The three idle workers waited on their condition variable for most of the run.
+  CHECK(pool_markers >= 3);
+  CHECK(pool_waits >= 3 * log.ms("join") * 0.9);
+  CHECK(false_lock_waits == 0);
+  // 20 sleeps of 5 ms, each ended by its timer's interrupt, never by the thread it interrupted.
+  CHECK(sleeps >= 18);
+  CHECK(woken_by_busy == 0);
+  CHECK(timer_woken * 10 >= sleeps * 9);
+  // Asleep 100 ms in all: the time each waited for a CPU after its timer is [preempted], not sleep (a round
+  // of records may hold several of its sleeps: each ends at its own wake).
+  INFO("slept " << slept << " ms");
+  CHECK(slept <= 100 * 1.3 + 5);
+  CHECK(slept >= 100 * 0.9);
+  // "late" was woken at 10 ms and ran when the SCHED_FIFO hog let go, ~50 ms later: that was a wait for a
+  // CPU.
+  CHECK(late_preempted >= (log.ms("late_wait") - 10) * 0.6);
+  // Not lock contention: no lock summary unless the pool's re-lock really contended, and then no join.
+  const size_t line = r.err.find("fxprof: lock waits: ");
+  CHECK((line == std::string::npos) == (lock_waits == 0));
+  // The Threads waiting track counts lock waits only.
+  simdjson::dom::parser parser;
+  auto doc = parse_json(parser, text);
+  size_t tracks = 0;
+  for (simdjson::dom::element c : simdjson::dom::array(doc["counters"]))
+    if (std::string_view(c["name"]) == "Threads waiting") ++tracks;
+  CHECK(tracks == (lock_waits == 0 ? 0u : 1u));
 }
 
 TEST_CASE("off-CPU: the Wakeup markers' stacks are symbolicated through our server like samples'",
@@ -545,8 +650,12 @@ TEST_CASE("off-CPU: Rust std::sync::Mutex waits attribute to the Rust function t
   size_t lock_markers = 0, held_in_waiter = 0;
   for (const ThreadView& t : threads_of(text)) {
     if (!t.name.starts_with("rust-waiter-")) continue;
+    // The wait for a CPU after the wake (a [preempted] leaf over the futex wait's stack) is part of the
+    // time the program measured.
     for (const SampleView& s : t.samples)
-      if (s.leaf() == "[blocked: futex]" && s.has("rust_lock_waiter")) ++futex_samples;
+      if (s.has("rust_lock_waiter") &&
+          (s.leaf() == "[blocked: futex]" || (s.leaf() == "[preempted]" && s.has("futex_wait"))))
+        ++futex_samples;
     for (const MarkerView& m : t.markers) {
       if (m.name != "Lock wait") continue;
       ++lock_markers;

@@ -104,7 +104,7 @@ model::Profile sample_profile() {
   waiting.description = "threads that waited on a lock";
   waiting.samples = {{kT0 + 1'000'000, 0, 0}, {kT0 + 2'000'000, 3, 3}, {kT0 + 3'000'000, 0, 0}};
 
-  // exec gives the same pid a second process entry ("100.1").
+  // exec gives the same pid a second process entry (both written as pid 100).
   const model::Lib libc_map = proc.libs[1];
   for (int i = 0; i < 2; ++i) {
     model::Process& child = p.processes.emplace_back();
@@ -168,7 +168,8 @@ TEST_CASE("the model read back holds names, files, lines, inline depth and binar
   const model::Profile& p = *r;
   REQUIRE(p.processes.size() == 3);
   CHECK(p.processes[0].pid == 100);
-  CHECK(p.processes[2].pid == 100);  // "100.1" is pid 100
+  CHECK(p.processes[2].pid == 100);             // the exec'd program keeps its pid
+  CHECK(p.processes[0].threads.at(0).is_main);  // "app (before exec)" is the first entry's main thread
   CHECK(p.processes[1].start_ns == kT0 + 10'000'000);
   CHECK(p.meta.presymbolicated);
   CHECK(p.meta.end_monotonic_ns == kT0 + 50'000'000);

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "exporter/gecko_reader.h"
 #include "tests/support/support.h"
 
 using namespace fxprof;
@@ -180,9 +181,10 @@ TEST_CASE("a Gecko profile follows the format rules") {
   }
 }
 
-TEST_CASE("a process that reuses a pid gets a distinct pid label") {
+TEST_CASE("a process that exec'd keeps its real pid; the program it exec'd is the process track") {
   auto p = sample_profile();
   model::Process again = p.processes[1];  // exec: same pid, a new process entry
+  again.name = "python3";
   again.start_ns += 5'000'000;
   p.processes.push_back(again);
   test::TempDir dir;
@@ -192,8 +194,23 @@ TEST_CASE("a process that reuses a pid gets a distinct pid label") {
   simdjson::dom::parser parser;
   element doc = test::parse_json(parser, text);
   CHECK(i64(doc["threads"].at(0)["pid"]) == 100);
-  CHECK(i64(doc["processes"].at(0)["threads"].at(0)["pid"]) == 200);
-  CHECK(str(doc["processes"].at(1)["threads"].at(0)["pid"]) == "200.1");
+  // Both entries of pid 200 are "PID: 200" in the front end (no "200.1"); the track is the exec'd program's
+  // (its main thread is the one GeckoMain of the pid), the one before the exec a thread track under it.
+  element before = doc["processes"].at(0)["threads"].at(0), after = doc["processes"].at(1)["threads"].at(0);
+  CHECK(i64(before["pid"]) == 200);
+  CHECK(i64(after["pid"]) == 200);
+  CHECK(str(before["name"]) == "child (before exec)");
+  CHECK(str(after["name"]) == "GeckoMain");
+  CHECK(str(after["processName"]) == "python3");
+  // Read back, the entries stay two processes, each with its main thread.
+  auto r = exporter::read_gecko_profile(dir.file("p.json"));
+  REQUIRE(r.ok());
+  REQUIRE(r->processes.size() == 3);
+  CHECK(r->processes[1].name == "child");
+  CHECK(r->processes[1].threads.at(0).is_main);
+  CHECK(r->processes[1].threads.at(0).name == "child");
+  CHECK(r->processes[2].name == "python3");
+  CHECK(r->processes[2].threads.at(0).is_main);
 }
 
 TEST_CASE("gzip output inflates to the same profile") {

@@ -289,6 +289,65 @@ TEST_CASE("heap full: a stream larger than the reader's first 8 MiB loses nothin
   CHECK(r.err.find("chunks lost") == std::string::npos);
 }
 
+TEST_CASE("heap full: the shim's own work is under a frame of its own and out of the top functions",
+          "[heap]") {
+  TempDir dir;
+  auto out = dir.file("p.json.gz");
+  // A stack walk and a pipe write per allocation: enough of the shim's work to be sampled. Names baked in.
+  auto r = record(out, {test_program("heap_prog"), "churn", "200000"}, {"--heap=full", "--symbolicate"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  simdjson::dom::parser parser;
+  auto doc = parse_json(parser, read_profile_text(out));
+  size_t samples = 0, marked = 0, unmarked_unwinder = 0, entry_under_label = 0;
+  auto add = [&](simdjson::dom::element proc) {
+    for (simdjson::dom::element th : simdjson::dom::array(proc["threads"])) {
+      simdjson::dom::array stacks = th["stackTable"]["data"], frames = th["frameTable"]["data"],
+                           strings = th["stringTable"];
+      for (simdjson::dom::element smp : simdjson::dom::array(th["samples"]["data"])) {
+        ++samples;
+        std::vector<std::string> path;  // leaf first
+        for (auto st = simdjson::dom::array(smp).at(0); !st.is_null();) {
+          auto row = stacks.at(size_t(int64_t(st)));
+          path.emplace_back(
+              std::string_view(strings.at(size_t(int64_t(frames.at(size_t(int64_t(row.at(1)))).at(0))))));
+          st = row.at(0);
+        }
+        auto label = std::find(path.begin(), path.end(), "fxprof heap shim");
+        if (label != path.end()) {
+          ++marked;
+          // Right under the label (toward the leaf): the shim's allocator entry point.
+          if (label != path.begin() && (label[-1].starts_with("malloc") || label[-1].starts_with("free") ||
+                                        label[-1].starts_with("operator") ||
+                                        label[-1].starts_with("calloc") || label[-1].starts_with("realloc")))
+            ++entry_under_label;
+          continue;
+        }
+        // libunwind runs only for the shim: none of its frames outside the label.
+        for (const std::string& f : path)
+          if (f.starts_with("_ULx86_64_") || f.starts_with("unw_") || f.starts_with("_Ux86_64_")) {
+            ++unmarked_unwinder;
+            break;
+          }
+      }
+    }
+  };
+  add(doc);
+  for (simdjson::dom::element p : simdjson::dom::array(doc["processes"])) add(p);
+  INFO(samples << " samples, " << marked << " under the label (" << entry_under_label
+               << " right over an allocator entry), " << unmarked_unwinder << " unwinder samples outside it");
+  CHECK(marked > 0);
+  CHECK(entry_under_label * 10 >= marked * 9);
+  CHECK(unmarked_unwinder == 0);
+  // The top-functions line is the program's: it says what it left out, and names no shim code.
+  const size_t at = r.err.find("fxprof: top self: ");
+  REQUIRE(at != std::string::npos);
+  const std::string line = r.err.substr(at, r.err.find('\n', at) - at);
+  CHECK(line.find("% of samples in fxprof's heap shim left out)") != std::string::npos);
+  CHECK(line.find("_ULx86_64_") == std::string::npos);
+  CHECK(line.find("fxprof heap shim") == std::string::npos);
+}
+
 // The start times (ms) of the Native allocation markers of `size` bytes.
 std::vector<double> marker_times(const std::string& text, int64_t size) {
   simdjson::dom::parser parser;

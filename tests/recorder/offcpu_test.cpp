@@ -23,6 +23,17 @@ TEST_CASE("off-CPU reasons: the kernel frames under the scheduler name the wait"
   CHECK(classify({"__schedule", "schedule", "pipe_read", "vfs_read", "ksys_read"}) == BlockReason::Io);
   CHECK(classify({"__schedule", "schedule", "schedule_hrtimeout_range", "ep_poll.isra.0", "do_epoll_wait"}) ==
         BlockReason::Io);
+  // Linux 6.18's real stacks (perf record -e sched:sched_switch -g): ep_poll and do_poll are inlined.
+  CHECK(classify({"__schedule", "schedule", "schedule_hrtimeout_range_clock", "do_epoll_wait",
+                  "__x64_sys_epoll_wait", "do_syscall_64"}) == BlockReason::Io);
+  CHECK(classify({"__schedule", "schedule", "schedule_hrtimeout_range_clock", "do_epoll_wait",
+                  "__x64_sys_epoll_pwait"}) == BlockReason::Io);
+  CHECK(classify({"__schedule", "schedule", "schedule_hrtimeout_range_clock",
+                  "poll_schedule_timeout.constprop.0", "do_sys_poll", "__x64_sys_poll"}) == BlockReason::Io);
+  CHECK(classify({"__schedule", "schedule", "schedule_hrtimeout_range_clock",
+                  "poll_schedule_timeout.constprop.0", "do_select", "core_sys_select",
+                  "do_pselect.constprop.0", "__x64_sys_pselect6"}) == BlockReason::Io);
+  CHECK(classify({"__schedule", "schedule", "anon_pipe_read"}) == BlockReason::Io);
   // A fault that waited for a page is a page fault, whatever system call it happened in.
   CHECK(classify({"__schedule", "schedule", "io_schedule", "folio_wait_bit_common", "filemap_fault",
                   "__do_fault", "handle_mm_fault", "do_user_addr_fault", "exc_page_fault", "pipe_write"}) ==
@@ -105,6 +116,7 @@ TEST_CASE("off-CPU: the eBPF waker tracer's records decode, and encode back for 
   w.wakee_pid = 10;
   w.wakee_tid = 12;
   w.uaddr = 0x55d876a400c0;
+  w.flags = kWakeInterrupt;
   w.regs = {.ip = 1, .sp = 2, .bp = 3, .bx = 4, .r12 = 5, .r13 = 6, .r14 = 7, .r15 = 8};
   for (int i = 0; i < 100; ++i) w.stack.push_back(static_cast<std::byte>(i));
   std::vector<std::byte> bytes;
@@ -116,6 +128,7 @@ TEST_CASE("off-CPU: the eBPF waker tracer's records decode, and encode back for 
   CHECK(back.waker_tid == 11);
   CHECK(back.wakee_tid == 12);
   CHECK(back.uaddr == w.uaddr);
+  CHECK(back.flags == kWakeInterrupt);
   CHECK(back.regs.sp == 2);
   CHECK(back.regs.r15 == 8);
   CHECK(back.stack == w.stack);

@@ -131,6 +131,64 @@ TEST_CASE("quality: a program the kernel will not let this user profile is named
   }
 }
 
+TEST_CASE("quality: as root, programs setuid to another user or setgid are named, short-lived ones too",
+          "[quality]") {
+  REQUIRE(geteuid() == 0);
+  const passwd* pw = ensure_test_user();
+  REQUIRE(pw != nullptr);
+  TempDir dir;
+  // Root's own setuid-root program stays profiled (its real and effective user are both root); one setuid
+  // to the test user or setgid to its group changes ids at the exec, and the kernel drops our events.
+  copy_program("dq_work", dir.file("dq_rootsuid"), 04755);
+  copy_program("dq_work", dir.file("dq_sgid"), 0755);
+  REQUIRE(chown(dir.file("dq_sgid").c_str(), 0, pw->pw_gid) == 0);
+  REQUIRE(chmod(dir.file("dq_sgid").c_str(), 02755) == 0);
+  copy_program("dq_work", dir.file("dq_suser"), 0755);
+  REQUIRE(chown(dir.file("dq_suser").c_str(), pw->pw_uid, 0) == 0);
+  REQUIRE(chmod(dir.file("dq_suser").c_str(), 04755) == 0);
+  using fxprof::recorder::unprofilable_reason;
+  CHECK(unprofilable_reason(dir.file("dq_rootsuid")).empty());
+  CHECK(unprofilable_reason(dir.file("dq_sgid")).starts_with("setgid group "));
+  CHECK(unprofilable_reason(dir.file("dq_suser")) ==
+        "setuid to user " + std::string(pw->pw_name) + " (" + std::to_string(pw->pw_uid) + ")");
+  const std::string out = dir.file("p.json.gz");
+  auto record = [&](const std::vector<std::string>& argv) {
+    std::vector<std::string> cmd{fxprof_bin(), "record", "--save-only", "--no-symbolicate", "-o", out, "--"};
+    cmd.insert(cmd.end(), argv.begin(), argv.end());
+    return run(cmd);
+  };
+
+  SECTION("launched directly: the no-samples message says why, not that it used too little CPU") {
+    auto r = record({dir.file("dq_sgid"), "200"});
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK(r.err.find("fxprof: no samples: not profiled from their exec on: " + dir.file("dq_sgid")) !=
+          std::string::npos);
+    CHECK(r.err.find("setgid group ") != std::string::npos);
+    CHECK(r.err.find("used less CPU") == std::string::npos);
+    CHECK(r.err.find("chmod ug-s") != std::string::npos);
+  }
+
+  SECTION("started by the program: each one counts, however short its life") {
+    // Five that exit at once (0 ms of work: gone long before the reader sees their EXIT), two that run on.
+    std::string script = dir.file("dq_rootsuid") + " 100";
+    for (int i = 0; i < 5; ++i) script += " && " + dir.file("dq_suser") + " 0";
+    script += " && " + dir.file("dq_sgid") + " 200 && " + dir.file("dq_suser") + " 200";
+    auto r = record({"/bin/sh", "-c", script});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.err.find("fxprof: not profiled from their exec on: ") != std::string::npos);
+    CHECK(r.err.find("and 4 more") != std::string::npos);
+    const std::string text = read_profile_text(out);
+    auto [label, count] = quality_entry(text, "Not profiled after exec");
+    INFO(label);
+    CHECK(count == 7);
+    CHECK(label.find("dq_suser") != std::string::npos);
+    CHECK(label.find("dq_rootsuid") == std::string::npos);  // root's setuid-root program was profiled
+    CHECK(text.find("\"processName\":\"dq_rootsuid\"") != std::string::npos);
+  }
+}
+
 TEST_CASE("quality: stacks that stop at a damaged .eh_frame are failed, and the binary is named",
           "[quality]") {
   TempDir dir;
@@ -273,7 +331,7 @@ TEST_CASE("quality: the file execvp runs, and the lines' wording", "[quality]") 
   const std::string sh = fxprof::recorder::command_path("sh");
   CHECK(sh.ends_with("/sh"));
   CHECK(access(sh.c_str(), X_OK) == 0);
-  // Root may profile anything: the kernel keeps following it.
+  // Root may profile an ordinary program (and a setuid-root one: the test above).
   REQUIRE(geteuid() == 0);
   CHECK(fxprof::recorder::unprofilable_reason(sh).empty());
   auto q = fxprof::recorder::lost_records_problem(120, 7, 2);

@@ -102,7 +102,7 @@ struct Linter {
   void lint_thread(element t, const std::string& where, size_t n_categories) {
     std::string_view name;
     if (t["name"].get_string().get(name)) fail(where, "thread without name");
-    // pid: a number, or "1234.1" for a later process that reuses a pid (the importer takes `${pid}`).
+    // pid: a number (older fxprof wrote "1234.1" for a later process that reused a pid).
     if ((!t["pid"].is_number() && !t["pid"].is_string()) || !t["tid"].is_number())
       fail(where, "pid/tid type");
     if (!t["registerTime"].is_number()) fail(where, "registerTime not a number");
