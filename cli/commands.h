@@ -12,5 +12,6 @@ int cmd_symbolicate(std::span<char*> args);  // cli/cmd_symbolicate.cpp
 int cmd_export(std::span<char*> args);       // cli/cmd_export.cpp
 int cmd_report(std::span<char*> args);       // cli/cmd_report.cpp
 int cmd_diff(std::span<char*> args);         // cli/cmd_diff.cpp
+int cmd_stat(std::span<char*> args);         // cli/cmd_stat.cpp
 
 }  // namespace fxprof::cli

@@ -19,6 +19,7 @@ constexpr const char* kUsage =
     "graph\n"
     "  fxprof report [OPTIONS] IN                       top functions and call tree in the terminal\n"
     "  fxprof diff [OPTIONS] BASE NEW                   what changed between two profiles\n"
+    "  fxprof stat [OPTIONS] [--] COMMAND [ARGS...]     count events (page faults, cycles...) like perf stat\n"
     "\n"
     "Run `fxprof <command> --help` for the options of each command.\n";
 
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
   if (cmd == "export") return fxprof::cli::cmd_export(rest);
   if (cmd == "report") return fxprof::cli::cmd_report(rest);
   if (cmd == "diff") return fxprof::cli::cmd_diff(rest);
+  if (cmd == "stat") return fxprof::cli::cmd_stat(rest);
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
     std::fputs(kUsage, stdout);
     return 0;
