@@ -68,9 +68,13 @@ uint64_t now_ns() {
 Result<CacheSim> parse_cachegrind(const std::string& text) {
   CacheSim out;
   std::vector<std::string> events;
-  std::map<std::pair<std::string, std::string>, CacheCounts> fns;
+  // By function name: code inlined from other files (fl=/fi= switches) counts in the function it is in.
+  // Each function's file is the one with most of its instructions.
+  std::map<std::string, CacheCounts> fns;
+  std::map<std::string, std::map<std::string, uint64_t>> fn_files;  // name -> file -> Ir
   std::string file, fn;
   CacheCounts* cur = nullptr;
+  uint64_t* cur_ir = nullptr;
   bool summary = false;
   std::istringstream in(text);
   std::string line;
@@ -93,7 +97,8 @@ Result<CacheSim> parse_cachegrind(const std::string& text) {
       // inlined code: counted in the enclosing function, as cg_annotate's per-function totals do
     } else if (line.rfind("fn=", 0) == 0) {
       fn = line.substr(3);
-      cur = &fns[{fn, file}];
+      cur = &fns[fn];
+      cur_ir = &fn_files[fn][file];
     } else if (line.rfind("summary:", 0) == 0) {
       std::istringstream vs(line.substr(8));
       std::vector<uint64_t> v;
@@ -109,14 +114,20 @@ Result<CacheSim> parse_cachegrind(const std::string& text) {
       std::vector<uint64_t> v;
       uint64_t x;
       while (vs >> x) v.push_back(x);
+      const uint64_t before = cur->ir;
       add(*cur, events, v);
+      *cur_ir += cur->ir - before;
     }
   }
   if (events.empty()) return Err("not a Cachegrind output file (no events line)");
   if (std::find(events.begin(), events.end(), "D1mr") == events.end())
     return Err("Cachegrind ran without its cache simulation (no D1mr events)");
-  for (auto& [k, c] : fns) {
-    out.functions.push_back({k.first, k.second, c});
+  for (auto& [name, c] : fns) {
+    std::string best;
+    uint64_t most = 0;
+    for (const auto& [f, ir] : fn_files[name])
+      if (best.empty() || ir > most) best = f, most = ir;
+    out.functions.push_back({name, best, c});
     if (!summary) {
       CacheCounts& t = out.total;
       t.ir += c.ir, t.i1mr += c.i1mr, t.ilmr += c.ilmr, t.dr += c.dr, t.d1mr += c.d1mr, t.dlmr += c.dlmr;
@@ -210,8 +221,10 @@ std::string format_cache_sim(const CacheSim& c, size_t limit) {
       std::snprintf(b, sizeof b, "%18s  %6.2f %%  ", std::to_string(m).c_str(),
                     pct(m, ll ? t.ll_misses() : t.d1_misses()));
       out += b + f.name + " (" + f.file + ")" +
-             fmt(", %.2f %% of its data references miss D1\n",
-                 pct(f.counts.d1_misses(), f.counts.dr + f.counts.dw));
+             (ll ? fmt(", %.2f %% of its data references miss LL\n",
+                       pct(f.counts.dlmr + f.counts.dlmw, f.counts.dr + f.counts.dw))
+                 : fmt(", %.2f %% of its data references miss D1\n",
+                       pct(f.counts.d1_misses(), f.counts.dr + f.counts.dw)));
     }
   }
   const double d1 = pct(t.d1_misses(), drefs), lld = pct(t.dlmr + t.dlmw, drefs);

@@ -1,5 +1,6 @@
 // `fxprof stat`'s output: perf stat's layout (value, event, '#' derived figure), then what the figures
 // suggest, one sentence each, as the profiling guides read them.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -160,8 +161,17 @@ std::string format_stat(const StatResult& r) {
   }
   out += fmt("\n%18.9f seconds time elapsed\n", r.elapsed_s);
   if (r.processes.size() > 1) {
-    out += "\n Per process:\n";
-    for (const ProcessCounts& p : r.processes) {
+    // The ten with the largest first count (task-clock by default); --json has them all.
+    std::vector<const ProcessCounts*> shown;
+    for (const ProcessCounts& p : r.processes) shown.push_back(&p);
+    std::stable_sort(shown.begin(), shown.end(), [](const ProcessCounts* a, const ProcessCounts* b) {
+      return !a->values.empty() && !b->values.empty() && a->values[0] > b->values[0];
+    });
+    const size_t more = shown.size() > 10 ? shown.size() - 10 : 0;
+    shown.resize(shown.size() - more);
+    out += "\n Per process" + std::string(more ? " (the ten largest)" : "") + ":\n";
+    for (const ProcessCounts* pp : shown) {
+      const ProcessCounts& p = *pp;
       std::string l = fmt("%10.0f ", static_cast<double>(p.pid)) + p.name + ":";
       for (size_t i = 0; i < r.events.size(); ++i) {
         if (!r.total[i].available) continue;
@@ -172,6 +182,7 @@ std::string format_stat(const StatResult& r) {
       while (!l.empty() && l.back() == ',') l.pop_back();
       out += l + "\n";
     }
+    if (more) out += fmt("%10.0f", static_cast<double>(more)) + " more processes (--json lists them)\n";
   }
   bool any = false;
   for (const Derived& d : derived) {

@@ -755,7 +755,7 @@ Status Session::finish_profile() {
   rss_->finish(rec_.profile);
   counters_->finish(rec_.profile);
   if (opt_.verbose && counters_->ticks())
-    notice("counter tracks (faults, switches, run delay): " + std::to_string(counters_->ticks()) + " reads, " +
+    notice("counter tracks (faults, switches, run delay): " + std::to_string(counters_->ticks()) + " ticks, " +
            std::to_string(counters_->tick_ns() / counters_->ticks() / 1000) + " us each, " +
            std::to_string(counters_->tick_ns() / 1000000) + " ms in all");
   if (capture_) return capture_->flush();
