@@ -518,8 +518,9 @@ Status Session::plan_buffers() {
     data_pages_ = 128;  // 512 KiB: ~3,500 FP samples
     min_pages_ = 8;
   }
-  // -e: events come in bursts (a page-fault storm is a sample per microsecond), 8x the room (16 MiB per CPU).
-  if (opt_.event) data_pages_ *= 8;
+  // -e: events come in bursts (a page-fault storm is a sample per microsecond): 16 MiB per CPU (64 MiB in
+  // all, below) hold ~1,800 samples with 8 KiB stacks while the reader unwinds.
+  if (opt_.event) data_pages_ = std::max<size_t>(data_pages_ * 8, ceil_pow2((16u << 20) / page));
   if (geteuid() != 0) {
     long mlock_kb = read_sysctl("/proc/sys/kernel/perf_event_mlock_kb", 516);
     size_t budget = mlock_kb > 0 ? static_cast<size_t>(mlock_kb) * 1024 / page : 129;

@@ -312,3 +312,33 @@ TEST_CASE("every recording has page-fault and context-switch tracks per process,
   CHECK(listed.count("Context switches"));
   CHECK(listed.count("RSS"));
 }
+
+TEST_CASE("tracepoints: stat counts every write(2), record -e samples each in the function that wrote") {
+  const std::vector<std::string> prog{test_program("counters_writes"), "1500"};
+  Stat s;
+  stat_json(s, {"-e", "syscalls:sys_enter_write"}, prog);
+  INFO(s.r.err << s.json);
+  REQUIRE(s.r.status == 0);
+  CHECK(s.count("syscalls:sys_enter_write") == 1500);
+  TempDir dir;
+  const std::string out = dir.file("writes.json.gz");
+  std::vector<std::string> cmd{fxprof_bin(), "record", "--save-only", "-e", "syscalls:sys_enter_write", "-o", out,
+                               "--"};
+  cmd.insert(cmd.end(), prog.begin(), prog.end());
+  auto r = run(cmd);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto rep = run({fxprof_bin(), "report", "--json", "--limit", "20", out});
+  REQUIRE(rep.status == 0);
+  simdjson::dom::parser parser;
+  auto doc = parse_json(parser, rep.out);
+  const double samples = double(uint64_t(doc["samples"]));
+  const double lost = double(uint64_t(doc["lostRecords"]));
+  CHECK(samples + lost >= 1500);
+  CHECK(samples + lost <= 1510);  // a lost mmap or comm record counts too
+  CHECK(lost <= 750);
+  double in_writer = 0;
+  for (simdjson::dom::element f : simdjson::dom::array(doc["sections"].at(0)["topFunctionsByTotal"]))
+    if (std::string_view(f["name"]).starts_with("write_bytes(")) in_writer = double(uint64_t(f["totalSamples"]));
+  CHECK(in_writer >= samples * 0.95);
+}
