@@ -253,6 +253,20 @@ struct Session {
         }
       }
       if (retry) continue;
+      // Switches and migrations happen in the scheduler, never in user mode: user-space only they would
+      // read 0 whatever the program did.
+      if (exclude_kernel) {
+        std::string names;
+        for (size_t e = 0; e < res.events.size(); ++e)
+          if (res.events[e].type == PERF_TYPE_SOFTWARE && (res.events[e].config == PERF_COUNT_SW_CONTEXT_SWITCHES ||
+                                                           res.events[e].config == PERF_COUNT_SW_CPU_MIGRATIONS)) {
+            res.total[e].available = false;
+            res.total[e].kernel_only = true;  // (its fds stay open: one may own a CPU's ring buffer)
+            names += (names.empty() ? "" : " and ") + res.events[e].name;
+          }
+        if (!names.empty())
+          res.notices.push_back(names + " happen in the kernel: not counted user-space only (<not counted>)");
+      }
       // The kernel swaps the contexts of a parent and a child on a context switch between them when the
       // child's is a full clone; the launched process's own events would then be the child's, and its exit
       // would report nothing. A non-inherited event in the launched process's context makes every child's

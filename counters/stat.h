@@ -32,6 +32,7 @@ struct Count {
   bool available = false;  // false: the event could not be opened here (no PMU...): never shown as 0
   uint64_t value = 0;      // scaled when multiplexed
   double running = 1.0;    // fraction of the time the counter ran (hardware multiplexing), 1 = always
+  bool kernel_only = false;  // unavailable because it happens in the kernel and only user space is counted
 };
 
 struct ProcessCounts {

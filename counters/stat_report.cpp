@@ -44,7 +44,7 @@ std::string rate(double per_s) {
 std::string value_text(const EventSpec& e, const Count& c) {
   char b[64];
   if (!c.available)
-    std::snprintf(b, sizeof b, "%18s     ", "<not supported>");
+    std::snprintf(b, sizeof b, "%18s     ", c.kernel_only ? "<not counted>" : "<not supported>");
   else if (e.unit == "msec")
     std::snprintf(b, sizeof b, "%18.2f msec", static_cast<double>(c.value) / 1e6);
   else

@@ -1,6 +1,8 @@
 // `fxprof stat` and `fxprof record -e` end to end: counts against perf stat on the same programs, the no-PMU
 // notice, per-process counts, Cachegrind's simulated misses, event samples in the function that caused them,
 // and the counter tracks every recording gets, as the Firefox Profiler's own code lists them.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <set>
@@ -341,4 +343,36 @@ TEST_CASE("tracepoints: stat counts every write(2), record -e samples each in th
   for (simdjson::dom::element f : simdjson::dom::array(doc["sections"].at(0)["topFunctionsByTotal"]))
     if (std::string_view(f["name"]).starts_with("write_bytes(")) in_writer = double(uint64_t(f["totalSamples"]));
   CHECK(in_writer >= samples * 0.95);
+}
+
+TEST_CASE("stat as an ordinary user (paranoid 2): user space only, switches <not counted> rather than 0") {
+  REQUIRE(geteuid() == 0);  // the suite runs as root and drops to the test user here
+  const passwd* pw = ensure_test_user();
+  REQUIRE(pw != nullptr);
+  TempDir dir;
+  REQUIRE(chown(dir.path().c_str(), pw->pw_uid, pw->pw_gid) == 0);
+  CmdOptions opts;
+  opts.uid = pw->pw_uid;
+  opts.gid = pw->pw_gid;
+  opts.cwd = dir.path();
+  auto r = run({fxprof_bin(), "stat", "-e", "page-faults,context-switches", "--", test_program("counters_touch"),
+                "3000", "5"},
+               opts);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.err.find("(user space only):") != std::string::npos);
+  CHECK(r.err.find("fxprof: kernel.perf_event_paranoid lets ordinary users count only user space") !=
+        std::string::npos);
+  const size_t at = r.err.find(" context-switches\n");
+  REQUIRE(at != std::string::npos);
+  CHECK(r.err.substr(r.err.rfind('\n', at) + 1, at - r.err.rfind('\n', at)).find("<not counted>") !=
+        std::string::npos);
+  const size_t pf = r.err.find(" page-faults");
+  REQUIRE(pf != std::string::npos);
+  const std::string line = r.err.substr(r.err.rfind('\n', pf) + 1, pf - r.err.rfind('\n', pf));
+  std::string digits;
+  for (char c : line)
+    if (c >= '0' && c <= '9') digits += c;
+  REQUIRE(!digits.empty());
+  CHECK(std::stol(digits) >= 3000);  // the faults of the program's own code are user-mode faults
 }
