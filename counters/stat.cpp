@@ -457,8 +457,12 @@ Result<StatResult> attach(Session& s) {
     bool user = false;
     if (sig.next(user)) break;
     if (end && now_ns() >= end) break;
+    // Gone: its pidfd is readable (it exited, a zombie of someone else's included), or without pidfds
+    // kill(0) finds no process.
     bool alive = false;
-    for (int pid : s.opt.pids) alive |= kill(pid, 0) == 0 || errno != ESRCH;
+    for (size_t i = 0; i < s.opt.pids.size(); ++i)
+      alive |= pidfds[i].valid() ? !(pfds[1 + i].revents & POLLIN)
+                                 : kill(s.opt.pids[i], 0) == 0 || errno != ESRCH;
     if (!alive) break;
   }
   s.res.elapsed_s = static_cast<double>(now_ns() - t0) / 1e9;
