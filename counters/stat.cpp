@@ -140,6 +140,7 @@ struct Session {
   std::map<uint64_t, size_t> event_of_id;
   std::vector<Ring> rings;
   std::vector<UniqueFd> anchors;  // launch: a non-inherited dummy event per CPU (open_all says why)
+  rlimit nofile{};                 // the caller's fd limit, for the launched program
   // Launch mode: per-thread counts reported at exit, and the processes seen.
   struct Proc {
     std::string name;
@@ -358,6 +359,7 @@ Result<StatResult> launch(Session& s) {
     char c;
     if (read(resume_r.get(), &c, 1) != 1) _exit(0);  // fxprof gave up before the exec
     sigprocmask(SIG_SETMASK, &sig.old_mask(), nullptr);
+    if (s.nofile.rlim_max) setrlimit(RLIMIT_NOFILE, &s.nofile);
     execvp(argv[0], argv.data());
     const int e = errno;
     if (write(err_w.get(), &e, sizeof e) < 0) _exit(127);
@@ -491,7 +493,14 @@ Result<StatResult> run_stat(const StatOptions& options) {
   if (options.command.empty() == options.pids.empty())
     return Err(options.command.empty() ? "nothing to count: give a command or -p PID"
                                        : "give either a command or -p PID, not both");
+  // An event per CPU (launch) or per thread (attach) for each event counted: lift the soft fd limit (the
+  // launched program gets its own back before its exec).
   Session s(options);
+  if (getrlimit(RLIMIT_NOFILE, &s.nofile) == 0 && s.nofile.rlim_cur < s.nofile.rlim_max) {
+    rlimit raised = s.nofile;
+    raised.rlim_cur = raised.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &raised);
+  }
   s.res.pmu = have_pmu();
   s.res.events = options.events.empty() ? default_stat_events(s.res.pmu) : options.events;
   s.res.total.assign(s.res.events.size(), {});

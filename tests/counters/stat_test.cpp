@@ -378,3 +378,11 @@ TEST_CASE("stat as an ordinary user (paranoid 2): user space only, switches <not
   REQUIRE(!digits.empty());
   CHECK(std::stol(digits) >= 3000);  // the faults of the program's own code are user-mode faults
 }
+
+TEST_CASE("stat: the program runs with the caller's fd limit, not the one fxprof raised for its events") {
+  auto plain = run({"sh", "-c", "ulimit -n; ulimit -Hn"});
+  auto counted = run({fxprof_bin(), "stat", "-e", "page-faults", "--", "sh", "-c", "ulimit -n; ulimit -Hn"});
+  INFO(counted.err);
+  REQUIRE(counted.status == 0);
+  CHECK(counted.out == plain.out);
+}
