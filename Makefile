@@ -8,12 +8,12 @@ FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc)
 DEPS       := g++ cmake ninja-build pkg-config libbpf-dev libsimdjson-dev zlib1g-dev libcpp-httplib-dev catch2 \
               libdw-dev libelf-dev libdebuginfod-dev libcapstone-dev liblzma-dev libprotozero-dev \
-              libunwind-dev libiberty-dev libcurl4-openssl-dev clang
+              libunwind-dev libiberty-dev libcurl4-openssl-dev clang valgrind
 # The tests use every tool they need, none is optional (a missing one fails the suite, never skips a test):
 # perf for the unwinder's cross-check, lld for lld-linked binaries, rustc for Rust programs (rustup's in
 # ~/.cargo/bin is preferred when present), nodejs for JIT-named frames and profiler-cli, libc6-dbg for
 # libc's debug info, dwz for the dwz'd DWARF test, go for `go tool pprof` reading our pprof, xmllint and chromium for the SVG flame graphs,
-# clang and its libFuzzer runtime for the fuzzers' smoke run.
+# clang and its libFuzzer runtime for the fuzzers' smoke run. (valgrind, in DEPS: `fxprof stat --cache-sim`.)
 TEST_DEPS  := linux-perf elfutils binutils llvm libc6-dbg lld dwz rustc nodejs golang-go libxml2-utils chromium \
               clang libclang-rt-14-dev
 PCLI_DIR   := tests/.profiler-cli

@@ -11,6 +11,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/publish.h"
+#include "counters/events.h"
 #include "exporter/flamegraph_svg.h"
 #include "exporter/folded.h"
 #include "exporter/gecko.h"
@@ -38,9 +39,19 @@ constexpr const char* kHelp =
     "Recording:\n"
     "  -F, --freq HZ            samples per second per thread (default 1000; lowered to the kernel's\n"
     "                           perf_event_max_sample_rate with a notice)\n"
+    "  -e, --event EVENT        sample on EVENT instead of the clock, with the same stacks: software\n"
+    "                           (page-faults, minor-faults, major-faults, context-switches,\n"
+    "                           cpu-migrations), hardware where a PMU exists (cycles, instructions,\n"
+    "                           cache-misses, branch-misses...) or a tracepoint CATEGORY:NAME\n"
+    "                           (syscalls:sys_enter_write). One sample per period events, so each weighs\n"
+    "                           the same; on-CPU only (no off-CPU samples); one event per recording\n"
+    "  -c, --period N           with -e: one sample every N events (default 1 for software events and\n"
+    "                           tracepoints; cycles and instructions 1000003, cache-misses and\n"
+    "                           branch-misses 1009)\n"
     "  --call-graph MODE        dwarf (default: copy the user stack and unwind it with the binaries' CFI)\n"
     "                           or fp (frame pointers only: cheaper, for programs built with them)\n"
-    "  --stack-size BYTES       user stack copied per sample in dwarf mode (default 32768, at most 65528)\n"
+    "  --stack-size BYTES       user stack copied per sample in dwarf mode (default 32768, at most 65528;\n"
+    "                           8192 with -e)\n"
     "  --buffer-size BYTES      ring buffer per CPU (default: room for ~32 samples, 2 MiB in dwarf mode as\n"
     "                           root; an ordinary user gets at most kernel.perf_event_mlock_kb). Larger\n"
     "                           loses fewer records at high rates; rounded down to a power-of-two pages\n"
@@ -149,6 +160,7 @@ int cmd_record(std::span<char*> args) {
   bool quiet = false;
   std::optional<heap::Options> heap_opt;
   double heap_rate = 512 * 1024;
+  bool freq_given = false, stack_given = false;
 
   ArgParser p(args);
   while (p.at_option()) {
@@ -162,6 +174,22 @@ int cmd_record(std::span<char*> args) {
       if (!n || *n <= 0 || *n > 1e6)
         return usage_error(kCommand, "--freq needs a positive number of samples per second");
       rec.frequency_hz = *n;
+      freq_given = true;
+    } else if (auto v = p.option("-e", "--event")) {
+      if (v->find(',') != std::string::npos)
+        return usage_error(kCommand,
+                           "one event per recording: the stacks of two events would add up in one call tree "
+                           "(record once per event, or count several with `fxprof stat -e " + *v + "`)");
+      auto e = counters::find_event(*v);
+      if (!e) {
+        std::fprintf(stderr, "fxprof record: %s\n", e.error().c_str());
+        return 2;
+      }
+      rec.event = std::move(*e);
+    } else if (auto v = p.option("-c", "--period")) {
+      auto n = parse_number(*v);
+      if (!n || *n < 1 || *n > 1e15) return usage_error(kCommand, "--period needs a positive number of events");
+      rec.event_period = static_cast<uint64_t>(*n);
     } else if (auto v = p.option("", "--call-graph")) {
       if (*v == "dwarf")
         rec.call_graph = recorder::CallGraph::Dwarf;
@@ -174,6 +202,7 @@ int cmd_record(std::span<char*> args) {
       if (!n || *n < 512 || *n > 65528)
         return usage_error(kCommand, "--stack-size must be between 512 and 65528 bytes");
       rec.stack_size = static_cast<uint32_t>(*n) & ~7u;  // the kernel wants a multiple of 8
+      stack_given = true;
     } else if (auto v = p.option("", "--buffer-size")) {
       auto n = parse_number(*v);
       if (!n || *n < 4096 || *n > (uint64_t{1} << 30))
@@ -278,6 +307,14 @@ int cmd_record(std::span<char*> args) {
     return usage_error(kCommand, "give --share or --share-to, not both");
   if (share_options.yes && !share) return usage_error(kCommand, "--yes goes with --share");
   const bool sharing = share || !share_options.share_to.empty();
+  if (rec.event_period && !rec.event) return usage_error(kCommand, "--period applies to -e EVENT");
+  if (rec.event && freq_given)
+    return usage_error(kCommand, "-F sets the clock's rate; with -e the samples follow the event: use -c PERIOD");
+  if (rec.event) rec.off_cpu = false;  // event samples only: wall-clock samples would mix with them
+  // Events come in bursts (a fault or a write per microsecond): 8 KiB stack copies, as perf's, keep 4x more
+  // of them in the buffer than 32 KiB ones while the reader unwinds.
+  if (rec.event && !stack_given) rec.stack_size = 8192;
+
   if (heap_opt && !rec.pids.empty())
     return usage_error(kCommand,
                        "--heap records programs fxprof starts; it cannot attach to a running process (-p)");
@@ -368,6 +405,12 @@ int cmd_record(std::span<char*> args) {
                st.duration_s, static_cast<unsigned long long>(st.samples), st.threads, st.processes,
                static_cast<unsigned long long>(st.lost_records), output.c_str());
   std::fputs(heap_summary.c_str(), stderr);
+  if (rec.event)
+    std::fprintf(stderr, "fxprof: sampled on %s, one sample per %llu event%s: %llu samples stand for ~%llu %s%s\n",
+                 rec.event->name.c_str(), static_cast<unsigned long long>(st.event_period),
+                 st.event_period == 1 ? "" : "s", static_cast<unsigned long long>(st.samples),
+                 static_cast<unsigned long long>(st.samples * st.event_period), rec.event->name.c_str(),
+                 st.lost_records ? " (some were lost: a larger -c samples fewer of them)" : "");
   // The top functions and the exports want names: symbolicate the model, unless it was for the file.
   if ((!quiet || !exports.empty()) && !hold.interrupted()) {
     if (!recording->profile.meta.presymbolicated) name_frames();

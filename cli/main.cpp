@@ -24,6 +24,7 @@ constexpr const char* kUsage =
     "  fxprof diff [OPTIONS] BASE NEW                   what changed between two profiles (a CI gate)\n"
     "  fxprof share [OPTIONS] FILE                      upload a profile and print a link to share\n"
     "  fxprof push --pyroscope URL|--parca ADDR FILE    send a profile as pprof to Pyroscope or Parca\n"
+    "  fxprof stat [OPTIONS] [--] COMMAND [ARGS...]     count events (page faults, cycles...) like perf stat\n"
     "\n"
     "Run `fxprof <command> --help` for the options of each command.\n";
 
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
   if (cmd == "diff") return fxprof::cli::cmd_diff(rest);
   if (cmd == "share") return fxprof::cli::cmd_share(rest);
   if (cmd == "push") return fxprof::cli::cmd_push(rest);
+  if (cmd == "stat") return fxprof::cli::cmd_stat(rest);
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
     std::fputs(kUsage, stdout);
     return 0;

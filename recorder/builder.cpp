@@ -776,7 +776,7 @@ bool ProfileBuilder::sample_path(const std::byte* p, size_t size, bool switch_ev
   r.u64();  // pid/tid
   r.u64();  // time
   r.u64();  // cpu
-  r.u64();  // period
+  if (events_.sample_type() & PERF_SAMPLE_PERIOD) r.u64();  // period (absent with a fixed one: -e)
   uint64_t nr = r.u64();
   if (nr > size / 8) return false;  // a corrupt count (nr * 8 would wrap to a short read)
   auto chain_bytes = r.bytes(nr * 8);

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "recorder/proc_counters.h"
 #include "recorder/rss.h"
 #include "recorder/unwind/unwinder.h"
 
@@ -361,6 +362,7 @@ Result<model::Profile> replay(const std::string& path, const ReplayOptions& opti
   std::unique_ptr<Unwinder> unwinder;
   std::unique_ptr<ProfileBuilder> builder;
   RssSampler rss(procfs);
+  ProcCounters counters(procfs);
   ReplayRound round;
   std::vector<RecordRef> refs;
   bool pending_round = false;  // `round` is loaded and not fed yet
@@ -395,6 +397,7 @@ Result<model::Profile> replay(const std::string& path, const ReplayOptions& opti
       case kAttached: {
         const auto pid = p.get<uint32_t>();
         builder->add_attached(pid, p.get<uint64_t>());
+        counters.set_attached();
         break;
       }
       case kAttachedThread: {
@@ -422,12 +425,17 @@ Result<model::Profile> replay(const std::string& path, const ReplayOptions& opti
         continue;
       }
       case kRssTick:
-        rss.tick(profile, p.get<uint64_t>());
+      {
+        const auto now = p.get<uint64_t>();
+        rss.tick(profile, now);
+        counters.tick(profile, now);
         break;
+      }
       case kEnd:
         builder->close_off_spans(p.get<uint64_t>());
         builder->finish();
         rss.finish(profile);
+        counters.finish(profile);
         break;
       default:
         return Err(path + ": unknown capture entry '" + std::string(1, e.tag) + "'");

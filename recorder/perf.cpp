@@ -13,8 +13,10 @@
 namespace fxprof::recorder {
 
 uint64_t EventConfig::sample_type() const {
-  uint64_t t = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD |
-               PERF_SAMPLE_CALLCHAIN;
+  uint64_t t = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_CALLCHAIN;
+  // With a fixed period (-e) the period is known, and asking for it makes the kernel sample a software
+  // event (faults, switches, tracepoints) at every occurrence whatever the period (perf_swevent_event).
+  if (!event_period) t |= PERF_SAMPLE_PERIOD;
   if (dwarf) t |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
   return t;
 }
@@ -23,15 +25,22 @@ perf_event_attr make_attr(const EventConfig& c) {
   perf_event_attr a;
   std::memset(&a, 0, sizeof a);
   a.size = sizeof a;
-  if (c.hardware) {
+  if (c.event_period) {
+    a.type = c.event_type;
+    a.config = c.event_config;
+  } else if (c.hardware) {
     a.type = PERF_TYPE_HARDWARE;
     a.config = PERF_COUNT_HW_CPU_CYCLES;
   } else {
     a.type = PERF_TYPE_SOFTWARE;
     a.config = PERF_COUNT_SW_CPU_CLOCK;
   }
-  a.sample_freq = c.frequency;
-  a.freq = 1;
+  if (c.event_period) {
+    a.sample_period = c.event_period;  // one sample per period events: each sample weighs the same
+  } else {
+    a.sample_freq = c.frequency;
+    a.freq = 1;
+  }
   a.sample_type = c.sample_type();
   if (c.dwarf) {
     a.sample_regs_user = c.regs_mask;

@@ -34,6 +34,11 @@ struct EventConfig {
   // DWARF: bytes of user stack copied per switch-out (multiple of 8, < 64 KiB). The copy is most of a
   // context-switch sample's cost (recorder.h), so it is smaller than CPU samples' by default.
   uint32_t switch_stack_size = 8192;
+  // `record -e`: sample this event (counters/events.h: type and config) every `event_period` events instead
+  // of the clock at `frequency`; 0: the clock.
+  uint32_t event_type = 0;
+  uint64_t event_config = 0;
+  uint64_t event_period = 0;
 
   uint64_t sample_type() const;
   uint32_t regs_count() const { return static_cast<uint32_t>(__builtin_popcountll(regs_mask)); }

@@ -29,6 +29,7 @@
 #include "recorder/launcher.h"
 #include "recorder/perf.h"
 #include "recorder/quality.h"
+#include "recorder/proc_counters.h"
 #include "recorder/rss.h"
 #include "recorder/unwind/report.h"
 #include "recorder/unwind/unwinder.h"
@@ -315,6 +316,7 @@ class Session {
   std::vector<UniqueFd> pidfds_;
   bool child_exited_ = false;
   std::optional<RssSampler> rss_;
+  std::optional<ProcCounters> counters_;  // faults, switches, run delay per process (proc_counters.h)
   uint64_t start_ns_ = 0, exit_seen_ns_ = 0;
   struct Phase {
     const char* name;
@@ -331,6 +333,12 @@ Status Session::choose_config(int pid) {
     int err = 0;
     UniqueFd fd = perf_event_open(make_attr(cfg_), pid, cpus_[0], -1, err);
     if (fd.valid()) return {};
+    if (opt_.event && opt_.event->source == counters::Source::Hardware && counters::unsupported_errno(err))
+      return Err("cannot sample on " + opt_.event->name + ": " +
+                 (counters::have_pmu() ? "this machine's PMU does not count it"
+                                       : counters::no_pmu_message("record")));
+    if (opt_.event && counters::unsupported_errno(err))
+      return Err("cannot sample on " + opt_.event->name + ": perf_event_open: " + errno_text(err));
     if (cfg_.hardware && (err == ENOENT || err == EOPNOTSUPP || err == ENODEV || err == EINVAL)) {
       cfg_.hardware = false;
       if (opt_.verbose)
@@ -490,8 +498,13 @@ Status Session::plan_buffers() {
   paranoid_ = read_sysctl("/proc/sys/kernel/perf_event_paranoid", 2);
   root_ = geteuid() == 0;  // (CAP_PERFMON/CAP_SYS_ADMIN are not checked: the first refusal tells)
 
-  cfg_.hardware = true;
+  cfg_.hardware = !opt_.event;  // -e: that event, never the cycles probe
   cfg_.frequency = freq_;
+  if (opt_.event) {
+    cfg_.event_type = opt_.event->type;
+    cfg_.event_config = opt_.event->config;
+    cfg_.event_period = opt_.event_period ? opt_.event_period : opt_.event->period;
+  }
   cfg_.dwarf = opt_.call_graph == CallGraph::Dwarf;
   cfg_.enable_on_exec = launch_;
   if (cfg_.dwarf) {
@@ -515,6 +528,9 @@ Status Session::plan_buffers() {
     data_pages_ = 128;  // 512 KiB: ~3,500 FP samples
     min_pages_ = 8;
   }
+  // -e: events come in bursts (a page-fault storm is a sample per microsecond): 16 MiB per CPU (64 MiB in
+  // all, below) hold ~1,800 samples with 8 KiB stacks while the reader unwinds.
+  if (opt_.event) data_pages_ = std::max<size_t>(data_pages_ * 8, ceil_pow2((16u << 20) / page));
   if (geteuid() != 0) {
     long mlock_kb = read_sysctl("/proc/sys/kernel/perf_event_mlock_kb", 516);
     size_t budget = mlock_kb > 0 ? static_cast<size_t>(mlock_kb) * 1024 / page : 129;
@@ -662,6 +678,8 @@ Status Session::read_until_stop() {
   std::vector<bool> hung(rings_.size(), false), exited(pidfds_.size(), false);
   std::vector<pollfd> pfds;
   rss_.emplace(*procfs_);  // every process's RSS counter (recorder/rss.h): its timer is the last pollfd
+  counters_.emplace(*procfs_);
+  if (!launch_) counters_->set_attached();
   bool stop = false;
   while (!stop) {
     pfds.clear();
@@ -685,6 +703,7 @@ Status Session::read_until_stop() {
     const uint64_t now = now_ns(CLOCK_MONOTONIC);
     if (capture_) capture_->rss_tick(now);
     rss_->tick(rec_.profile, now);
+    counters_->tick(rec_.profile, now);
 
     signalfd_siginfo si;
     while (signals_->next(si)) {
@@ -745,6 +764,11 @@ Status Session::finish_profile() {
   builder_->close_off_spans(exit_seen_ns_);
   builder_->finish();
   rss_->finish(rec_.profile);
+  counters_->finish(rec_.profile);
+  if (opt_.verbose && counters_->ticks())
+    notice("counter tracks (faults, switches, run delay): " + std::to_string(counters_->ticks()) + " ticks, " +
+           std::to_string(counters_->tick_ns() / counters_->ticks() / 1000) + " us each, " +
+           std::to_string(counters_->tick_ns() / 1000000) + " ms in all");
   if (capture_) return capture_->flush();
   return {};
 }
@@ -767,6 +791,7 @@ Status Session::summarize() {
   st.kernel_frames = !cfg_.exclude_kernel;
   st.hardware_event = cfg_.hardware;
   st.frequency_hz = static_cast<double>(freq_);
+  st.event_period = cfg_.event_period;
   st.finish_ms = static_cast<double>(now_ns(CLOCK_MONOTONIC) - exit_seen_ns_) / 1e6;
   rusage ru;
   if (getrusage(RUSAGE_THREAD, &ru) == 0) st.reader_cpu_ms = cpu_ms(ru);
@@ -864,6 +889,11 @@ std::string no_samples_message(const Options& options, const Stats& stats) {
   if (options.pids.empty()) {
     std::string program =
         options.command.empty() ? "the program" : std::string(base_name(options.command[0]));
+    if (options.event)
+      return "no samples: " + program + " and what it started had fewer than " +
+             std::to_string(stats.event_period) + " " + options.event->name +
+             " events (one sample per " + std::to_string(stats.event_period) +
+             "); nothing to profile, no profile written. Lower the period (-c)";
     std::string msg =
         "no samples: " + program + " and what it started used less CPU than one sampling interval";
     if (stats.program_cpu_ms >= 0) {

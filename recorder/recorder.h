@@ -71,11 +71,13 @@
 #include <signal.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/fd.h"
 #include "base/result.h"
+#include "counters/events.h"
 #include "model/profile.h"
 
 namespace fxprof::recorder {
@@ -103,6 +105,11 @@ struct Options {
   // every context switch of the program, in the program's time: 8 KiB (perf's default) costs ~7 us per
   // switch here, 32 KiB ~10 us (recorder.h notes).
   uint32_t off_cpu_stack_size = 8192;
+  // -e: sample this event (software, hardware, tracepoint) instead of the clock, one sample every
+  // `event_period` events (0: the event's own default period, counters/events.h). Off-CPU samples do not
+  // mix with it: the CLI turns off_cpu off.
+  std::optional<counters::EventSpec> event;
+  uint64_t event_period = 0;
   // Not a CLI option: write what the builder was fed (records, /proc answers) to this file, for
   // recorder/capture.h's replay (the tests record, capture, replay and compare).
   std::string capture_path;
@@ -118,6 +125,7 @@ struct Stats {
   uint64_t throttles = 0;       // PERF_RECORD_THROTTLE: the kernel lowered the rate (sampling cost too high)
   bool kernel_frames = true;    // false when perf_event_paranoid allowed user-space sampling only
   bool hardware_event = false;  // cycles (PMU) rather than the cpu-clock software event
+  uint64_t event_period = 0;    // -e: one sample per this many events (0: the clock at frequency_hz)
   double frequency_hz = 0;      // the rate actually used (lowered to perf_event_max_sample_rate if needed)
   double finish_ms = 0;         // from the program's exit (or the end) to the profile being built
   double reader_cpu_ms = 0;     // CPU time of the thread that called record() (reading, unwinding, building)
