@@ -464,7 +464,7 @@ TEST_CASE("clients that pipeline requests and never read the answers hold up nob
   }
 }
 
-TEST_CASE("slow request bodies hold up nobody and have a total deadline; stop() does not wait for them",
+TEST_CASE("slow request bodies hold up nobody and have a total deadline, and stop() does not wait for them",
           "[server][http]") {
   TempDir dir;
   write_text(dir.file("p.json"), "{}");
