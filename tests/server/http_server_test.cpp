@@ -29,7 +29,26 @@ using namespace fxprof;
 using namespace fxprof::test;
 using namespace std::chrono_literals;
 
+#if defined(__SANITIZE_ADDRESS__)
+#define FXPROF_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FXPROF_TEST_ASAN 1
+#endif
+#endif
+#ifdef FXPROF_TEST_ASAN
+#include <sanitizer/allocator_interface.h>
+#endif
+
 namespace {
+
+// Under ASan, freed memory waits in its quarantine (256 MB) instead of going back to the system, whatever
+// the server does: empty it before measuring what stays resident. Nothing to do otherwise.
+void purge_sanitizer_quarantine() {
+#ifdef FXPROF_TEST_ASAN
+  __sanitizer_purge_allocator();
+#endif
+}
 
 void write_text(const std::string& path, std::string_view text) {
   std::ofstream f(path, std::ios::binary);
@@ -445,7 +464,7 @@ TEST_CASE("clients that pipeline requests and never read the answers hold up nob
   }
 }
 
-TEST_CASE("slow request bodies hold up nobody and have a total deadline; stop() does not wait for them",
+TEST_CASE("slow request bodies hold up nobody and have a total deadline, and stop() does not wait for them",
           "[server][http]") {
   TempDir dir;
   write_text(dir.file("p.json"), "{}");
@@ -541,6 +560,7 @@ TEST_CASE("the memory of refused bodies is given back", "[server][http][memory]"
   for (int i = 0; i < 8; ++i) threads.emplace_back([&] { refused += one() ? 1 : 0; });
   for (auto& t : threads) t.join();
   CHECK(refused == 8);
+  purge_sanitizer_quarantine();
   long grown_mib = (status_kib("VmRSS") - rss_before) / 1024;
   INFO("resident after: +" << grown_mib << " MiB");
   CHECK(grown_mib < 48);
