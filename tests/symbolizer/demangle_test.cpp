@@ -7,7 +7,7 @@
 
 namespace sym = fxprof::symbolizer;
 
-TEST_CASE("demangle: Rust legacy and v0, C++, suffixes; garbage comes back unchanged") {
+TEST_CASE("demangle: Rust legacy and v0, C++, suffixes, and garbage comes back unchanged") {
   CHECK(sym::demangle("_ZN4core3ptr13drop_in_place17h0123456789abcdefE.llvm.123") ==
         "core::ptr::drop_in_place");
   CHECK(sym::demangle("_ZN4core3ptr85drop_in_place$LT$std..rt..lang_start$LT$$LP$$RP$$GT$..$u7b$$u7b$closure$"
