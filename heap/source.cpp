@@ -361,9 +361,9 @@ Summary HeapSource::finish(model::Profile& prof) {
     if (c.count == 0) return;
     auto& samples = prof.processes[proc].counters;
     auto it = std::find_if(samples.begin(), samples.end(),
-                           [](const model::Counter& k) { return k.name == "Memory"; });
+                           [](const model::Counter& k) { return k.name == "Heap"; });
     if (it == samples.end()) {
-      samples.push_back({"Memory", "Memory", "Heap bytes in use (fxprof --heap)", {}});
+      samples.push_back({"Heap", "Memory", "Heap bytes in use (fxprof --heap)", {}});
       it = samples.end() - 1;
     }
     const uint64_t start_ns = c.bucket * 1000000;

@@ -541,7 +541,10 @@ void ProfileBuilder::on_exit(const std::byte* p, size_t size) {
   if (tid == pid) {
     profile_.processes[pit->second.proc].end_ns = t;
     // An EXIT while the process runs on: the kernel dropped our events at a setuid or unreadable exec.
-    if (auto u = exec_not_followed(procfs_, pid)) unfollowed_.push_back(std::move(*u));
+    if (auto u = exec_not_followed(procfs_, pid)) {
+      u->time_ns = t;
+      unfollowed_.push_back(std::move(*u));
+    }
   }
   // The mappings stay until the last thread is gone (the leader may exit before its threads' last samples).
   if (pit->second.live > 0) return;

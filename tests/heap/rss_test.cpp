@@ -58,5 +58,62 @@ TEST_CASE("rss: a program touching 64 MiB has an RSS counter that reaches 64 MiB
   CHECK(memory_tracks == 1);
 }
 
+TEST_CASE("rss: the track lasts the process's life and a drop is a step", "[rss]") {
+  // 64 MiB held 300 ms, unmapped, then 300 ms more of life at the lower value.
+  TempDir dir;
+  auto out = dir.file("p.json.gz");
+  auto r = record(out, {test_program("rss_touch"), "64", "300", "300"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto text = read_profile_text(out);
+  simdjson::dom::parser parser;
+  auto doc = parse_json(parser, text);
+  const double shutdown = double(doc["meta"]["shutdownTime"]);
+  struct Point {
+    double time;
+    int64_t value;
+  };
+  std::vector<Point> points;
+  int64_t value = 0;
+  for (simdjson::dom::element c : simdjson::dom::array(doc["counters"])) {
+    if (std::string_view(c["name"]) != "RSS") continue;
+    // No `number` column: the front end's memory tooltip would count "0 allocations and deallocations".
+    CHECK(c["samples"]["schema"]["number"].error() == simdjson::NO_SUCH_FIELD);
+    for (simdjson::dom::element s : simdjson::dom::array(c["samples"]["data"])) {
+      auto row = simdjson::dom::array(s);
+      value += int64_t(row.at(1));
+      points.push_back({row.at(0).get_double().value(), value});
+    }
+  }
+  REQUIRE(points.size() >= 3);
+  INFO("shutdown " << shutdown << " ms, last sample " << points.back().time << " ms");
+  // The last value holds to the exit: the track ends with the process, 300 ms after the drop.
+  CHECK(points.back().time == Approx(shutdown).margin(0.01));
+  // The drop (munmap may take more than one 10 ms tick on a loaded machine): the first sample well under
+  // the peak after it.
+  size_t peak = 0, drop = 0;
+  for (size_t i = 0; i < points.size(); ++i)
+    if (points[i].value > points[peak].value) peak = i;
+  for (size_t i = peak + 1; i < points.size() && drop == 0; ++i)
+    if (points[i].value < points[peak].value - 8 * kMiB) drop = i;
+  REQUIRE(points[peak].value >= 64 * kMiB);
+  REQUIRE(drop > 0);
+  // A step: the sample before the drop is the last reading of the high value, one tick before (a loaded
+  // machine may delay a tick), not the rise 300 ms earlier.
+  CHECK(points[drop - 1].value == points[peak].value);
+  CHECK(points[drop].time - points[drop - 1].time < 100);
+  CHECK(points.back().time - points[drop].time > 200);
+
+  // The Firefox Profiler's own code reads it so: the counter spans the process's life.
+  ProfilerCli cli;
+  auto load = cli.load(out);
+  INFO(load.out << load.err);
+  REQUIRE(load.status == 0);
+  auto list = cli.cmd({"counter", "list", "--json"});
+  INFO(list.out << list.err);
+  REQUIRE(list.status == 0);
+  CHECK(list.out.find("\"RSS\"") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace fxprof::test

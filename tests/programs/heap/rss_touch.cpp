@@ -1,10 +1,11 @@
 // RSS test program (tests/heap/rss_test.cpp): touches MIB mebibytes (every page of one anonymous mapping),
 // keeps them resident for HOLD_MS of wall-clock time by reading them over and over (the workload the 10 ms
-// RSS sampler must see; nothing waits on it), then unmaps them and exits.
-//   rss_touch MIB HOLD_MS
+// RSS sampler must see; nothing waits on it), then unmaps them, sleeps AFTER_MS (default 0) and exits.
+//   rss_touch MIB HOLD_MS [AFTER_MS]
 #include <sys/mman.h>
 #include <time.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -17,8 +18,8 @@ double now_ms() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: rss_touch MIB HOLD_MS\n");
+  if (argc != 3 && argc != 4) {
+    std::fprintf(stderr, "usage: rss_touch MIB HOLD_MS [AFTER_MS]\n");
     return 2;
   }
   const size_t bytes = static_cast<size_t>(atol(argv[1])) << 20;
@@ -32,5 +33,10 @@ int main(int argc, char** argv) {
   while (now_ms() < until)
     for (size_t i = 0; i < bytes; i += 4096) sum += static_cast<unsigned>(p[i]);
   munmap(const_cast<char*>(p), bytes);
+  if (argc == 4) {
+    const double after_ms = atof(argv[3]);
+    timespec ts{static_cast<time_t>(after_ms / 1000), static_cast<long>(std::fmod(after_ms, 1000.0) * 1e6)};
+    nanosleep(&ts, nullptr);
+  }
   return sum == 0 ? 1 : 0;
 }
