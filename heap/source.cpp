@@ -433,7 +433,16 @@ Summary HeapSource::finish(model::Profile& prof) {
       lit->second.erase(it);
     }
   }
-  for (auto& [proc, c] : counters) flush_counter(proc, c);
+  for (auto& [proc, c] : counters) {
+    flush_counter(proc, c);
+    // The last value holds to the process's end (or the recording's), as the RSS track's does: the track
+    // does not stop at the last allocation or free.
+    const model::Process& p = prof.processes[proc];
+    const uint64_t end = p.end_ns ? *p.end_ns : prof.meta.end_monotonic_ns.value_or(0);
+    for (model::Counter& k : prof.processes[proc].counters)
+      if (k.name == "Heap" && !k.samples.empty() && end > k.samples.back().time_ns)
+        k.samples.push_back({end, 0, 0});
+  }
   sum.allocations = static_cast<uint64_t>(count_estimate);
   sum.temporary = static_cast<uint64_t>(temp_estimate);
 

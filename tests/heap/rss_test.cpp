@@ -1,7 +1,9 @@
 // The RSS counter every recording gets (recorder/rss.h), without --heap: checked in the profile and through
 // the Firefox Profiler's own code (profiler-cli's counter list).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
+#include <vector>
 
 #include "tests/e2e/e2e.h"
 
@@ -112,7 +114,50 @@ TEST_CASE("rss: the track lasts the process's life and a drop is a step", "[rss]
   auto list = cli.cmd({"counter", "list", "--json"});
   INFO(list.out << list.err);
   REQUIRE(list.status == 0);
-  CHECK(list.out.find("\"RSS\"") != std::string::npos);
+  std::string handle;
+  for (simdjson::dom::element c : simdjson::dom::array(parse_json(parser, list.out)["counters"]))
+    if (std::string_view(c["name"]) == "RSS") handle = std::string(std::string_view(c["counterHandle"]));
+  REQUIRE(!handle.empty());
+  auto info = cli.cmd({"counter", "info", handle, "--json"});
+  INFO(info.out << info.err);
+  REQUIRE(info.status == 0);
+  auto idoc = parse_json(parser, info.out);
+  CHECK(double(idoc["rangeEnd"]) == Approx(shutdown).margin(0.01));
+  CHECK(uint64_t(idoc["sampleCount"]) == points.size());
+}
+
+TEST_CASE("rss: with --heap the two Memory tracks are told apart by name and both last to the end", "[rss]") {
+  // 16 MiB held 200 ms: the RSS counter is sure to be sampled; the C++ runtime's start-up allocations give
+  // the heap counter.
+  TempDir dir;
+  auto out = dir.file("p.json.gz");
+  auto r = record(out, {test_program("rss_touch"), "16", "200", "100"}, {"--heap=full"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  simdjson::dom::parser parser;
+  const double shutdown = double(parse_json(parser, read_profile_text(out))["meta"]["shutdownTime"]);
+  // The Firefox Profiler labels both "Memory" (its deriveCounterDisplay, from the category); their names
+  // tell them apart, and order them under the process (Heap, then RSS).
+  ProfilerCli cli;
+  auto load = cli.load(out);
+  INFO(load.out << load.err);
+  REQUIRE(load.status == 0);
+  auto list = cli.cmd({"counter", "list", "--json"});
+  INFO(list.out << list.err);
+  REQUIRE(list.status == 0);
+  std::vector<std::string> memory;
+  for (simdjson::dom::element c : simdjson::dom::array(parse_json(parser, list.out)["counters"])) {
+    if (std::string_view(c["label"]) != "Memory") continue;
+    memory.emplace_back(std::string_view(c["name"]));
+    auto info = cli.cmd({"counter", "info", std::string(std::string_view(c["counterHandle"])), "--json"});
+    REQUIRE(info.status == 0);
+    simdjson::dom::parser info_parser;
+    const double end = double(parse_json(info_parser, info.out)["rangeEnd"]);
+    INFO(memory.back() << " ends at " << end << " ms, the process at " << shutdown);
+    CHECK(end == Approx(shutdown).margin(0.01));
+  }
+  std::sort(memory.begin(), memory.end());
+  CHECK(memory == std::vector<std::string>{"Heap", "RSS"});
 }
 
 }  // namespace
