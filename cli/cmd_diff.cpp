@@ -44,12 +44,15 @@ constexpr const char* kHelp =
     "Profiler's\n"
     "                           comparison URL; runs until Ctrl+C\n"
     "  --address ADDR           address to serve on with --serve (default 127.0.0.1)\n"
+    "  -P, --port PORT          port of the first profile's server with --serve, the second's is PORT+1\n"
+    "                           (default: any free ports)\n"
     "  -h, --help               this help\n";
 
 constexpr std::string_view kCommand = "diff";
 
 // Serves both (already symbolicated) profiles until SIGINT/SIGTERM and prints the comparison URL.
-int serve_both(model::Profile& base, model::Profile& next, const std::string& address) {
+// `port` 0: any free ports; else base on `port`, new on `port`+1, exactly.
+int serve_both(model::Profile& base, model::Profile& next, const std::string& address, int port) {
   TempFolder dir("fxprof-diff");
   if (dir.path().empty()) {
     std::fprintf(stderr, "fxprof: cannot make a temporary folder\n");
@@ -75,7 +78,8 @@ int serve_both(model::Profile& base, model::Profile& next, const std::string& ad
     server::ProfileServer::Config c;
     c.profile_path = files[i];
     c.address = address;
-    c.port = 0;
+    c.port = port == 0 ? 0 : port + i;
+    c.port_exact = port != 0;
     auto s = server::ProfileServer::start(c, symbols);
     if (!s) {
       pthread_sigmask(SIG_SETMASK, &old, nullptr);
@@ -85,13 +89,16 @@ int serve_both(model::Profile& base, model::Profile& next, const std::string& ad
     servers[i] = std::move(*s);
   }
   const std::string origin = profiler_origin();
-  auto view = [&](const server::ProfileServer& s) {
-    return origin + "/from-url/" + server::percent_encode(s.profile_url()) + "/calltree/";
+  // Each profile of the comparison must select a thread, or the front end refuses the URL ("No thread has
+  // been selected in profile 0").
+  auto view = [&](const server::ProfileServer& s, const model::Profile& p) {
+    return origin + "/from-url/" + server::percent_encode(s.profile_url()) + "/calltree/?" +
+           exporter::gecko_view_query(p);
   };
   std::printf("base profile: %s\nnew profile:  %s\n%s/compare/?profiles[]=%s&profiles[]=%s\n",
               servers[0]->profile_url().c_str(), servers[1]->profile_url().c_str(), origin.c_str(),
-              server::percent_encode(view(*servers[0])).c_str(),
-              server::percent_encode(view(*servers[1])).c_str());
+              server::percent_encode(view(*servers[0], base)).c_str(),
+              server::percent_encode(view(*servers[1], next)).c_str());
   std::fflush(stdout);
   std::fprintf(stderr, "fxprof: open the comparison URL above; Ctrl+C stops serving\n");
   int sig = 0;
@@ -107,6 +114,7 @@ int serve_both(model::Profile& base, model::Profile& next, const std::string& ad
 int cmd_diff(std::span<char*> args) {
   InputOptions input;
   std::string out = "diff.svg", address = "127.0.0.1", gate_function;
+  int port = 0;
   std::vector<std::string> files, new_files;
   bool separated = false;  // BASE... -- NEW...
   size_t limit = 10;
@@ -150,6 +158,11 @@ int cmd_diff(std::span<char*> args) {
       serve = true;
     } else if (auto v = p.option("", "--address")) {
       address = *v;
+    } else if (auto v = p.option("-P", "--port")) {
+      auto n = parse_number(*v);
+      if (!n || *n < 1 || *n > 65534 || *n != static_cast<int>(*n))
+        return usage_error(kCommand, "--port needs a port number (1-65534: the second profile takes PORT+1)");
+      port = static_cast<int>(*n);
     } else if (!p.error().empty()) {
       return usage_error(kCommand, p.error());
     } else {
@@ -216,7 +229,7 @@ int cmd_diff(std::span<char*> args) {
     return s.exit_code();
   }
   if (out != "-") std::fprintf(stderr, "fxprof: wrote %s\n", out.c_str());
-  if (serve) return serve_both(base, next, address);
+  if (serve) return serve_both(base, next, address, port);
   return failures.empty() ? 0 : 3;
 }
 

@@ -100,6 +100,7 @@ int cmd_load(std::span<char*> args) {
     }
     if (!info.processed) {  // processed-format profiles (samply's) are served as they are, inspected there
       opts.libs = pipeline::known_libs(*profile);
+      opts.view = exporter::gecko_view_query(*profile);  // every thread shown, the busiest selected
       // A self-contained profile has no server to ask: resolve what is still unresolved in it with the given
       // symbol folders, and serve that copy.
       if (profile->meta.presymbolicated && !opts.symbols.symbol_dirs.empty()) {

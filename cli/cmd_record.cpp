@@ -440,7 +440,8 @@ int cmd_record(std::span<char*> args) {
       std::fprintf(stderr, "fxprof: wrote %s\n", path.c_str());
     }
   }
-  serve.libs = pipeline::known_libs(recording->profile);  // no need to read the file back to serve it
+  serve.libs = pipeline::known_libs(recording->profile);        // no need to read the file back to serve it
+  serve.view = exporter::gecko_view_query(recording->profile);  // every thread shown, the busiest selected
   // Binaries deleted while they ran are served through the recorder's descriptors (model::Lib::read_path).
   std::vector<UniqueFd> open_files = std::move(recording->open_files);
   recording = Error{};  // free the model and the symbolizer before serving

@@ -141,6 +141,14 @@ void write_meta(const Profile& p, const Process* proc, bool top, JsonWriter& w) 
   w.key("asyncstack").value(0);
   w.key("platform").value("Linux");
   if (!p.meta.oscpu.empty()) w.key("oscpu").value(p.meta.oscpu);
+  if (top) {  // the machine: the front end shows the first four in Profile Info (the others it drops today)
+    const model::Meta::Machine& m = p.meta.machine;
+    if (!m.cpu_name.empty()) w.key("CPUName").value(m.cpu_name);
+    if (m.physical_cpus) w.key("physicalCPUs").value(m.physical_cpus);
+    if (m.logical_cpus) w.key("logicalCPUs").value(m.logical_cpus);
+    if (m.main_memory) w.key("mainMemory").value(m.main_memory);
+    if (!m.command_line.empty()) w.key("arguments").value(m.command_line);
+  }
   w.key("presymbolicated").value(p.meta.presymbolicated);
   const auto& sw = p.meta.stack_walk;
   if (top && (sw || !p.meta.data_quality.empty())) {
@@ -413,19 +421,22 @@ void write_thread(const Profile& p, const Process& proc, PidLabel pid, const Thr
   w.end_object();
 }
 
+// The order a process's threads are written in: the main thread first, then by start time and tid.
+std::vector<const Thread*> written_order(const Process& proc) {
+  std::vector<const Thread*> threads;
+  for (const auto& t : proc.threads) threads.push_back(&t);
+  std::stable_sort(threads.begin(), threads.end(), [](const Thread* a, const Thread* b) {
+    if (a->is_main != b->is_main) return a->is_main;
+    if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns;
+    return a->tid < b->tid;
+  });
+  return threads;
+}
+
 void write_threads(const Profile& p, const Process* proc, PidLabel pid, JsonWriter& w) {
   w.key("threads").begin_array();
-  if (proc) {
-    // The main thread first, then by start time and tid.
-    std::vector<const Thread*> threads;
-    for (const auto& t : proc->threads) threads.push_back(&t);
-    std::stable_sort(threads.begin(), threads.end(), [](const Thread* a, const Thread* b) {
-      if (a->is_main != b->is_main) return a->is_main;
-      if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns;
-      return a->tid < b->tid;
-    });
-    for (const Thread* t : threads) write_thread(p, *proc, pid, *t, w);
-  }
+  if (proc)
+    for (const Thread* t : written_order(*proc)) write_thread(p, *proc, pid, *t, w);
   w.end_array();
 }
 
@@ -436,10 +447,18 @@ void write_counters(const Process* proc, JsonWriter& w) {
     for (const auto& c : proc->counters) {
       w.begin_object().key("name").value(c.name).key("category").value(c.category);
       w.key("description").value(c.description);
+      // A counter that counts no operations (RSS) has no `number` column: with one, the front end's memory
+      // tooltip says "0 allocations and deallocations since the previous sample".
+      const bool numbered = std::any_of(c.samples.begin(), c.samples.end(),
+                                        [](const model::CounterSample& s) { return s.count != 0; });
       w.key("samples").begin_object().key("schema").begin_object().key("time").value(0).key("count").value(1);
-      w.key("number").value(2).end_object().key("data").begin_array();
-      for (const auto& s : c.samples)
-        w.begin_array().value(rel_ms(s.time_ns, proc->start_ns)).value(s.delta).value(s.count).end_array();
+      if (numbered) w.key("number").value(2);
+      w.end_object().key("data").begin_array();
+      for (const auto& s : c.samples) {
+        w.begin_array().value(rel_ms(s.time_ns, proc->start_ns)).value(s.delta);
+        if (numbered) w.value(s.count);
+        w.end_array();
+      }
       w.end_array().end_object().end_object();
     }
   }
@@ -484,6 +503,41 @@ void write_gecko(const Profile& p, JsonWriter& w) {
   w.end_array();
   write_empty_extras(w);
   w.end_object();
+}
+
+std::optional<size_t> gecko_busiest_thread(const Profile& profile) {
+  std::optional<size_t> best;
+  int64_t best_cpu = -1;
+  size_t best_samples = 0, index = 0;
+  // processes[0]'s threads are the top level's; the others follow in the order of `processes`.
+  for (const Process& proc : profile.processes) {
+    for (const Thread* t : written_order(proc)) {
+      int64_t cpu = 0;
+      for (const model::Sample& s : t->samples) cpu += std::max<int64_t>(s.cpu_delta_ns, 0);
+      if (!best || cpu > best_cpu || (cpu == best_cpu && t->samples.size() > best_samples)) {
+        best = index;
+        best_cpu = cpu;
+        best_samples = t->samples.size();
+      }
+      ++index;
+    }
+  }
+  return best;
+}
+
+std::string url_uint(uint64_t value) {
+  // The front end's uintarray encoding (src/utils/uintarray-encoding.ts): sextets, most significant first,
+  // 5 value bits each, the continuation bit set on all but the last. "12" would be the threads 1 and 2.
+  static constexpr std::string_view kDigits =
+      "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ._";
+  std::string r(1, kDigits[value & 31]);
+  for (value >>= 5; value != 0; value >>= 5) r.insert(r.begin(), kDigits[32 + (value & 31)]);
+  return r;
+}
+
+std::string gecko_view_query(const Profile& profile) {
+  const std::optional<size_t> thread = gecko_busiest_thread(profile);
+  return thread ? "thread=" + url_uint(*thread) : std::string();
 }
 
 Status write_gecko_profile(const Profile& profile, const std::string& path) {

@@ -23,6 +23,8 @@
 //    47–110 µs/sample for perf's gecko.py).
 #pragma once
 
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -53,5 +55,20 @@ Status write_gecko_profile(const model::Profile& profile, const std::string& pat
 
 // Streams the Gecko JSON of `profile` into `w`.
 void write_gecko(const model::Profile& profile, JsonWriter& w);
+
+// The index the front end's Gecko importer gives the busiest thread of `profile` as write_gecko writes it
+// (the top process's threads in the order written, then each child process's): the most CPU time, else the
+// most samples; nullopt for a profile without threads.
+std::optional<size_t> gecko_busiest_thread(const model::Profile& profile);
+
+// The front end's view state for `profile`, as URL query parameters ("thread=N", or "" without threads).
+// `thread` selects the busiest thread; and a URL that selects a thread is one whose track visibility the
+// front end takes from the URL (none hidden) instead of hiding every thread under 5% of the busiest one's
+// CPU (src/actions/receive-profile.ts, finalizeFullProfileView): a sleeper, a pipe reader, the threads a
+// wall-clock profile is for, all show when it opens. The compare view needs it too: each of its profiles
+// must select a thread.
+std::string gecko_view_query(const model::Profile& profile);
+// A number as the front end's URL state writes it (its uintarray encoding: 12 is "c", 40 is "x8").
+std::string url_uint(uint64_t value);
 
 }  // namespace fxprof::exporter

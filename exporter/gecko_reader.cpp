@@ -460,6 +460,16 @@ class Reader {
       if (k == "interval") return number(f, p_.meta.interval_ms, 1.0);
       if (k == "product") return string(f, p_.meta.product);
       if (k == "oscpu") return string(f, p_.meta.oscpu);
+      if (k == "CPUName") return string(f, p_.meta.machine.cpu_name);
+      if (k == "physicalCPUs" || k == "logicalCPUs") {
+        uint64_t n = 0;
+        if (!u64(f, n)) return false;
+        (k == "physicalCPUs" ? p_.meta.machine.physical_cpus : p_.meta.machine.logical_cpus) =
+            static_cast<uint32_t>(std::min<uint64_t>(n, UINT32_MAX));
+        return true;
+      }
+      if (k == "mainMemory") return u64(f, p_.meta.machine.main_memory);
+      if (k == "arguments") return string(f, p_.meta.machine.command_line);
       if (k == "extra") {  // fxprof's "Stack walking" and "Data quality" sections (others are skipped)
         return elements(f, [&](od::value section) {
           std::string label;

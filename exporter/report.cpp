@@ -72,6 +72,8 @@ Report make_report(const model::Profile& profile, const ReportOptions& options) 
   r.samples_without_stack = t.samples_without_stack();
   r.lost_records = count_lost(profile);
   r.data_quality = profile.meta.data_quality;
+  r.machine = profile.meta.machine;
+  r.oscpu = profile.meta.oscpu;
   r.processes = static_cast<uint32_t>(profile.processes.size());
   for (const auto& p : profile.processes) r.threads += static_cast<uint32_t>(p.threads.size());
 
@@ -156,6 +158,21 @@ std::string format_report(const Report& r, const ReportOptions& options) {
                 static_cast<unsigned long long>(r.lost_records),
                 static_cast<unsigned long long>(r.truncated_stacks), percent(r.truncated_stacks, r.samples));
   out += buf;
+  // What ran where: the lines of the Firefox Profiler's Profile Info ("Platform").
+  const model::Meta::Machine& m = r.machine;
+  if (!m.command_line.empty()) out += "command: " + m.command_line + "\n";
+  if (!m.cpu_name.empty() || m.logical_cpus || m.main_memory || !r.oscpu.empty()) {
+    std::string line = m.cpu_name;
+    auto add = [&](const std::string& part) { line += (line.empty() ? "" : ", ") + part; };
+    if (m.physical_cpus) add(std::to_string(m.physical_cpus) + " cores");
+    if (m.logical_cpus) add(std::to_string(m.logical_cpus) + " logical CPUs");
+    if (m.main_memory) {
+      std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(m.main_memory) / (1 << 30));
+      add(buf);
+    }
+    if (!r.oscpu.empty()) add(r.oscpu);
+    out += "machine: " + line + "\n";
+  }
   // What the recording said about its own completeness (README, "Data quality"), for CI logs too.
   for (const model::Meta::Problem& q : r.data_quality)
     out += "data quality: " + terminal_safe(q.label) + " (" + std::to_string(q.count) + ")\n";
@@ -212,6 +229,10 @@ void write_report_json(const Report& r, JsonWriter& w) {
   w.key("truncatedStacks").value(r.truncated_stacks);
   w.key("threads").value(r.threads);
   w.key("processes").value(r.processes);
+  const model::Meta::Machine& m = r.machine;
+  w.key("machine").begin_object().key("cpuName").value(m.cpu_name).key("physicalCPUs").value(m.physical_cpus);
+  w.key("logicalCPUs").value(m.logical_cpus).key("mainMemory").value(m.main_memory).key("os").value(r.oscpu);
+  w.key("commandLine").value(m.command_line).end_object();
   w.key("dataQuality").begin_array();
   for (const model::Meta::Problem& q : r.data_quality)
     w.begin_object().key("label").value(q.label).key("count").value(q.count).end_object();

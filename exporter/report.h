@@ -56,6 +56,8 @@ struct Report {
   uint64_t truncated_stacks = 0;  // samples whose stack ends in "(stack truncated)"
   uint32_t threads = 0, processes = 0;
   std::vector<model::Meta::Problem> data_quality;  // the recording's data-quality entries (meta)
+  model::Meta::Machine machine;                    // the machine and the command recorded (meta)
+  std::string oscpu;
   std::vector<ReportSection> sections;  // by samples, descending; sections without samples left out
 };
 

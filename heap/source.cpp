@@ -361,9 +361,9 @@ Summary HeapSource::finish(model::Profile& prof) {
     if (c.count == 0) return;
     auto& samples = prof.processes[proc].counters;
     auto it = std::find_if(samples.begin(), samples.end(),
-                           [](const model::Counter& k) { return k.name == "Memory"; });
+                           [](const model::Counter& k) { return k.name == "Heap"; });
     if (it == samples.end()) {
-      samples.push_back({"Memory", "Memory", "Heap bytes in use (fxprof --heap)", {}});
+      samples.push_back({"Heap", "Memory", "Heap bytes in use (fxprof --heap)", {}});
       it = samples.end() - 1;
     }
     const uint64_t start_ns = c.bucket * 1000000;
@@ -433,7 +433,16 @@ Summary HeapSource::finish(model::Profile& prof) {
       lit->second.erase(it);
     }
   }
-  for (auto& [proc, c] : counters) flush_counter(proc, c);
+  for (auto& [proc, c] : counters) {
+    flush_counter(proc, c);
+    // The last value holds to the process's end (or the recording's), as the RSS track's does: the track
+    // does not stop at the last allocation or free.
+    const model::Process& p = prof.processes[proc];
+    const uint64_t end = p.end_ns ? *p.end_ns : prof.meta.end_monotonic_ns.value_or(0);
+    for (model::Counter& k : prof.processes[proc].counters)
+      if (k.name == "Heap" && !k.samples.empty() && end > k.samples.back().time_ns)
+        k.samples.push_back({end, 0, 0});
+  }
   sum.allocations = static_cast<uint64_t>(count_estimate);
   sum.temporary = static_cast<uint64_t>(temp_estimate);
 

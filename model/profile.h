@@ -260,7 +260,15 @@ struct Meta {
   std::vector<CategoryInfo> categories{
       {"Other", "grey"}, {"User", "yellow"}, {"Kernel", "orange"}, {"Idle", "transparent"}};
   std::vector<MarkerSchema> marker_schemas;
-  std::string oscpu;  // e.g. "Linux 6.1.0"
+  std::string oscpu;  // e.g. "Linux 6.1.0-18-amd64 x86_64"
+  // The machine and what was recorded (recorder/machine.h); 0 and "" when unknown.
+  struct Machine {
+    std::string cpu_name;  // meta.CPUName
+    uint32_t physical_cpus = 0, logical_cpus = 0;
+    uint64_t main_memory = 0;  // bytes, meta.mainMemory
+    std::string command_line;  // meta.arguments: the command launched, or "-p PIDS"
+  };
+  Machine machine;
   bool presymbolicated = false;
   // DWARF stack walking (record's default): the stacks unwound, and those whose walk stopped at the end of
   // the stack copy (truncated) or found no rule (failed), before the kernel's frame-pointer chain was

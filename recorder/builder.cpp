@@ -548,10 +548,13 @@ void ProfileBuilder::on_exit(const std::byte* p, size_t size) {
     profile_.processes[pit->second.proc].end_ns = t;
     // An EXIT while the process runs on: the kernel dropped our events at a setuid or unreadable exec. A
     // program that ended before this was read is known by its exec with nothing mapped after it.
-    if (auto u = exec_not_followed(procfs_, pid))
+    if (auto u = exec_not_followed(procfs_, pid)) {
+      u->time_ns = t;
       unfollowed_.push_back(std::move(*u));
-    else if (pit->second.exec_unmapped && pit->second.exec_lost == lost_)
+    } else if (pit->second.exec_unmapped && pit->second.exec_lost == lost_) {
       unfollowed_.push_back(exec_without_mappings(pid, profile_.processes[pit->second.proc].name));
+      unfollowed_.back().time_ns = t;
+    }
   }
   // The mappings stay until the last thread is gone (the leader may exit before its threads' last samples).
   if (pit->second.live > 0) return;

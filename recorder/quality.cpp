@@ -39,12 +39,76 @@ std::string group_name(gid_t gid) {
   return std::to_string(gid);
 }
 
+// The thread a problem of process `pid` is marked on: that process's main thread (its last process entry:
+// the program after its execs), else the top process's; null for a profile without threads.
+model::Thread* marker_thread(model::Profile& profile, uint32_t pid) {
+  model::Process* proc = nullptr;
+  for (model::Process& p : profile.processes)
+    if (pid != 0 && p.pid == pid && !p.threads.empty()) proc = &p;
+  if (!proc && !profile.processes.empty() && !profile.processes[0].threads.empty())
+    proc = &profile.processes[0];
+  if (!proc) return nullptr;
+  for (model::Thread& t : proc->threads)
+    if (t.is_main) return &t;
+  return &proc->threads[0];
+}
+
+void add_schema(model::Profile& profile, model::MarkerSchema schema) {
+  for (const model::MarkerSchema& s : profile.meta.marker_schemas)
+    if (s.name == schema.name) return;
+  profile.meta.marker_schemas.push_back(std::move(schema));
+}
+
 }  // namespace
 
 void report_quality(model::Profile& profile, std::span<const QualityProblem> problems) {
+  const uint64_t end = profile.meta.end_monotonic_ns.value_or(profile.meta.start_monotonic_ns);
+  auto field = [&](std::string_view key, double n) {
+    return model::MarkerField{profile.strings.intern(key), false, n, model::kNoString};
+  };
+  auto mark = [&](model::Thread* t, std::string_view name, std::string_view type, uint64_t time,
+                  std::vector<model::MarkerField> fields) {
+    if (!t) return;
+    model::Marker m;
+    m.name = profile.strings.intern(name);
+    m.start_ns = m.end_ns = time;
+    m.type = profile.strings.intern(type);
+    m.fields = std::move(fields);
+    t->markers.push_back(std::move(m));
+  };
+  if (!problems.empty()) {
+    model::MarkerSchema s;
+    s.name = "DataQuality";
+    s.display = {"marker-chart", "marker-table", "timeline-overview"};
+    s.chart_label = s.tooltip_label = s.table_label = "{marker.data.what} ({marker.data.count})";
+    s.fields = {{"what", "Problem", "string"}, {"count", "Count", "integer"}};
+    add_schema(profile, std::move(s));
+  }
   for (const QualityProblem& q : problems) {
     if (!q.line.empty()) std::fprintf(stderr, "fxprof: %s\n", q.line.c_str());
     profile.meta.data_quality.push_back({q.label, q.count});
+    model::MarkerField what{profile.strings.intern("what"), true, 0, profile.strings.intern(q.label)};
+    mark(marker_thread(profile, q.pid), "Data quality", "DataQuality", q.time_ns ? q.time_ns : end,
+         {what, field("count", static_cast<double>(q.count))});
+  }
+  if (const auto& sw = profile.meta.stack_walk) {
+    model::MarkerSchema s;
+    s.name = "StackWalking";
+    s.display = {"marker-chart", "marker-table"};
+    s.chart_label = s.tooltip_label = s.table_label =
+        "{marker.data.stacks} stacks unwound, {marker.data.failed} failed";
+    s.fields = {{"stacks", "Stacks unwound (DWARF)", "integer"},
+                {"truncated", "Ended at the end of the stack copy", "integer"},
+                {"failed", "Failed (no unwind information)", "integer"},
+                {"framePointer", "Through code without CFI by frame pointers", "integer"},
+                {"scanned", "Through code without CFI by stack scanning", "integer"}};
+    add_schema(profile, std::move(s));
+    mark(marker_thread(profile, 0), "Stack walking", "StackWalking", end,
+         {field("stacks", static_cast<double>(sw->stacks)),
+          field("truncated", static_cast<double>(sw->truncated)),
+          field("failed", static_cast<double>(sw->failed)),
+          field("framePointer", static_cast<double>(sw->frame_pointer)),
+          field("scanned", static_cast<double>(sw->scanned))});
   }
 }
 
@@ -154,6 +218,10 @@ QualityProblem unfollowed_problem(std::span<const UnfollowedExec> execs) {
   }
   if (execs.size() > 3) list += " and " + std::to_string(execs.size() - 3) + " more";
   q.label = "Not profiled after exec (setuid or unreadable binary): " + names;
+  if (!execs.empty()) {
+    q.pid = execs[0].pid;
+    q.time_ns = execs[0].time_ns;
+  }
   q.line = "not profiled from their exec on: " + list +
            ". The kernel stops profiling a process that executes a setuid or setgid program or one you "
            "cannot read; ";

@@ -33,12 +33,18 @@ namespace fxprof::recorder {
 class Procfs;
 
 struct QualityProblem {
-  std::string label;   // the meta entry: what and where (the binary or process named)
-  uint64_t count = 0;  // how many (processes, stacks, samples, records)
-  std::string line;    // the stderr line ("" when another line already says it: meta entry only)
+  std::string label;     // the meta entry: what and where (the binary or process named)
+  uint64_t count = 0;    // how many (processes, stacks, samples, records)
+  std::string line;      // the stderr line ("" when another line already says it: meta entry only)
+  uint32_t pid = 0;      // the process it happened in (0: the recording as a whole, the top process)
+  uint64_t time_ns = 0;  // when it happened (0: known at the end, marked at the end of the recording)
 };
 
-// The one place problems are reported: each line on stderr and each entry in profile.meta.data_quality.
+// The one place problems are reported: each line on stderr, each entry in profile.meta.data_quality, and
+// each a "Data quality" marker on the main thread of the process it happened in, at the time it did; the
+// stack-walking counts (profile.meta.stack_walk, when set) a "Stack walking" marker at the end. The Firefox
+// Profiler's Gecko importer drops meta.extra, where the entries are also written, so the markers are how the
+// front end shows them (marker chart and table, the timeline's overview, profiler-cli's `profile markers`).
 void report_quality(model::Profile& profile, std::span<const QualityProblem> problems);
 
 // Why this user cannot profile the program at `path` ("setuid root", "not readable by you (mode 0111)",
@@ -61,7 +67,8 @@ std::vector<uint32_t> status_uids(std::string_view status);
 struct UnfollowedExec {
   uint32_t pid = 0;
   std::string binary;
-  std::string reason;  // unprofilable_reason(binary), or "" when the file cannot be found from here
+  std::string reason;    // unprofilable_reason(binary), or "" when the file cannot be found from here
+  uint64_t time_ns = 0;  // when its events ended (the EXIT record's time; 0: the launched program)
 };
 // Read through `procfs` (recorder/host.h), as the builder reads everything else of /proc.
 std::optional<UnfollowedExec> exec_not_followed(Procfs& procfs, uint32_t pid);

@@ -27,6 +27,7 @@
 #include "recorder/capture.h"
 #include "recorder/host.h"
 #include "recorder/launcher.h"
+#include "recorder/machine.h"
 #include "recorder/perf.h"
 #include "recorder/quality.h"
 #include "recorder/proc_counters.h"
@@ -558,8 +559,8 @@ Status Session::plan_buffers() {
 
   model::Profile& prof = rec_.profile;
   prof.meta.interval_ms = 1000.0 / static_cast<double>(freq_);
-  struct utsname un;
-  if (uname(&un) == 0) prof.meta.oscpu = std::string(un.sysname) + " " + un.release;
+  const auto cpuinfo = live_procfs().read("/proc/cpuinfo"), meminfo = live_procfs().read("/proc/meminfo");
+  describe_machine(cpuinfo ? *cpuinfo : "", meminfo ? *meminfo : "", prof.meta);
   signals_.emplace();  // from here on a Ctrl-C is ours to handle: no pass may lose the recording to it
   return {};
 }
@@ -617,6 +618,7 @@ Status Session::start_launch() {
   std::string cmdline;
   for (const std::string& a : opt_.command) cmdline += (cmdline.empty() ? "" : " ") + a;
   rec_.profile.meta.product = "fxprof: " + cmdline;
+  rec_.profile.meta.machine.command_line = cmdline;
   if (auto s = open_target(child_->pid(), true); !s) return s;
   const std::string name(base_name(opt_.command[0]));
   if (capture_) capture_->launched(static_cast<uint32_t>(child_->pid()), name, start_ns_);
@@ -645,6 +647,7 @@ Status Session::start_attach() {
   std::string list;
   for (int pid : pids_) list += (list.empty() ? "" : ",") + std::to_string(pid);
   rec_.profile.meta.product = "fxprof: attached to " + list;
+  rec_.profile.meta.machine.command_line = "-p " + list;
   for (int pid : pids_) {
     for (uint32_t tid : list_tasks(static_cast<uint32_t>(pid)))
       if (auto s = attach_thread(static_cast<int>(tid)); !s) return s;

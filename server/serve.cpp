@@ -220,7 +220,8 @@ Status serve_profile(const ServeOptions& options) {
   auto server = ProfileServer::start(config, symbols);
   if (!server) return Err(server.error());
 
-  const std::string url = (*server)->profiler_url();
+  const std::string url =
+      firefox_profiler_url((*server)->profile_url(), (*server)->symbol_server_url(), options.view);
   std::fprintf(stderr, "Local server listening at %s\n", (*server)->origin().c_str());
   if (options.address != "127.0.0.1" && options.address != "::1" && options.address != "[::1]" &&
       options.address != "localhost") {

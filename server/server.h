@@ -44,6 +44,8 @@ struct ServeOptions {
   // The libraries to answer for, when the caller already read the profile (record, load: from the model);
   // without them the file is inspected here.
   std::optional<std::vector<symbolizer::KnownLib>> libs;
+  // The front end's view state the printed URL carries ("thread=N": exporter::gecko_view_query).
+  std::string view;
 };
 
 // Validates the profile (a clear error for corrupt, truncated, empty or non-profile files: nothing is served
@@ -79,8 +81,10 @@ Result<ProfileInfo> inspect_profile(const std::string& path);
 // controls, ':' and '/'; the rest keeps the URL unambiguous for any profile path).
 std::string percent_encode(std::string_view s);
 // https://profiler.firefox.com/from-url/<enc(profile_url)>/?symbolServer=<enc(symbol_server)>; the origin
-// can be replaced with $PROFILER_URL (a self-hosted front end), as in samply.
-std::string firefox_profiler_url(std::string_view profile_url, std::string_view symbol_server);
+// can be replaced with $PROFILER_URL (a self-hosted front end), as in samply. `view`: more query parameters
+// of the front end's URL state ("thread=3": exporter::gecko_view_query), appended as they are.
+std::string firefox_profiler_url(std::string_view profile_url, std::string_view symbol_server,
+                                 std::string_view view = {});
 // A fresh token: 24 bytes from getrandom in base32 (39 characters of [0-9a-z] without e, o, u, t).
 std::string random_token();
 

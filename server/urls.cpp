@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "base/url.h"
 #include "server/http_impl.h"
 
 namespace fxprof::server {
@@ -84,14 +85,12 @@ std::string percent_encode(std::string_view s) {
   return out;
 }
 
-std::string firefox_profiler_url(std::string_view profile_url, std::string_view symbol_server) {
-  std::string origin = "https://profiler.firefox.com";
-  if (const char* env = std::getenv("PROFILER_URL"); env && *env) {
-    origin = env;
-    while (!origin.empty() && origin.back() == '/') origin.pop_back();
-  }
-  return origin + "/from-url/" + percent_encode(profile_url) +
-         "/?symbolServer=" + percent_encode(symbol_server);
+std::string firefox_profiler_url(std::string_view profile_url, std::string_view symbol_server,
+                                 std::string_view view) {
+  std::string url = profiler_origin() + "/from-url/" + percent_encode(profile_url) +
+                    "/?symbolServer=" + percent_encode(symbol_server);
+  if (!view.empty()) url.append("&").append(view);
+  return url;
 }
 
 }  // namespace fxprof::server

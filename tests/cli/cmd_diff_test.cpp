@@ -1,9 +1,16 @@
 // `fxprof diff`: a program whose second function became 2x slower; that function leads the table with a
-// positive change, the differential flame graph is XML, and --serve serves both profiles.
+// positive change, the differential flame graph is XML, and --serve serves both profiles, each selecting its
+// busiest thread in the comparison URL, on the ports --port names.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "tests/cli/sink_cli.h"
 
@@ -117,4 +124,102 @@ TEST_CASE("diff: the gate's usage errors") {
   auto one = run({fxprof_bin(), "diff", "a", "--"});
   CHECK(one.status == 2);
   CHECK(one.err.find("at least one profile on each side") != std::string::npos);
+}
+
+namespace {
+
+// Two consecutive free ports on 127.0.0.1 (bound and released: another program could take one in between,
+// which the caller's retry covers).
+int free_port_pair() {
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    const int base =
+        20000 + static_cast<int>((static_cast<unsigned>(getpid()) * 7919u + attempt * 104729u) % 20000u);
+    bool ok = true;
+    for (int p = base; p < base + 2 && ok; ++p) {
+      int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(static_cast<uint16_t>(p));
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      ok = fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+      if (fd >= 0) close(fd);
+    }
+    if (ok) return base;
+  }
+  return 0;
+}
+
+// The `profiles[]` URLs of a comparison URL, decoded.
+std::vector<std::string> compared_urls(const std::string& line) {
+  std::vector<std::string> out;
+  const std::string key = "profiles[]=";
+  for (size_t at = line.find(key); at != std::string::npos; at = line.find(key, at + 1)) {
+    const size_t from = at + key.size();
+    out.push_back(url_decode(line.substr(from, line.find_first_of("& \r\n", from) - from)));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("diff --serve --port: each profile of the comparison selects its busiest thread") {
+  TempDir dir;
+  // A busy thread beside a sleeper and a waiting main thread: the busiest is not the first thread.
+  for (const char* name : {"base.json.gz", "new.json.gz"}) {
+    auto r =
+        run({fxprof_bin(), "record", "--save-only", "-o", dir.file(name), "--", test_program("e2e_sleeper")});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+  }
+  // The index the front end's importer gives the busy thread (profiler-cli lists threads busiest first).
+  auto busiest = [&](const std::string& file) {
+    ProfilerCli cli;
+    auto load = cli.load(file);
+    INFO(load.out << load.err);
+    REQUIRE(load.status == 0);
+    auto list = cli.cmd({"thread", "list", "--json"});
+    REQUIRE(list.status == 0);
+    simdjson::dom::parser parser;
+    auto doc = parse_json(parser, list.out);
+    simdjson::dom::element first = simdjson::dom::array(doc["threads"]).at(0);
+    INFO(list.out);
+    CHECK(std::string_view(first["name"]) == "e2e-busy");
+    return int64_t(first["threadIndex"]);
+  };
+  const int64_t expected[2] = {busiest(dir.file("base.json.gz")), busiest(dir.file("new.json.gz"))};
+  CHECK(expected[0] > 0);
+
+  std::string compare, base_line;
+  int port = 0, status = -1;
+  for (int attempt = 0; attempt < 3 && compare.empty(); ++attempt) {  // a port taken in between: another pair
+    port = free_port_pair();
+    REQUIRE(port > 0);
+    Background serve({fxprof_bin(), "diff", "--serve", "-P", std::to_string(port), dir.file("base.json.gz"),
+                      dir.file("new.json.gz"), "-o", dir.file("d.svg")});
+    base_line = serve.wait_for_line("base profile: ");
+    compare = serve.wait_for_line("/compare/?profiles[]=");
+    INFO(serve.err());
+    if (!compare.empty()) status = serve.stop(SIGINT);
+  }
+  REQUIRE(!compare.empty());
+  CHECK(status == 0);
+  CHECK(base_line.find("http://127.0.0.1:" + std::to_string(port) + "/") != std::string::npos);
+  const std::vector<std::string> urls = compared_urls(compare);
+  REQUIRE(urls.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    INFO(urls[i]);
+    CHECK(urls[i].find("127.0.0.1%3A" + std::to_string(port + static_cast<int>(i)) + "%2F") !=
+          std::string::npos);
+    // thread=N in the front end's uintarray encoding: below 32, one character of 0-9a-v.
+    const size_t at = urls[i].find("/calltree/?thread=");
+    REQUIRE(at != std::string::npos);
+    const std::string enc = urls[i].substr(at + 18);
+    const std::string digits = "0123456789abcdefghijklmnopqrstuv";
+    REQUIRE(enc.size() == 1);
+    CHECK(static_cast<int64_t>(digits.find(enc[0])) == expected[i]);
+  }
+  auto bad = run(
+      {fxprof_bin(), "diff", "--serve", "-P", "70000", dir.file("base.json.gz"), dir.file("new.json.gz")});
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("--port needs a port number") != std::string::npos);
 }

@@ -26,6 +26,7 @@ model::Profile sample_profile() {
   p.meta.start_monotonic_ns = kT0;
   p.meta.end_monotonic_ns = kT0 + 50'000'000;
   p.meta.oscpu = "Linux 6.1.0";
+  p.meta.machine = {"Test CPU @ 3.00GHz", 4, 8, 16ull << 30, "./app --flag"};
   p.meta.presymbolicated = true;
   p.meta.marker_schemas.push_back(
       {"Lost", {"marker-chart", "marker-table"}, "lost", "tip", "", {{"count", "Count", "integer"}}});
@@ -155,6 +156,12 @@ TEST_CASE("write -> read -> write gives the same profile, plain and gzip", "[exp
     CHECK_FALSE(info.processed);
     REQUIRE(exporter::write_gecko_profile(*back, second));
     CHECK(test::read_profile_text(first) == test::read_profile_text(second));
+    // The machine (meta CPUName, physicalCPUs, logicalCPUs, mainMemory, arguments) is read back.
+    CHECK(back->meta.machine.cpu_name == "Test CPU @ 3.00GHz");
+    CHECK(back->meta.machine.physical_cpus == 4);
+    CHECK(back->meta.machine.logical_cpus == 8);
+    CHECK(back->meta.machine.main_memory == 16ull << 30);
+    CHECK(back->meta.machine.command_line == "./app --flag");
   }
 }
 

@@ -213,6 +213,28 @@ TEST_CASE("a process that exec'd keeps its real pid; the program it exec'd is th
   CHECK(r->processes[2].threads.at(0).is_main);
 }
 
+TEST_CASE("the URL's view state selects the busiest thread by the importer's index, in its encoding") {
+  // The front end's uintarray encoding (src/utils/uintarray-encoding.ts): "12" would be threads 1 and 2.
+  CHECK(exporter::url_uint(0) == "0");
+  CHECK(exporter::url_uint(12) == "c");
+  CHECK(exporter::url_uint(31) == "v");
+  CHECK(exporter::url_uint(40) == "x8");
+  CHECK(exporter::url_uint(32 * 32 + 31) == "xwv");
+  auto p = sample_profile();
+  // The main thread used the most CPU: the first thread written.
+  CHECK(exporter::gecko_busiest_thread(p) == 0u);
+  CHECK(exporter::gecko_view_query(p) == "thread=0");
+  // Now the child's thread: after the top process's two threads.
+  p.processes[1].threads[0].samples[0].cpu_delta_ns = 5'000'000;
+  CHECK(exporter::gecko_busiest_thread(p) == 2u);
+  CHECK(exporter::gecko_view_query(p) == "thread=2");
+  // The worker, written after the main thread whatever the model's order.
+  std::swap(p.processes[0].threads[0], p.processes[0].threads[1]);
+  p.processes[0].threads[0].samples[0].cpu_delta_ns = 9'000'000;
+  CHECK(exporter::gecko_busiest_thread(p) == 1u);
+  CHECK(exporter::gecko_view_query(model::Profile{}).empty());
+}
+
 TEST_CASE("gzip output inflates to the same profile") {
   test::TempDir dir;
   auto p = sample_profile();

@@ -33,7 +33,7 @@ HeapTotals totals(const std::string& text, int64_t first_size = 0) {
   t.first_size = first_size;
   auto add = [&](simdjson::dom::element proc) {
     for (simdjson::dom::element c : simdjson::dom::array(proc["counters"])) {
-      if (std::string_view(c["name"]) != "Memory") continue;  // the heap counter (not RSS)
+      if (std::string_view(c["name"]) != "Heap") continue;  // the heap counter (not RSS)
       ++t.memory_counters;
       int64_t value = 0;
       for (simdjson::dom::element s : simdjson::dom::array(c["samples"]["data"])) {

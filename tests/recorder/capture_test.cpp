@@ -49,10 +49,15 @@ std::map<uint32_t, std::string> threads_text(const model::Profile& p) {
       for (const model::Sample& smp : t.samples)
         s += "sample " + std::to_string(smp.time_ns) + " " + std::to_string(smp.cpu_delta_ns) + "\n" +
              stack_text(p, smp.stack);
-      for (const model::Marker& m : t.markers)
+      for (const model::Marker& m : t.markers) {
+        // Not the summary's markers (recorder/quality.h): made after recording from its counts, not by the
+        // builder, so a replay has none.
+        const std::string_view type = m.type == model::kNoString ? "" : p.strings.get(m.type);
+        if (type == "DataQuality" || type == "StackWalking") continue;
         s += "marker " + std::string(p.strings.get(m.name)) + " " + std::to_string(m.start_ns) + "-" +
              std::to_string(m.end_ns) + " fields " + std::to_string(m.fields.size()) + "\n" +
              stack_text(p, m.stack);
+      }
     }
   return out;
 }

@@ -272,6 +272,85 @@ TEST_CASE("quality: a binary deleted while it runs still unwinds and gets its na
   auto [label, count] = quality_entry(text, "Deleted while running");
   CHECK(label == "Deleted while running, read from the open file: " + prog);
   CHECK(count == 1);
+
+  // The Firefox Profiler drops meta.extra: the entry reaches it as a "Data quality" marker on the program's
+  // main thread, and the stack-walking counts as a "Stack walking" marker, read by its own code.
+  ProfilerCli cli;
+  auto load = cli.load(out);
+  INFO(load.out << load.err);
+  REQUIRE(load.status == 0);
+  auto markers = cli.cmd({"profile", "markers", "--search", "Data quality", "--json"});
+  INFO(markers.out << markers.err);
+  REQUIRE(markers.status == 0);
+  simdjson::dom::parser parser;
+  auto doc = parse_json(parser, markers.out);
+  int found = 0;
+  for (simdjson::dom::element m : simdjson::dom::array(doc["markers"])) {
+    if (std::string_view(m["data"]["what"]) != "Deleted while running, read from the open file: " + prog)
+      continue;
+    ++found;
+    CHECK(std::string_view(m["markerType"]) == "DataQuality");
+    CHECK(int64_t(m["data"]["count"]) == 1);
+    CHECK(std::string_view(m["processName"]) == "dq_deleted");
+    CHECK(std::string_view(m["label"]) == "Deleted while running, read from the open file: " + prog + " (1)");
+  }
+  CHECK(found == 1);
+  auto walk = cli.cmd({"profile", "markers", "--search", "Stack walking", "--json"});
+  INFO(walk.out << walk.err);
+  REQUIRE(walk.status == 0);
+  auto wdoc = parse_json(parser, walk.out);
+  simdjson::dom::array walks = wdoc["markers"];
+  REQUIRE(walks.size() == 1);
+  // The same counts as meta.extra's "Stack walking" section.
+  const auto sw = meta_section(text, "Stack walking");
+  REQUIRE(!sw.empty());
+  CHECK(sw[0].first == "Stacks unwound (DWARF)");
+  CHECK(uint64_t(walks.at(0)["data"]["stacks"]) == sw[0].second);
+  CHECK(sw[0].second > 0);
+}
+
+TEST_CASE("quality: the machine is in the profile's meta, where the Firefox Profiler shows it", "[quality]") {
+  TempDir dir;
+  const std::string out = dir.file("p.json.gz");
+  auto r = run(
+      {fxprof_bin(), "record", "--save-only", "--cpu-only", "-o", out, "--", test_program("dq_work"), "20"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const std::string text = read_profile_text(out);
+  simdjson::dom::parser parser;
+  auto meta = parse_json(parser, text)["meta"];
+  // What the machine says about itself.
+  const std::string cpuinfo = read_profile_text("/proc/cpuinfo");
+  const size_t model = cpuinfo.find("model name");
+  REQUIRE(model != std::string::npos);
+  const size_t colon = cpuinfo.find(": ", model) + 2;
+  CHECK(std::string_view(meta["CPUName"]) == cpuinfo.substr(colon, cpuinfo.find('\n', colon) - colon));
+  CHECK(int64_t(meta["logicalCPUs"]) == sysconf(_SC_NPROCESSORS_ONLN));
+  CHECK(int64_t(meta["physicalCPUs"]) >= 1);
+  CHECK(int64_t(meta["physicalCPUs"]) <= int64_t(meta["logicalCPUs"]));
+  CHECK(uint64_t(meta["mainMemory"]) / 4096 ==
+        static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) / 4096);
+  CHECK(std::string_view(meta["arguments"]) == test_program("dq_work") + " 20");
+  auto uname_r = run({"uname", "-r"});
+  REQUIRE(uname_r.status == 0);
+  const std::string release = uname_r.out.substr(0, uname_r.out.find('\n'));
+  // Through the front end's own code: the name carries the command, the platform the kernel.
+  ProfilerCli cli;
+  auto load = cli.load(out);
+  INFO(load.out << load.err);
+  REQUIRE(load.status == 0);
+  auto info = cli.cmd({"profile", "info", "--json"});
+  INFO(info.out << info.err);
+  REQUIRE(info.status == 0);
+  simdjson::dom::parser info_parser;  // `meta` still points into `parser`'s document
+  auto idoc = parse_json(info_parser, info.out);
+  CHECK(std::string_view(idoc["platform"]).find("Linux " + release) == 0);
+  CHECK(std::string_view(idoc["name"]).find(test_program("dq_work") + " 20") != std::string_view::npos);
+  // And `fxprof report` prints them.
+  auto rep = run({fxprof_bin(), "report", out});
+  REQUIRE(rep.status == 0);
+  CHECK(rep.out.find("command: " + test_program("dq_work") + " 20\n") != std::string::npos);
+  CHECK(rep.out.find("machine: " + std::string(std::string_view(meta["CPUName"]))) != std::string::npos);
 }
 
 TEST_CASE("quality: lost records are one line, and samples in code whose mapping was lost are marked",

@@ -273,14 +273,16 @@ class LoadProcess : public Background {
   }
 };
 
-// "https://profiler.firefox.com/from-url/<enc>/?symbolServer=<enc>" -> {profile URL, symbol server}.
+// "https://profiler.firefox.com/from-url/<enc>/?symbolServer=<enc>[&view state]" -> {profile URL, symbol
+// server}.
 std::pair<std::string, std::string> split_profiler_url(const std::string& url) {
   const std::string pre = "https://profiler.firefox.com/from-url/";
   REQUIRE(url.rfind(pre, 0) == 0);
   auto slash = url.find("/?symbolServer=", pre.size());
   REQUIRE(slash != std::string::npos);
+  const size_t from = slash + std::strlen("/?symbolServer=");
   return {url_decode(url.substr(pre.size(), slash - pre.size())),
-          url_decode(url.substr(slash + std::strlen("/?symbolServer=")))};
+          url_decode(url.substr(from, url.find('&', from) - from))};
 }
 
 // The handle ("f-3") of a function in `thread functions` output, or "".
@@ -333,6 +335,10 @@ TEST_CASE("profiler URL encodes the profile and symbol server URLs like samply",
   CHECK(server::firefox_profiler_url("http://127.0.0.1:3000/abc/profile.json", "http://127.0.0.1:3000/abc") ==
         "https://profiler.firefox.com/from-url/http%3A%2F%2F127.0.0.1%3A3000%2Fabc%2Fprofile.json/"
         "?symbolServer=http%3A%2F%2F127.0.0.1%3A3000%2Fabc");
+  // The front end's view state follows as it is (exporter::gecko_view_query).
+  CHECK(
+      server::firefox_profiler_url("http://h/p.json", "http://h", "thread=c") ==
+      "https://profiler.firefox.com/from-url/http%3A%2F%2Fh%2Fp.json/?symbolServer=http%3A%2F%2Fh&thread=c");
   CHECK(server::percent_encode("a b\n%?#&=") == "a%20b%0A%25%3F%23%26%3D");
 }
 

@@ -1,0 +1,109 @@
+// What the Firefox Profiler shows when a profile opens (issue 21): the URL fxprof prints selects the busiest
+// thread and, by carrying view state, keeps the front end from hiding the threads that wait.
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "tests/e2e/e2e.h"
+
+namespace fxprof::test {
+namespace {
+
+// The front end's uintarray decoding (src/utils/uintarray-encoding.ts) of one number: 5 value bits per
+// character, the continuation bit set on all but the last.
+int64_t decode_url_uint(std::string_view s) {
+  static constexpr std::string_view kDigits =
+      "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ._";
+  int64_t v = 0;
+  for (char c : s) {
+    const size_t d = kDigits.find(c);
+    if (d == std::string_view::npos) return -1;
+    v = v * 32 + static_cast<int64_t>(d & 31);
+    if (d < 32) break;
+  }
+  return v;
+}
+
+// The value of query parameter `key` in `url` ("" when absent).
+std::string query_param(const std::string& url, const std::string& key) {
+  const size_t q = url.find('?');
+  if (q == std::string::npos) return "";
+  std::string_view rest = std::string_view(url).substr(q + 1);
+  while (!rest.empty()) {
+    const size_t amp = rest.find('&');
+    std::string_view kv = rest.substr(0, amp);
+    if (kv.starts_with(key + "=")) return std::string(kv.substr(key.size() + 1));
+    rest = amp == std::string_view::npos ? std::string_view{} : rest.substr(amp + 1);
+  }
+  return "";
+}
+
+// The threads as the front end's importer indexes them, with their CPU time: profiler-cli's `thread list`.
+struct CliThread {
+  int64_t index = -1;
+  std::string name;
+  double cpu_ms = 0;
+};
+std::vector<CliThread> cli_threads(ProfilerCli& cli) {
+  auto list = cli.cmd({"thread", "list", "--json"});
+  INFO(list.out << list.err);
+  REQUIRE(list.status == 0);
+  simdjson::dom::parser parser;
+  auto doc = parse_json(parser, list.out);
+  std::vector<CliThread> out;
+  for (simdjson::dom::element t : simdjson::dom::array(doc["threads"])) {
+    CliThread c;
+    c.index = int64_t(t["threadIndex"]);
+    c.name = std::string(std::string_view(t["name"]));
+    c.cpu_ms = double(t["cpuMs"]);
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("view: the printed URL selects the busy thread and shows the sleeper beside it", "[view]") {
+  TempDir dir;
+  const std::string out = dir.file("p.json.gz");
+  // As a user runs it: record, serve, print the URL (no browser).
+  Background rec({fxprof_bin(), "record", "-n", "-o", out, "--", test_program("e2e_sleeper")});
+  const std::string url = rec.wait_for_line("from-url", std::chrono::seconds(120));
+  INFO(rec.err());
+  REQUIRE(!url.empty());
+  CHECK(rec.stop(SIGINT) == 0);
+
+  ProfilerCli cli;
+  auto load = cli.load(out);
+  INFO(load.out << load.err);
+  REQUIRE(load.status == 0);
+  const std::vector<CliThread> threads = cli_threads(cli);
+  const CliThread *busy = nullptr, *sleeper = nullptr;
+  for (const CliThread& t : threads) {
+    if (t.name == "e2e-busy") busy = &t;
+    if (t.name == "e2e-sleeper") sleeper = &t;
+  }
+  REQUIRE(busy);
+  REQUIRE(sleeper);
+  // Without view state the front end would hide the sleeper: under 5% of the busiest thread's CPU.
+  CHECK(sleeper->cpu_ms < 0.05 * busy->cpu_ms);
+
+  // `thread` selects the busiest thread by the importer's index; and a URL that selects a thread is one
+  // whose hidden tracks the front end takes from the URL (finalizeFullProfileView: hasUrlInfo), none here,
+  // instead of computing the default that hides idle threads.
+  INFO(url);
+  const std::string thread = query_param(url, "thread");
+  REQUIRE(!thread.empty());
+  CHECK(decode_url_uint(thread) == busy->index);
+  CHECK(query_param(url, "hiddenLocalTracksByPid").empty());
+  CHECK(query_param(url, "hiddenGlobalTracks").empty());
+
+  // `fxprof load` prints the same view.
+  FxprofServer server(out);
+  INFO(server.err());
+  REQUIRE(!server.profiler_url().empty());
+  CHECK(query_param(server.profiler_url(), "thread") == thread);
+}
+
+}  // namespace fxprof::test
