@@ -12,11 +12,13 @@
 // fork+exec and posix_spawn case would otherwise show one empty track per child). A fork copies the parent's
 // libs. Threads are named by their comm; renames (COMM without exec) rename them.
 //
-// JIT code (recorder/jit.h): a process's perf map and jitdump (announced by its MMAP2) are read when its
-// last thread exits, or at finish() for processes still running, and finish() names the frames there.
+// JIT code (recorder/jit.h): a process's perf map is followed while it runs (follow_jit_maps), its jitdump
+// (announced by its MMAP2) read when its last thread exits, or at finish() for processes still running,
+// and finish() names the frames there, by time (builder_jit.cpp).
 #pragma once
 
 #include <array>
+#include <optional>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -28,6 +30,7 @@
 #include "elf/elf.h"
 #include "model/profile.h"
 #include "recorder/host.h"
+#include "recorder/jit.h"
 #include "recorder/offcpu.h"
 #include "recorder/perf.h"
 #include "recorder/quality.h"
@@ -84,6 +87,9 @@ class ProfileBuilder {
   // Off-CPU: threads still switched out when the recording stops (attach mode, --duration: a server blocked
   // in accept) get their wait up to `end_ns`.
   void close_off_spans(uint64_t end_ns);
+  // Reads what the perf maps of the processes with JIT code gained since the last call (recorder/jit.h:
+  // new lines are stamped with the previous call's time). The recorder calls it every reading round.
+  void follow_jit_maps(uint64_t now_ns);
   // Names kernel frames and counts; `end_ns` closes nothing (open threads stay open-ended).
   void finish();
 
@@ -149,6 +155,7 @@ class ProfileBuilder {
     bool launch_exec_pending = false;  // launched: the first exec keeps the entry and the command's name
     uint32_t live = 0;                 // threads not yet exited: the unwinder forgets the pid at 0
     std::string jitdump;               // the jit-PID.dump file the process mmapped ("" if none)
+    std::optional<PerfMapFollower> perf_map;  // /tmp/perf-PID.map, followed while the process has JIT code
     bool jit_read = false;             // its JIT names were read (at exit, or at the end: read_jit)
     // Executable memory without a file (JIT code), [start, end): known code for the lost-records check.
     std::vector<std::pair<uint64_t, uint64_t>> anon_code;
