@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "base/path.h"
 #include "model/symbols.h"
@@ -27,6 +28,7 @@ class JitIndex {
       if (table[i].end > table[i].start && !table[i].name.empty()) by_start.push_back(i);
     std::stable_sort(by_start.begin(), by_start.end(),
                      [&](uint32_t a, uint32_t b) { return table[a].start < table[b].start; });
+    for (uint32_t i : by_start) starts_.insert(table[i].start);
     std::set<std::pair<uint64_t, uint32_t>> active;  // (end, entry) of entries starting at or before addr
     size_t next = 0;
     for (uint64_t a : addrs) {
@@ -41,6 +43,8 @@ class JitIndex {
       });
     }
   }
+
+  bool entry_start(uint64_t addr) const { return starts_.count(addr) != 0; }
 
   const std::vector<uint32_t>* covering(uint64_t addr) const {
     auto it = cover_.find(addr);
@@ -64,6 +68,7 @@ class JitIndex {
  private:
   const std::vector<JitCode>& table_;
   std::unordered_map<uint64_t, std::vector<uint32_t>> cover_;
+  std::unordered_set<uint64_t> starts_;
 };
 
 class Renamer {
@@ -108,7 +113,8 @@ class Renamer {
     for (size_t i = chain_.size(); i-- > 0;) {
       const StackId o = chain_[i];
       const bool l = leaf && i == 0;
-      node = p_.stacks.intern(node, renamed(p_.stacks.frame(o), l, t));
+      const FrameId f = renamed(p_.stacks.frame(o), l, t);
+      if (f != kDropped) node = p_.stacks.intern(node, f);
       if (!dependent(o, l)) fixed_[l][o] = node;
     }
     return node;
@@ -116,6 +122,7 @@ class Renamer {
 
  private:
   static constexpr int8_t kUnknown = -1;
+  static constexpr FrameId kDropped = UINT32_MAX;
 
   // An unnamed native frame outside every mapping of the process.
   bool candidate(const Frame& f) const {
@@ -149,7 +156,16 @@ class Renamer {
     }
     return dep_caller_[s] == 1;
   }
+  // The frame as named at `t`, or kDropped for a caller frame that is no return address: one at the
+  // first byte of a function the runtime named, with no function before it. The return-address scan takes
+  // such words for return addresses: Python 3.13's perf trampolines (`sub $8,%rsp; call *%rcx`) leave the
+  // slot below their return address unwritten, and it often holds a stale pointer to a trampoline, which
+  // gave 99 % of the stacks an unnamed frame and split each Python function in two.
   FrameId renamed(FrameId id, bool leaf, uint64_t t) {
+    const Frame& fr = p_.frames.get(id);
+    if (!leaf && candidate(fr) && fr.address > 0 && !index_->covering(fr.address - 1) &&
+        index_->entry_start(fr.address))
+      return kDropped;
     const std::vector<uint32_t>* c = covering(id, leaf);
     if (!c) return id;
     const uint32_t e = index_->at(*c, t);

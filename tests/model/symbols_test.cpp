@@ -258,3 +258,25 @@ TEST_CASE("JIT code reused over time: each sample gets the code at its address a
   CHECK(leaf(t.markers[0].stack) == "late");
   CHECK(p.binaries[p.frames.get(p.stacks.frame(t.samples[0].stack)).binary].name == "jit-1.dump");
 }
+
+TEST_CASE("a caller frame at the first byte of a JIT function, none before it, is dropped", "[model][jit]") {
+  m::Profile p = make_profile();
+  // Python 3.13's trampolines: 11 bytes each in 16-byte slots. The scan found a stale pointer to the
+  // trampoline at 0x10010 (a function's first byte, the slot's padding before it) and the return address
+  // 0x10006 inside the one at 0x10000.
+  p.processes[0].jit = {{0x10000, 0x1000b, "py::outer"}, {0x10010, 0x1001b, "py::inner"}};
+  p.processes[0].jit_source = "/tmp/perf-1.map";
+  m::FrameId main_f = p.native_frame(0x555555555100), stale = p.native_frame(0x10010),
+             ret = p.native_frame(0x10006), leaf = p.native_frame(0x555555555200);
+  std::vector<m::FrameId> s{main_f, stale, ret, leaf}, as_leaf{main_f, stale};
+  p.processes[0].threads.push_back({});
+  p.processes[0].threads[0].samples = {{1, p.stacks.intern_path(s)}, {2, p.stacks.intern_path(as_leaf)}};
+  m::name_jit_frames(p);
+  const auto& smp = p.processes[0].threads[0].samples;
+  std::vector<std::string> names;
+  for (m::FrameId f : path(p, smp[0].stack))
+    names.push_back(p.frames.get(f).name == m::kNoString ? "raw" : name_of(p, f));
+  CHECK(names == std::vector<std::string>{"raw", "py::outer", "raw"});
+  // A sampled leaf there is the function itself.
+  CHECK(name_of(p, p.stacks.frame(smp[1].stack)) == "py::inner");
+}
