@@ -196,7 +196,10 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
   // names of inlined functions. Found here by the shared locator; opened by libdw only with the DWARF.
   for (size_t i = 0; i < 2; ++i) {
     const ElfObject* f = lib->dwarf_files[i];
-    auto link = f != nullptr ? f->debugaltlink() : std::nullopt;
+    // Only a file with DWARF needs its alt file (Debian's stripped binaries keep the link, not the DWARF).
+    auto link = f != nullptr && (f->has_section(".debug_info") || f->has_section(".zdebug_info"))
+                    ? f->debugaltlink()
+                    : std::nullopt;
     if (!link || link->second.empty()) continue;
     elf::DebugQuery q;
     q.binary_path = f->path();
