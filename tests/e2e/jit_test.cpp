@@ -4,7 +4,6 @@
 // Profiler's own code and our server), a baked profile and the exports; stacks through the JIT code
 // (frame pointers, or a scan where there are none) must reach main.
 #include <dirent.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -230,13 +229,13 @@ TEST_CASE("node: reused JIT addresses are named by time (jitdump and perf map)",
 TEST_CASE("node: attached while it writes its perf map, reused addresses still named by time", "[e2e][jit]") {
   TempDir dir;
   Background node({"node", "--perf-basic-prof", "--expose-gc", source_dir() + "/tests/programs/jit/reuse.js",
-                   "40", "100"});
+                   "5", "100"});
   PerfMapCleanup cleanup{{node.pid()}};
   REQUIRE(!node.wait_for_line("round 2").empty());  // its map has two rounds' code already
   const std::string out = dir.file("attach.json.gz");
-  auto r = run({fxprof_bin(), "record", "--cpu-only", "--save-only", "-d", "2", "-o", out, "--export",
-                "folded", "-p", std::to_string(node.pid())});
-  node.stop(SIGKILL);
+  // Until node exits: its last three rounds (each one sorting for 100 ms of CPU) are recorded.
+  auto r = run({fxprof_bin(), "record", "--cpu-only", "--save-only", "-o", out, "--export", "folded", "-p",
+                std::to_string(node.pid())});
   INFO(r.err);
   REQUIRE(r.status == 0);
   auto [all, right] = comparator_samples(read_folded(dir.file("attach.folded")));
