@@ -65,7 +65,9 @@ void apply_symbols(Profile& profile, const std::vector<SymbolRequest>& requests,
 // Runtimes reuse addresses, so a frame is named after the code that was at its address at its sample's
 // time: of the entries covering the address (a return address: the address - 1), the one loaded last at or
 // before that time and not moved or unloaded by then; else (the sample came before any entry was seen:
-// perf map lines are stamped when read) the earliest loaded after it; else the last one gone. A stack whose
+// perf map lines are stamped when read) the earliest loaded after it; else the last one gone. A caller
+// frame at the first byte of a named function with nothing named just before it is no return address (a
+// stale pointer the stack scan took for one, below Python 3.13's trampolines) and is dropped. A stack whose
 // JIT addresses were only ever used by one function each is renamed once for all its samples. The
 // recorder calls it once the tables are read, so that every later path (the Gecko file served lazily, a
 // baked profile, the exports) shows the names: the runtime's map files are not there any more when the
