@@ -127,8 +127,9 @@ class Renamer {
   // An unnamed native frame outside every mapping of the process.
   bool candidate(const Frame& f) const {
     if (f.kind != FrameKind::Native || f.name != kNoString || f.binary != kNoBinary) return false;
-    auto it = std::upper_bound(libs_.begin(), libs_.end(), f.address,
-                               [](uint64_t a, const std::pair<uint64_t, uint64_t>& m) { return a < m.first; });
+    auto it =
+        std::upper_bound(libs_.begin(), libs_.end(), f.address,
+                         [](uint64_t a, const std::pair<uint64_t, uint64_t>& m) { return a < m.first; });
     return it == libs_.begin() || f.address >= std::prev(it)->second;
   }
   const std::vector<uint32_t>* covering(FrameId id, bool leaf) const {

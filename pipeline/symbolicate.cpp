@@ -1,7 +1,6 @@
 #include "pipeline/symbolicate.h"
 
 #include <algorithm>
-
 #include <atomic>
 #include <cstdio>
 #include <unordered_set>
@@ -49,7 +48,8 @@ SymbolicateStats symbolicate(model::Profile& profile, symbolizer::Symbolizer& sy
     // profile: a profile symbolicated again keeps its entries).
     for (std::string& m : symbols.missing_files(b.debug_name, b.breakpad_id)) {
       auto& dq = profile.meta.data_quality;
-      if (std::any_of(dq.begin(), dq.end(), [&](const model::Meta::Problem& q) { return q.label == m; })) continue;
+      if (std::any_of(dq.begin(), dq.end(), [&](const model::Meta::Problem& q) { return q.label == m; }))
+        continue;
       std::fprintf(stderr, "fxprof: %s\n", m.c_str());
       dq.push_back({std::move(m), 1});
     }

@@ -18,8 +18,8 @@
 #pragma once
 
 #include <array>
-#include <optional>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -156,7 +156,7 @@ class ProfileBuilder {
     uint32_t live = 0;                 // threads not yet exited: the unwinder forgets the pid at 0
     std::string jitdump;               // the jit-PID.dump file the process mmapped ("" if none)
     std::optional<PerfMapFollower> perf_map;  // /tmp/perf-PID.map, followed while the process has JIT code
-    bool jit_read = false;             // its JIT names were read (at exit, or at the end: read_jit)
+    bool jit_read = false;                    // its JIT names were read (at exit, or at the end: read_jit)
     // Executable memory without a file (JIT code), [start, end): known code for the lost-records check.
     std::vector<std::pair<uint64_t, uint64_t>> anon_code;
   };

@@ -86,7 +86,8 @@ std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj, const ElfObje
       Dwarf_Attribute a;
       const char* dwo = nullptr;
       const char* comp_dir = nullptr;
-      if (dwarf_attr(&cudie, DW_AT_dwo_name, &a) != nullptr || dwarf_attr(&cudie, DW_AT_GNU_dwo_name, &a) != nullptr)
+      if (dwarf_attr(&cudie, DW_AT_dwo_name, &a) != nullptr ||
+          dwarf_attr(&cudie, DW_AT_GNU_dwo_name, &a) != nullptr)
         dwo = dwarf_formstring(&a);
       if (dwarf_attr(&cudie, DW_AT_comp_dir, &a) != nullptr) comp_dir = dwarf_formstring(&a);
       if (dwo != nullptr) {

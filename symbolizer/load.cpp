@@ -148,11 +148,12 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
       for (const auto& d : lo.debug_dirs) where += ", " + d + dir + "/";
       if (!build_id.empty()) {
         const std::string id = model::code_id_from_build_id(build_id);
-        for (const auto& d : lo.debug_dirs) where += ", " + d + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+        for (const auto& d : lo.debug_dirs)
+          where += ", " + d + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
       }
       if (!lo.symbol_dirs.empty()) where += " and the --symbol-dir folders";
-      lib->missing.push_back("Debug file not found: " + link->first + " (.gnu_debuglink of " + binary->path() +
-                             "), looked for in " + where);
+      lib->missing.push_back("Debug file not found: " + link->first + " (.gnu_debuglink of " +
+                             binary->path() + "), looked for in " + where);
     }
   }
   if (!debug && build_id.empty() && plain_name) {
@@ -213,8 +214,9 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
     });
     if (!alt) {
       const std::string id = model::code_id_from_build_id(link->second);
-      lib->missing.push_back("dwz alt file not found: " + link->first + " (.gnu_debugaltlink of " + f->path() +
-                             ", build ID " + id + "), looked for at its recorded path, beside it" +
+      lib->missing.push_back("dwz alt file not found: " + link->first + " (.gnu_debugaltlink of " +
+                             f->path() + ", build ID " + id +
+                             "), looked for at its recorded path, beside it" +
                              (lo.symbol_dirs.empty() ? "" : ", in the --symbol-dir folders") +
                              " and in the build-ID directories");
       continue;

@@ -256,7 +256,8 @@ std::string pyenv_python(const std::string& version) {
   if (DIR* d = opendir((dir + "/versions").c_str())) {
     while (dirent* e = readdir(d)) {
       const std::string name = e->d_name;
-      if (name.rfind(version + ".", 0) == 0 && access((dir + "/versions/" + name + "/bin/python3").c_str(), X_OK) == 0)
+      if (name.rfind(version + ".", 0) == 0 &&
+          access((dir + "/versions/" + name + "/bin/python3").c_str(), X_OK) == 0)
         found.push_back(dir + "/versions/" + name + "/bin/python3");
     }
     closedir(d);

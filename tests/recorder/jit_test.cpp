@@ -161,7 +161,7 @@ TEST_CASE("a followed perf map: lines stamped with the poll before they were see
   fxprof::test::TempDir dir;
   const std::string path = dir.file("perf-1.map");
   r::PerfMapFollower f(path);
-  f.poll(100);  // not there yet
+  f.poll(100);                           // not there yet
   append(path, "1000 10 a\n2000 10 b");  // b's line is not complete yet
   f.poll(200);
   append(path, "\n1000 10 c\n");  // c reuses a's address

@@ -198,8 +198,8 @@ TEST_CASE("load: debug files the binary names and that are missing are handed ou
     REQUIRE(r.ok());
     CHECK((*r)[0].function == "work");  // from the symbol table
     CHECK(s.missing_files("small", p.breakpad) ==
-          std::vector<std::string>{"Split DWARF file not found: small.dwo (of " + bin +
-                                   "), looked for at " + dir.path() + "/small.dwo"});
+          std::vector<std::string>{"Split DWARF file not found: small.dwo (of " + bin + "), looked for at " +
+                                   dir.path() + "/small.dwo"});
   }
   SECTION("a .gnu_debuglink file") {
     const std::string bin = build_small(dir, {});
@@ -230,6 +230,7 @@ TEST_CASE("load: debug files the binary names and that are missing are handed ou
     CHECK(missing[0].rfind("dwz alt file not found: " + dir.file("common.debug") + " (.gnu_debugaltlink of " +
                                bin + ", build ID ",
                            0) == 0);
-    CHECK(missing[0].ends_with("), looked for at its recorded path, beside it and in the build-ID directories"));
+    CHECK(missing[0].ends_with(
+        "), looked for at its recorded path, beside it and in the build-ID directories"));
   }
 }
