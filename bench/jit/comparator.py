@@ -1,6 +1,7 @@
 # Folded stacks (root first, "frames count" per line) -> how many samples in the comparator's place are named
 # fxprofCompare (bench/jit.sh). Under V8's sort builtins, the first JIT frame (a V8 code name, or a raw
-# address: unnamed) is the function sort called, which can only be the comparator.
+# address: unnamed; not V8's builtins, which perf names "Builtin:X" from the jitdump) is the function sort
+# called, which can only be the comparator.
 import collections
 import re
 import sys
@@ -14,7 +15,7 @@ for line in open(sys.argv[1], errors='replace'):
         continue
     after = fr[idx[-1] + 1:]
     first = next((f for f in after if re.match(
-        r'(JS|Builtin|Stub|BytecodeHandler|RegExp|Function|LazyCompile|Script|Eval|Handler):|0x', f)), None)
+        r'(JS|Stub|RegExp|Function|LazyCompile|Script|Eval):|0x', f)), None)
     if first:
         c[first[:60]] += int(n)
 tot = sum(c.values())
