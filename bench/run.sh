@@ -26,3 +26,6 @@ bash "$here/offcpu.sh" "$build"
 echo
 echo "== memory of an hour-long profile (bench/longprofile.sh; LONGPROFILE_SECONDS=60 for a quick run)"
 bash "$here/longprofile.sh" "$build"
+echo
+echo "== JIT names over time (bench/jit.sh)"
+bash "$here/jit.sh" "$build" 1

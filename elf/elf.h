@@ -13,7 +13,9 @@
 //    mapping's protection is the one the kernel mapped, whatever the linker (GNU ld with or without
 //    -z separate-code, lld, mold, rust-lld).
 //  - One debug-file locator: build-ID trees (<root>/.build-id/xx/rest.debug), .gnu_debuglink beside the
-//    binary, in its .debug/ and <root>/<dir>/ (CRC32 checked), the --symbol-dir folders, then debuginfod
+//    binary, in its .debug/ and <root>/<dir>/ (CRC32 checked, except for a dwz'd file: dwz rewrites debug
+//    files after their debuglinks were made, as `dwz -m common.debug a.debug b.debug` does, and libdw takes
+//    them by build ID), the --symbol-dir folders, then debuginfod
 //    when DEBUGINFOD_URLS is set. Every candidate must carry the wanted build ID: a rebuilt binary gives
 //    "not found", never wrong names or wrong unwind rules. The caller decides what makes a file useful
 //    (the symbolizer wants .debug_info or .symtab, the unwinder .debug_frame). elfutils' libdwfl was
@@ -43,6 +45,7 @@ struct Identity {
   uint16_t machine = 0;           // e_machine
   std::string debuglink;          // .gnu_debuglink file name ("" if none)
   uint32_t debuglink_crc = 0;
+  bool dwz_altlink = false;  // has a .gnu_debugaltlink: dwz rewrote it (after any debuglink's CRC was made)
 
   // The ELF virtual address of the first byte of a mapping of file offset `pgoff` with protection `prot`
   // (PROT_READ/PROT_WRITE/PROT_EXEC bits, as in MMAP2 records). nullopt when no segment covers pgoff.

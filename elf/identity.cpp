@@ -74,6 +74,7 @@ void read_sections(std::span<const std::byte> image, const Elf64_Ehdr& eh, Ident
     if (s.sh_name >= names.size()) continue;
     std::string_view name = names.substr(s.sh_name);
     name = name.substr(0, name.find('\0'));
+    if (name == ".gnu_debugaltlink") info.dwz_altlink = true;
     if (name == ".gnu_debuglink" && s.sh_size >= 8) {
       // NUL-terminated name, padded to 4 bytes, then the CRC32.
       const char* p = reinterpret_cast<const char*>(bytes.data());

@@ -60,17 +60,17 @@ std::optional<std::string> locate_debug_file(const DebugQuery& q, const LocatorO
   // Each candidate: exists, is not the binary itself, has the build ID, and the caller takes it.
   auto try_path = [&](const std::string& path, const uint32_t* crc) -> bool {
     if (path.empty() || path == q.binary_path || !is_file(path)) return false;
-    if (crc != nullptr) {
+    auto id = read_file(path);
+    if (!id) {
+      note(path + ": not an ELF64 file");
+      return false;
+    }
+    if (crc != nullptr && !id->dwz_altlink) {  // dwz rewrites a debug file after its debuglink was made
       auto got = file_crc32(path);
       if (!got || *got != *crc) {
         note(path + ": debuglink CRC mismatch");
         return false;
       }
-    }
-    auto id = read_file(path);
-    if (!id) {
-      note(path + ": not an ELF64 file");
-      return false;
     }
     if (id->build_id != q.build_id) {
       note(path + " has build ID " + (id->build_id.empty() ? std::string("(none)") : hex(id->build_id)) +

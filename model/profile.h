@@ -229,10 +229,14 @@ struct Binary {
 };
 
 // Code a process generated at run time (a JIT), named by the runtime itself in /tmp/perf-PID.map or a
-// jitdump file (recorder/jit.h). Absolute addresses [start, end) in the process.
+// jitdump file (recorder/jit.h). Absolute addresses [start, end) in the process, and when the code was
+// there (CLOCK_MONOTONIC, like samples): from `from_ns` (a jitdump record's time; for a perf map line, the
+// last time the recorder had read the file without it; 0: before the recording) until `until_ns` (moved or
+// unloaded; UINT64_MAX: never). Runtimes reuse addresses, so one address may have many entries over time.
 struct JitCode {
   uint64_t start = 0, end = 0;
   std::string name;
+  uint64_t from_ns = 0, until_ns = UINT64_MAX;
 };
 
 struct Process {
@@ -243,10 +247,12 @@ struct Process {
   std::vector<Lib> libs;           // the exporter sorts them and drops overlaps
   std::vector<Thread> threads;
   std::vector<Counter> counters;
-  // JIT code named by the process (sorted by start, disjoint) and the file the names came from (its base
-  // name is the pseudo-library of those frames, as perf shows it: "perf-PID.map", "jit-PID.dump"). The
-  // recorder reads them when the process exits (the files are the process's, gone or reused later) and
-  // names the frames at once (model::name_jit_frames): a saved profile carries the names, not the tables.
+  // JIT code named by the process (in the order the runtime wrote it, a later entry winning at equal
+  // times) and the file the names came from (its base name is the pseudo-library of those frames, as perf
+  // shows it: "perf-PID.map", "jit-PID.dump"). The recorder reads them when the process exits (the files
+  // are the process's, gone or reused later) and names the frames at once, each by the code that was at
+  // its address at its sample's time (model::name_jit_frames): a saved profile carries the names, not the
+  // tables.
   std::vector<JitCode> jit;
   std::string jit_source;
 };

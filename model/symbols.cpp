@@ -16,21 +16,11 @@ struct Mapping {
   BinaryId binary;
 };
 
-// The process's mappings, then its named JIT code where no mapping is (relative address = absolute).
+// The process's mappings (JIT code is named before, from the process's own table: model/jit_names.cpp).
 std::vector<Mapping> mappings_of(Profile& p, const Process& proc) {
   std::vector<Mapping> out;
   for (const Lib* l : disjoint_libs(proc))
     out.push_back({l->start, l->end, l->start - l->offset, p.intern_binary(*l)});
-  if (proc.jit.empty()) return out;
-  const BinaryId jit = p.intern_binary(jit_lib(proc));
-  const size_t libs = out.size();
-  for (const JitCode& c : proc.jit) {
-    auto it = std::upper_bound(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(libs), c.start,
-                               [](uint64_t a, const Mapping& m) { return a < m.end; });
-    if (c.end > c.start && (it == out.begin() + static_cast<std::ptrdiff_t>(libs) || it->start >= c.end))
-      out.push_back({c.start, c.end, 0, jit});
-  }
-  std::sort(out.begin(), out.end(), [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
   return out;
 }
 
@@ -105,14 +95,6 @@ struct ChainKeyHash {
 
 }  // namespace
 
-Lib jit_lib(const Process& process) {
-  Lib l;
-  l.path = process.jit_source;
-  l.name = base_name(l.path);
-  if (l.name.empty()) l.name = "[jit]";
-  return l;
-}
-
 std::vector<const Lib*> disjoint_libs(const Process& process) {
   std::vector<const Lib*> libs;
   for (const auto& l : process.libs)
@@ -153,51 +135,6 @@ std::vector<SymbolRequest> symbol_requests(Profile& p) {
     out.push_back({static_cast<BinaryId>(b), std::move(a), {}});
   }
   return out;
-}
-
-void name_jit_frames(Profile& p) {
-  std::vector<SymbolRequest> requests;
-  std::vector<uint8_t> roles(p.stacks.size(), 0);
-  for (const Process& proc : p.processes) {
-    if (proc.jit.empty()) continue;
-    std::vector<Mapping> maps = mappings_of(p, proc);
-    const BinaryId jit = p.intern_binary(jit_lib(proc));
-    std::vector<StackId> used = mark_used(p, proc, roles);
-    SymbolRequest r{jit, {}, {}};
-    for (StackId s : used) {
-      Place pl = place_of(p.frames.get(p.stacks.frame(s)), maps);
-      if (pl.binary == jit)
-        for (uint8_t role : {kLeaf, kCaller})
-          if (roles[s] & role) r.addresses.push_back(asked(pl, role));
-      roles[s] = 0;
-    }
-    if (r.addresses.empty()) continue;
-    std::sort(r.addresses.begin(), r.addresses.end());
-    r.addresses.erase(std::unique(r.addresses.begin(), r.addresses.end()), r.addresses.end());
-    for (uint64_t a : r.addresses) {
-      auto it = std::upper_bound(proc.jit.begin(), proc.jit.end(), a,
-                                 [](uint64_t v, const JitCode& c) { return v < c.start; });
-      Symbol sym;
-      if (it != proc.jit.begin() && a < std::prev(it)->end && !std::prev(it)->name.empty())
-        sym.push_back({std::prev(it)->name, "", 0});
-      r.answers.push_back(std::move(sym));
-    }
-    // Two processes of one pid (an exec) share the pseudo-library: the first answer for an address wins.
-    auto same = std::find_if(requests.begin(), requests.end(),
-                             [&](const SymbolRequest& q) { return q.binary == jit; });
-    if (same == requests.end()) {
-      requests.push_back(std::move(r));
-      continue;
-    }
-    for (size_t i = 0; i < r.addresses.size(); ++i) {
-      auto at = std::lower_bound(same->addresses.begin(), same->addresses.end(), r.addresses[i]);
-      if (at != same->addresses.end() && *at == r.addresses[i]) continue;
-      size_t k = static_cast<size_t>(at - same->addresses.begin());
-      same->addresses.insert(at, r.addresses[i]);
-      same->answers.insert(same->answers.begin() + static_cast<std::ptrdiff_t>(k), std::move(r.answers[i]));
-    }
-  }
-  if (!requests.empty()) apply_symbols(p, requests, ApplyTo::RequestedBinaries);
 }
 
 void apply_symbols(Profile& p, const std::vector<SymbolRequest>& requests, ApplyTo scope) {

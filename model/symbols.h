@@ -18,9 +18,9 @@
 //    needs); frames outside every mapping, kernel frames and labels stay as they are. Frames that are
 //    already named are never asked again, so a baked profile loaded back asks only for what is missing.
 //  - JIT code (Process::jit, named by the runtime's perf map or jitdump) is one more kind of mapping, of a
-//    pseudo-binary per process without a build ID: name_jit_frames() names its frames from the process's
-//    table (the recorder calls it; nothing else could: the tables are not in the saved file), and they are
-//    never asked of a symbol server.
+//    pseudo-binary per process without a build ID: name_jit_frames() (model/jit_names.cpp) names its frames
+//    from the process's table, by time (the recorder calls it; nothing else could: the tables are not in
+//    the saved file), and they are never asked of a symbol server.
 //  - Numbers: a 100k-sample profile of a real program uses ~5k distinct addresses; planning and applying
 //    cost ~O(stacks + samples) with one hash lookup per new stack node.
 #pragma once
@@ -60,11 +60,19 @@ enum class ApplyTo { AllBinaries, RequestedBinaries };
 void apply_symbols(Profile& profile, const std::vector<SymbolRequest>& requests,
                    ApplyTo scope = ApplyTo::AllBinaries);
 
-// JIT code (Process::jit): names the frames the samples have there, from the process's own table, as
-// frames of the pseudo-library jit_lib() (relative address = absolute address). The recorder calls it
-// once the tables are read, so that every later path (the Gecko file served lazily, a baked profile,
-// the exports) shows the names: the runtime's map files are not there any more when the profile is
-// loaded. Frames of every other binary are left untouched. Within the process's libs, a lib wins.
+// JIT code (Process::jit): names the frames the samples (markers, allocations) have there, from the
+// process's own table, as frames of the pseudo-library jit_lib() (relative address = absolute address).
+// Runtimes reuse addresses, so a frame is named after the code that was at its address at its sample's
+// time: of the entries covering the address (a return address: the address - 1), the one loaded last at or
+// before that time and not moved or unloaded by then; else (the sample came before any entry was seen:
+// perf map lines are stamped when read) the earliest loaded after it; else the last one gone. A caller
+// frame at the first byte of a named function with nothing named just before it is no return address (a
+// stale pointer the stack scan took for one, below Python 3.13's trampolines) and is dropped. A stack whose
+// JIT addresses were only ever used by one function each is renamed once for all its samples. The
+// recorder calls it once the tables are read, so that every later path (the Gecko file served lazily, a
+// baked profile, the exports) shows the names: the runtime's map files are not there any more when the
+// profile is loaded. Frames of every other binary are left untouched. Within the process's libs, a lib
+// wins.
 void name_jit_frames(Profile& profile);
 // The pseudo-library of a process's JIT code: named after the file the names came from, no build ID (so
 // never sent to a symbol server).

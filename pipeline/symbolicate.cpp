@@ -1,5 +1,6 @@
 #include "pipeline/symbolicate.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <unordered_set>
@@ -42,6 +43,15 @@ SymbolicateStats symbolicate(model::Profile& profile, symbolizer::Symbolizer& sy
         std::fprintf(stderr, "fxprof: warning: no symbols for %s: %s\n", shown.c_str(),
                      infos ? "wrong number of results" : infos.error().c_str());
       continue;
+    }
+    // Debug files the binary names that are not there: one line and one data-quality entry each (once per
+    // profile: a profile symbolicated again keeps its entries).
+    for (std::string& m : symbols.missing_files(b.debug_name, b.breakpad_id)) {
+      auto& dq = profile.meta.data_quality;
+      if (std::any_of(dq.begin(), dq.end(), [&](const model::Meta::Problem& q) { return q.label == m; }))
+        continue;
+      std::fprintf(stderr, "fxprof: %s\n", m.c_str());
+      dq.push_back({std::move(m), 1});
     }
     r.answers.reserve(infos->size());
     for (symbolizer::SymbolInfo& info : *infos) {

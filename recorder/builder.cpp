@@ -15,7 +15,6 @@
 #include "base/path.h"
 #include "model/symbols.h"
 #include "recorder/interrupted.h"
-#include "recorder/jit.h"
 #include "recorder/kallsyms.h"
 #include "recorder/offcpu.h"
 #include "recorder/own_frames.h"
@@ -491,6 +490,7 @@ void ProfileBuilder::on_comm(const std::byte* p, size_t size, uint16_t misc) {
   procs_[pid].exec_unmapped = true;
   procs_[pid].exec_lost = lost_;
   procs_[pid].jitdump.clear();  // the old image's
+  procs_[pid].perf_map.reset();
   procs_[pid].anon_code.clear();
   // The exec'ing thread is on a CPU right now: its CPU time counts from here.
   ThreadRef& th = threads_[pid];
@@ -562,41 +562,6 @@ void ProfileBuilder::on_exit(const std::byte* p, size_t size) {
   if (unwinder_) unwinder_->on_exit(pid);
   // The JIT map files now say all they will; the pid (and the file names) may be reused from now on.
   read_jit(pid, pit->second);
-}
-
-void ProfileBuilder::read_jit(uint32_t pid, ProcRef& pr) {
-  if (pr.jit_read) return;
-  pr.jit_read = true;
-  model::Process& proc = profile_.processes[pr.proc];
-  if (!has_samples(proc)) return;
-  std::vector<model::JitCode> entries;
-  std::string source;
-  // Whose files may name the process's code: its real and effective users (from /proc while it is there;
-  // else fxprof's own user, perf's rule).
-  std::vector<uint32_t> uids;
-  if (auto status = procfs_.read("/proc/" + std::to_string(pid) + "/status")) uids = status_uids(*status);
-  if (uids.empty()) uids.push_back(static_cast<uint32_t>(::geteuid()));
-  std::string untrusted;
-  const std::string map_path = "/tmp/perf-" + std::to_string(pid) + ".map";
-  if (auto m = read_perf_map(map_path, uids, &untrusted); m && !m->empty()) {
-    entries = std::move(*m);
-    source = map_path;
-  }
-  if (!untrusted.empty()) jit_refused_.push_back(std::move(untrusted));
-  if (!pr.jitdump.empty()) {
-    // Later entries win: a jitdump (which also has the code) over the perf map for the same code.
-    untrusted.clear();
-    auto d = read_jitdump(pr.jitdump, uids, &untrusted);
-    if (!untrusted.empty()) jit_refused_.push_back(std::move(untrusted));
-    if (d && !d->empty()) {
-      entries.insert(entries.end(), std::make_move_iterator(d->begin()), std::make_move_iterator(d->end()));
-      source = pr.jitdump;
-    }
-  }
-  if (entries.empty()) return;
-  proc.jit = disjoint_jit_table(std::move(entries));
-  proc.jit_source = std::move(source);
-  jit_functions_ += proc.jit.size();
 }
 
 void ProfileBuilder::on_switch(const std::byte* p, size_t size, uint16_t misc) {

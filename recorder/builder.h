@@ -12,13 +12,15 @@
 // fork+exec and posix_spawn case would otherwise show one empty track per child). A fork copies the parent's
 // libs. Threads are named by their comm; renames (COMM without exec) rename them.
 //
-// JIT code (recorder/jit.h): a process's perf map and jitdump (announced by its MMAP2) are read when its
-// last thread exits, or at finish() for processes still running, and finish() names the frames there.
+// JIT code (recorder/jit.h): a process's perf map is followed while it runs (follow_jit_maps), its jitdump
+// (announced by its MMAP2) read when its last thread exits, or at finish() for processes still running,
+// and finish() names the frames there, by time (builder_jit.cpp).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -29,6 +31,7 @@
 #include "elf/elf.h"
 #include "model/profile.h"
 #include "recorder/host.h"
+#include "recorder/jit.h"
 #include "recorder/offcpu.h"
 #include "recorder/perf.h"
 #include "recorder/quality.h"
@@ -85,6 +88,9 @@ class ProfileBuilder {
   // Off-CPU: threads still switched out when the recording stops (attach mode, --duration: a server blocked
   // in accept) get their wait up to `end_ns`.
   void close_off_spans(uint64_t end_ns);
+  // Reads what the perf maps of the processes with JIT code gained since the last call (recorder/jit.h:
+  // new lines are stamped with the previous call's time). The recorder calls it every reading round.
+  void follow_jit_maps(uint64_t now_ns);
   // Names kernel frames and counts; `end_ns` closes nothing (open threads stay open-ended).
   void finish();
 
@@ -164,9 +170,10 @@ class ProfileBuilder {
     // short the program's life. `exec_lost`: lost_ at the exec (a loss since may have taken the mappings).
     bool exec_unmapped = false;
     uint64_t exec_lost = 0;
-    uint32_t live = 0;      // threads not yet exited: the unwinder forgets the pid at 0
-    std::string jitdump;    // the jit-PID.dump file the process mmapped ("" if none)
-    bool jit_read = false;  // its JIT names were read (at exit, or at the end: read_jit)
+    uint32_t live = 0;                 // threads not yet exited: the unwinder forgets the pid at 0
+    std::string jitdump;               // the jit-PID.dump file the process mmapped ("" if none)
+    std::optional<PerfMapFollower> perf_map;  // /tmp/perf-PID.map, followed while the process has JIT code
+    bool jit_read = false;                    // its JIT names were read (at exit, or at the end: read_jit)
     // Executable memory without a file (JIT code), [start, end): known code for the lost-records check.
     std::vector<std::pair<uint64_t, uint64_t>> anon_code;
   };
@@ -192,6 +199,7 @@ class ProfileBuilder {
   const elf::Identity* elf_for(const std::string& path);
   // Reads the process's perf map and jitdump into its model::Process::jit (recorder/jit.h), once.
   void read_jit(uint32_t pid, ProcRef& pr);
+  std::vector<uint32_t> jit_file_owners(uint32_t pid);
 
   void on_sample(const std::byte* p, size_t size, bool switch_event);
   // Unwinds a sample into path_ (root first; "(stack truncated)" first if the copy cut it short); `di`

@@ -29,13 +29,14 @@ T load(std::string_view image, size_t at) {
   return v;
 }
 
-// Reads a regular file (never blocks on a FIFO or device that happens to carry the name). Symbolic links
+// Opens a regular file (never blocks on a FIFO or device that happens to carry the name). Symbolic links
 // are refused: anyone can create /tmp/perf-PID.map, and a link there must not make a recorder running as
-// root copy lines of another file into a profile.
-Result<std::string> read_regular(const std::string& path, std::span<const uint32_t> uids, std::string* untrusted) {
+// root copy lines of another file into a profile. Nor may a file of another user (jit_file_untrusted,
+// checked on what was opened): then `*untrusted` says why. `st` gets the file's stat.
+Result<UniqueFd> open_regular(const std::string& path, struct stat& st, std::span<const uint32_t> uids,
+                              std::string* untrusted) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW));
   if (!fd.valid()) return Err("cannot open " + path + ": " + errno_text(errno));
-  struct stat st {};
   if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return Err(path + ": not a regular file");
   if (std::string why = jit_file_untrusted(st.st_uid, st.st_mode, uids); !why.empty()) {
     std::string message = path + ": " + why;
@@ -43,37 +44,45 @@ Result<std::string> read_regular(const std::string& path, std::span<const uint32
     return Err(std::move(message));
   }
   if (static_cast<uint64_t>(st.st_size) > kMaxJitFileBytes) return Err(path + ": too large");
-  std::string out;
-  out.resize(static_cast<size_t>(st.st_size));
-  size_t got = 0;
-  while (got < out.size()) {
-    ssize_t n = ::read(fd.get(), out.data() + got, out.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // shorter than fstat said (truncated meanwhile): what was read
-    got += static_cast<size_t>(n);
-  }
-  out.resize(got);
-  // Still being appended to: take what is there now.
+  return fd;
+}
+
+// Appends what `fd` holds from its position on (a file still being appended to: what is there now), up
+// to kMaxJitFileBytes in all.
+void read_rest(int fd, std::string& out, uint64_t already) {
   char buf[65536];
-  for (ssize_t n; out.size() < kMaxJitFileBytes && (n = ::read(fd.get(), buf, sizeof buf)) > 0;)
+  for (ssize_t n; already + out.size() < kMaxJitFileBytes;) {
+    n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
     out.append(buf, static_cast<size_t>(n));
+  }
+}
+
+Result<std::string> read_regular(const std::string& path, std::span<const uint32_t> uids, std::string* untrusted) {
+  struct stat st {};
+  auto fd = open_regular(path, st, uids, untrusted);
+  if (!fd) return std::move(fd).take_error();
+  std::string out;
+  out.reserve(static_cast<size_t>(st.st_size));
+  read_rest(fd->get(), out, 0);
   return out;
 }
 
 }  // namespace
 
 std::string jit_file_untrusted(uint32_t owner, uint32_t mode, std::span<const uint32_t> uids) {
-  if (mode & (S_IWGRP | S_IWOTH))
-    return (mode & S_IWOTH) ? "writable by others" : "writable by its group";
+  if (mode & (S_IWGRP | S_IWOTH)) return (mode & S_IWOTH) ? "writable by others" : "writable by its group";
   if (owner == 0 || std::find(uids.begin(), uids.end(), owner) != uids.end()) return "";
   std::string users;
   for (size_t i = 0; i < uids.size(); ++i)
-    if (std::find(uids.begin(), uids.begin() + static_cast<ptrdiff_t>(i), uids[i]) == uids.begin() + static_cast<ptrdiff_t>(i))
+    if (std::find(uids.begin(), uids.begin() + static_cast<ptrdiff_t>(i), uids[i]) ==
+        uids.begin() + static_cast<ptrdiff_t>(i))
       users += (users.empty() ? "" : " or ") + std::to_string(uids[i]);
   return "owned by user " + std::to_string(owner) + ", not by the process's user (" + users + ") or root";
 }
 
-std::vector<model::JitCode> parse_perf_map(std::string_view text) {
+std::vector<model::JitCode> parse_perf_map(std::string_view text, uint64_t seen_ns) {
   std::vector<model::JitCode> out;
   while (!text.empty()) {
     size_t nl = text.find('\n');
@@ -88,7 +97,7 @@ std::vector<model::JitCode> parse_perf_map(std::string_view text) {
     if (!parse_hex(line.substr(0, sp1), start) || !parse_hex(line.substr(sp1 + 1, sp2 - sp1 - 1), size))
       continue;
     if (size == 0 || start + size < start) continue;
-    out.push_back({start, start + size, std::string(line.substr(sp2 + 1))});
+    out.push_back({start, start + size, std::string(line.substr(sp2 + 1)), seen_ns});
   }
   return out;
 }
@@ -100,6 +109,8 @@ Result<std::vector<model::JitCode>> parse_jitdump(std::string_view image) {
     return Err(magic == __builtin_bswap32(kJitdumpMagic) ? "a jitdump file of the other byte order"
                                                          : "not a jitdump file");
   const uint32_t header_size = load<uint32_t>(image, 8);
+  // flags (at 32): JITDUMP_FLAGS_ARCH_TIMESTAMP means TSC counts, not CLOCK_MONOTONIC: no times then.
+  const bool monotonic = (load<uint64_t>(image, 32) & 1) == 0;
   if (header_size < 40 || header_size > image.size()) return Err("not a jitdump file (bad header size)");
   std::vector<model::JitCode> out;
   std::map<uint64_t, size_t> by_index;  // code_index -> entry in `out` (for JIT_CODE_MOVE)
@@ -107,6 +118,7 @@ Result<std::vector<model::JitCode>> parse_jitdump(std::string_view image) {
     const uint32_t id = load<uint32_t>(image, at);
     const uint32_t size = load<uint32_t>(image, at + 4);
     if (size < kRecordHeader || size > image.size() - at) break;  // truncated (still being written)
+    const uint64_t time = monotonic ? load<uint64_t>(image, at + 8) : 0;
     std::string_view body = image.substr(at + kRecordHeader, size - kRecordHeader);
     at += size;
     if (id == kJitCodeClose) break;
@@ -119,7 +131,7 @@ Result<std::vector<model::JitCode>> parse_jitdump(std::string_view image) {
       size_t nul = rest.find('\0');
       if (nul == std::string_view::npos || code_size == 0 || code_addr + code_size < code_addr) continue;
       by_index[code_index] = out.size();
-      out.push_back({code_addr, code_addr + code_size, std::string(rest.substr(0, nul))});
+      out.push_back({code_addr, code_addr + code_size, std::string(rest.substr(0, nul)), time});
     } else if (id == kJitCodeMove) {
       // pid, tid, vma, old_code_addr, new_code_addr, code_size, code_index
       if (body.size() < 48) continue;
@@ -127,8 +139,9 @@ Result<std::vector<model::JitCode>> parse_jitdump(std::string_view image) {
       auto it = by_index.find(load<uint64_t>(body, 40));
       if (it == by_index.end() || code_size == 0 || new_addr + code_size < new_addr) continue;
       std::string name = out[it->second].name;
+      out[it->second].until_ns = std::max(time, out[it->second].from_ns);  // gone from its old place
       it->second = out.size();
-      out.push_back({new_addr, new_addr + code_size, std::move(name)});
+      out.push_back({new_addr, new_addr + code_size, std::move(name), time});
     }
   }
   return out;
@@ -150,30 +163,71 @@ Result<std::vector<model::JitCode>> read_jitdump(const std::string& path, std::s
   return codes;
 }
 
-std::vector<model::JitCode> disjoint_jit_table(std::vector<model::JitCode> entries) {
-  std::vector<model::JitCode> out;
-  std::map<uint64_t, uint64_t> covered;  // start -> end of ranges taken by later entries (disjoint)
-  for (auto e = entries.rbegin(); e != entries.rend(); ++e) {
-    if (e->end <= e->start) continue;
-    uint64_t s = e->start, end = e->end;
-    // The covered ranges that overlap or touch [s, end), in order.
-    auto it = covered.upper_bound(s);
-    if (it != covered.begin() && std::prev(it)->second >= s) --it;
-    uint64_t pos = s, merged_start = s, merged_end = end;
-    auto first = it;
-    for (; it != covered.end() && it->first <= end; ++it) {
-      if (it->first > pos) out.push_back({pos, it->first, e->name});
-      pos = std::max(pos, it->second);
-      merged_start = std::min(merged_start, it->first);
-      merged_end = std::max(merged_end, it->second);
-    }
-    if (pos < end) out.push_back({pos, end, e->name});
-    covered.erase(first, it);
-    covered.emplace(merged_start, merged_end);
+std::vector<model::JitCode> merge_jit_sources(std::vector<model::JitCode> perf_map,
+                                              std::vector<model::JitCode> jitdump) {
+  if (jitdump.empty()) return perf_map;
+  // The jitdump's code as sorted, disjoint ranges.
+  std::vector<std::pair<uint64_t, uint64_t>> dumped;
+  for (const model::JitCode& c : jitdump)
+    if (c.end > c.start) dumped.emplace_back(c.start, c.end);
+  std::sort(dumped.begin(), dumped.end());
+  std::vector<std::pair<uint64_t, uint64_t>> merged;
+  for (const auto& r : dumped) {
+    if (!merged.empty() && r.first <= merged.back().second)
+      merged.back().second = std::max(merged.back().second, r.second);
+    else
+      merged.push_back(r);
   }
-  std::sort(out.begin(), out.end(),
-            [](const model::JitCode& a, const model::JitCode& b) { return a.start < b.start; });
-  return out;
+  std::erase_if(perf_map, [&](const model::JitCode& c) {
+    auto it = std::upper_bound(merged.begin(), merged.end(), std::make_pair(c.start, UINT64_MAX));
+    if (it != merged.begin() && std::prev(it)->second > c.start) return true;  // one starts before, ends in
+    return it != merged.end() && it->first < c.end;                            // one starts inside
+  });
+  perf_map.insert(perf_map.end(), std::make_move_iterator(jitdump.begin()),
+                  std::make_move_iterator(jitdump.end()));
+  return perf_map;
+}
+
+void PerfMapFollower::poll(uint64_t now_ns) {
+  struct stat at_path {};
+  const bool there = ::lstat(path_.c_str(), &at_path) == 0;
+  if (fd_.valid() && (!there || at_path.st_dev != dev_ || at_path.st_ino != ino_ ||
+                      static_cast<uint64_t>(at_path.st_size) < offset_)) {
+    fd_ = UniqueFd();  // replaced or truncated: another program's map now
+    entries_.clear();
+    partial_.clear();
+    offset_ = 0;
+  }
+  if (!fd_.valid() && there) {
+    struct stat st {};
+    if (auto fd = open_regular(path_, st, uids_, &untrusted_)) {
+      fd_ = std::move(*fd);
+      dev_ = st.st_dev;
+      ino_ = st.st_ino;
+    }
+  }
+  if (fd_.valid()) {
+    const size_t before = partial_.size();
+    read_rest(fd_.get(), partial_, offset_ - before);
+    offset_ += partial_.size() - before;
+    const size_t complete = partial_.rfind('\n');
+    if (complete != std::string::npos) {
+      auto lines = parse_perf_map(std::string_view(partial_).substr(0, complete + 1), last_ns_);
+      entries_.insert(entries_.end(), std::make_move_iterator(lines.begin()),
+                      std::make_move_iterator(lines.end()));
+      partial_.erase(0, complete + 1);
+    }
+  }
+  last_ns_ = now_ns;
+}
+
+std::vector<model::JitCode> PerfMapFollower::finish() {
+  const uint64_t before = last_ns_;
+  poll(last_ns_);
+  auto last = parse_perf_map(partial_, before);
+  partial_.clear();
+  entries_.insert(entries_.end(), std::make_move_iterator(last.begin()), std::make_move_iterator(last.end()));
+  return std::move(entries_);
 }
 
 uint32_t jitdump_pid(std::string_view path) {

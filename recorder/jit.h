@@ -15,12 +15,18 @@
 // file ("name (in perf-PID.map)" frames, which the front end takes as already symbolicated), baked
 // profiles, exports, `fxprof report`. Nothing is left for /symbolicate/v5 to answer.
 //
-// Code is reused: a runtime may free a function and put another one at its address. Both formats are
-// read in file order and a later entry replaces what it overlaps (perf does the same for perf maps), so a
-// profile names the code with the latest name at each address; a sample taken before the reuse may get
-// the newer name. Files are opened non-blocking and must be regular files (a FIFO named like a map would
-// block the recorder otherwise), not symbolic links, at most kMaxJitFileBytes, owned by the process's user or
-// root and not writable by group or others (else a data-quality line names the file).
+// Code is reused: a runtime may free a function and put another one at its address. Every entry keeps when
+// it appeared (model::JitCode::from_ns): a jitdump record's timestamp (CLOCK_MONOTONIC, as our samples,
+// unless the header says the runtime wrote TSC counts: those stay 0), a JIT_CODE_MOVE ending the old
+// place; a perf map line (the format has no time) the time the recorder last read the map without it,
+// since the recorder follows each map while recording (PerfMapFollower, polled every reading round: the
+// map of a process with JIT code, from the first line the runtime wrote). model::name_jit_frames then
+// names each sample after the code at its address at its time. Where a jitdump and a perf map both name
+// code, the jitdump's entries win (they have exact times). Files are opened non-blocking and must be
+// regular files (a FIFO named like a map would block the recorder otherwise), not symbolic links, at most
+// kMaxJitFileBytes, owned by the process's user or root and not writable by group or others (else a
+// data-quality line names the file: anyone can create /tmp/perf-PID.map before the process does, and
+// perf checks the owner too).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +35,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/fd.h"
 #include "base/result.h"
 #include "model/profile.h"
 
@@ -36,16 +43,16 @@ namespace fxprof::recorder {
 
 inline constexpr uint64_t kMaxJitFileBytes = uint64_t{1} << 30;
 
-// Parses perf map text; malformed lines are skipped. Returns the entries in file order.
-std::vector<model::JitCode> parse_perf_map(std::string_view text);
+// Parses perf map text; malformed lines are skipped. Returns the entries in file order, from `seen_ns`.
+std::vector<model::JitCode> parse_perf_map(std::string_view text, uint64_t seen_ns = 0);
 // Parses a jitdump image (a truncated last record, as a runtime still writing leaves it, is ignored).
 // An Error when the header is not a jitdump's (wrong magic or byte order, or too short).
 Result<std::vector<model::JitCode>> parse_jitdump(std::string_view image);
 
+// Reads and parses the file; an Error when it does not exist or is not a regular file.
 // Why a JIT file must not name the code of a process whose users (real, effective) are `uids`: "" when its
 // owner is one of them or root and neither group nor others may write it, else the reason ("owned by user
-// 1001", "writable by others"). Anyone can create /tmp/perf-PID.map before the process does: perf checks
-// the owner too.
+// 1001", "writable by others").
 std::string jit_file_untrusted(uint32_t owner, uint32_t mode, std::span<const uint32_t> uids);
 
 // Reads and parses the file; an Error when it does not exist, is not a regular file, or is not trusted for a
@@ -55,9 +62,35 @@ Result<std::vector<model::JitCode>> read_perf_map(const std::string& path, std::
 Result<std::vector<model::JitCode>> read_jitdump(const std::string& path, std::span<const uint32_t> uids,
                                                  std::string* untrusted = nullptr);
 
-// Entries in file order -> sorted, disjoint table: a later entry replaces what it overlaps (an earlier
-// entry cut by it keeps the part that does not overlap). Empty ranges are dropped.
-std::vector<model::JitCode> disjoint_jit_table(std::vector<model::JitCode> in_file_order);
+// A process's table: the perf map's entries, less those overlapping code the jitdump names, then the
+// jitdump's.
+std::vector<model::JitCode> merge_jit_sources(std::vector<model::JitCode> perf_map,
+                                              std::vector<model::JitCode> jitdump);
+
+// Follows a perf map as the runtime appends to it: poll() reads the complete lines added since the last
+// poll and stamps them with that poll's time (they were written after it); a file not there yet is looked
+// for again at the next poll; a file truncated or replaced (a new program with the pid) starts over.
+class PerfMapFollower {
+ public:
+  // `uids`: the process's users, whose map it may be (jit_file_untrusted).
+  PerfMapFollower(std::string path, std::vector<uint32_t> uids) : path_(std::move(path)), uids_(std::move(uids)) {}
+  void poll(uint64_t now_ns);
+  // A last poll (a last line without its newline included); the entries read, in file order.
+  std::vector<model::JitCode> finish();
+  const std::string& path() const { return path_; }
+  // Why the map at the path was not read ("" when it was, or there was none): one data-quality line.
+  const std::string& untrusted() const { return untrusted_; }
+
+ private:
+  std::string path_;
+  std::vector<uint32_t> uids_;
+  std::string untrusted_;
+  UniqueFd fd_;
+  uint64_t dev_ = 0, ino_ = 0, offset_ = 0;
+  uint64_t last_ns_ = 0;  // the previous poll (0: none yet, or the recording's start)
+  std::string partial_;   // a line not complete yet
+  std::vector<model::JitCode> entries_;
+};
 
 // "jit-1234.dump" (any folder) -> 1234; 0 when `path` is not a jitdump file name.
 uint32_t jitdump_pid(std::string_view path);

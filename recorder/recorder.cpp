@@ -704,6 +704,7 @@ Status Session::read_until_stop() {
       if (pfds[1 + pidfds_.size() + b].revents & (POLLHUP | POLLERR)) hung[b] = true;
     read_round();
     const uint64_t now = now_ns(CLOCK_MONOTONIC);
+    builder_->follow_jit_maps(now);  // perf map lines stamped as they appear (recorder/jit.h)
     if (capture_) capture_->rss_tick(now);
     rss_->tick(rec_.profile, now);
     counters_->tick(rec_.profile, now);

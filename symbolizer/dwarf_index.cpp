@@ -2,6 +2,7 @@
 
 #include <dwarf.h>
 #include <gelf.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
@@ -68,6 +69,8 @@ std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj, const ElfObje
       }
     }
   }
+  std::string dir = obj.path().substr(0, obj.path().rfind('/') + 1);
+  if (dir.empty()) dir = "./";
   Dwarf_CU* cu = nullptr;
   Dwarf_Half version;
   uint8_t unit_type;
@@ -78,6 +81,25 @@ std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj, const ElfObje
     c.die = cudie;
     c.sub = cudie;
     if (unit_type == DW_UT_skeleton && dwarf_tag(&subdie) == DW_TAG_compile_unit) c.sub = subdie;
+    if (unit_type == DW_UT_skeleton && dwarf_tag(&subdie) != DW_TAG_compile_unit) {
+      // Its functions and inlines are in a .dwo that is not there: say which, once per file name.
+      Dwarf_Attribute a;
+      const char* dwo = nullptr;
+      const char* comp_dir = nullptr;
+      if (dwarf_attr(&cudie, DW_AT_dwo_name, &a) != nullptr ||
+          dwarf_attr(&cudie, DW_AT_GNU_dwo_name, &a) != nullptr)
+        dwo = dwarf_formstring(&a);
+      if (dwarf_attr(&cudie, DW_AT_comp_dir, &a) != nullptr) comp_dir = dwarf_formstring(&a);
+      if (dwo != nullptr) {
+        std::string where = dwo[0] == '/' ? std::string(dwo) : dir + dwo;
+        if (dwo[0] != '/' && comp_dir != nullptr && std::string(comp_dir) + "/" + dwo != where)
+          where += std::string(" and ") + comp_dir + "/" + dwo;
+        std::string line = "Split DWARF file not found: " + std::string(dwo) + " (of " + obj.path() +
+                           "), looked for at " + where;
+        if (std::find(idx->missing_.begin(), idx->missing_.end(), line) == idx->missing_.end())
+          idx->missing_.push_back(std::move(line));
+      }
+    }
     uint32_t id = static_cast<uint32_t>(idx->cus_.size());
     Dwarf_Addr base, start, end;
     ptrdiff_t off = 0;
@@ -89,6 +111,13 @@ std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj, const ElfObje
       }
     }
     if (any) idx->cus_.push_back(std::move(c));
+  }
+  if (!idx->missing_.empty()) {
+    struct stat st {};
+    const std::string dwp = obj.path() + ".dwp";
+    if (::stat(dwp.c_str(), &st) == 0)
+      idx->missing_.push_back("Split DWARF package not read: " + dwp +
+                              " (this libdw reads .dwo files, not .dwp packages; keep the .dwo files)");
   }
   if (idx->cus_.empty()) return nullptr;
   std::sort(idx->ranges_.begin(), idx->ranges_.end(),

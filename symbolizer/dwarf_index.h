@@ -50,6 +50,11 @@ class DwarfIndex {
 
   size_t memory_bytes() const { return bytes_; }
 
+  // Split DWARF units whose .dwo libdw did not find (its rule: beside the file, then in the unit's
+  // DW_AT_comp_dir), one line each naming the .dwo and where it was looked for; a .dwp package beside the
+  // file is named too (libdw 0.188 does not read packages).
+  const std::vector<std::string>& missing_split_units() const { return missing_; }
+
  private:
   struct LineRow {
     uint64_t addr;
@@ -94,6 +99,7 @@ class DwarfIndex {
   std::vector<Cu> cus_;
   std::vector<CuRange> ranges_;
   size_t bytes_ = 0;
+  std::vector<std::string> missing_;
 };
 
 }  // namespace fxprof::symbolizer

@@ -140,6 +140,22 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
         },
         &notes);
   }
+  if (!debug && binary) {
+    // Named by the binary but not found: the user should know which file to install, and where it goes.
+    if (auto link = binary->debuglink()) {
+      const std::string dir = binary->path().substr(0, binary->path().rfind('/'));
+      std::string where = dir + "/, " + dir + "/.debug/";
+      for (const auto& d : lo.debug_dirs) where += ", " + d + dir + "/";
+      if (!build_id.empty()) {
+        const std::string id = model::code_id_from_build_id(build_id);
+        for (const auto& d : lo.debug_dirs)
+          where += ", " + d + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+      }
+      if (!lo.symbol_dirs.empty()) where += " and the --symbol-dir folders";
+      lib->missing.push_back("Debug file not found: " + link->first + " (.gnu_debuglink of " +
+                             binary->path() + "), looked for in " + where);
+    }
+  }
   if (!debug && build_id.empty() && plain_name) {
     // No build ID to locate by (the binary is gone and the profile has no codeId): the breakpad ID still
     // checks a <symbol dir>/<debugName>.debug.
@@ -181,7 +197,10 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
   // names of inlined functions. Found here by the shared locator; opened by libdw only with the DWARF.
   for (size_t i = 0; i < 2; ++i) {
     const ElfObject* f = lib->dwarf_files[i];
-    auto link = f != nullptr ? f->debugaltlink() : std::nullopt;
+    // Only a file with DWARF needs its alt file (Debian's stripped binaries keep the link, not the DWARF).
+    auto link = f != nullptr && (f->has_section(".debug_info") || f->has_section(".zdebug_info"))
+                    ? f->debugaltlink()
+                    : std::nullopt;
     if (!link || link->second.empty()) continue;
     elf::DebugQuery q;
     q.binary_path = f->path();
@@ -193,7 +212,15 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
       if (o) alt = std::move(o).value();
       return alt != nullptr;
     });
-    if (!alt) continue;
+    if (!alt) {
+      const std::string id = model::code_id_from_build_id(link->second);
+      lib->missing.push_back("dwz alt file not found: " + link->first + " (.gnu_debugaltlink of " +
+                             f->path() + ", build ID " + id +
+                             "), looked for at its recorded path, beside it" +
+                             (lo.symbol_dirs.empty() ? "" : ", in the --symbol-dir folders") +
+                             " and in the build-ID directories");
+      continue;
+    }
     lib->dwarf_alts[i] = alt.get();
     lib->objects.push_back(std::move(alt));
   }

@@ -25,6 +25,8 @@ DwarfIndex* Library::dwarf_index() {
     dwarf_tried = true;
     for (size_t i = 0; i < 2 && !dwarf; ++i)
       if (dwarf_files[i] != nullptr) dwarf = DwarfIndex::open(*dwarf_files[i], dwarf_alts[i]);
+    if (dwarf)
+      missing.insert(missing.end(), dwarf->missing_split_units().begin(), dwarf->missing_split_units().end());
   }
   return dwarf.get();
 }
@@ -162,6 +164,14 @@ Result<Resolution> Symbolizer::resolve(std::string_view debug_name, std::string_
   impl_->cache.account(*handle);
   out.library = handle->lib;
   return out;
+}
+
+std::vector<std::string> Symbolizer::missing_files(std::string_view debug_name,
+                                                   std::string_view breakpad_id) {
+  auto handle = impl_->cache.get(debug_name, breakpad_id);
+  if (!handle) return {};
+  std::lock_guard<std::mutex> lock(handle->lib->mu);
+  return handle->lib->missing;
 }
 
 Result<std::vector<SymbolInfo>> Symbolizer::lookup(std::string_view debug_name, std::string_view breakpad_id,

@@ -162,6 +162,11 @@ class Symbolizer {
   Result<Resolution> resolve(std::string_view debug_name, std::string_view breakpad_id,
                              std::span<const uint64_t> addresses);
 
+  // Debug files the library names that were not found, as far as its lookups so far needed them (a
+  // .gnu_debuglink, a dwz alt file, the .dwo files of split DWARF): one line each, naming the file and where
+  // it was looked for, for the caller's data-quality entries. Empty for an unknown library.
+  std::vector<std::string> missing_files(std::string_view debug_name, std::string_view breakpad_id);
+
   // The text of a source file of the library, only if `path` is absolute and the line table of the unit at
   // module_offset names it (after lexical normalization): kForbidden otherwise, and for a path through a
   // symlink or anything but a regular file; kNotFound for an unknown library or a missing file, kTooLarge

@@ -220,3 +220,63 @@ TEST_CASE("JIT code is named from the process's own table; other frames stay raw
   for (const auto& r : reqs) CHECK(p.binaries[r.binary].name != "perf-1.map");
   CHECK(request_for(reqs, p, "app").addresses.size() == 1);
 }
+
+TEST_CASE("JIT code reused over time: each sample gets the code at its address at its time", "[model][jit]") {
+  m::Profile p = make_profile();
+  // 0x10000 held "early" from t=100 until it moved at t=300, then "late" from t=400; "always" at 0x20000
+  // never changed; "stamped" (a perf map line read at t=50) is named for samples before 50 too.
+  p.processes[0].jit = {{0x10000, 0x10100, "early", 100, 300},
+                        {0x10000, 0x10100, "late", 400},
+                        {0x20000, 0x20100, "always", 0},
+                        {0x30000, 0x30100, "stamped", 50}};
+  p.processes[0].jit_source = "/tmp/jit-1.dump";
+  m::FrameId main_f = p.native_frame(0x555555555100), reused = p.native_frame(0x10010),
+             always = p.native_frame(0x20010), stamped = p.native_frame(0x30010);
+  std::vector<m::FrameId> s1{main_f, always, reused}, s2{main_f, stamped};
+  const m::StackId st1 = p.stacks.intern_path(s1), st2 = p.stacks.intern_path(s2);
+  p.processes[0].threads.push_back({});
+  auto& t = p.processes[0].threads[0];
+  t.samples = {{150, st1}, {200, st1}, {350, st1}, {500, st1}, {10, st2}, {60, st2}};
+  // A marker's backtrace at t=450: every frame a return address.
+  t.markers.push_back({});
+  t.markers[0].start_ns = 450;
+  t.markers[0].stack = st1;
+
+  m::name_jit_frames(p);
+
+  auto leaf = [&](m::StackId s) { return name_of(p, p.stacks.frame(s)); };
+  auto caller = [&](m::StackId s) { return name_of(p, p.stacks.frame(p.stacks.prefix(s))); };
+  CHECK(leaf(t.samples[0].stack) == "early");
+  CHECK(leaf(t.samples[1].stack) == "early");
+  CHECK(t.samples[0].stack == t.samples[1].stack);  // the same renamed stack, not a copy per sample
+  // Between the move and the next load nothing was there: the next code loaded names it.
+  CHECK(leaf(t.samples[2].stack) == "late");
+  CHECK(leaf(t.samples[3].stack) == "late");
+  for (size_t i = 0; i < 4; ++i) CHECK(caller(t.samples[i].stack) == "always");
+  CHECK(leaf(t.samples[4].stack) == "stamped");
+  CHECK(leaf(t.samples[5].stack) == "stamped");
+  CHECK(leaf(t.markers[0].stack) == "late");
+  CHECK(p.binaries[p.frames.get(p.stacks.frame(t.samples[0].stack)).binary].name == "jit-1.dump");
+}
+
+TEST_CASE("a caller frame at the first byte of a JIT function, none before it, is dropped", "[model][jit]") {
+  m::Profile p = make_profile();
+  // Python 3.13's trampolines: 11 bytes each in 16-byte slots. The scan found a stale pointer to the
+  // trampoline at 0x10010 (a function's first byte, the slot's padding before it) and the return address
+  // 0x10006 inside the one at 0x10000.
+  p.processes[0].jit = {{0x10000, 0x1000b, "py::outer"}, {0x10010, 0x1001b, "py::inner"}};
+  p.processes[0].jit_source = "/tmp/perf-1.map";
+  m::FrameId main_f = p.native_frame(0x555555555100), stale = p.native_frame(0x10010),
+             ret = p.native_frame(0x10006), leaf = p.native_frame(0x555555555200);
+  std::vector<m::FrameId> s{main_f, stale, ret, leaf}, as_leaf{main_f, stale};
+  p.processes[0].threads.push_back({});
+  p.processes[0].threads[0].samples = {{1, p.stacks.intern_path(s)}, {2, p.stacks.intern_path(as_leaf)}};
+  m::name_jit_frames(p);
+  const auto& smp = p.processes[0].threads[0].samples;
+  std::vector<std::string> names;
+  for (m::FrameId f : path(p, smp[0].stack))
+    names.push_back(p.frames.get(f).name == m::kNoString ? "raw" : name_of(p, f));
+  CHECK(names == std::vector<std::string>{"raw", "py::outer", "raw"});
+  // A sampled leaf there is the function itself.
+  CHECK(name_of(p, p.stacks.frame(smp[1].stack)) == "py::inner");
+}

@@ -1,4 +1,4 @@
-// Tests of recorder/jit.h: perf map and jitdump parsing, and the table that later entries win.
+// Tests of recorder/jit.h: perf map and jitdump parsing with times, merging, and following a perf map.
 #include "recorder/jit.h"
 #include "recorder/quality.h"
 
@@ -34,7 +34,7 @@ void put(std::string& out, T v) {
   out.append(reinterpret_cast<const char*>(&v), sizeof v);
 }
 
-std::string jitdump_header(uint32_t magic = 0x4A695444) {
+std::string jitdump_header(uint32_t magic = 0x4A695444, uint64_t flags = 0) {
   std::string d;
   put<uint32_t>(d, magic);
   put<uint32_t>(d, 1);
@@ -43,13 +43,14 @@ std::string jitdump_header(uint32_t magic = 0x4A695444) {
   put<uint32_t>(d, 0);
   put<uint32_t>(d, 1234);
   put<uint64_t>(d, 1);
-  put<uint64_t>(d, 0);
+  put<uint64_t>(d, flags);
   return d;
 }
-void code_load(std::string& d, uint64_t addr, uint64_t size, const std::string& name, uint64_t index) {
+void code_load(std::string& d, uint64_t addr, uint64_t size, const std::string& name, uint64_t index,
+               uint64_t time = 2) {
   put<uint32_t>(d, 0);
   put<uint32_t>(d, static_cast<uint32_t>(16 + 40 + name.size() + 1 + size));
-  put<uint64_t>(d, 2);
+  put<uint64_t>(d, time);
   put<uint32_t>(d, 1234);
   put<uint32_t>(d, 1234);
   put<uint64_t>(d, addr);
@@ -60,10 +61,11 @@ void code_load(std::string& d, uint64_t addr, uint64_t size, const std::string& 
   d += '\0';
   d.append(size, '\xcc');
 }
-void code_move(std::string& d, uint64_t old_addr, uint64_t new_addr, uint64_t size, uint64_t index) {
+void code_move(std::string& d, uint64_t old_addr, uint64_t new_addr, uint64_t size, uint64_t index,
+               uint64_t time = 3) {
   put<uint32_t>(d, 1);
   put<uint32_t>(d, 16 + 48);
-  put<uint64_t>(d, 3);
+  put<uint64_t>(d, time);
   put<uint32_t>(d, 1234);
   put<uint32_t>(d, 1234);
   put<uint64_t>(d, new_addr);
@@ -110,18 +112,93 @@ TEST_CASE("jitdump: code loads and moves; a truncated last record is ignored", "
   CHECK(!r::parse_jitdump(std::string(64, 'x')).ok());
 }
 
-TEST_CASE("the table: later entries replace what they overlap", "[recorder][jit]") {
-  auto got = r::disjoint_jit_table({{0x100, 0x200, "old"},
-                                    {0x180, 0x190, "inner"},
-                                    {0x300, 0x400, "gone"},
-                                    {0x300, 0x400, "reused"},
-                                    {0x500, 0x500, "empty"},
-                                    {0x1f0, 0x310, "bridge"}});
-  CHECK(entries(got) == std::vector<Entry>{{0x100, 0x180, "old"},
-                                           {0x180, 0x190, "inner"},
-                                           {0x190, 0x1f0, "old"},
-                                           {0x1f0, 0x310, "bridge"},
-                                           {0x310, 0x400, "reused"}});
+TEST_CASE("jitdump: each entry has its time; a move ends the old place; TSC times are dropped",
+          "[recorder][jit]") {
+  std::string d = jitdump_header();
+  code_load(d, 0x1000, 0x40, "first", 7, 1000);
+  code_load(d, 0x1000, 0x40, "reused", 8, 2000);  // the same address, later
+  code_move(d, 0x1000, 0x3000, 0x40, 7, 3000);
+  auto got = r::parse_jitdump(d);
+  REQUIRE(got.ok());
+  REQUIRE(got->size() == 3);
+  CHECK((*got)[0].from_ns == 1000);
+  CHECK((*got)[0].until_ns == 3000);
+  CHECK((*got)[1].from_ns == 2000);
+  CHECK((*got)[1].until_ns == UINT64_MAX);
+  CHECK(((*got)[2].start == 0x3000 && (*got)[2].name == "first" && (*got)[2].from_ns == 3000));
+  // JITDUMP_FLAGS_ARCH_TIMESTAMP: TSC counts, not comparable with CLOCK_MONOTONIC.
+  std::string tsc = jitdump_header(0x4A695444, 1);
+  code_load(tsc, 0x1000, 0x40, "first", 7, 1000);
+  auto t = r::parse_jitdump(tsc);
+  REQUIRE(t.ok());
+  REQUIRE(t->size() == 1);
+  CHECK((*t)[0].from_ns == 0);
+}
+
+TEST_CASE("merging: the jitdump's entries replace the perf map's where they overlap", "[recorder][jit]") {
+  auto got = r::merge_jit_sources({{0x100, 0x200, "map only"},
+                                   {0x300, 0x400, "map, overlapped at its end"},
+                                   {0x500, 0x600, "map, overlapped at its start"},
+                                   {0x700, 0x800, "map only too"}},
+                                  {{0x3f0, 0x510, "dump"}, {0x900, 0xa00, "dump too"}});
+  CHECK(entries(got) == std::vector<Entry>{{0x100, 0x200, "map only"},
+                                           {0x700, 0x800, "map only too"},
+                                           {0x3f0, 0x510, "dump"},
+                                           {0x900, 0xa00, "dump too"}});
+  CHECK(entries(r::merge_jit_sources({{0x100, 0x200, "map"}}, {})) ==
+        std::vector<Entry>{{0x100, 0x200, "map"}});
+}
+
+namespace {
+void append(const std::string& path, const std::string& text) {
+  int fd = open(path.c_str(), O_CREAT | O_WRONLY | O_APPEND, 0600);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+  close(fd);
+}
+}  // namespace
+
+TEST_CASE("a followed perf map: lines stamped with the poll before they were seen", "[recorder][jit]") {
+  fxprof::test::TempDir dir;
+  const std::string path = dir.file("perf-1.map");
+  const std::vector<uint32_t> mine{static_cast<uint32_t>(geteuid())};
+  r::PerfMapFollower f(path, mine);
+  f.poll(100);                           // not there yet
+  append(path, "1000 10 a\n2000 10 b");  // b's line is not complete yet
+  f.poll(200);
+  append(path, "\n1000 10 c\n");  // c reuses a's address
+  f.poll(300);
+  append(path, "3000 10 d");  // no newline: the runtime ended mid-line
+  auto got = f.finish();
+  REQUIRE(got.size() == 4);
+  CHECK(((got[0].name == "a" && got[0].from_ns == 100)));
+  CHECK(((got[1].name == "b" && got[1].from_ns == 200)));
+  CHECK(((got[2].name == "c" && got[2].from_ns == 200)));
+  CHECK(((got[3].name == "d" && got[3].from_ns == 300)));
+
+  // Replaced by another program's map (a pid reused): the old lines are dropped.
+  r::PerfMapFollower g(path, mine);
+  g.poll(10);
+  REQUIRE(unlink(path.c_str()) == 0);
+  append(path, "4000 10 new\n");
+  g.poll(20);
+  auto renewed = g.finish();
+  REQUIRE(renewed.size() == 1);
+  CHECK(renewed[0].name == "new");
+  CHECK(renewed[0].from_ns == 10);
+
+  // Symbolic links and FIFOs are not followed.
+  REQUIRE(symlink(path.c_str(), dir.file("link.map").c_str()) == 0);
+  r::PerfMapFollower l(dir.file("link.map"), mine);
+  l.poll(1);
+  CHECK(l.finish().empty());
+
+  // A map another user owns (anyone can create /tmp/perf-PID.map first) is not read, and says why.
+  REQUIRE(chown(path.c_str(), 4242, 4242) == 0);
+  r::PerfMapFollower other(path, mine);
+  other.poll(1);
+  CHECK(other.finish().empty());
+  CHECK(other.untrusted().find("owned by user 4242") != std::string::npos);
 }
 
 TEST_CASE("jitdump file names and reading files", "[recorder][jit]") {

@@ -1,6 +1,7 @@
 // Tests of symbolizer/load.cpp: finding a library's files (debuglink, build-ID trees, MiniDebugInfo,
 // debuginfod, perf maps) and never using a file with another build ID.
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <vector>
 
@@ -157,5 +158,79 @@ TEST_CASE("load: truncated, empty and non-ELF files are clean errors") {
     sym::Symbolizer s(no_system_debug());
     s.add_known_lib(known(original, path));
     CHECK_FALSE(s.lookup("sym_inline", original.breakpad, std::vector<uint64_t>{0x1000}).ok());
+  }
+}
+
+namespace {
+// A small program built here with `flags` (in `dir`, whose .o and .dwo files are written there too).
+std::string build_small(const fxprof::test::TempDir& dir, const std::vector<std::string>& flags) {
+  {
+    std::ofstream src(dir.file("small.c"));
+    src << "static inline int sq(int x) { return x * x; }\n"
+           "__attribute__((noinline)) int work(int n) { int s = 0; for (int i = 0; i < n; i++) s += sq(i); "
+           "return s; }\n"
+           "int main(int argc, char** argv) { (void)argv; return work(argc * 1000) & 1; }\n";
+  }
+  std::vector<std::string> cmd = {"gcc", "-O2", "-g"};
+  cmd.insert(cmd.end(), flags.begin(), flags.end());
+  cmd.insert(cmd.end(), {"small.c", "-o", "small"});
+  fxprof::test::CmdOptions o;
+  o.cwd = dir.path();
+  auto r = fxprof::test::run(cmd, o);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  return dir.file("small");
+}
+}  // namespace
+
+TEST_CASE("load: debug files the binary names and that are missing are handed out, one line each") {
+  using fxprof::test::run;
+  fxprof::test::TempDir dir;
+  SECTION("a split DWARF .dwo") {
+    const std::string bin = build_small(dir, {"-gsplit-dwarf"});
+    REQUIRE(std::filesystem::exists(dir.file("small.dwo")));
+    std::filesystem::remove(dir.file("small.dwo"));
+    Prog p = prog(bin);
+    sym::Symbolizer s(no_system_debug());
+    s.add_known_lib(known(p, bin, "small"));
+    const NmSym work = nm_symbols(bin).at("work");
+    auto r = s.lookup("small", p.breakpad, std::vector<uint64_t>{work.addr + 4});
+    REQUIRE(r.ok());
+    CHECK((*r)[0].function == "work");  // from the symbol table
+    CHECK(s.missing_files("small", p.breakpad) ==
+          std::vector<std::string>{"Split DWARF file not found: small.dwo (of " + bin + "), looked for at " +
+                                   dir.path() + "/small.dwo"});
+  }
+  SECTION("a .gnu_debuglink file") {
+    const std::string bin = build_small(dir, {});
+    REQUIRE(run({"objcopy", "--only-keep-debug", bin, bin + ".debug"}).status == 0);
+    REQUIRE(run({"objcopy", "--strip-all", "--add-gnu-debuglink=" + bin + ".debug", bin}).status == 0);
+    std::filesystem::remove(bin + ".debug");
+    Prog p = prog(bin);
+    sym::Symbolizer s(no_system_debug());
+    s.add_known_lib(known(p, bin, "small"));
+    auto r = s.lookup("small", p.breakpad, std::vector<uint64_t>{0x1000});
+    REQUIRE(r.ok());
+    CHECK(s.missing_files("small", p.breakpad) ==
+          std::vector<std::string>{"Debug file not found: small.debug (.gnu_debuglink of " + bin +
+                                   "), looked for in " + dir.path() + "/, " + dir.path() + "/.debug/"});
+  }
+  SECTION("a dwz alt file") {
+    const std::string bin = build_small(dir, {});
+    std::filesystem::copy_file(bin, dir.file("other"));
+    REQUIRE(run({"dwz", "-m", dir.file("common.debug"), bin, dir.file("other")}).status == 0);
+    std::filesystem::remove(dir.file("common.debug"));
+    Prog p = prog(bin);
+    sym::Symbolizer s(no_system_debug());
+    s.add_known_lib(known(p, bin, "small"));
+    auto r = s.lookup("small", p.breakpad, std::vector<uint64_t>{0x1000});
+    REQUIRE(r.ok());
+    auto missing = s.missing_files("small", p.breakpad);
+    REQUIRE(missing.size() == 1);
+    CHECK(missing[0].rfind("dwz alt file not found: " + dir.file("common.debug") + " (.gnu_debugaltlink of " +
+                               bin + ", build ID ",
+                           0) == 0);
+    CHECK(missing[0].ends_with(
+        "), looked for at its recorded path, beside it and in the build-ID directories"));
   }
 }

@@ -120,6 +120,46 @@ TEST_CASE("lookup: DWARF run through dwz finds its .gnu_debugaltlink file, by pa
   }
 }
 
+TEST_CASE("lookup: separate debug files dwz'd after their debuglinks were made keep their inline chains") {
+  // Issue 22: `objcopy --only-keep-debug` + `--add-gnu-debuglink`, then `dwz -m common.debug a.debug
+  // b.debug` (two programs sharing inlined code): dwz rewrites the debug files, so the debuglinks' CRCs no
+  // longer match, and the inlined functions' abstract origins (DW_FORM_GNU_ref_alt) and names
+  // (DW_FORM_GNU_strp_alt) are in common.debug. libdw (eu-addr2line -i) takes the debug file by its build
+  // ID and names the inlined functions; so must we.
+  fxprof::test::TempDir d;
+  for (const char* name : {"a", "b"}) {
+    std::filesystem::copy_file(test_program(name == std::string("a") ? "sym_inline" : "sym_inline_rebuilt"),
+                               d.file(name));
+    const std::string bin = d.file(name), dbg = d.file(std::string(name) + ".debug");
+    REQUIRE(run({"objcopy", "--only-keep-debug", bin, dbg}).status == 0);
+    REQUIRE(run({"objcopy", "--strip-debug", "--add-gnu-debuglink=" + dbg, bin}).status == 0);
+  }
+  auto r = run({"dwz", "-m", d.file("common.debug"), "-M", d.file("common.debug"), d.file("a.debug"),
+                d.file("b.debug")});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  REQUIRE(run({"readelf", "-S", d.file("a.debug")}).out.find(".gnu_debugaltlink") != std::string::npos);
+  Prog p = prog(d.file("a"));
+  sym::Symbolizer s(no_system_debug());
+  s.add_known_lib(known(p, p.path));
+  Prog with_symbols = p;
+  with_symbols.path = d.file("a.debug");  // nm reads the symbols there (the binary keeps them too)
+  check_compute_hot(s, with_symbols, true);
+  // The same chain as libdw's at an address where leaf_helper is inlined.
+  const NmSym hot = nm_symbols(with_symbols.path).at("_Z11compute_hoti");
+  for (uint64_t a = hot.addr; a < hot.addr + hot.size; ++a) {
+    auto ours = s.lookup("sym_inline", p.breakpad, std::vector<uint64_t>{a});
+    REQUIRE(ours.ok());
+    if ((*ours)[0].inlines.size() != 2) continue;
+    auto eu = run({"eu-addr2line", "-i", "-f", "-C", "-e", d.file("a"), hex(a)});
+    REQUIRE(eu.status == 0);
+    INFO(eu.out);
+    CHECK(eu.out.find((*ours)[0].inlines[0].function.substr(0, 11)) != std::string::npos);  // leaf_helper
+    CHECK(eu.out.find((*ours)[0].inlines[1].function.substr(0, 10)) != std::string::npos);  // mid_helper
+    break;
+  }
+}
+
 TEST_CASE(
     "lookup: DWARF is indexed on the first address inside a function, never for addresses outside all") {
   // A baked profile asks again for the return addresses that found nothing (typically a function's first
