@@ -534,10 +534,10 @@ Summary HeapSource::finish(model::Profile& prof) {
       Event& a = ev[live.event(slot)];
       total -= a.size;
       end_block(a, i, e.time);
-      if (uint64_t& last = where.entry(e.pid, e.tid).last_alloc; last == e.addr) {
-        ++stats.temporary;
-        last = 0;
-      }
+      // Temporary: the thread's next event after allocating the block is its free (as heaptrack counts).
+      uint64_t& last = where.entry(e.pid, e.tid).last_alloc;
+      if (last == e.addr) ++stats.temporary;
+      last = 0;
       live.erase(slot);
     }
   }
