@@ -272,7 +272,8 @@ std::string format_heap_report(const HeapReport& r) {
   if (!r.sampled) {
     std::snprintf(
         line, sizeof line,
-        "  temporary:        %s (%.1f%% of allocations: freed before the thread allocated again)\n",
+        "  temporary:        %s (%.1f%% of allocations: freed before the thread allocated or freed anything "
+        "else)\n",
         count_text(r.temporary).c_str(),
         r.allocations ? 100.0 * static_cast<double>(r.temporary) / static_cast<double>(r.allocations) : 0.0);
     out += line;
