@@ -15,12 +15,14 @@
 #include "exporter/flamegraph_svg.h"
 #include "exporter/folded.h"
 #include "exporter/gecko.h"
+#include "exporter/heap_report.h"
 #include "exporter/output.h"
 #include "exporter/pprof.h"
 #include "exporter/report.h"
 #include "heap/heap.h"
 #include "pipeline/symbolicate.h"
 #include "recorder/offcpu.h"
+#include "recorder/quality.h"
 #include "recorder/recorder.h"
 #include "server/server.h"
 
@@ -345,9 +347,22 @@ int cmd_record(std::span<char*> args) {
     heap_source = std::move(*h);
   }
   auto recording = recorder::record(rec);
-  std::string heap_summary;
+  std::string heap_lost;
   if (heap_source) {
-    if (recording) heap_summary = heap::format_summary(heap_source->finish(recording->profile));
+    if (recording) {
+      heap::Summary h = heap_source->finish(recording->profile);
+      // An allocator linked into the program makes calls the heap library never sees: say so, by name.
+      const std::string& program = rec.command.at(0);
+      const std::string line =
+          heap::own_allocator_line(program, heap::own_allocator(recorder::command_path(program)));
+      if (!line.empty()) {
+        const recorder::QualityProblem q{"Allocator --heap cannot see: " + program, 1, line};
+        recorder::report_quality(recording->profile, {&q, 1});
+      }
+      if (h.lost_chunks > 0)
+        heap_lost = "fxprof: heap: " + std::to_string(h.lost_chunks) +
+                    " event chunks lost (the program closed the pipe)\n";
+    }
     heap_source.reset();
   }
   if (!recording) {
@@ -404,16 +419,21 @@ int cmd_record(std::span<char*> args) {
                "fxprof: recorded %.2f s, %llu samples, %u threads, %u processes, %llu lost records -> %s\n",
                st.duration_s, static_cast<unsigned long long>(st.samples), st.threads, st.processes,
                static_cast<unsigned long long>(st.lost_records), output.c_str());
-  std::fputs(heap_summary.c_str(), stderr);
   if (rec.event)
     std::fprintf(stderr, "fxprof: sampled on %s, one sample per %llu event%s: %llu samples stand for ~%llu %s%s\n",
                  rec.event->name.c_str(), static_cast<unsigned long long>(st.event_period),
                  st.event_period == 1 ? "" : "s", static_cast<unsigned long long>(st.samples),
                  static_cast<unsigned long long>(st.samples * st.event_period), rec.event->name.c_str(),
                  st.lost_records ? " (some were lost: a larger -c samples fewer of them)" : "");
-  // The top functions and the exports want names: symbolicate the model, unless it was for the file.
-  if ((!quiet || !exports.empty()) && !hold.interrupted()) {
+  // The heap's figures and the top functions and the exports want names: symbolicate the model, unless it
+  // was for the file.
+  const bool heap = heap_opt.has_value();
+  if ((!quiet || !exports.empty() || heap) && !hold.interrupted()) {
     if (!recording->profile.meta.presymbolicated) name_frames();
+    if (heap)
+      std::fputs(exporter::format_heap_summary(exporter::make_heap_report(recording->profile, 5), 5).c_str(),
+                 stderr);
+    std::fputs(heap_lost.c_str(), stderr);
     if (!quiet) {
       std::string top = exporter::top_self_summary(recording->profile, 5);
       if (!top.empty()) std::fprintf(stderr, "fxprof: top self: %s\n", top.c_str());

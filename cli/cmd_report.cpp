@@ -5,6 +5,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/profile_input.h"
+#include "exporter/heap_report.h"
 #include "exporter/output.h"
 #include "exporter/report.h"
 
@@ -24,6 +25,9 @@ constexpr const char* kHelp =
     "  --limit N                functions per table (default 10)\n"
     "  --tree                   also print the top-down call tree (like perf report --stdio)\n"
     "  --min-percent P          leave out call-tree branches under P% of the section (default 0.5)\n"
+    "  --heap                   the heap instead (a profile recorded with --heap): allocations, bytes,\n"
+    "                           the peak and the call paths that held it, leaks, temporary allocations,\n"
+    "                           the top sites by bytes and by count, and a histogram of sizes\n"
     "  --json                   print JSON instead (the same numbers, for scripts)\n"
     "  --symbol-dir DIR         also look for symbol files in DIR (repeatable)\n"
     "  --no-symbolicate         keep unresolved addresses as lib+0xoffset\n"
@@ -36,7 +40,7 @@ constexpr std::string_view kCommand = "report";
 int cmd_report(std::span<char*> args) {
   InputOptions input;
   exporter::ReportOptions opts;
-  bool json = false;
+  bool json = false, heap = false;
   std::string in;
   ArgParser p(args);
   while (!p.done()) {
@@ -67,6 +71,8 @@ int cmd_report(std::span<char*> args) {
       auto n = parse_number(*v);
       if (!n || *n < 0 || *n > 100) return usage_error(kCommand, "--min-percent needs a percentage");
       opts.tree_min_percent = *n;
+    } else if (p.flag("", "--heap")) {
+      heap = true;
     } else if (p.flag("", "--json")) {
       json = true;
     } else if (auto v = p.option("", "--symbol-dir")) {
@@ -85,6 +91,32 @@ int cmd_report(std::span<char*> args) {
   if (!profile) {
     std::fprintf(stderr, "fxprof: %s\n", profile.error().c_str());
     return profile.exit_code();
+  }
+  if (heap) {
+    if (!exporter::has_heap_data(*profile)) {
+      std::fprintf(stderr, "fxprof: %s has no heap data (record it with `fxprof record --heap`)\n",
+                   in.c_str());
+      return 1;
+    }
+    exporter::HeapReport h = exporter::make_heap_report(*profile, opts.limit);
+    if (!json) {
+      std::string text = exporter::format_heap_report(h);
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      return std::fflush(stdout) == 0 ? 0 : 1;
+    }
+    auto out = exporter::open_output("-");
+    {
+      JsonWriter w(**out);
+      w.begin_object().key("heap");
+      exporter::write_heap_report_json(h, w);
+      w.end_object();
+    }
+    (*out)->write("\n");
+    if (auto s = (*out)->finish(); !s) {
+      std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+      return 1;
+    }
+    return 0;
   }
   exporter::Report report = exporter::make_report(*profile, opts);
   if (json) {

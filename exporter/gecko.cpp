@@ -189,6 +189,16 @@ void write_meta(const Profile& p, const Process* proc, bool top, JsonWriter& w) 
   if (top) {
     w.key("profilingStartTime").value(0.0);
     if (p.meta.end_monotonic_ns) w.key("profilingEndTime").value(rel_ms(*p.meta.end_monotonic_ns, origin));
+    if (const auto& h = p.meta.heap) {  // fxprof's own key: the front end copies meta field by field
+      w.key("fxprofHeap").begin_object();
+      w.key("mode").value(h->sampled ? "sampled" : "full").key("rate").value(h->rate_bytes);
+      w.key("temporary").value(h->temporary).key("peakBytes").value(h->peak_bytes);
+      w.key("peakTime").value(rel_ms(h->peak_time_ns, origin));
+      w.key("sizes").begin_array();
+      for (const auto& b : h->sizes)
+        w.begin_array().value(b.max_size).value(b.count).value(b.bytes).end_array();
+      w.end_array().end_object();
+    }
   }
   w.end_object();
 }
@@ -355,6 +365,8 @@ void write_thread(const Profile& p, const Process& proc, PidLabel pid, const Thr
     w.begin_array().value(name_index).value(rel_ms_us(a.time_ns, proc.start_ns)).null().value(0).value(0);
     w.begin_object().key("type").value("Native allocation").key("size").value(a.bytes);
     w.key("memoryAddress").value(a.address).key("threadId").value(a.tid);
+    if (a.count != 1) w.key("count").value(a.count);  // read back by our reader; the front end ignores it
+    if (a.at_peak) w.key("atPeak").value(1);
     w.key("stack").begin_object().key("samples").begin_object();
     w.key("schema").begin_object().key("stack").value(0).end_object();
     w.key("data").begin_array().begin_array();

@@ -384,6 +384,7 @@ class Reader {
     uint64_t mono_ns = 0;
     double shutdown_ms = NAN;
     double profiling_end_ms = NAN;
+    double heap_peak_ms = NAN;
   };
 
   void finish_process(size_t index, bool top) {
@@ -396,6 +397,8 @@ class Reader {
     proc.start_ns = start;
     if (!std::isnan(st.shutdown_ms)) proc.end_ns = shift(start, st.shutdown_ms);
     if (top && !std::isnan(st.profiling_end_ms)) p_.meta.end_monotonic_ns = shift(start, st.profiling_end_ms);
+    if (top && p_.meta.heap && !std::isnan(st.heap_peak_ms))
+      p_.meta.heap->peak_time_ns = shift(start, st.heap_peak_ms);
     // Times were read relative to the process start (meta may come after threads): make them absolute.
     for (model::Thread& t : proc.threads) {
       t.start_ns += start;
@@ -499,6 +502,39 @@ class Reader {
           if (label == kDataQuality) p_.meta.data_quality = std::move(quality);
           return ok;
         });
+      }
+      if (k == "fxprofHeap") {
+        model::Meta::HeapStats h;
+        bool ok = fields(f, [&](std::string_view hk, od::value hv) {
+          if (hk == "mode") {
+            std::string mode;
+            bool r = string(hv, mode);
+            h.sampled = mode == "sampled";
+            return r;
+          }
+          if (hk == "rate") return number(hv, h.rate_bytes, 0);
+          if (hk == "temporary") return u64(hv, h.temporary);
+          if (hk == "peakBytes") {
+            double b = 0;
+            bool r = number(hv, b, 0);
+            h.peak_bytes = static_cast<int64_t>(std::llround(b));
+            return r;
+          }
+          if (hk == "peakTime") return number(hv, st.heap_peak_ms);
+          if (hk != "sizes") return true;
+          return elements(hv, [&](od::value bin) {
+            model::Meta::HeapStats::SizeBin b;
+            size_t i = 0;
+            bool r = elements(bin, [&](od::value x) {
+              uint64_t* dst[3] = {&b.max_size, &b.count, &b.bytes};
+              return i < 3 ? u64(x, *dst[i++]) : true;
+            });
+            h.sizes.push_back(b);
+            return r;
+          });
+        });
+        p_.meta.heap = std::move(h);
+        return ok;
       }
       if (k == "presymbolicated") {
         bool b = false;
@@ -1112,6 +1148,8 @@ class Reader {
           if (key == "size") a.bytes = static_cast<int64_t>(std::llround(f.number));
           if (key == "memoryAddress") a.address = static_cast<uint64_t>(std::llround(f.number));
           if (key == "threadId") a.tid = static_cast<uint32_t>(std::llround(f.number));
+          if (key == "count") a.count = static_cast<uint32_t>(std::llround(f.number));
+          if (key == "atPeak") a.at_peak = f.number != 0;
         }
         t.allocations.push_back(a);
         continue;

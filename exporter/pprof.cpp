@@ -2,6 +2,7 @@
 
 #include <protozero/pbf_writer.hpp>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "exporter/functions.h"
@@ -109,6 +110,17 @@ void write_pprof(const model::Profile& profile, OutputFile& out) {
   // Wall-clock samples of a blocked or preempted thread (leaf: an Idle label such as "[blocked: futex]"),
   // each worth one interval: Pyroscope and Parca show it as a profile type of its own.
   value_type(top, pb::kSampleType, strings.intern("off_cpu"), strings.intern("nanoseconds"));
+  // A heap profile (record --heap) also carries Go's heap profile values, as `go tool pprof` and Pyroscope
+  // name them: blocks and bytes allocated, and those still allocated at the end (in use).
+  bool heap = false;
+  for (const model::Process& proc : profile.processes)
+    for (const model::Thread& t : proc.threads) heap |= !t.allocations.empty();
+  if (heap) {
+    value_type(top, pb::kSampleType, strings.intern("alloc_objects"), strings.intern("count"));
+    value_type(top, pb::kSampleType, strings.intern("alloc_space"), strings.intern("bytes"));
+    value_type(top, pb::kSampleType, strings.intern("inuse_objects"), strings.intern("count"));
+    value_type(top, pb::kSampleType, strings.intern("inuse_space"), strings.intern("bytes"));
+  }
   value_type(top, pb::kPeriodType, strings.intern("cpu"), strings.intern("nanoseconds"));
   top.add_int64(pb::kPeriod, static_cast<int64_t>(profile.meta.interval_ms * 1e6));
   top.add_int64(pb::kDefaultSampleType, strings.intern("samples"));
@@ -192,12 +204,14 @@ void write_pprof(const model::Profile& profile, OutputFile& out) {
                 k_process = strings.intern("process"), k_pid = strings.intern("pid");
   struct Weight {
     int64_t count = 0, cpu_ns = 0, off_cpu_ns = 0;
+    int64_t alloc_n = 0, alloc_b = 0, inuse_n = 0, inuse_b = 0;
   };
   const auto interval_ns = static_cast<int64_t>(profile.meta.interval_ms * 1e6);
   auto off_cpu = [&](model::StackId st) {
     const model::Frame& leaf = profile.frames.get(profile.stacks.frame(st));
     return leaf.kind == model::FrameKind::Label && leaf.category == model::Category::Idle;
   };
+  std::unordered_set<uint64_t> freed;  // a thread's allocation rows that have their free row
   std::unordered_map<model::StackId, Weight> per_stack;
   std::vector<model::StackId> order;
   std::vector<uint64_t> locs;
@@ -216,6 +230,20 @@ void write_pprof(const model::Profile& profile, OutputFile& out) {
         if (s.cpu_delta_ns > 0) it->second.cpu_ns += s.cpu_delta_ns;
         if (off_cpu(s.stack)) it->second.off_cpu_ns += interval_ns;
       }
+      freed.clear();
+      for (const model::Allocation& a : th.allocations)
+        if (a.bytes < 0) freed.insert(a.address);
+      for (const model::Allocation& a : th.allocations) {
+        if (a.bytes < 0 || a.stack == model::kNoStack) continue;
+        auto [it, inserted] = per_stack.try_emplace(a.stack);
+        if (inserted) order.push_back(a.stack);
+        it->second.alloc_n += a.count;
+        it->second.alloc_b += a.bytes;
+        if (!freed.contains(a.address)) {
+          it->second.inuse_n += a.count;
+          it->second.inuse_b += a.bytes;
+        }
+      }
       const int64_t th_name = strings.intern(th.name);
       for (model::StackId st : order) {
         // Locations first (they are top-level messages of their own), then the sample.
@@ -233,8 +261,9 @@ void write_pprof(const model::Profile& profile, OutputFile& out) {
         {
           protozero::pbf_writer sample(top, pb::kSample);
           sample.add_packed_uint64(pb::kLocationId, locs.begin(), locs.end());
-          const int64_t values[3] = {wt.count, wt.cpu_ns, wt.off_cpu_ns};
-          sample.add_packed_int64(pb::kValue, std::begin(values), std::end(values));
+          const int64_t values[7] = {wt.count,   wt.cpu_ns,  wt.off_cpu_ns, wt.alloc_n,
+                                     wt.alloc_b, wt.inuse_n, wt.inuse_b};
+          sample.add_packed_int64(pb::kValue, std::begin(values), std::begin(values) + (heap ? 7 : 3));
           auto label = [&](int64_t key, int64_t str, int64_t num) {
             protozero::pbf_writer l(sample, pb::kLabel);
             l.add_int64(pb::kKey, key);

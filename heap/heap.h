@@ -5,8 +5,8 @@
 // LD_PRELOAD, with the pipe's write end in FXPROF_HEAP_FD, so that the program launched next (and everything
 // it forks and execs) inherits both. finish() takes them out of the environment again (so nothing fxprof runs
 // later, such as the browser, is recorded), closes our write end, reads to the end of the stream and turns
-// the events into the profile: `Native allocation` markers on the allocating thread (frees with negative
-// sizes, matched to their allocation by address) and a `Memory` counter per process.
+// the events into the profile: `Native allocation` rows on the allocating thread (blocks of one stack and
+// time bucket aggregated, frees matched to their row), a `Memory` counter per process and meta.heap.
 //
 // The reader thread only copies the stream (heap/wire.h) into one anonymous mapping (8 MiB first, doubled
 // by mremap, filled with huge pages), as fast as the program writes it: a full pipe blocks the program
@@ -35,23 +35,10 @@ struct Options {
   std::string shim_path;           // "" = libfxprof_heap.so next to /proc/self/exe
 };
 
-struct Site {
-  std::string name;  // "function (lib)" or "lib+0xOFFSET"
-  int64_t bytes = 0;
-  uint64_t blocks = 0;
-};
-
+// What finish() says about the stream itself; the heap's figures are in the profile (exporter/heap_report.h).
 struct Summary {
   Mode mode = Mode::Sampled;
-  uint64_t allocations = 0;  // (sampled: estimated)
-  uint64_t temporary = 0;    // freed by the same thread with no other allocation in between
-  uint64_t frees = 0;
-  int64_t peak_bytes = 0;
-  double peak_time_s = 0;      // since the recording started
-  int64_t retained_bytes = 0;  // allocated and never freed when the program ended
-  uint64_t retained_blocks = 0;
-  std::vector<Site> top_sites;  // by retained bytes, at most 5
-  uint64_t lost_chunks = 0;     // chunks the program could not write (pipe closed)
+  uint64_t lost_chunks = 0;  // chunks the program could not write (pipe closed)
   uint64_t events = 0;
 };
 
@@ -71,7 +58,15 @@ class HeapSource {
   std::unique_ptr<Impl> impl_;
 };
 
-// The summary printed after recording (a few lines, ends with a newline).
-std::string format_summary(const Summary& s);
+// Allocators the shim cannot see, found in the executable `path` (the program fxprof launches): a statically
+// linked executable (nothing can be preloaded into it) and allocator entry points it defines itself
+// (jemalloc, mimalloc, tcmalloc linked in, its own malloc; a Rust #[global_allocator] with one of them).
+struct OwnAllocator {
+  bool static_executable = false;
+  std::vector<std::string> functions;  // the allocator functions found, sorted
+};
+OwnAllocator own_allocator(const std::string& path);
+// The data-quality line saying so ("" when there is nothing to say).
+std::string own_allocator_line(const std::string& program, const OwnAllocator& a);
 
 }  // namespace fxprof::heap

@@ -130,7 +130,8 @@ inline size_t addr_bit(const void* p) {
 // The shim's own code, skipped at the top of every backtrace.
 uintptr_t self_lo = 0, self_hi = 0;
 
-constexpr size_t kCacheSlots = 4096;  // per-thread stack cache: hash -> id (64 KiB)
+constexpr size_t kCacheSlots = size_t{1}
+                               << 16;  // per-thread stack cache: hash -> id (1 MiB, touched as used)
 struct CacheSlot {
   uint64_t hash;
   uint32_t id;
@@ -278,7 +279,7 @@ ThreadState* thread_state() {
   if (tls.done) return nullptr;
   void* m = mmap(nullptr, sizeof(ThreadState), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return nullptr;
-  auto* s = new (m) ThreadState();
+  auto* s = new (m) ThreadState;  // default-initialised: the cache stays the mapping's zero pages until used
   s->tid = static_cast<uint32_t>(syscall(SYS_gettid));
   s->pid = cur_pid.load(std::memory_order_relaxed);
   s->rng = now_ns() ^ (uint64_t{s->tid} << 32) ^ 0x9E3779B97F4A7C15ull;

@@ -175,6 +175,12 @@ struct Allocation {
   int64_t bytes = 0;
   uint64_t address = 0;
   uint32_t tid = 0;  // the thread that allocated (bytes > 0) or freed (bytes < 0)
+  // A row may stand for many blocks (heap/source.cpp aggregates blocks of one stack and time bucket that
+  // were freed in one bucket, or never): `count` blocks, `bytes` their sum, `address` a tag shared by the
+  // row and its free row only. The front end's four summaries only ever sum rows per stack, so they stay
+  // exact. at_peak: the row's blocks were allocated and not yet freed when the heap peaked.
+  uint32_t count = 1;
+  bool at_peak = false;
 };
 
 // A counter track (Gecko `counters`, `delta` written as its `count`). The front end picks the graph by
@@ -294,6 +300,20 @@ struct Meta {
     uint64_t count = 0;
   };
   std::vector<Problem> data_quality;
+  // `record --heap`: what the aggregated allocation rows cannot give back (written as meta.fxprofHeap).
+  struct HeapStats {
+    bool sampled = false;  // the figures are estimates from Poisson samples every rate_bytes on average
+    double rate_bytes = 0;
+    uint64_t temporary = 0;  // blocks freed by the allocating thread before it allocated anything else
+    int64_t peak_bytes = 0;  // every process's heap bytes together, at their highest
+    uint64_t peak_time_ns = 0;
+    struct SizeBin {
+      uint64_t max_size = 0;  // blocks of (previous bin's max_size, max_size] bytes
+      uint64_t count = 0, bytes = 0;
+    };
+    std::vector<SizeBin> sizes;  // powers of two, bins without blocks left out
+  };
+  std::optional<HeapStats> heap;
 };
 
 // The label frame over fxprof's own work inside a profiled process (the --heap shim, libfxprof_heap.so:

@@ -86,7 +86,9 @@ model::Profile sample_profile() {
   t.markers.push_back(end);
   // A block allocated by this thread and freed by the worker (frees are on the allocating thread).
   t.allocations = {{kT0 + 1'234'000, a, 4096, 0x5555deadbee0, 100},
-                   {kT0 + 3'001'000, a, -4096, 0x5555deadbee0, 101}};
+                   {kT0 + 3'001'000, a, -4096, 0x5555deadbee0, 101},
+                   {kT0 + 3'002'000, a, 3000, 7, 100, 3, true}};  // 3 blocks in one row, held at the peak
+  p.meta.heap = model::Meta::HeapStats{false, 0, 12, 7096, kT0 + 3'002'000, {{64, 2, 100}, {4096, 4, 7096}}};
   model::Thread& w = proc.threads.emplace_back();
   w.tid = 101;
   w.name = "worker";
@@ -208,7 +210,22 @@ TEST_CASE("the model read back holds names, files, lines, inline depth and binar
   CHECK(t.markers[1].phase == model::MarkerPhase::IntervalEnd);
   CHECK(t.markers[1].start_ns == kT0 + 1'500'000);  // an end marker's time is its start_ns
   // Native allocation markers come back as the thread's allocations, not as markers.
-  REQUIRE(t.allocations.size() == 2);
+  REQUIRE(t.allocations.size() == 3);
+  CHECK(t.allocations[0].count == 1);
+  CHECK(!t.allocations[0].at_peak);
+  CHECK(t.allocations[2].count == 3);
+  CHECK(t.allocations[2].at_peak);
+  CHECK(t.allocations[2].bytes == 3000);
+  // The heap's figures that the rows cannot give back (meta.fxprofHeap).
+  REQUIRE(p.meta.heap.has_value());
+  CHECK(!p.meta.heap->sampled);
+  CHECK(p.meta.heap->temporary == 12);
+  CHECK(p.meta.heap->peak_bytes == 7096);
+  CHECK(p.meta.heap->peak_time_ns == kT0 + 3'002'000);
+  REQUIRE(p.meta.heap->sizes.size() == 2);
+  CHECK(p.meta.heap->sizes[1].max_size == 4096);
+  CHECK(p.meta.heap->sizes[1].count == 4);
+  CHECK(p.meta.heap->sizes[1].bytes == 7096);
   CHECK(t.allocations[0].time_ns == kT0 + 1'234'000);
   CHECK(t.allocations[0].stack == t.samples[0].stack);
   CHECK(t.allocations[0].bytes == 4096);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -53,15 +54,19 @@ HeapTotals totals(const std::string& text, int64_t first_size = 0) {
         int64_t size = int64_t(data["size"]);
         uint64_t addr = uint64_t(data["memoryAddress"]);
         REQUIRE(data["stack"]["samples"]["data"].is_array());
-        ++t.by_size[pid][size];
-        if (size == t.first_size && t.live_before_first < 0) t.live_before_first = live_bytes;
+        // A row stands for `count` blocks of one stack and time bucket (heap/source.cpp): by block size.
+        const int64_t count =
+            data["count"].is_uint64() || data["count"].is_int64() ? int64_t(data["count"]) : 1;
+        REQUIRE(count >= 1);
+        t.by_size[pid][size / count] += count;
+        if (size / count == t.first_size && t.live_before_first < 0) t.live_before_first = live_bytes;
         live_bytes += size;
         if (size > 0) {
-          ++t.allocations;
+          t.allocations += uint64_t(count);
           t.allocated += size;
           live[addr] = size;
         } else {
-          ++t.frees;
+          t.frees += uint64_t(count);
           REQUIRE(live.count(addr) == 1);  // a free is on the allocating thread, after its allocation
           REQUIRE(live[addr] == -size);
           live.erase(addr);
@@ -148,6 +153,128 @@ TEST_CASE("heap full: exact leak and count and attribution in the front end", "[
   CHECK(bottom_up_bytes(cli, "native-allocations", "churn") == 1000 * 64);
   CHECK(bottom_up_bytes(cli, "native-retained-allocations", "churn") == 0);
   CHECK(bottom_up_bytes(cli, "native-allocations", "peak_phase") == 100 * 10000);
+}
+
+// `fxprof report --heap --json --limit 100 FILE`'s heap object, parsed into `parser`.
+simdjson::dom::element heap_report(simdjson::dom::parser& parser, const std::string& file,
+                                   std::string& text) {
+  auto r = run({fxprof_bin(), "report", "--heap", "--json", "--limit", "100", file});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  text = r.out;
+  return parse_json(parser, text)["heap"];
+}
+
+struct JsonSite {
+  int64_t bytes = -1, count = -1;
+  std::vector<std::string> path;
+};
+JsonSite site(simdjson::dom::element heap, const char* list, const std::string& name) {
+  JsonSite out;
+  for (simdjson::dom::element s : simdjson::dom::array(heap[list])) {
+    if (std::string_view(s["name"]) != name) continue;
+    out.bytes = int64_t(s["bytes"]);
+    out.count = int64_t(s["count"]);
+    for (simdjson::dom::element f : simdjson::dom::array(s["callPath"]))
+      out.path.emplace_back(std::string_view(f));
+  }
+  return out;
+}
+
+TEST_CASE("heap full: report --heap gives exact figures for a known leak, churn and peak", "[heap]") {
+  TempDir dir;
+  auto out = dir.file("p.json.gz");
+  // churn: 1000 temporary 64-byte blocks; peak_phase: 100 x 10000 held at once, then freed; 50 x 1000 leaked.
+  auto r = record(out, {test_program("heap_prog"), "leak", "50", "1000"}, {"--heap=full"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  simdjson::dom::parser parser;
+  std::string text;
+  auto heap = heap_report(parser, out, text);
+  INFO(text);
+  CHECK(std::string_view(heap["mode"]) == "full");
+  // The program's own, plus the C and C++ runtimes' few.
+  const int64_t allocations = int64_t(heap["allocations"]);
+  CHECK(allocations >= 1000 + 100 + 50);
+  CHECK(allocations <= 1000 + 100 + 50 + 20);
+  CHECK(int64_t(heap["temporary"]) >= 1000);
+  CHECK(int64_t(heap["temporary"]) <= 1000 + 20);
+  auto leak = site(heap, "topLeakSites", "leak_blocks (heap_prog)");
+  CHECK(leak.bytes == 50 * 1000);
+  CHECK(leak.count == 50);
+  REQUIRE(leak.path.size() >= 2);
+  CHECK(leak.path[0] == "leak_blocks");
+  CHECK(std::find(leak.path.begin(), leak.path.end(), "main") != leak.path.end());
+  auto churn = site(heap, "topCountSites", "churn (heap_prog)");
+  CHECK(churn.count == 1000);
+  CHECK(churn.bytes == 64000);
+  CHECK(site(heap, "topLeakSites", "churn (heap_prog)").bytes == -1);  // none of it leaked
+  auto peak = site(heap, "peakSites", "peak_phase (heap_prog)");
+  CHECK(peak.bytes == 100 * 10000);
+  CHECK(peak.count == 100);
+  CHECK(site(heap, "topAllocSites", "peak_phase (heap_prog)").bytes == 100 * 10000);
+  // What was held at the peak adds up to the peak, to the byte; what leaked to the leaked bytes.
+  int64_t held = 0, leaked = 0;
+  for (simdjson::dom::element s : simdjson::dom::array(heap["peakSites"])) held += int64_t(s["bytes"]);
+  for (simdjson::dom::element s : simdjson::dom::array(heap["topLeakSites"])) leaked += int64_t(s["bytes"]);
+  CHECK(held == int64_t(heap["peakBytes"]));
+  CHECK(leaked == int64_t(heap["leakedBytes"]));
+  CHECK(int64_t(heap["leakedBytes"]) >= 50000);
+  CHECK(double(heap["peakTimeMs"]) > 0);
+  // Sizes: the 10000-byte blocks are the (8192, 16384] bin's only ones; the 64-byte ones in (32, 64].
+  bool big = false, small = false;
+  for (simdjson::dom::element b : simdjson::dom::array(heap["sizes"])) {
+    if (uint64_t(b["maxSize"]) == 16384) {
+      big = true;
+      CHECK(int64_t(b["count"]) == 100);
+      CHECK(int64_t(b["bytes"]) == 1000000);
+    }
+    if (uint64_t(b["maxSize"]) == 64) {
+      small = true;
+      CHECK(int64_t(b["count"]) >= 1000);
+    }
+  }
+  CHECK(big);
+  CHECK(small);
+  // The same figures in the terminal after recording and in `report --heap`.
+  CHECK(r.err.find(" bytes) at") != std::string::npos);
+  CHECK(r.err.find(std::to_string(int64_t(heap["peakBytes"])) + " bytes) at") != std::string::npos);
+  CHECK(summary_number(r.err, "heap: ", " allocations") == allocations);
+  auto t = run({fxprof_bin(), "report", "--heap", out});
+  INFO(t.out);
+  REQUIRE(t.status == 0);
+  CHECK(t.out.find("Held at the peak:") != std::string::npos);
+  CHECK(t.out.find("976.6 KiB in        100 blocks: peak_phase (heap_prog)") != std::string::npos);
+  CHECK(t.out.find("48.8 KiB in         50 blocks: leak_blocks (heap_prog)") != std::string::npos);
+  CHECK(t.out.find("Sizes:") != std::string::npos);
+
+  // pprof: go tool pprof reads the heap values.
+  auto pb = dir.file("p.pb.gz");
+  auto e = run({fxprof_bin(), "export", "pprof", out, "-o", pb});
+  INFO(e.err);
+  REQUIRE(e.status == 0);
+  CmdOptions o;
+  o.env = {{"HOME", dir.path()}, {"PPROF_TMPDIR", dir.path()}, {"GOCACHE", dir.path() + "/gocache"}};
+  auto inuse = run({"go", "tool", "pprof", "-top", "-sample_index=inuse_space", "-unit=B", pb}, o);
+  INFO(inuse.out << inuse.err);
+  REQUIRE(inuse.status == 0);
+  CHECK(inuse.out.find("50000B") != std::string::npos);
+  CHECK(inuse.out.find("leak_blocks") != std::string::npos);
+  auto objects = run({"go", "tool", "pprof", "-top", "-sample_index=alloc_objects", pb}, o);
+  REQUIRE(objects.status == 0);
+  INFO(objects.out);
+  CHECK(objects.out.find("1000 ") != std::string::npos);  // churn's blocks
+}
+
+TEST_CASE("heap: report --heap of a profile without heap data is a clear error", "[heap]") {
+  TempDir dir;
+  auto out = dir.file("p.json.gz");
+  auto r = record(out, {"sh", "-c", "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done"}, {"--cpu-only"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto t = run({fxprof_bin(), "report", "--heap", out});
+  CHECK(t.status == 1);
+  CHECK(t.err == "fxprof: " + out + " has no heap data (record it with `fxprof record --heap`)\n");
 }
 
 TEST_CASE("heap full: the peak is exact to the byte in the summary and the Memory counter, counts exact",
@@ -408,6 +535,15 @@ TEST_CASE("heap sampled: the estimates are unbiased (within 10%)", "[heap]") {
   CHECK(double(t.retained) < expected * 1.1 + 100000);
   CHECK(t.allocations < 2000);  // sampled, not every block
   CHECK(r.err.find("leak_blocks (heap_prog)") != std::string::npos);
+  // The error bars: one standard error is sqrt(T * rate) (1.6 MB here), said in the summary and the report.
+  CHECK(r.err.find("heap (estimated from samples, +- one standard error): peak ") != std::string::npos);
+  simdjson::dom::parser parser;
+  std::string json;
+  auto heap = heap_report(parser, out, json);
+  INFO(json);
+  const double leaked = double(int64_t(heap["leakedBytes"])), err = double(int64_t(heap["leakedBytesError"]));
+  CHECK(std::abs(err - std::sqrt(leaked * 65536)) <= 1);
+  CHECK(std::abs(leaked - expected) < 4 * err + 100000);
 }
 
 TEST_CASE("heap sampled: sampled blocks freed on other threads balance", "[heap]") {
@@ -495,6 +631,23 @@ TEST_CASE("heap full: malloc in a signal handler does not hang", "[heap]") {
   REQUIRE(r.status == 0);
   // The program only ends once its handler has run 150 times while the main loop allocates.
   CHECK(r.err.find("frees") != std::string::npos);
+}
+
+TEST_CASE("heap: a program with its own allocator linked in is named, with the functions found", "[heap]") {
+  TempDir dir;
+  auto out = dir.file("p.json.gz");
+  const std::string program = test_program("heap_ownalloc");
+  auto r = record(out, {program, "5000000"}, {"--heap=full"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.err.find("fxprof: heap: " + program +
+                   " has its own allocator (je_malloc): the allocations made through it do not go through "
+                   "the C library's malloc, so --heap does not see them\n") != std::string::npos);
+  // And in the profile's data-quality entries.
+  CHECK(read_profile_text(out).find("Allocator --heap cannot see: " + program) != std::string::npos);
+  // A program that uses malloc gets no such line.
+  auto plain = record(out, {test_program("heap_prog"), "churn", "10"}, {"--heap=full"});
+  CHECK(plain.err.find("own allocator") == std::string::npos);
 }
 
 TEST_CASE("heap: clear errors for -p and bad modes", "[heap]") {
