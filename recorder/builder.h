@@ -15,6 +15,10 @@
 // JIT code (recorder/jit.h): a process's perf map is followed while it runs (follow_jit_maps), its jitdump
 // (announced by its MMAP2) read when its last thread exits, or at finish() for processes still running,
 // and finish() names the frames there, by time (builder_jit.cpp).
+//
+// Its parts: builder.cpp (records, samples, losses, finish), builder_process.cpp (processes, threads),
+// builder_libs.cpp (mappings, kept files), builder_offcpu.cpp (off-CPU spans), builder_wakers.cpp (wakers),
+// builder_jit.cpp; builder_record.h reads the records' bodies.
 #pragma once
 
 #include <array>
@@ -170,8 +174,8 @@ class ProfileBuilder {
     // short the program's life. `exec_lost`: lost_ at the exec (a loss since may have taken the mappings).
     bool exec_unmapped = false;
     uint64_t exec_lost = 0;
-    uint32_t live = 0;                 // threads not yet exited: the unwinder forgets the pid at 0
-    std::string jitdump;               // the jit-PID.dump file the process mmapped ("" if none)
+    uint32_t live = 0;                        // threads not yet exited: the unwinder forgets the pid at 0
+    std::string jitdump;                      // the jit-PID.dump file the process mmapped ("" if none)
     std::optional<PerfMapFollower> perf_map;  // /tmp/perf-PID.map, followed while the process has JIT code
     bool jit_read = false;                    // its JIT names were read (at exit, or at the end: read_jit)
     // Executable memory without a file (JIT code), [start, end): known code for the lost-records check.

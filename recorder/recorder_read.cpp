@@ -1,0 +1,128 @@
+// The recorder's read and drain passes (session.h): rounds of records from the ring buffers (and the waker
+// tracer) into the builder until the program exits, the duration ends or a signal comes, then the rest.
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "recorder/session.h"
+
+namespace fxprof::recorder::internal {
+
+namespace {
+
+constexpr int kPollMs = 25;  // upper bound on how late we notice anything the kernel does not wake us for
+
+}  // namespace
+
+// One round: every buffer's new records, merged by time, through the builder (recorder/host.h).
+size_t Session::read_round() {
+  // The wakeups between collecting the records and handling them: every wake before a switch-in of the round
+  // is in the tracer's ring by then. Their stacks are unwound at the end of the round, with the mappings its
+  // records describe.
+  return feed_round(*source_, *builder_, refs_, [this] { sync_waker(); });
+}
+
+// The waker tracer learns the processes the builder saw, and its wakeups go to the builder, which unwinds
+// the wakers' stacks at the end of the round (ProfileBuilder::add_wakings).
+void Session::sync_waker() {
+  if (!waker_) return;
+  for (uint32_t pid : builder_->take_new_pids()) waker_->trace(pid);
+  wakings_.clear();
+  waker_->drain(wakings_);
+  if (capture_) capture_->wakings(wakings_);
+  builder_->add_wakings(wakings_);  // takes their stacks
+}
+
+// Read until stop: wake on data (the buffers' watermark), a signal, a program's exit (pidfd), the RSS timer
+// or every kPollMs, and feed what the buffers hold to the builder each time, so they never fill up.
+Status Session::read_until_stop() {
+  const uint64_t deadline =
+      opt_.duration_s > 0 ? start_ns_ + static_cast<uint64_t>(opt_.duration_s * 1e9) : 0;
+  std::vector<bool> hung(rings_.size(), false), exited(pidfds_.size(), false);
+  std::vector<pollfd> pfds;
+  rss_.emplace(*procfs_);  // every process's RSS counter (recorder/rss.h): its timer is the last pollfd
+  counters_.emplace(*procfs_);
+  if (!launch_) counters_->set_attached();
+  bool stop = false;
+  while (!stop) {
+    pfds.clear();
+    pfds.push_back({signals_->fd(), POLLIN, 0});
+    for (size_t i = 0; i < pidfds_.size(); ++i)
+      pfds.push_back({exited[i] ? -1 : pidfds_[i].get(), POLLIN, 0});
+    for (size_t b = 0; b < rings_.size(); ++b) pfds.push_back({hung[b] ? -1 : rings_[b].fd(), POLLIN, 0});
+    pfds.push_back({waker_ ? waker_->fd() : -1, POLLIN, 0});  // its ring buffer a quarter full
+    pfds.push_back({rss_->fd(), POLLIN, 0});
+    int timeout = kPollMs;
+    if (deadline) {
+      uint64_t now = now_ns(CLOCK_MONOTONIC);
+      if (now >= deadline) break;
+      timeout = static_cast<int>(std::min<uint64_t>(kPollMs, (deadline - now) / 1000000 + 1));
+    }
+    int n = poll(pfds.data(), pfds.size(), timeout);
+    if (n < 0 && errno != EINTR) break;
+    for (size_t b = 0; b < rings_.size(); ++b)
+      if (pfds[1 + pidfds_.size() + b].revents & (POLLHUP | POLLERR)) hung[b] = true;
+    read_round();
+    const uint64_t now = now_ns(CLOCK_MONOTONIC);
+    builder_->follow_jit_maps(now);  // perf map lines stamped as they appear (recorder/jit.h)
+    if (capture_) capture_->rss_tick(now);
+    rss_->tick(rec_.profile, now);
+    counters_->tick(rec_.profile, now);
+
+    signalfd_siginfo si;
+    while (signals_->next(si)) {
+      if (si.ssi_signo == SIGHUP) rec_.hangup = true;
+      if (!launch_) {
+        stop = true;  // attach mode: Ctrl-C ends the recording, the processes run on untouched
+      } else if ((si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE) && si.ssi_pid != 0 &&
+                 static_cast<pid_t>(si.ssi_pid) != child_->pid()) {
+        kill(child_->pid(), static_cast<int>(si.ssi_signo));  // sent to us alone: pass it on
+      }  // from the terminal: the program (same process group) got it too; we record until it exits
+    }
+    for (size_t i = 0; i < pidfds_.size(); ++i) {
+      bool gone = false;
+      if (!pidfds_[i].valid()) {
+        gone = kill(pids_[i], 0) != 0 && errno == ESRCH;
+      } else if (pfds[1 + i].revents & POLLIN) {
+        gone = true;
+      }
+      if (gone && !exited[i]) {
+        exited[i] = true;
+        if (launch_) reap(pids_[i]);
+      }
+    }
+    if (launch_ && child_exited_) stop = true;
+    if (!launch_ && std::all_of(exited.begin(), exited.end(), [](bool e) { return e; })) stop = true;
+  }
+  exit_seen_ns_ = now_ns(CLOCK_MONOTONIC);
+  return {};
+}
+
+// The launched program ended: its exit status (128+signal when killed) and CPU time become ours.
+void Session::reap(int pid) {
+  int st = 0;
+  pid_t r;
+  rusage ru{};
+  while ((r = wait4(pid, &st, 0, &ru)) < 0 && errno == EINTR) {
+  }
+  if (r == pid) {
+    rec_.exit_status = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+    rec_.stats.program_cpu_ms = cpu_ms(ru);
+  }
+  child_exited_ = true;
+}
+
+// Drain: stop the events, then read what they wrote before they stopped, so the end of the program is in.
+Status Session::drain() {
+  for (UniqueFd& fd : fds_) ioctl(fd.get(), PERF_EVENT_IOC_DISABLE, 0);
+  while (read_round() > 0) {
+  }
+  rec_.profile.meta.end_monotonic_ns = now_ns(CLOCK_MONOTONIC);
+  return {};
+}
+
+}  // namespace fxprof::recorder::internal

@@ -1,0 +1,144 @@
+// The recorder's internals (recorder.h): one recording as a Session and its passes (recorder.cpp runs them;
+// recorder_start.cpp, recorder_events.cpp, recorder_read.cpp and recorder_summary.cpp hold them).
+#pragma once
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/fd.h"
+#include "base/result.h"
+#include "recorder/builder.h"
+#include "recorder/capture.h"
+#include "recorder/host.h"
+#include "recorder/launcher.h"
+#include "recorder/perf.h"
+#include "recorder/proc_counters.h"
+#include "recorder/recorder.h"
+#include "recorder/rss.h"
+#include "recorder/unwind/unwinder.h"
+#include "recorder/waker.h"
+
+namespace fxprof::recorder::internal {
+
+uint64_t now_ns(clockid_t clock);
+double cpu_ms(const rusage& ru);
+
+// Blocks SIGINT/SIGTERM/SIGHUP for the recording and reads them from a signalfd; restores the caller's mask
+// after consuming what arrived, so a Ctrl-C during recording never kills the caller before it writes the
+// profile.
+class SignalGuard {
+ public:
+  SignalGuard() {
+    const sigset_t set = recording_signals();
+    pthread_sigmask(SIG_BLOCK, &set, &old_);
+    fd_.reset(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  }
+  ~SignalGuard() {
+    drain();
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  const sigset_t& old_mask() const { return old_; }
+  int fd() const { return fd_.get(); }
+  // Reads one pending signal; false when none.
+  bool next(signalfd_siginfo& si) {
+    return fd_.valid() && read(fd_.get(), &si, sizeof si) == static_cast<ssize_t>(sizeof si);
+  }
+  void drain() {
+    signalfd_siginfo si;
+    while (next(si)) {
+    }
+  }
+
+ private:
+  sigset_t old_;
+  UniqueFd fd_;
+};
+
+// One recording. run() (recorder.cpp) reads as the list of its passes, each a member function
+// (recorder_*.cpp); the state they hand on to each other is the members.
+class Session {
+ public:
+  explicit Session(const Options& o) : opt_(o), launch_(!o.command.empty()) {}
+  Result<Recording> run();
+
+ private:
+  Status pass(const char* name, Status (Session::*step)());
+  Status plan_buffers();
+  Status prepare_builder();
+  Status start_launch();
+  Status start_attach();
+  Status read_until_stop();
+  void reap(int pid);
+  Status drain();
+  Status finish_profile();
+  Status summarize();
+  void verbose_summary();
+
+  Status choose_config(int pid);
+  void choose_off_cpu(int pid);
+  Status open_target(int pid, bool required);
+  Status attach_thread(int tid);
+  size_t read_round();
+  void sync_waker();
+  void notice(const std::string& s) { std::fprintf(stderr, "fxprof: %s\n", s.c_str()); }
+
+  void report_stack_walk(model::Profile& prof);
+  void report_data_quality(model::Profile& prof);
+
+  const Options& opt_;
+  const bool launch_;  // a command to run (else -p PIDs)
+  uint64_t freq_ = 0;  // the sampling rate used (the kernel's limit may lower the one asked for)
+  EventConfig cfg_;
+  long paranoid_ = 2;  // kernel.perf_event_paranoid
+  bool root_ = false;  // not limited by it
+  std::vector<int> cpus_;
+  size_t data_pages_ = 128, min_pages_ = 8;
+  size_t switch_pages_ = 128;  // off-CPU stacks: data pages of each context-switches buffer
+  std::vector<UniqueFd> fds_;
+  RingSet rings_;                // one per CPU: every other event of that CPU writes into it (SET_OUTPUT)
+  std::vector<int> buf_of_cpu_;  // index into rings_, -1 = none yet
+  // Off-CPU stacks: the context-switches events write into a second buffer per CPU, so that their samples
+  // are known by where they come from (the same sample layout, another register mask). It comes after the
+  // CPU's first buffer in rings_: a switch record read there had its sample written (before it) already.
+  bool switch_stacks_ = false;
+  std::vector<int> switch_buf_of_cpu_;
+  // The boundary (recorder/host.h): the builder reads records from source_ and /proc through procfs_, the
+  // ring buffers and the live /proc, or their taps when Options::capture_path asks for a capture.
+  RecordSource* source_ = &rings_;
+  Procfs* procfs_ = &live_procfs();
+  std::unique_ptr<CaptureWriter> capture_;
+  std::vector<RecordRef> refs_;  // reused per round
+  std::unique_ptr<Unwinder> unwinder_;
+  std::unique_ptr<ProfileBuilder> builder_;
+  std::unique_ptr<WakerTracer> waker_;  // off-CPU: who woke each wait (optional, eBPF)
+  std::vector<Waking> wakings_;         // reused per round
+  std::set<int> attached_tids_;
+  // Launch and attach: the processes given, and their pidfds (invalid when pidfd_open is missing).
+  std::optional<SignalGuard> signals_;
+  std::optional<SuspendedChild> child_;
+  std::vector<int> pids_;
+  std::vector<UniqueFd> pidfds_;
+  bool child_exited_ = false;
+  std::optional<RssSampler> rss_;
+  std::optional<ProcCounters> counters_;  // faults, switches, run delay per process (proc_counters.h)
+  uint64_t start_ns_ = 0, exit_seen_ns_ = 0;
+  struct Phase {
+    const char* name;
+    double ms;
+  };
+  std::vector<Phase> phases_;
+  Recording rec_;
+};
+
+}  // namespace fxprof::recorder::internal
