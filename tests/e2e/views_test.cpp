@@ -161,7 +161,9 @@ TEST_CASE("views: a stripped binary's functions have one spelling in every view"
     for (simdjson::dom::element f : simdjson::dom::array(doc["sections"].at(0)["topFunctionsByTotal"])) {
       if (std::string_view(f["name"]) != leaf) continue;
       found = true;
-      CHECK(double(f["totalPercentage"]) > 99.0);
+      // Every sample under main goes through the leaf (two spellings gave it 77%); the few others are the
+      // process's start and exit, more of them on a loaded machine (98.4% seen under ASan).
+      CHECK(double(f["totalPercentage"]) > 95.0);
     }
     CHECK(found);
 
@@ -188,7 +190,7 @@ TEST_CASE("views: a stripped binary's functions have one spelling in every view"
       if (cols >> flat >> flat_pct >> sum_pct >> cum >> cum_pct >> name && name == leaf)
         leaf_cum = std::stod(cum_pct);
     }
-    CHECK(leaf_cum > 99.0);
+    CHECK(leaf_cum > 95.0);
   }
 }
 

@@ -144,7 +144,10 @@ WriteRaw decode_write_raw(const std::string& message) {
         while (set.next(1)) {
           protozero::pbf_reader label = set.get_message();
           std::string k, v;
-          while (label.next()) (label.tag() == 1 ? k : v) = label.get_string();
+          while (label.next()) {
+            const bool is_name = label.tag() == 1;  // read before get_string() moves past the field
+            (is_name ? k : v) = label.get_string();
+          }
           out.labels[k] = v;
         }
       } else if (series.tag() == 2) {
