@@ -6,6 +6,9 @@ TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc)
+# ccache (CMakeLists.txt uses it where installed) keys objects by paths relative to the source tree, so the
+# build folders of one clone, and other clones on the machine, share what they compiled.
+export CCACHE_BASEDIR ?= $(CURDIR)
 DEPS       := g++ cmake ninja-build pkg-config libbpf-dev libsimdjson-dev zlib1g-dev libcpp-httplib-dev catch2 \
               libdw-dev libelf-dev libdebuginfod-dev libcapstone-dev liblzma-dev libprotozero-dev \
               libunwind-dev libiberty-dev libcurl4-openssl-dev clang valgrind
