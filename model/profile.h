@@ -2,7 +2,7 @@
 //
 // Design (after samply's profile builder and mold's flat tables):
 //  - Strings, frames and stacks are interned once into flat, profile-wide tables; a stack is a 32-bit index,
-//    so a sample is 24 bytes and deduplication is free. Interning a stack that exists costs one hash lookup
+//    so a sample is 16 bytes and deduplication is free. Interning a stack that exists costs one hash lookup
 //    and no allocation: the recording path allocates nothing per sample once its tables have grown.
 //  - The stack table is a prefix tree in topological order: a stack's prefix always has a smaller index than
 //    the stack itself (the Firefox Profiler loops forever otherwise). intern_stack() guarantees it because a
