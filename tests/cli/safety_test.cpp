@@ -131,8 +131,10 @@ TEST_CASE("with --heap, SIGTERM, SIGHUP and SIGINT to fxprof reach the program a
     INFO("signal " << sig);
     TempDir dir;
     const std::string out = dir.file("p.json");
+    // The shell works ~25 ms first: a recording without a sample is (rightly) no profile, and a signal right
+    // after `exec sleep` could come before any sample or sampled allocation (seen once on a fresh clone).
     Background rec({fxprof_bin(), "record", "--heap", "--save-only", "--no-symbolicate", "-q", "-o", out, "--",
-                    "sh", "-c", "echo ready; exec sleep 60"});
+                    "sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; echo ready; exec sleep 60"});
     REQUIRE(rec.wait_for_line("ready", std::chrono::seconds(60)) == "ready");
     REQUIRE(::kill(rec.pid(), sig) == 0);  // to fxprof alone: it is passed on to the program
     const int status = rec.stop(0, std::chrono::seconds(60));
