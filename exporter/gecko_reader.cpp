@@ -88,10 +88,11 @@ Result<std::string> read_profile_bytes(const std::string& path, bool* was_gzip) 
 }
 
 Result<model::Profile> read_gecko(std::string_view json, const std::string& name, ReadInfo* info,
-                                  size_t chunk_bytes) {
+                                  size_t chunk_bytes, size_t max_string_bytes) {
   ReadInfo local;
   auto source = internal::memory_source(json, chunk_bytes);
-  internal::JsonStream js(*source, std::max<size_t>(std::min(chunk_bytes, json.size()), 4096));
+  internal::JsonStream js(*source, std::max<size_t>(std::min(chunk_bytes, json.size()), 4096),
+                          max_string_bytes);
   if (!js.prefetch(3)) return Err(name + ": " + js.error());
   js.skip_bom();
   internal::Reader r(name, js, info ? *info : local);
@@ -104,7 +105,7 @@ Result<model::Profile> read_gecko_profile(const std::string& path, ReadInfo* inf
   auto opened = internal::open_profile_source(path);
   if (!opened) return Err(opened.error());
   i.gzip = opened->gzip;
-  internal::JsonStream js(*opened->source, kReadChunkBytes);
+  internal::JsonStream js(*opened->source, kReadChunkBytes, kMaxJsonStringBytes);
   if (!js.prefetch(4096)) return Err(path + ": " + js.error());
   if (opened->gzip) {  // the first inflated bytes decide, before inflating on
     if (js.buffered().empty()) return Err(path + ": empty file (inside gzip)");

@@ -62,9 +62,11 @@ Result<model::Profile> read_gecko_profile(const std::string& path, ReadInfo* inf
 
 // The same from JSON text in memory, handed to the reader `chunk_bytes` at a time (1 puts a chunk border
 // at every byte: the tests' and the fuzzer's way to check that no border changes what is read). `name`
-// prefixes error messages.
+// prefixes error messages. `max_string_bytes`: the cap on one string or number (the fuzzer lowers it to
+// reach the refusal at every chunk border with short inputs).
 Result<model::Profile> read_gecko(std::string_view json, const std::string& name, ReadInfo* info = nullptr,
-                                  size_t chunk_bytes = kReadChunkBytes);
+                                  size_t chunk_bytes = kReadChunkBytes,
+                                  size_t max_string_bytes = kMaxJsonStringBytes);
 
 // A whole profile file's text (gzip inflated, several members too, within the limits above), with the
 // same early checks and errors. For tests and small files: the reader never holds the whole text.

@@ -206,7 +206,8 @@ Status PieceBuffer::append(const char* data, size_t n) {
   return {};
 }
 
-JsonStream::JsonStream(TextSource& source, size_t chunk_bytes) : source_(source), buf_(chunk_bytes) {}
+JsonStream::JsonStream(TextSource& source, size_t chunk_bytes, size_t max_string)
+    : source_(source), buf_(chunk_bytes), max_string_(max_string) {}
 
 bool JsonStream::fail(std::string message) {
   if (error_.empty()) error_ = std::move(message);
@@ -256,8 +257,10 @@ bool JsonStream::copy(PieceBuffer* out, size_t from, size_t to) {
 }
 
 bool JsonStream::too_long(const char* what, uint64_t from) {
-  return fail(std::string(what) + " longer than " + std::to_string(kMaxJsonStringBytes >> 20) +
-              " MiB at byte " + std::to_string(from) + " (the limit for one name or value)");
+  const std::string limit = max_string_ % (size_t{1} << 20) == 0 ? std::to_string(max_string_ >> 20) + " MiB"
+                                                                  : std::to_string(max_string_) + " bytes";
+  return fail(std::string(what) + " longer than " + limit + " at byte " + std::to_string(from) +
+              " (the limit for one name or value)");
 }
 
 bool JsonStream::string(std::string& out, size_t max) {
@@ -284,13 +287,13 @@ bool JsonStream::value(PieceBuffer* out) {
     for (;;) {
       if (pos_ == end_) {
         if (!copy(out, start, pos_)) return false;
-        if (offset() - from > kMaxJsonStringBytes) return too_long("a number", from);
+        if (offset() - from > max_string_) return too_long("a number", from);
         if (!fill()) return failed() ? false : fail("truncated JSON");
         start = pos_;
       }
       const char c = buf_[pos_];
       if (c == ',' || c == '}' || c == ']' || is_space(c)) {
-        if (offset() - from > kMaxJsonStringBytes) return too_long("a number", from);
+        if (offset() - from > max_string_) return too_long("a number", from);
         return copy(out, start, pos_);
       }
       ++pos_;
@@ -302,7 +305,7 @@ bool JsonStream::value(PieceBuffer* out) {
   for (;;) {
     // A string still open at a chunk's end is checked against the cap before the next chunk is read, so
     // at most one chunk more than the cap is ever held for it.
-    if (in_string && offset() - string_from > kMaxJsonStringBytes) return too_long("a string", string_from);
+    if (in_string && offset() - string_from > max_string_) return too_long("a string", string_from);
     if (pos_ == end_) {
       if (!copy(out, start, pos_)) return false;
       if (!fill()) return failed() ? false : fail("truncated JSON");
@@ -326,7 +329,7 @@ bool JsonStream::value(PieceBuffer* out) {
           continue;
         }
         in_string = false;
-        if (consumed_ + i - string_from > kMaxJsonStringBytes) return too_long("a string", string_from);
+        if (consumed_ + i - string_from > max_string_) return too_long("a string", string_from);
         done = stack.empty();
         continue;
       }

@@ -61,7 +61,8 @@ class PieceBuffer {
 
 class JsonStream {
  public:
-  JsonStream(TextSource& source, size_t chunk_bytes);
+  // `max_string`: the longest string or number value() takes (kMaxJsonStringBytes; the fuzzer tries less).
+  JsonStream(TextSource& source, size_t chunk_bytes, size_t max_string);
 
   // Reads until at least `n` bytes are buffered or the text ends; what is buffered (for the first bytes'
   // checks). False on a source error.
@@ -88,7 +89,7 @@ class JsonStream {
  private:
   bool fill();  // reads the next chunk into the buffer (dropping what was consumed); false at the end
   bool fail(std::string message);
-  bool too_long(const char* what, uint64_t from);  // a string or number beyond kMaxJsonStringBytes
+  bool too_long(const char* what, uint64_t from);  // a string or number beyond max_string_
   bool copy(PieceBuffer* out, size_t from, size_t to);
 
   TextSource& source_;
@@ -96,6 +97,7 @@ class JsonStream {
   size_t pos_ = 0, end_ = 0;
   uint64_t consumed_ = 0;  // text bytes before buf_[0]
   bool eof_ = false;
+  size_t max_string_;
   std::string error_;
 };
 
