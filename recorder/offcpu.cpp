@@ -254,7 +254,7 @@ void classify_futex_waits(model::Profile& profile,
   const model::StringId condition = profile.strings.intern("condition variable");
   const model::StringId join = profile.strings.intern("join");
   std::unordered_map<model::StackId, FutexWait> seen;
-  bool changed = false;
+  std::unordered_multimap<uint32_t, std::pair<uint64_t, uint64_t>> changed;  // tid -> the wait's span
   for (model::Process& proc : profile.processes)
     for (model::Thread& t : proc.threads)
       for (model::Marker& m : t.markers) {
@@ -267,9 +267,24 @@ void classify_futex_waits(model::Profile& profile,
         std::erase_if(m.fields, [&](const model::MarkerField& f) { return f.key == lock_key; });
         for (model::MarkerField& f : m.fields)
           if (f.key == reason_key) f.string = it->second == FutexWait::Join ? join : condition;
-        changed = true;
+        changed.emplace(t.tid, std::make_pair(m.start_ns, m.end_ns));
       }
-  if (!changed) return;
+  if (changed.empty()) return;
+  // The Wakeups that ended them released no lock either: no lock address.
+  for (model::Process& proc : profile.processes)
+    for (model::Thread& t : proc.threads)
+      for (model::Marker& w : t.markers) {
+        if (w.name == model::kNoString || profile.strings.get(w.name) != "Wakeup") continue;
+        const std::string_view wakee = string_field(profile, w, "wakee");
+        uint32_t tid = 0;
+        const size_t sp = wakee.rfind(' ');
+        if (sp == std::string_view::npos ||
+            std::from_chars(wakee.data() + sp + 1, wakee.data() + wakee.size(), tid).ec != std::errc())
+          continue;
+        for (auto [it, end] = changed.equal_range(tid); it != end; ++it)
+          if (w.start_ns >= it->second.first && w.start_ns <= it->second.second)
+            std::erase_if(w.fields, [&](const model::MarkerField& f) { return f.key == lock_key; });
+      }
   // The counters counted these waits: made again from the Lock wait markers left.
   for (model::Process& proc : profile.processes)
     std::erase_if(proc.counters, [](const model::Counter& c) { return c.name == "Threads waiting"; });

@@ -63,9 +63,10 @@ FutexWait classify_futex_wait(const model::Profile& profile, model::StackId stac
 // After symbolication: each `Lock wait` marker whose stack is a condition variable's wait or a join becomes
 // a `Blocked` marker with reason "condition variable" or "join" (no lock address), so that idle pool
 // workers and joins are no lock contention: not in lock_wait_summary, add_lock_holders or the "Threads
-// waiting" counters, which are made again (add_waiting_counters) when any marker changed. Idempotent;
-// add_lock_holders calls it first. `classify_of` replaces classify_futex_wait(profile, stack)
-// (add_lock_holders_unsymbolicated's answers, from the few wait stacks it names).
+// waiting" counters, which are made again (add_waiting_counters) when any marker changed; the `Wakeup`s that
+// ended them lose their lock address too. Idempotent; add_lock_holders calls it first. `classify_of`
+// replaces classify_futex_wait(profile, stack) (add_lock_holders_unsymbolicated's answers, from the few
+// wait stacks it names).
 void classify_futex_waits(model::Profile& profile,
                           const std::function<FutexWait(model::StackId)>& classify_of = {});
 

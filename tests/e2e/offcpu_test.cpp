@@ -543,6 +543,22 @@ TEST_CASE(
   // "late" was woken at 10 ms and ran when the SCHED_FIFO hog let go, ~50 ms later: that was a wait for a
   // CPU.
   CHECK(late_preempted >= (log.ms("late_wait") - 10) * 0.6);
+  // A Wakeup names a lock only when it ended a Lock wait on it (the condition variable's wakes name none).
+  std::set<std::string> locks;
+  size_t wakeups = 0, wakeups_with_lock = 0;
+  for (const ThreadView& t : threads_of(text))
+    for (const MarkerView& m : t.markers)
+      if (m.name == "Lock wait") locks.insert(m.lock);
+  for (const ThreadView& t : threads_of(text))
+    for (const MarkerView& w : t.wakeups) {
+      ++wakeups;
+      if (w.lock.empty()) continue;
+      ++wakeups_with_lock;
+      INFO("Wakeup of " << w.wakee << " names lock " << w.lock);
+      CHECK(locks.count(w.lock) == 1);
+    }
+  INFO(wakeups << " wakeups, " << wakeups_with_lock << " with a lock");
+  CHECK(wakeups >= 3);  // the broadcast to the pool, the joined threads' exits
   // Not lock contention: no lock summary unless the pool's re-lock really contended, and then no join.
   const size_t line = r.err.find("fxprof: lock waits: ");
   CHECK((line == std::string::npos) == (lock_waits == 0));

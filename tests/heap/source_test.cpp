@@ -423,7 +423,7 @@ TEST_CASE("heap full: the shim's own work is under a frame of its own and out of
   TempDir dir;
   auto out = dir.file("p.json.gz");
   // A stack walk and a pipe write per allocation: enough of the shim's work to be sampled. Names baked in.
-  auto r = record(out, {test_program("heap_prog"), "churn", "200000"}, {"--heap=full", "--symbolicate"});
+  auto r = record(out, {test_program("heap_prog"), "churn", "60000"}, {"--heap=full", "--symbolicate"});
   INFO(r.err);
   REQUIRE(r.status == 0);
   simdjson::dom::parser parser;
