@@ -3,11 +3,10 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <set>
-#include <sstream>
 
+#include "base/fd.h"
 #include "base/temp_dir.h"
 #include "base/url.h"
 #include "exporter/gecko.h"
@@ -15,14 +14,6 @@
 
 namespace fxprof::cli {
 namespace {
-
-Result<std::string> read_whole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Err("cannot read " + path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // What a reader of the uploaded profile learns, said before it leaves the machine.
 void print_contents(const model::Profile& p, size_t bytes) {
@@ -81,7 +72,7 @@ int share_profile(const std::string& path, const InputOptions& input, const Shar
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
     return 1;
   }
-  auto gzip = read_whole(file);
+  auto gzip = read_file(file);
   if (!gzip) {
     std::fprintf(stderr, "fxprof: %s\n", gzip.error().c_str());
     return 1;
@@ -162,7 +153,7 @@ int push_profile(const std::string& path, const InputOptions& input, PushTargets
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
     return 1;
   }
-  auto pprof = read_whole(file);
+  auto pprof = read_file(file);
   if (!pprof) {
     std::fprintf(stderr, "fxprof: %s\n", pprof.error().c_str());
     return 1;
