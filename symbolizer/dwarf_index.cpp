@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <unordered_set>
 
@@ -19,6 +21,12 @@ const char* die_name(Dwarf_Die* die) {
     n = dwarf_formstring(&a);
   if (n == nullptr && dwarf_attr_integrate(die, DW_AT_name, &a) != nullptr) n = dwarf_formstring(&a);
   return n;
+}
+
+std::string dwo_id_text(uint64_t id) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%016" PRIx64, id);
+  return buf;
 }
 
 struct Builder {
@@ -39,7 +47,8 @@ struct Builder {
 
 }  // namespace
 
-std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj, const ElfObject* alt) {
+std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj, const ElfObject* alt,
+                                             const std::vector<std::string>& dwp_paths) {
   if (!obj.has_section(".debug_info") && !obj.has_section(".zdebug_info")) return nullptr;
   Dwarf* dw = dwarf_begin_elf(obj.elf(), DWARF_C_READ, nullptr);
   if (dw == nullptr) return nullptr;
@@ -62,6 +71,8 @@ std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj, const ElfObje
         if (std::strcmp(name, ".debug_line") == 0) target = &idx->sections_.line;
         if (std::strcmp(name, ".debug_str") == 0) target = &idx->sections_.str;
         if (std::strcmp(name, ".debug_line_str") == 0) target = &idx->sections_.line_str;
+        if (std::strcmp(name, ".debug_addr") == 0) target = &idx->addr_;
+        if (std::strcmp(name, ".debug_ranges") == 0) target = &idx->ranges_sec_;
         if (target == nullptr) continue;
         if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0) continue;
         Elf_Data* d = elf_getdata(scn, nullptr);
@@ -75,13 +86,37 @@ std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj, const ElfObje
   Dwarf_Half version;
   uint8_t unit_type;
   Dwarf_Die cudie, subdie;
+  // The package, opened at the first unit libdw found no .dwo for: what is wrong with it, or where none was.
+  std::string no_package;
+  bool package_tried = false;
   while (dwarf_get_units(dw, cu, &cu, &version, &unit_type, &cudie, &subdie) == 0) {
     if (unit_type == DW_UT_type || unit_type == DW_UT_split_type) continue;
     Cu c;
     c.die = cudie;
     c.sub = cudie;
+    c.version = version;
     if (unit_type == DW_UT_skeleton && dwarf_tag(&subdie) == DW_TAG_compile_unit) c.sub = subdie;
-    if (unit_type == DW_UT_skeleton && dwarf_tag(&subdie) != DW_TAG_compile_unit) {
+    uint64_t dwo_id = 0;
+    if (unit_type == DW_UT_skeleton && dwarf_tag(&subdie) != DW_TAG_compile_unit && !package_tried) {
+      package_tried = true;
+      for (const std::string& path : dwp_paths) {
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0) continue;
+        auto pkg = DwpPackage::open(path);
+        if (pkg) idx->dwp_ = std::move(pkg).value();
+        if (!pkg) no_package = pkg.error();
+        break;
+      }
+      if (!idx->dwp_ && no_package.empty()) {
+        no_package = "none at ";
+        for (const std::string& path : dwp_paths) no_package += (&path == &dwp_paths[0] ? "" : ", ") + path;
+      }
+    }
+    if (unit_type == DW_UT_skeleton && dwarf_tag(&subdie) != DW_TAG_compile_unit && idx->dwp_ &&
+        dwarf_cu_info(cu, nullptr, nullptr, nullptr, nullptr, &dwo_id, nullptr, nullptr) == 0 &&
+        idx->dwp_->has(dwo_id)) {
+      c.dwo_id = dwo_id;  // read from the package on the first lookup into the unit
+    } else if (unit_type == DW_UT_skeleton && dwarf_tag(&subdie) != DW_TAG_compile_unit) {
       // Its functions and inlines are in a .dwo that is not there: say which, once per file name.
       Dwarf_Attribute a;
       const char* dwo = nullptr;
@@ -95,7 +130,11 @@ std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj, const ElfObje
         if (dwo[0] != '/' && comp_dir != nullptr && std::string(comp_dir) + "/" + dwo != where)
           where += std::string(" and ") + comp_dir + "/" + dwo;
         std::string line = "Split DWARF file not found: " + std::string(dwo) + " (of " + obj.path() +
-                           "), looked for at " + where;
+                           "), looked for at " + where + "; package: ";
+        if (idx->dwp_)
+          line += idx->dwp_->path() + " has no unit with DWO id " + dwo_id_text(dwo_id);
+        else
+          line += no_package;
         if (std::find(idx->missing_.begin(), idx->missing_.end(), line) == idx->missing_.end())
           idx->missing_.push_back(std::move(line));
       }
@@ -111,13 +150,6 @@ std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj, const ElfObje
       }
     }
     if (any) idx->cus_.push_back(std::move(c));
-  }
-  if (!idx->missing_.empty()) {
-    struct stat st {};
-    const std::string dwp = obj.path() + ".dwp";
-    if (::stat(dwp.c_str(), &st) == 0)
-      idx->missing_.push_back("Split DWARF package not read: " + dwp +
-                              " (this libdw reads .dwo files, not .dwp packages; keep the .dwo files)");
   }
   if (idx->cus_.empty()) return nullptr;
   std::sort(idx->ranges_.begin(), idx->ranges_.end(),
@@ -143,8 +175,36 @@ DwarfIndex::Cu* DwarfIndex::find_cu(uint64_t svma) {
   return nullptr;
 }
 
+void DwarfIndex::read_packaged_unit(Cu& cu) {
+  DwpPackage::Skeleton sk;
+  sk.dwo_id = cu.dwo_id;
+  cu.dwo_id = 0;
+  // The skeleton's bases into its file's .debug_addr (and, DWARF 4, .debug_ranges): libdw would take them
+  // from the skeleton when linking a .dwo; the package's unit reads the sections from there instead.
+  auto from_base = [&](std::span<const uint8_t> sec, std::initializer_list<int> attrs) {
+    Dwarf_Attribute a;
+    Dwarf_Word base = 0;
+    for (int at : attrs)
+      if (dwarf_attr(&cu.die, static_cast<unsigned>(at), &a) != nullptr && dwarf_formudata(&a, &base) == 0)
+        break;
+    return base < sec.size() ? sec.subspan(base) : std::span<const uint8_t>();
+  };
+  sk.addr = from_base(addr_, {DW_AT_addr_base, DW_AT_GNU_addr_base});
+  if (cu.version < 5) sk.ranges = from_base(ranges_sec_, {DW_AT_GNU_ranges_base});
+  auto unit = dwp_->unit(sk);
+  if (!unit) {
+    if (std::find(missing_.begin(), missing_.end(), unit.error()) == missing_.end())
+      missing_.push_back("Split DWARF unit not read: " + unit.error());
+    return;
+  }
+  cu.split = std::move(unit).value();
+  cu.sub = cu.split->die();
+  bytes_ += cu.split->bytes();
+}
+
 DwarfIndex::CuData& DwarfIndex::load(Cu& cu) {
   if (cu.data) return *cu.data;
+  if (cu.dwo_id != 0) read_packaged_unit(cu);
   auto data = std::make_unique<CuData>();
 
   // The line table, flattened and sorted (end-of-sequence rows first at equal addresses): decoded directly
@@ -224,7 +284,10 @@ DwarfIndex::CuData& DwarfIndex::load(Cu& cu) {
     files.clear();
     Dwarf_Files* df = nullptr;
     size_t nf = 0;
-    if (dwarf_getsrcfiles(&cu.sub, &df, &nf) == 0)
+    // A split unit without a file table of its own (clang's) uses its skeleton's: libdw does so for a .dwo it
+    // linked, not for a package's unit read on its own.
+    if ((dwarf_getsrcfiles(&cu.sub, &df, &nf) == 0 && nf > 0) ||
+        (cu.split && dwarf_getsrcfiles(&cu.die, &df, &nf) == 0))
       for (size_t i = 0; i < nf; ++i) files.push_back(absolute(dwarf_filesrc(df, i, nullptr, nullptr)));
   }
   b.files = &files;

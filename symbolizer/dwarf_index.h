@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "symbolizer/dwp.h"
 #include "symbolizer/elf_file.h"
 #include "symbolizer/line_program.h"
 
@@ -34,8 +35,11 @@ struct RawFrame {
 class DwarfIndex {
  public:
   // nullptr when the file has no usable DWARF. `alt` is the file's .gnu_debugaltlink file (dwz), found by
-  // the caller's locator; without it libdw looks for the recorded path itself.
-  static std::unique_ptr<DwarfIndex> open(const ElfObject& obj, const ElfObject* alt = nullptr);
+  // the caller's locator; without it libdw looks for the recorded path itself. `dwp_paths`: where a split
+  // DWARF package may be, in order; the first that exists is read for the units whose .dwo libdw did not
+  // find.
+  static std::unique_ptr<DwarfIndex> open(const ElfObject& obj, const ElfObject* alt = nullptr,
+                                          const std::vector<std::string>& dwp_paths = {});
   ~DwarfIndex();
   DwarfIndex(const DwarfIndex&) = delete;
   DwarfIndex& operator=(const DwarfIndex&) = delete;
@@ -50,9 +54,9 @@ class DwarfIndex {
 
   size_t memory_bytes() const { return bytes_; }
 
-  // Split DWARF units whose .dwo libdw did not find (its rule: beside the file, then in the unit's
-  // DW_AT_comp_dir), one line each naming the .dwo and where it was looked for; a .dwp package beside the
-  // file is named too (libdw 0.188 does not read packages).
+  // Split DWARF units found neither as a .dwo by libdw (its rule: beside the file, then in the unit's
+  // DW_AT_comp_dir) nor in a package, one line each naming the .dwo and where it and the package were looked
+  // for; and units of a package that could not be read (known once their first address is looked up).
   const std::vector<std::string>& missing_split_units() const { return missing_; }
 
  private:
@@ -82,6 +86,9 @@ class DwarfIndex {
     Dwarf_Die die;  // unit DIE (skeleton for split units)
     Dwarf_Die sub;  // split unit DIE, or same as die
     std::unique_ptr<CuData> data;
+    uint16_t version = 0;
+    uint64_t dwo_id = 0;  // != 0: the split unit is in dwp_, read on the first lookup into the unit
+    std::unique_ptr<SplitUnit> split;
   };
   struct CuRange {
     uint64_t lo, hi;
@@ -90,11 +97,14 @@ class DwarfIndex {
 
   DwarfIndex() = default;
   CuData& load(Cu& cu);
+  void read_packaged_unit(Cu& cu);
   Cu* find_cu(uint64_t svma);
 
   Dwarf* dw_ = nullptr;
   Dwarf* alt_ = nullptr;                // set with dwarf_setalt: libdw's dwarf_end does not end it
   LineSections sections_;               // for the direct line-program decoder (empty: use libdw)
+  std::span<const uint8_t> addr_, ranges_sec_;  // .debug_addr, .debug_ranges: packaged units refer to them
+  std::unique_ptr<DwpPackage> dwp_;
   std::deque<std::string> file_names_;  // paths joined by the decoder (LineRow::file points here)
   std::vector<Cu> cus_;
   std::vector<CuRange> ranges_;

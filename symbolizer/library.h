@@ -38,6 +38,9 @@ struct Library {
   std::unique_ptr<DwarfIndex> dwarf;
   const ElfObject* dwarf_files[2] = {nullptr, nullptr};
   const ElfObject* dwarf_alts[2] = {nullptr, nullptr};  // each one's .gnu_debugaltlink file (dwz), if found
+  // Where a split DWARF package (.dwp) may be, as llvm-symbolizer and gdb look: <binary>.dwp, beside the
+  // debug file, in the --symbol-dir folders.
+  std::vector<std::string> dwp_paths;
   bool dwarf_tried = false;
   // The binary's .eh_frame through recorder/unwind/'s parser, opened by fde_range() on the first address no
   // symbol names (a stripped binary): its FDEs are the functions then.
@@ -45,8 +48,8 @@ struct Library {
   bool cfi_tried = false;
   std::string source;  // which files were used, for messages
   // Debug files the library names and that were not found (a .gnu_debuglink, a dwz alt file, split DWARF
-  // .dwo files once the DWARF is opened), each one line naming the file and where it was looked for: plain
-  // data for the caller's data-quality entries (Symbolizer::missing_files).
+  // .dwo files and .dwp units come from the DWARF index), each one line naming the file and where it was
+  // looked for: plain data for the caller's data-quality entries (Symbolizer::missing_files).
   std::vector<std::string> missing;
   // Demangled names and file paths with their JSON literals, made lazily (node-based maps: pointers stay
   // valid, and a Name is never changed once made, so it can be read without the lock).

@@ -2,6 +2,7 @@
 // elf/'s locator), checking their build IDs, and indexing symbols and DWARF; JIT perf maps too.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <tuple>
 
 #include "base/fd.h"
@@ -191,6 +192,22 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
     if (lib->source.empty()) lib->source = binary->path();
     lib->code = binary.get();
     lib->objects.push_back(std::move(binary));
+  }
+  // Split DWARF packages: <binary>.dwp (llvm-symbolizer's rule), beside the debug file (gdb's), and in the
+  // --symbol-dir folders by the binary's name. debuginfod serves no packages.
+  auto add_dwp = [&](const std::string& p) {
+    if (std::find(lib->dwp_paths.begin(), lib->dwp_paths.end(), p) == lib->dwp_paths.end())
+      lib->dwp_paths.push_back(p);
+  };
+  if (lib->code != nullptr) add_dwp(lib->code->path() + ".dwp");
+  if (debug) {
+    const std::string& d = debug->path();
+    add_dwp(d.ends_with(".debug") ? d.substr(0, d.size() - 6) + ".dwp" : d + ".dwp");
+  }
+  if (plain_name) {
+    const std::string name =
+        lib->code != nullptr ? std::string(base_name(lib->code->path())) : k.name.empty() ? k.debug_name : k.name;
+    for (const auto& d : options.symbol_dirs) add_dwp(d + "/" + name + ".dwp");
   }
   if (debug) lib->objects.push_back(std::move(debug));
   // dwz'd DWARF (Debian's -dbgsym packages): the alt file holds shared DIEs and strings, among them the

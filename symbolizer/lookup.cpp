@@ -24,9 +24,7 @@ DwarfIndex* Library::dwarf_index() {
   if (!dwarf_tried) {
     dwarf_tried = true;
     for (size_t i = 0; i < 2 && !dwarf; ++i)
-      if (dwarf_files[i] != nullptr) dwarf = DwarfIndex::open(*dwarf_files[i], dwarf_alts[i]);
-    if (dwarf)
-      missing.insert(missing.end(), dwarf->missing_split_units().begin(), dwarf->missing_split_units().end());
+      if (dwarf_files[i] != nullptr) dwarf = DwarfIndex::open(*dwarf_files[i], dwarf_alts[i], dwp_paths);
   }
   return dwarf.get();
 }
@@ -171,7 +169,11 @@ std::vector<std::string> Symbolizer::missing_files(std::string_view debug_name,
   auto handle = impl_->cache.get(debug_name, breakpad_id);
   if (!handle) return {};
   std::lock_guard<std::mutex> lock(handle->lib->mu);
-  return handle->lib->missing;
+  std::vector<std::string> out = handle->lib->missing;
+  // The DWARF index's lines grow as units of a package are read.
+  if (const DwarfIndex* dw = handle->lib->dwarf.get())
+    out.insert(out.end(), dw->missing_split_units().begin(), dw->missing_split_units().end());
+  return out;
 }
 
 Result<std::vector<SymbolInfo>> Symbolizer::lookup(std::string_view debug_name, std::string_view breakpad_id,

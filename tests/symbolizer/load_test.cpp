@@ -199,7 +199,7 @@ TEST_CASE("load: debug files the binary names and that are missing are handed ou
     CHECK((*r)[0].function == "work");  // from the symbol table
     CHECK(s.missing_files("small", p.breakpad) ==
           std::vector<std::string>{"Split DWARF file not found: small.dwo (of " + bin + "), looked for at " +
-                                   dir.path() + "/small.dwo"});
+                                   dir.path() + "/small.dwo; package: none at " + bin + ".dwp"});
   }
   SECTION("a .gnu_debuglink file") {
     const std::string bin = build_small(dir, {});
