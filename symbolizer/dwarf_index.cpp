@@ -191,6 +191,8 @@ void DwarfIndex::read_packaged_unit(Cu& cu) {
   };
   sk.addr = from_base(addr_, {DW_AT_addr_base, DW_AT_GNU_addr_base});
   if (cu.version < 5) sk.ranges = from_base(ranges_sec_, {DW_AT_GNU_ranges_base});
+  Dwarf_Addr low_pc = 0;
+  if (dwarf_lowpc(&cu.die, &low_pc) == 0) sk.low_pc = low_pc;
   auto unit = dwp_->unit(sk);
   if (!unit) {
     if (std::find(missing_.begin(), missing_.end(), unit.error()) == missing_.end())

@@ -84,6 +84,104 @@ std::string elf_image(const std::vector<std::pair<const char*, std::string_view>
   return img;
 }
 
+// DWARF 4 range lists (pairs of addresses; (0, 0) ends a list, (~0, a) makes a the base of the rest of it)
+// with `base` added to the entries that are relative to the unit's base address.
+std::string absolute_ranges(std::string_view lists, uint64_t base, size_t address_size) {
+  std::string out(lists);
+  const uint64_t all_ones = address_size == 8 ? ~uint64_t{0} : 0xffffffffu;
+  bool relative = true;  // until a base address selection entry, in each list
+  for (size_t i = 0; i + 2 * address_size <= out.size(); i += 2 * address_size) {
+    auto* p = reinterpret_cast<uint8_t*>(out.data()) + i;
+    const uint64_t begin = rd(p, address_size), end = rd(p + address_size, address_size);
+    if (begin == 0 && end == 0) {
+      relative = true;
+    } else if (begin == all_ones) {
+      relative = false;
+    } else if (relative) {
+      std::string fixed;
+      put(fixed, begin + base, address_size);
+      put(fixed, end + base, address_size);
+      std::memcpy(p, fixed.data(), fixed.size());
+    }
+  }
+  return out;
+}
+
+bool uleb(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
+  v = 0;
+  for (int shift = 0; p < end && shift < 64; shift += 7) {
+    const uint8_t b = *p++;
+    v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+void put_uleb(std::string& out, uint64_t v) {
+  do {
+    uint8_t b = v & 0x7f;
+    v >>= 7;
+    out.push_back(static_cast<char>(v != 0 ? b | 0x80 : b));
+  } while (v != 0);
+}
+
+// A unit's DWARF 5 range lists (header, offset array, lists) with each offset pair that is relative to the
+// unit's base address written as an absolute start and length (DW_RLE_start_length), the offsets moved to
+// match. Unchanged when anything in it is not understood.
+std::string absolute_rnglists(std::string_view in, uint64_t base, size_t offset_size) {
+  const auto* b = reinterpret_cast<const uint8_t*>(in.data());
+  const size_t header = offset_size == 8 ? 20 : 12;
+  if (in.size() < header) return std::string(in);
+  const size_t address_size = b[header - 6];
+  const uint64_t count = rd(b + header - 4, 4);
+  if ((address_size != 4 && address_size != 8) || count > in.size() || header + count * offset_size > in.size())
+    return std::string(in);
+  const size_t lists = header + count * offset_size;
+  std::string out;
+  std::unordered_map<uint64_t, uint64_t> moved;  // old offset -> new, both from the end of the header
+  bool relative = true;
+  const uint8_t* p = b + lists;
+  const uint8_t* end = b + in.size();
+  while (p < end) {
+    moved[static_cast<uint64_t>(p - b) - header] = lists - header + out.size();
+    const uint8_t* entry = p;
+    uint64_t x = 0, y = 0;
+    bool ok = true;
+    switch (*p++) {
+      case 0: relative = true; break;                                               // end of list
+      case 1: ok = uleb(p, end, x), relative = false; break;                        // base_addressx
+      case 2: case 3: ok = uleb(p, end, x) && uleb(p, end, y); break;               // startx_endx/length
+      case 4: ok = uleb(p, end, x) && uleb(p, end, y); break;                       // offset_pair
+      case 5: ok = p + address_size <= end, p += address_size, relative = false; break;  // base_address
+      case 6: ok = p + 2 * address_size <= end, p += 2 * address_size; break;       // start_end
+      case 7: ok = p + address_size <= end && (p += address_size, uleb(p, end, y)); break;  // start_length
+      default: ok = false; break;
+    }
+    if (!ok || p > end) return std::string(in);
+    if (*entry == 4 && relative && y >= x) {
+      out.push_back(7);
+      put(out, base + x, address_size);
+      put_uleb(out, y - x);
+    } else {
+      out.append(reinterpret_cast<const char*>(entry), static_cast<size_t>(p - entry));
+    }
+  }
+  moved[static_cast<uint64_t>(p - b) - header] = lists - header + out.size();
+  std::string result(in.substr(0, lists));
+  for (uint64_t i = 0; i < count; ++i) {
+    auto it = moved.find(rd(b + header + i * offset_size, offset_size));
+    if (it == moved.end()) return std::string(in);
+    std::string o;
+    put(o, it->second, offset_size);
+    result.replace(header + i * offset_size, offset_size, o);
+  }
+  result += out;
+  std::string length;  // the unit length, after the length field itself
+  put(length, result.size() - (offset_size == 8 ? 12 : 4), offset_size);
+  result.replace(offset_size == 8 ? 4 : 0, offset_size, length);
+  return result;
+}
+
 }  // namespace
 
 SplitUnit::~SplitUnit() {
@@ -154,7 +252,8 @@ Result<std::unique_ptr<SplitUnit>> DwpPackage::unit(const Skeleton& skeleton) co
     slice[k] = {reinterpret_cast<const char*>(sections_[k].data()) + row.off[k], row.size[k]};
   }
   const std::string_view info = slice[kInfo];
-  if (info.size() < 12) return Err(path() + ": the unit with DWO id " + hex_id(skeleton.dwo_id) + " is empty");
+  if (info.size() < 24)
+    return Err(path() + ": the unit with DWO id " + hex_id(skeleton.dwo_id) + " is truncated");
   const auto* ip = reinterpret_cast<const uint8_t*>(info.data());
   const size_t offset_size = rd(ip, 4) == 0xffffffff ? 8 : 4;
   const uint64_t unit_version = rd(ip + (offset_size == 8 ? 12 : 4), 2);
@@ -176,15 +275,24 @@ Result<std::unique_ptr<SplitUnit>> DwpPackage::unit(const Skeleton& skeleton) co
     put(offsets, m->second, offset_size);
   }
 
+  // Range lists' offset pairs are relative to the unit's base address, the skeleton's DW_AT_low_pc.
+  std::string rnglists(slice[kRnglists]);
+  if (unit_version >= 5 && skeleton.low_pc != 0)
+    rnglists = absolute_rnglists(slice[kRnglists], skeleton.low_pc, offset_size);
   std::vector<std::pair<const char*, std::string_view>> parts = {
       {".debug_info.dwo", info},       {".debug_abbrev.dwo", slice[kAbbrev]},
       {".debug_line.dwo", slice[kLine]}, {".debug_str_offsets.dwo", offsets},
-      {".debug_str.dwo", strings},     {".debug_rnglists.dwo", slice[kRnglists]}};
+      {".debug_str.dwo", strings},     {".debug_rnglists.dwo", rnglists}};
   auto chars = [](std::span<const uint8_t> s) {
     return std::string_view(reinterpret_cast<const char*>(s.data()), s.size());
   };
   if (!skeleton.addr.empty()) parts.emplace_back(".debug_addr.dwo", chars(skeleton.addr));
-  if (!skeleton.ranges.empty()) parts.emplace_back(".debug_ranges.dwo", chars(skeleton.ranges));
+  const size_t address_size = unit_version < 5 ? ip[offset_size == 8 ? 18 : 10] : 8;
+  std::string ranges;
+  if (!skeleton.ranges.empty() && (address_size == 4 || address_size == 8)) {
+    ranges = absolute_ranges(chars(skeleton.ranges), skeleton.low_pc, address_size);
+    parts.emplace_back(".debug_ranges.dwo", ranges);
+  }
   std::erase_if(parts, [](const auto& part) { return part.second.empty(); });
 
   const std::string label = path() + "[" + hex_id(skeleton.dwo_id) + "]";

@@ -6,8 +6,10 @@
 // §7.3.5, and GNU's version 2 of it for DWARF 4 -gsplit-dwarf). For the unit at hand, unit() builds an
 // in-memory .dwo of that unit's contributions, which libdw then reads like a .dwo of its own. Two things libdw
 // takes from the skeleton when it links a .dwo itself are put in the image instead: the skeleton file's
-// .debug_addr from the unit's addr_base (and, for DWARF 4, its .debug_ranges from DW_AT_GNU_ranges_base).
-// Its .debug_str.dwo holds only the strings the unit's string offsets name (the package's is shared by all
+// .debug_addr from the unit's addr_base (and, for DWARF 4, its .debug_ranges from DW_AT_GNU_ranges_base, made
+// absolute: their base is the skeleton's DW_AT_low_pc, which a unit read on its own does not have).
+// Range lists relative to the unit's base address are made absolute the same way (DWARF 5 ones as start and
+// length). Its .debug_str.dwo holds only the strings the unit's string offsets name (the package's is shared by all
 // units and can be tens of MB), the offsets rewritten to match.
 #pragma once
 
@@ -54,6 +56,7 @@ class DwpPackage {
     uint64_t dwo_id = 0;
     std::span<const uint8_t> addr;    // the file's .debug_addr from the unit's addr_base
     std::span<const uint8_t> ranges;  // DWARF 4: the file's .debug_ranges from its DW_AT_GNU_ranges_base
+    uint64_t low_pc = 0;              // the skeleton's DW_AT_low_pc: the base of the unit's range lists
   };
   // The unit with the skeleton's DWO id; an error when it is not in the package or libdw cannot read it.
   Result<std::unique_ptr<SplitUnit>> unit(const Skeleton& skeleton) const;
