@@ -2,6 +2,7 @@
 // the .dwo files they were made of; a package that is missing, lacks the unit or is damaged is one line.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -195,6 +196,49 @@ TEST_CASE("dwp: no package, one without the unit, or a damaged one is one line n
   SECTION("garbage") {
     std::ofstream(bin + ".dwp") << "not an ELF file at all";
     only_line(bin + ".dwp is not an ELF file");
+  }
+  SECTION("a unit that lies outside the package's sections") {
+    // The package opens and has the unit; its contributions are made too large. Said when the unit is
+    // first needed: one line, and the addresses keep their functions from the symbol table.
+    std::filesystem::copy_file(built(v, v.package), bin + ".dwp");
+    auto r = fxprof::test::run({"readelf", "-SW", bin + ".dwp"});
+    REQUIRE(r.status == 0);
+    std::istringstream sections(r.out);
+    std::string line;
+    uint64_t at = 0;
+    while (std::getline(sections, line))
+      if (line.find(".debug_cu_index") != std::string::npos) {
+        std::istringstream fields(line.substr(line.find(".debug_cu_index")));
+        std::string name, type, addr, off;
+        fields >> name >> type >> addr >> off;
+        at = std::stoull(off, nullptr, 16);
+      }
+    REQUIRE(at != 0);
+    std::fstream f(bin + ".dwp", std::ios::in | std::ios::out | std::ios::binary);
+    uint32_t header[4];
+    f.seekg(static_cast<std::streamoff>(at));
+    f.read(reinterpret_cast<char*>(header), sizeof header);
+    const uint32_t ncols = header[1], nunits = header[2], nslots = header[3];
+    REQUIRE(nunits == 1);
+    // The size table follows the slots (ids and rows), the columns' section ids and the offset table.
+    const uint64_t sizes = at + 16 + nslots * 12 + ncols * 4 + nunits * ncols * 4;
+    const uint32_t huge = 0x7fffffff;
+    for (uint32_t c = 0; c < ncols; ++c) {
+      f.seekp(static_cast<std::streamoff>(sizes + c * 4));
+      f.write(reinterpret_cast<const char*>(&huge), 4);
+    }
+    f.close();
+    std::vector<std::string> missing;
+    const auto got = lookup_all(bin, no_system_debug(), &missing);
+    REQUIRE(missing.size() == 1);
+    CHECK(missing[0].rfind("Split DWARF unit not read: " + bin + ".dwp: the unit with DWO id 0x", 0) == 0);
+    CHECK(missing[0].ends_with(" lies outside the package's sections"));
+    size_t named = 0;
+    for (const auto& info : got) {
+      CHECK(info.inlines.empty());
+      named += info.function == "compute_hot(int)";
+    }
+    CHECK(named == nm_symbols(bin).at("_Z11compute_hoti").size);
   }
   SECTION("truncated") {
     const std::string package = built(v, v.package);
