@@ -101,8 +101,8 @@ class DwarfIndex {
   Cu* find_cu(uint64_t svma);
 
   Dwarf* dw_ = nullptr;
-  Dwarf* alt_ = nullptr;                // set with dwarf_setalt: libdw's dwarf_end does not end it
-  LineSections sections_;               // for the direct line-program decoder (empty: use libdw)
+  Dwarf* alt_ = nullptr;                        // set with dwarf_setalt: libdw's dwarf_end does not end it
+  LineSections sections_;                       // for the direct line-program decoder (empty: use libdw)
   std::span<const uint8_t> addr_, ranges_sec_;  // .debug_addr, .debug_ranges: packaged units refer to them
   std::unique_ptr<DwpPackage> dwp_;
   std::deque<std::string> file_names_;  // paths joined by the decoder (LineRow::file points here)

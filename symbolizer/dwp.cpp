@@ -134,7 +134,8 @@ std::string absolute_rnglists(std::string_view in, uint64_t base, size_t offset_
   if (in.size() < header) return std::string(in);
   const size_t address_size = b[header - 6];
   const uint64_t count = rd(b + header - 4, 4);
-  if ((address_size != 4 && address_size != 8) || count > in.size() || header + count * offset_size > in.size())
+  if ((address_size != 4 && address_size != 8) || count > in.size() ||
+      header + count * offset_size > in.size())
     return std::string(in);
   const size_t lists = header + count * offset_size;
   std::string out;
@@ -148,16 +149,37 @@ std::string absolute_rnglists(std::string_view in, uint64_t base, size_t offset_
     uint64_t x = 0, y = 0;
     bool ok = true;
     switch (*p++) {
-      case 0: relative = true; break;                                               // end of list
-      case 1: ok = uleb(p, end, x), relative = false; break;                        // base_addressx
-      case 2: case 3: ok = uleb(p, end, x) && uleb(p, end, y); break;               // startx_endx/length
-      case 4: ok = uleb(p, end, x) && uleb(p, end, y); break;                       // offset_pair
-      case 5: ok = p + address_size <= end, p += address_size, relative = false; break;  // base_address
-      case 6: ok = p + 2 * address_size <= end, p += 2 * address_size; break;       // start_end
-      case 7: ok = p + address_size <= end && (p += address_size, uleb(p, end, y)); break;  // start_length
-      default: ok = false; break;
+      case 0:  // end_of_list
+        relative = true;
+        break;
+      case 1:  // base_addressx
+        ok = uleb(p, end, x);
+        relative = false;
+        break;
+      case 2:  // startx_endx
+      case 3:  // startx_length
+      case 4:  // offset_pair
+        ok = uleb(p, end, x) && uleb(p, end, y);
+        break;
+      case 5:  // base_address
+        ok = static_cast<size_t>(end - p) >= address_size;
+        p += ok ? address_size : 0;
+        relative = false;
+        break;
+      case 6:  // start_end
+        ok = static_cast<size_t>(end - p) >= 2 * address_size;
+        p += ok ? 2 * address_size : 0;
+        break;
+      case 7:  // start_length
+        ok = static_cast<size_t>(end - p) >= address_size;
+        p += ok ? address_size : 0;
+        ok = ok && uleb(p, end, y);
+        break;
+      default:
+        ok = false;
+        break;
     }
-    if (!ok || p > end) return std::string(in);
+    if (!ok) return std::string(in);
     if (*entry == 4 && relative && y >= x) {
       out.push_back(7);
       put(out, base + x, address_size);
@@ -212,18 +234,31 @@ Result<std::unique_ptr<DwpPackage>> DwpPackage::open(const std::string& path) {
   if (version != 2 && version != 5)
     return Err(path + ": .debug_cu_index version " + std::to_string(version) + " is not 2 or 5");
   const uint64_t ids = 16 + nslots * 12, offs = ids + ncols * 4, sizes = offs + nunits * ncols * 4;
-  if (ncols > 64 || nslots > index.size() || nunits > index.size() || sizes + nunits * ncols * 4 > index.size())
+  if (ncols > 64 || nslots > index.size() || nunits > index.size() ||
+      sizes + nunits * ncols * 4 > index.size())
     return Err(path + ": .debug_cu_index is truncated");
   int col_sect[64];
   for (uint64_t c = 0; c < ncols; ++c) {
     // DW_SECT_INFO 1, ABBREV 3, LINE 4, STR_OFFSETS 6 in both versions; RNGLISTS 8 in version 5 only.
     switch (rd(p + ids + c * 4, 4)) {
-      case 1: col_sect[c] = kInfo; break;
-      case 3: col_sect[c] = kAbbrev; break;
-      case 4: col_sect[c] = kLine; break;
-      case 6: col_sect[c] = kStrOffsets; break;
-      case 8: col_sect[c] = version == 5 ? kRnglists : -1; break;
-      default: col_sect[c] = -1; break;
+      case 1:
+        col_sect[c] = kInfo;
+        break;
+      case 3:
+        col_sect[c] = kAbbrev;
+        break;
+      case 4:
+        col_sect[c] = kLine;
+        break;
+      case 6:
+        col_sect[c] = kStrOffsets;
+        break;
+      case 8:
+        col_sect[c] = version == 5 ? kRnglists : -1;
+        break;
+      default:
+        col_sect[c] = -1;
+        break;
     }
   }
   for (uint64_t s = 0; s < nslots; ++s) {
@@ -280,9 +315,9 @@ Result<std::unique_ptr<SplitUnit>> DwpPackage::unit(const Skeleton& skeleton) co
   if (unit_version >= 5 && skeleton.low_pc != 0)
     rnglists = absolute_rnglists(slice[kRnglists], skeleton.low_pc, offset_size);
   std::vector<std::pair<const char*, std::string_view>> parts = {
-      {".debug_info.dwo", info},       {".debug_abbrev.dwo", slice[kAbbrev]},
+      {".debug_info.dwo", info},         {".debug_abbrev.dwo", slice[kAbbrev]},
       {".debug_line.dwo", slice[kLine]}, {".debug_str_offsets.dwo", offsets},
-      {".debug_str.dwo", strings},     {".debug_rnglists.dwo", rnglists}};
+      {".debug_str.dwo", strings},       {".debug_rnglists.dwo", rnglists}};
   auto chars = [](std::span<const uint8_t> s) {
     return std::string_view(reinterpret_cast<const char*>(s.data()), s.size());
   };

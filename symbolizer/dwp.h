@@ -4,13 +4,13 @@
 // A package holds each .dwo section once; each unit's part of it is a contribution listed in
 // .debug_cu_index, a hash table from the skeleton unit's DWO id to (offset, size) per section (DWARF 5
 // §7.3.5, and GNU's version 2 of it for DWARF 4 -gsplit-dwarf). For the unit at hand, unit() builds an
-// in-memory .dwo of that unit's contributions, which libdw then reads like a .dwo of its own. Two things libdw
-// takes from the skeleton when it links a .dwo itself are put in the image instead: the skeleton file's
+// in-memory .dwo of that unit's contributions, which libdw then reads like a .dwo of its own. Two things
+// libdw takes from the skeleton when it links a .dwo itself are put in the image instead: the skeleton file's
 // .debug_addr from the unit's addr_base (and, for DWARF 4, its .debug_ranges from DW_AT_GNU_ranges_base, made
 // absolute: their base is the skeleton's DW_AT_low_pc, which a unit read on its own does not have).
 // Range lists relative to the unit's base address are made absolute the same way (DWARF 5 ones as start and
-// length). Its .debug_str.dwo holds only the strings the unit's string offsets name (the package's is shared by all
-// units and can be tens of MB), the offsets rewritten to match.
+// length). Its .debug_str.dwo holds only the strings the unit's string offsets name (the package's is shared
+// by all units and can be tens of MB), the offsets rewritten to match.
 #pragma once
 
 #include <elfutils/libdw.h>

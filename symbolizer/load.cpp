@@ -205,8 +205,9 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
     add_dwp(d.ends_with(".debug") ? d.substr(0, d.size() - 6) + ".dwp" : d + ".dwp");
   }
   if (plain_name) {
-    const std::string name =
-        lib->code != nullptr ? std::string(base_name(lib->code->path())) : k.name.empty() ? k.debug_name : k.name;
+    const std::string name = lib->code != nullptr ? std::string(base_name(lib->code->path()))
+                             : k.name.empty()     ? k.debug_name
+                                                  : k.name;
     for (const auto& d : options.symbol_dirs) add_dwp(d + "/" + name + ".dwp");
   }
   if (debug) lib->objects.push_back(std::move(debug));

@@ -1,8 +1,8 @@
 // Tests of symbolizer/dwp.cpp: split DWARF packages (.dwp) give the same names, lines and inline chains as
 // the .dwo files they were made of; a package that is missing, lacks the unit or is damaged is one line.
 #include <catch2/catch.hpp>
-#include <filesystem>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -11,8 +11,8 @@
 #include "tests/support/sym_programs.h"
 
 using namespace fxprof::test::sym_programs;
-using fxprof::test::test_program;
 using fxprof::test::TempDir;
+using fxprof::test::test_program;
 
 namespace {
 
@@ -134,7 +134,8 @@ void check_package(const Variant& v) {
 
 }  // namespace
 
-TEST_CASE("dwp: binutils' dwp package of g++ -gdwarf-4 -gsplit-dwarf gives the .dwo's inline chains and lines") {
+TEST_CASE(
+    "dwp: binutils' dwp package of g++ -gdwarf-4 -gsplit-dwarf gives the .dwo's inline chains and lines") {
   check_package(kVariants[0]);
 }
 
@@ -142,11 +143,13 @@ TEST_CASE("dwp: llvm-dwp's package of g++ -gdwarf-4 -gsplit-dwarf gives the .dwo
   check_package(kVariants[1]);
 }
 
-TEST_CASE("dwp: llvm-dwp's package of clang++ -gsplit-dwarf (DWARF 5) gives the .dwo's inline chains and lines") {
+TEST_CASE(
+    "dwp: llvm-dwp's package of clang++ -gsplit-dwarf (DWARF 5) gives the .dwo's inline chains and lines") {
   check_package(kVariants[2]);
 }
 
-TEST_CASE("dwp: a DWARF 4 unit of one contiguous range: its range lists are relative to the skeleton's low_pc") {
+TEST_CASE(
+    "dwp: a DWARF 4 unit of one contiguous range: its range lists are relative to the skeleton's low_pc") {
   check_package(kVariants[3]);
 }
 
@@ -179,7 +182,8 @@ TEST_CASE("dwp: no package, one without the unit, or a damaged one is one line n
     std::vector<std::string> missing;
     const auto got = lookup_all(bin, no_system_debug(), &missing);
     for (const auto& info : got) CHECK(info.inlines.empty());
-    CHECK(missing == std::vector<std::string>{"Split DWARF file not found: " + dwo + "; package: " + package});
+    CHECK(missing ==
+          std::vector<std::string>{"Split DWARF file not found: " + dwo + "; package: " + package});
   };
   SECTION("none") { only_line("none at " + bin + ".dwp"); }
   SECTION("another program's") {
