@@ -108,7 +108,7 @@ std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj, const ElfObje
         break;
       }
       if (!idx->dwp_ && no_package.empty()) {
-        no_package = "none at ";
+        no_package = dwp_paths.empty() ? "none looked for" : "none at ";
         for (const std::string& path : dwp_paths) no_package += (&path == &dwp_paths[0] ? "" : ", ") + path;
       }
     }
