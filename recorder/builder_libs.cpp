@@ -13,12 +13,8 @@
 #include "base/fd.h"
 #include "base/path.h"
 #include "recorder/builder.h"
-#include "recorder/builder_record.h"
 
 namespace fxprof::recorder {
-
-using internal::Reader;
-using internal::trailer;
 
 namespace {
 
@@ -47,16 +43,9 @@ model::Lib make_lib(uint64_t start, uint64_t end, uint64_t offset, const std::st
 }  // namespace
 
 const elf::Identity* ProfileBuilder::elf_for(const std::string& path) {
-  auto it = elf_cache_.find(path);
-  if (it == elf_cache_.end()) {
-    std::optional<elf::Identity> info;
-    if (path == "[vdso]")
-      info = elf::own_vdso();
-    else if (!path.empty() && path[0] == '/')
-      info = elf::read_file(path);
-    it = elf_cache_.emplace(path, std::move(info)).first;
-  }
-  return it->second ? &*it->second : nullptr;
+  if (path != "[vdso]" && (path.empty() || path[0] != '/')) return nullptr;
+  const Binary& b = binaries_->get(path);
+  return b.identity ? &*b.identity : nullptr;
 }
 
 void ProfileBuilder::add_mapping(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t prot,
@@ -97,7 +86,9 @@ std::string ProfileBuilder::keep_file(uint32_t pid, uint64_t start, uint64_t end
   if (at_path && kept_.size() >= kMaxKept) return path;
   UniqueFd fd;
   if (at_path) {
-    fd.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    // The table of binaries opens it (once for the builder, the unwinder and this descriptor).
+    const Binary& b = binaries_->get(path);
+    if (b.file.fd.valid()) fd.reset(::fcntl(b.file.fd.get(), F_DUPFD_CLOEXEC, 0));
   } else {
     // The container's file through its root (any user who may trace the process), or, gone or replaced
     // since it was mapped: the mapping itself (needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), or the
@@ -170,24 +161,12 @@ std::vector<UniqueFd> ProfileBuilder::take_kept_files() {
   return out;
 }
 
-void ProfileBuilder::on_mmap2(const std::byte* p, size_t size) {
-  Reader r(p + 8, size - 8);
-  uint32_t pid, tid;
-  r.u32x2(pid, tid);
-  uint64_t addr = r.u64(), len = r.u64(), pgoff = r.u64();
-  uint32_t maj, min;
-  r.u32x2(maj, min);
-  const uint64_t ino = r.u64();
-  r.u64();  // ino_generation
-  uint32_t prot, flags;
-  r.u32x2(prot, flags);
-  if (!r.ok()) return;
-  if (auto pr = procs_.find(pid); pr != procs_.end()) pr->second.exec_unmapped = false;
-  if (!(prot & PROT_EXEC)) return;
-  std::string path = r.str_before_trailer();
-  if (path.ends_with(" (deleted)")) path.resize(path.size() - 10);
-  if (is_anonymous_code(path)) process(pid, trailer(p, size).time).anon_code.emplace_back(addr, addr + len);
-  add_mapping(pid, addr, len, pgoff, prot, path, trailer(p, size).time, makedev(maj, min), ino);
+void ProfileBuilder::on_mmap2(const Mmap2Record& m) {
+  if (auto pr = procs_.find(m.pid); pr != procs_.end()) pr->second.exec_unmapped = false;
+  if (!(m.prot & PROT_EXEC)) return;
+  const std::string path(m.path);
+  if (is_anonymous_code(path)) process(m.pid, m.time).anon_code.emplace_back(m.addr, m.addr + m.len);
+  add_mapping(m.pid, m.addr, m.len, m.pgoff, m.prot, path, m.time, makedev(m.maj, m.min), m.ino);
 }
 
 }  // namespace fxprof::recorder
