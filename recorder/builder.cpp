@@ -22,6 +22,7 @@ ProfileBuilder::ProfileBuilder(model::Profile& profile, Unwinder* unwinder, cons
       events_(events),
       layout_(RecordLayout::of(events)),
       binaries_(unwinder ? &unwinder->binaries() : &own_binaries_),
+      kept_(*binaries_),
       ctx_{profile,
            procfs,
            [this](uint32_t tid) -> model::Thread* {
@@ -166,7 +167,7 @@ void ProfileBuilder::on_sample(const SampleRecord& smp) {
 void ProfileBuilder::finish() {
   resolve_wakes(0, 0);  // the waits still open at the end are closed (close_off_spans): none is open now
   pending_wakes_.clear();
-  read_deleted_libs();
+  kept_.read_deleted_libs(profile_);
   name_kernel_frames(profile_, procfs_);
   if (off_interned_) name_off_cpu_reasons();
   mark_interrupted_frames(profile_, reason_label(BlockReason::Preempted));

@@ -36,6 +36,7 @@
 #include "model/profile.h"
 #include "recorder/host.h"
 #include "recorder/jit.h"
+#include "recorder/kept_files.h"
 #include "recorder/offcpu.h"
 #include "recorder/perf.h"
 #include "recorder/quality.h"
@@ -121,9 +122,9 @@ class ProfileBuilder final : public RecordSink {
   size_t unknown_code_processes() const { return unknown_code_pids_.size(); }
   // Binaries deleted (or replaced) while they ran: read through kept descriptors (read), or not (unreadable).
   // finish() gives their libs a read_path; the descriptors go with the recording (take_kept_files).
-  const std::vector<std::string>& deleted_read() const { return deleted_read_; }
-  const std::vector<std::string>& deleted_unreadable() const { return unreadable_; }
-  std::vector<UniqueFd> take_kept_files();
+  const std::vector<std::string>& deleted_read() const { return kept_.deleted_read(); }
+  const std::vector<std::string>& deleted_unreadable() const { return kept_.unreadable(); }
+  std::vector<UniqueFd> take_kept_files() { return kept_.take(); }
   // JIT files (perf maps, jitdumps) not used because another user owns them or others may write them
   // (recorder/jit.h jit_file_untrusted): "PATH: why" each.
   const std::vector<std::string>& jit_refused() const { return jit_refused_; }
@@ -194,18 +195,9 @@ class ProfileBuilder final : public RecordSink {
   ThreadRef& add_thread(uint32_t pid, uint32_t tid, const std::string& name, uint64_t t);
   bool has_samples(const model::Process& p) const;
   // An executable mapping; `prot` (PROT_* bits) picks the ELF segment the kernel mapped there. `dev`/`ino`
-  // (MMAP2, /proc/PID/maps; 0 when unknown) identify the mapped file (keep_file).
+  // (MMAP2, /proc/PID/maps; 0 when unknown) identify the mapped file (KeptFiles::keep).
   void add_mapping(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t prot,
                    const std::string& path, uint64_t t, uint64_t dev = 0, uint64_t ino = 0);
-  // Keeps a descriptor of the mapped file, so that a binary deleted or replaced while it runs can still be
-  // read (unwinding now, symbols after the recording). Returns where to read it now: `path` when the file
-  // there is the mapped one, else /proc/self/fd/N of a descriptor opened through /proc/PID/map_files (or
-  // /proc/PID/exe); `path` and an entry in unreadable_ when neither works. A process in another mount
-  // namespace (a container) is always read through /proc/PID/root.
-  std::string keep_file(uint32_t pid, uint64_t start, uint64_t end, const std::string& path, uint64_t dev,
-                        uint64_t ino);
-  // Whether `pid` sees another file system than fxprof (its own mount namespace: a container, unshare -m).
-  static bool other_mount_ns(uint32_t pid);
   const elf::Identity* elf_for(const std::string& path);
   // Reads the process's perf map and jitdump into its model::Process::jit (recorder/jit.h), once.
   void read_jit(uint32_t pid, ProcRef& pr);
@@ -266,6 +258,7 @@ class ProfileBuilder final : public RecordSink {
   // frame-pointer mode, one of the builder's own.
   Binaries own_binaries_;
   Binaries* binaries_;
+  KeptFiles kept_;                    // descriptors of the mapped files (kept_files.h)
   std::vector<model::FrameId> path_;  // reused per sample
   std::vector<uint64_t> user_, kernel_, spliced_;
   std::array<uint64_t, 1024> unwound_{};
@@ -305,15 +298,6 @@ class ProfileBuilder final : public RecordSink {
   uint64_t switch_stacks_unwound_ = 0;
   std::vector<UnfollowedExec> unfollowed_;
   std::vector<std::string> jit_refused_;
-  struct KeptFile {
-    UniqueFd fd;
-    std::string path;      // the mapping's path
-    bool foreign = false;  // read through /proc/PID/root: its path means nothing here
-  };
-  std::vector<KeptFile> kept_;
-  std::unordered_map<std::string, size_t> kept_index_;  // "dev:ino" -> kept_
-  std::vector<std::string> deleted_read_, unreadable_;
-  void read_deleted_libs();
   // After a loss: is `ip` inside an executable mapping of `pid` we know of?
   bool known_code(uint32_t pid, uint64_t ip) const;
   uint64_t unknown_code_samples_ = 0;

@@ -8,53 +8,11 @@
 #include <vector>
 
 #include "recorder/unwind/unwinder.h"
+#include "tests/recorder/synthetic.h"
 
 using namespace fxprof::recorder;
-
-namespace {
-
-// A record in 8-byte aligned storage, as the ring buffer holds it.
-class Rec {
- public:
-  Rec(uint32_t type, uint16_t misc = 0) : type_(type), misc_(misc) {}
-  Rec& u64(uint64_t v) {
-    put(&v, 8);
-    return *this;
-  }
-  Rec& u32x2(uint32_t a, uint32_t b) { return u64(a | uint64_t{b} << 32); }
-  Rec& str(const std::string& s) {  // NUL-terminated, padded to 8 bytes
-    std::string p = s;
-    p.resize((s.size() / 8 + 1) * 8, '\0');
-    put(p.data(), p.size());
-    return *this;
-  }
-  Rec& trailer(uint32_t pid, uint32_t tid, uint64_t time) { return u32x2(pid, tid).u64(time).u64(0); }
-  // The record, its size cut to `size` when given.
-  const perf_event_header* h(size_t size = 0) {
-    words_.assign((body_.size() + 8 + 7) / 8, 0);
-    perf_event_header hd{type_, misc_, static_cast<uint16_t>(size ? size : body_.size() + 8)};
-    std::memcpy(words_.data(), &hd, sizeof hd);
-    std::memcpy(reinterpret_cast<char*>(words_.data()) + 8, body_.data(), body_.size());
-    return reinterpret_cast<const perf_event_header*>(words_.data());
-  }
-
- private:
-  void put(const void* p, size_t n) { body_.append(static_cast<const char*>(p), n); }
-  uint32_t type_;
-  uint16_t misc_;
-  std::string body_;
-  std::vector<uint64_t> words_;
-};
-
-// A sample's fixed start and callchain: ip, pid/tid, time, cpu, period, nr, the chain.
-Rec sample_start(uint32_t pid, uint32_t tid, uint64_t time, const std::vector<uint64_t>& chain) {
-  Rec r(PERF_RECORD_SAMPLE);
-  r.u64(chain.empty() ? 0 : chain.back()).u32x2(pid, tid).u64(time).u64(0).u64(1000).u64(chain.size());
-  for (uint64_t a : chain) r.u64(a);
-  return r;
-}
-
-}  // namespace
+using fxprof::test::Rec;
+using fxprof::test::sample_start;
 
 TEST_CASE("records: a frame-pointer sample, its callchain and its time", "[recorder]") {
   const RecordLayout fp;
@@ -84,7 +42,7 @@ TEST_CASE("records: a frame-pointer sample, its callchain and its time", "[recor
   CHECK(dq.chain_at(0) == 0x401000);
 }
 
-TEST_CASE("records: a DWARF sample's registers and stack copy; RDI from the context-switches event",
+TEST_CASE("records: a DWARF sample's registers and stack copy, and RDI from the context-switches event",
           "[recorder]") {
   RecordLayout dwarf;
   dwarf.dwarf = true;
