@@ -16,9 +16,16 @@
 // (announced by its MMAP2) read when its last thread exits, or at finish() for processes still running,
 // and finish() names the frames there, by time (builder_jit.cpp).
 //
-// Its parts: builder.cpp (records, samples, losses, finish), builder_process.cpp (processes, threads),
-// builder_libs.cpp (mappings, kept files), builder_offcpu.cpp (off-CPU spans), builder_wakers.cpp (wakers),
-// builder_jit.cpp; records.h decodes the records (once, into typed structs).
+// Its parts: builder.cpp (dispatch, samples, finish), builder_process.cpp (processes, threads),
+// builder_libs.cpp (mappings), kept_files.h (descriptors of mapped files), builder_offcpu.cpp (off-CPU
+// spans), builder_wakers.cpp (wakers), builder_jit.cpp; records.h decodes each record once, into a typed
+// struct, which handle() gives the builder's parts and then every tracker.
+//
+// Adding a concern: a Tracker (tracker.h) in a file of its own, fed every typed record after the builder
+// registered its process and thread, writing what it learns into the profile; and one line in
+// make_trackers() (trackers.cpp). Nothing here changes. Facts other parts need (lost() after a loss) go
+// through TrackerContext::counts. Test it with synthetic records through feed_round
+// (tests/recorder/synthetic.h, losses_test.cpp).
 #pragma once
 
 #include <array>

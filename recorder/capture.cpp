@@ -303,21 +303,16 @@ class ReplayRound final : public RecordSource {
   std::vector<bool> kinds_;
 };
 
-}  // namespace
-
-Result<model::Profile> replay(const std::string& path, const ReplayOptions& options) {
-  auto file = read_file(path);
-  if (!file) return std::move(file).take_error();
-  std::string_view text = *file;
-  if (!text.starts_with(kMagic)) return Err(path + ": not an fxprof capture");
-  text.remove_prefix(kMagic.size());
-
-  struct Entry {
-    char tag;
-    std::string_view payload;
-  };
+// A capture's entries after its magic line. The /proc answers go to `procfs`'s queues at once (the builder
+// asks while it handles a round, and the answers were written while the recording handled it, after the
+// round's entry); the others are returned in order.
+struct Entry {
+  char tag;
+  std::string_view payload;
+};
+Result<std::vector<Entry>> read_entries(std::string_view text, ReplayProcfs& procfs,
+                                        const std::string& path) {
   std::vector<Entry> entries;
-  ReplayProcfs procfs;
   while (!text.empty()) {
     if (text.size() < 5) return Err(path + ": truncated capture");
     uint32_t len;
@@ -326,8 +321,6 @@ Result<model::Profile> replay(const std::string& path, const ReplayOptions& opti
     Entry e{text[0], text.substr(5, len)};
     text.remove_prefix(5 + len);
     Payload p(e.payload);
-    // The /proc answers go to their queues at once: the builder asks while it handles a round, and the
-    // answers were written while the recording handled it, after the round's entry.
     if (e.tag == kRead) {
       std::string at = p.str();
       const bool ok = p.get<uint8_t>() != 0;
@@ -348,6 +341,22 @@ Result<model::Profile> replay(const std::string& path, const ReplayOptions& opti
     }
     if (!p.ok()) return Err(path + ": malformed capture entry '" + std::string(1, e.tag) + "'");
   }
+  return entries;
+}
+
+}  // namespace
+
+// One case per entry tag: the calls the recording made, in its order (longer than most, for that list).
+Result<model::Profile> replay(const std::string& path, const ReplayOptions& options) {
+  auto file = read_file(path);
+  if (!file) return std::move(file).take_error();
+  std::string_view text = *file;
+  if (!text.starts_with(kMagic)) return Err(path + ": not an fxprof capture");
+  text.remove_prefix(kMagic.size());
+  ReplayProcfs procfs;
+  auto read = read_entries(text, procfs, path);
+  if (!read) return std::move(read).take_error();
+  const std::vector<Entry>& entries = *read;
 
   model::Profile profile;
   EventConfig events;
