@@ -22,6 +22,8 @@ template <class... F>
 struct Visit : F... {
   using F::operator()...;
 };
+template <class... F>
+Visit(F...) -> Visit<F...>;
 
 void inside(std::span<const std::byte> s, const std::vector<uint64_t>& rec, size_t size) {
   auto* begin = reinterpret_cast<const std::byte*>(rec.data());
