@@ -55,6 +55,14 @@ inline Rec sample_start(uint32_t pid, uint32_t tid, uint64_t time, const std::ve
   return r;
 }
 
+// A /proc that knows nothing (a process gone before it was asked about).
+class NoProcfs final : public recorder::Procfs {
+ public:
+  Result<std::string> read(const std::string& path) override { return Err(path + ": none"); }
+  std::vector<uint32_t> list(const std::string&) override { return {}; }
+  std::vector<std::string> kernel_symbols(std::span<const uint64_t>) override { return {}; }
+};
+
 // Records handed out from memory, as one ring buffer would, each round once.
 class Records final : public recorder::RecordSource {
  public:

@@ -14,13 +14,6 @@ using test::sample_start;
 
 namespace {
 
-class NoProcfs final : public recorder::Procfs {
- public:
-  Result<std::string> read(const std::string& path) override { return Err(path + ": none"); }
-  std::vector<uint32_t> list(const std::string&) override { return {}; }
-  std::vector<std::string> kernel_symbols(std::span<const uint64_t>) override { return {}; }
-};
-
 Rec task(uint32_t type, uint32_t pid, uint32_t ppid, uint32_t tid, uint32_t ptid, uint64_t time) {
   Rec r(type);
   r.u32x2(pid, ppid).u32x2(tid, ptid).u64(time).trailer(pid, tid, time);
@@ -38,7 +31,7 @@ Rec comm(uint32_t pid, uint32_t tid, const std::string& name, uint64_t time, boo
 TEST_CASE("tasks: forks, renames, execs and exits shape processes and threads", "[recorder]") {
   model::Profile profile;
   recorder::EventConfig events;
-  NoProcfs procfs;
+  test::NoProcfs procfs;
   recorder::ProfileBuilder builder(profile, nullptr, events, procfs);
   builder.on_launched(100, "sh", 0);
   const uint64_t user = static_cast<uint64_t>(PERF_CONTEXT_USER);
