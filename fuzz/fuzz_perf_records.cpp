@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   recorder::Unwinder unwinder;
   recorder::ProfileBuilder builder(profile, events.dwarf ? &unwinder : nullptr, events,
                                    recorder::live_procfs());
-  builder.add_launched(100, "fuzz", 0);
+  builder.on_launched(100, "fuzz", 0);
   // Records are copied to aligned storage one at a time: the builder reads them in place, as in the ring.
   std::vector<uint64_t> record;
   size_t at = 1;
@@ -39,6 +39,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     builder.resolve_pending();  // the record's storage is reused for the next one
     at += h.size;
   }
-  builder.finish();
+  builder.on_end(0);
   return 0;
 }

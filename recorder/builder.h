@@ -16,9 +16,16 @@
 // (announced by its MMAP2) read when its last thread exits, or at finish() for processes still running,
 // and finish() names the frames there, by time (builder_jit.cpp).
 //
-// Its parts: builder.cpp (records, samples, losses, finish), builder_process.cpp (processes, threads),
-// builder_libs.cpp (mappings, kept files), builder_offcpu.cpp (off-CPU spans), builder_wakers.cpp (wakers),
-// builder_jit.cpp; builder_record.h reads the records' bodies.
+// Its parts: builder.cpp (dispatch, samples, finish), builder_process.cpp (processes, threads),
+// builder_libs.cpp (mappings), kept_files.h (descriptors of mapped files), builder_offcpu.cpp (off-CPU
+// spans), builder_wakers.cpp (wakers), builder_jit.cpp; records.h decodes each record once, into a typed
+// struct, which handle() gives the builder's parts and then every tracker.
+//
+// Adding a concern: a Tracker (tracker.h) in a file of its own, fed every typed record after the builder
+// registered its process and thread, writing what it learns into the profile; and one line in
+// make_trackers() (trackers.cpp). Nothing here changes. Facts other parts need (lost() after a loss) go
+// through TrackerContext::counts. Test it with synthetic records through feed_round
+// (tests/recorder/synthetic.h, losses_test.cpp).
 #pragma once
 
 #include <array>
@@ -36,9 +43,12 @@
 #include "model/profile.h"
 #include "recorder/host.h"
 #include "recorder/jit.h"
+#include "recorder/kept_files.h"
 #include "recorder/offcpu.h"
 #include "recorder/perf.h"
 #include "recorder/quality.h"
+#include "recorder/records.h"
+#include "recorder/tracker.h"
 #include "recorder/unwind/unwinder.h"
 #include "recorder/waker.h"
 
@@ -55,25 +65,29 @@ struct OffCpuConfig {
   uint64_t threshold_ns = 1000000;  // a marker per blocked span at least this long
 };
 
-class ProfileBuilder {
+class ProfileBuilder final : public RecordSink {
  public:
   // `unwinder` is null in frame-pointer mode. Names, task lists, mappings of attached processes and kernel
   // function names come from `procfs` (recorder/host.h: the live /proc, or a capture's answers).
   ProfileBuilder(model::Profile& profile, Unwinder* unwinder, const EventConfig& events, Procfs& procfs);
 
-  // Launch mode: the pid we forked; its first exec keeps this entry and `name`.
-  void add_launched(uint32_t pid, const std::string& name, uint64_t time_ns);
-  // Attach mode: registers the process from /proc (name, threads, executable mappings).
-  void add_attached(uint32_t pid, uint64_t time_ns);
-  // Attach mode: a thread found when /proc/PID/task is scanned again.
-  void add_attached_thread(uint32_t pid, uint32_t tid, uint64_t time_ns);
+  // The recording's input (recorder/host.h). on_records() handles each record, then resolve_pending();
+  // on_end() is close_off_spans() and finish().
+  void on_launched(uint32_t pid, const std::string& name, uint64_t time_ns) override;
+  void on_attached(uint32_t pid, uint64_t time_ns) override;  // name, threads, mappings from /proc
+  void on_attached_thread(uint32_t pid, uint32_t tid, uint64_t time_ns) override;
+  void on_wakings(std::span<Waking> w) override { add_wakings(w); }
+  void on_records(std::span<const RecordRef> round) override;
+  void on_end(uint64_t end_ns) override {
+    close_off_spans(end_ns);
+    finish();
+  }
 
-  // Timestamp of a record (sample time or sample_id_all trailer), for merging buffers.
-  static uint64_t record_time(const perf_event_header* h);
   // `switch_event`: the record came from a context-switches event's ring buffer (OffCpuConfig::stacks).
   // A switch-out's sample is unwound only when its span turns out to need the stack (see end_off_span): the
   // record stays where it is until then, so the caller keeps every record it handled readable until it
   // calls resolve_pending(), which unwinds the stacks of threads still switched out.
+  // The record is decoded once (recorder/records.h) and dispatched by type.
   void handle(const perf_event_header* h, bool switch_event = false);
   // Unwinds the switch-out samples of threads still out (their spans may need the stacks): call it before
   // the records handled since the last call go away (the ring buffer space is released). Also names the
@@ -99,8 +113,8 @@ class ProfileBuilder {
   void finish();
 
   uint64_t samples() const { return samples_; }
-  uint64_t lost() const { return lost_; }
-  uint64_t throttled() const { return throttled_; }
+  uint64_t lost() const { return ctx_.counts.lost; }
+  uint64_t throttled() const { return ctx_.counts.throttled; }
   uint64_t jit_functions() const { return jit_functions_; }    // named JIT ranges read (all processes)
   uint64_t switch_samples() const { return switch_samples_; }  // context-switches samples read
   uint64_t switch_stacks_unwound() const { return switch_stacks_unwound_; }  // of those, the ones needed
@@ -115,9 +129,9 @@ class ProfileBuilder {
   size_t unknown_code_processes() const { return unknown_code_pids_.size(); }
   // Binaries deleted (or replaced) while they ran: read through kept descriptors (read), or not (unreadable).
   // finish() gives their libs a read_path; the descriptors go with the recording (take_kept_files).
-  const std::vector<std::string>& deleted_read() const { return deleted_read_; }
-  const std::vector<std::string>& deleted_unreadable() const { return unreadable_; }
-  std::vector<UniqueFd> take_kept_files();
+  const std::vector<std::string>& deleted_read() const { return kept_.deleted_read(); }
+  const std::vector<std::string>& deleted_unreadable() const { return kept_.unreadable(); }
+  std::vector<UniqueFd> take_kept_files() { return kept_.take(); }
   // JIT files (perf maps, jitdumps) not used because another user owns them or others may write them
   // (recorder/jit.h jit_file_untrusted): "PATH: why" each.
   const std::vector<std::string>& jit_refused() const { return jit_refused_; }
@@ -152,8 +166,8 @@ class ProfileBuilder {
     // The switch-out's sample, not unwound yet (have_stack is set): resolve_stack() or end_off_span unwind
     // it when the span needs its stack; most spans at high switch rates are shorter than the sampling
     // interval and the marker threshold and never do.
-    const std::byte* pending = nullptr;
-    size_t pending_size = 0;
+    bool pending = false;
+    SampleRecord pending_sample;              // its spans point into the ring buffer until the round's end
     bool queued = false;                      // in pending_tids_
     uint64_t uaddr = 0;                       // RDI at the system call: a futex wait's lock address
     uint64_t acc = 0;                         // blocked ns not yet given a sample
@@ -171,7 +185,7 @@ class ProfileBuilder {
     bool launch_exec_pending = false;  // launched: the first exec keeps the entry and the command's name
     // Exec'd, and no mapping of the new program reported since: an EXIT now is the kernel dropping our
     // events at a setuid/setgid or unreadable exec (it comes before the new program maps anything), however
-    // short the program's life. `exec_lost`: lost_ at the exec (a loss since may have taken the mappings).
+    // short the program's life. `exec_lost`: lost() at the exec (a loss since may have taken the mappings).
     bool exec_unmapped = false;
     uint64_t exec_lost = 0;
     uint32_t live = 0;                        // threads not yet exited: the unwinder forgets the pid at 0
@@ -188,27 +202,22 @@ class ProfileBuilder {
   ThreadRef& add_thread(uint32_t pid, uint32_t tid, const std::string& name, uint64_t t);
   bool has_samples(const model::Process& p) const;
   // An executable mapping; `prot` (PROT_* bits) picks the ELF segment the kernel mapped there. `dev`/`ino`
-  // (MMAP2, /proc/PID/maps; 0 when unknown) identify the mapped file (keep_file).
+  // (MMAP2, /proc/PID/maps; 0 when unknown) identify the mapped file (KeptFiles::keep).
   void add_mapping(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t prot,
                    const std::string& path, uint64_t t, uint64_t dev = 0, uint64_t ino = 0);
-  // Keeps a descriptor of the mapped file, so that a binary deleted or replaced while it runs can still be
-  // read (unwinding now, symbols after the recording). Returns where to read it now: `path` when the file
-  // there is the mapped one, else /proc/self/fd/N of a descriptor opened through /proc/PID/map_files (or
-  // /proc/PID/exe); `path` and an entry in unreadable_ when neither works. A process in another mount
-  // namespace (a container) is always read through /proc/PID/root.
-  std::string keep_file(uint32_t pid, uint64_t start, uint64_t end, const std::string& path, uint64_t dev,
-                        uint64_t ino);
-  // Whether `pid` sees another file system than fxprof (its own mount namespace: a container, unshare -m).
-  static bool other_mount_ns(uint32_t pid);
   const elf::Identity* elf_for(const std::string& path);
   // Reads the process's perf map and jitdump into its model::Process::jit (recorder/jit.h), once.
   void read_jit(uint32_t pid, ProcRef& pr);
   std::vector<uint32_t> jit_file_owners(uint32_t pid);
 
-  void on_sample(const std::byte* p, size_t size, bool switch_event);
-  // Unwinds a sample into path_ (root first; "(stack truncated)" first if the copy cut it short); `di`
-  // gets RDI when the event samples it. False if the record is malformed.
-  bool sample_path(const std::byte* p, size_t size, bool switch_event, uint64_t& di);
+  void on_sample(const SampleRecord& s);
+  // Unwinds a sample into path_ (root first; "(stack truncated)" first if the copy cut it short). False if
+  // the record is malformed.
+  bool sample_path(const SampleRecord& s);
+  // sample_path's parts: the callchain split into user_ and kernel_, and the DWARF walk spliced into user_
+  // (true when the stack copy cut it short).
+  void split_callchain(const SampleRecord& s);
+  bool unwind_user(const SampleRecord& s);
   // Off-CPU: the pending switch-out sample of `th` becomes its blocking stack.
   void resolve_stack(ThreadRef& th);
   void end_off_span(ThreadRef& th, uint64_t in_ns);
@@ -227,12 +236,20 @@ class ProfileBuilder {
   WakeNeed wake_need(const Wake& w) const;
   // resolve_pending() at an exec of `pid` at `before_ns`: its waker stacks up to then (see resolve_wakes).
   void resolve_pending(uint32_t pid, uint64_t before_ns);
-  void on_mmap2(const std::byte* p, size_t size);
-  void on_comm(const std::byte* p, size_t size, uint16_t misc);
-  void on_fork(const std::byte* p, size_t size);
-  void on_exit(const std::byte* p, size_t size);
-  void on_switch(const std::byte* p, size_t size, uint16_t misc);
-  void on_lost(const std::byte* p, size_t size);
+  void on_mmap2(const Mmap2Record& m);
+  void on_comm(const CommRecord& c);
+  void on_fork(const ForkRecord& f);
+  void on_exit(const ExitRecord& e);
+  void on_switch(const SwitchRecord& s);
+  void on_record(const OtherRecord&) {}
+  void on_record(const SampleRecord& r) { on_sample(r); }
+  void on_record(const Mmap2Record& r) { on_mmap2(r); }
+  void on_record(const CommRecord& r) { on_comm(r); }
+  void on_record(const ForkRecord& r) { on_fork(r); }
+  void on_record(const ExitRecord& r) { on_exit(r); }
+  void on_record(const SwitchRecord& r) { on_switch(r); }
+  void on_record(const LostRecord&) {}      // the trackers' (losses.h)
+  void on_record(const ThrottleRecord&) {}  // the trackers' (losses.h)
 
   // A thread's name from /proc, "Thread TID" when it is gone.
   std::string proc_comm(uint32_t pid, uint32_t tid);
@@ -241,14 +258,21 @@ class ProfileBuilder {
   Unwinder* unwinder_;
   Procfs& procfs_;
   EventConfig events_;
+  RecordLayout layout_;
   std::unordered_map<uint32_t, ProcRef> procs_;
   std::unordered_map<uint32_t, ThreadRef> threads_;
-  std::unordered_map<std::string, std::optional<elf::Identity>> elf_cache_;
+  // The recording's opened binaries: the unwinder's table (each binary opened and parsed once), or, in
+  // frame-pointer mode, one of the builder's own.
+  Binaries own_binaries_;
+  Binaries* binaries_;
+  KeptFiles kept_;                    // descriptors of the mapped files (kept_files.h)
   std::vector<model::FrameId> path_;  // reused per sample
   std::vector<uint64_t> user_, kernel_, spliced_;
   std::array<uint64_t, 1024> unwound_{};
-  model::StringId lost_name_ = model::kNoString, lost_type_ = model::kNoString, count_key_ = model::kNoString;
-  uint64_t samples_ = 0, lost_ = 0, throttled_ = 0, jit_functions_ = 0;
+  uint64_t samples_ = 0, jit_functions_ = 0;
+  // The trackers (tracker.h): each record reaches them after the builder's own parts.
+  TrackerContext ctx_;
+  std::vector<std::unique_ptr<Tracker>> trackers_;
   OffCpuConfig off_;
   // Off-CPU samples and markers get their reason in finish(), once kernel frames have names: until then the
   // samples' leaf is `pending_frame_` and the markers' reason is `pending_reason_`.
@@ -281,15 +305,6 @@ class ProfileBuilder {
   uint64_t switch_stacks_unwound_ = 0;
   std::vector<UnfollowedExec> unfollowed_;
   std::vector<std::string> jit_refused_;
-  struct KeptFile {
-    UniqueFd fd;
-    std::string path;      // the mapping's path
-    bool foreign = false;  // read through /proc/PID/root: its path means nothing here
-  };
-  std::vector<KeptFile> kept_;
-  std::unordered_map<std::string, size_t> kept_index_;  // "dev:ino" -> kept_
-  std::vector<std::string> deleted_read_, unreadable_;
-  void read_deleted_libs();
   // After a loss: is `ip` inside an executable mapping of `pid` we know of?
   bool known_code(uint32_t pid, uint64_t ip) const;
   uint64_t unknown_code_samples_ = 0;

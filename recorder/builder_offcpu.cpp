@@ -4,14 +4,10 @@
 #include <cstdio>
 
 #include "recorder/builder.h"
-#include "recorder/builder_record.h"
 #include "recorder/offcpu.h"
 #include "recorder/quality.h"
 
 namespace fxprof::recorder {
-
-using internal::Trailer;
-using internal::trailer;
 
 // Attach mode: a thread that sleeps when we attach saw no switch-out; its wait counts from now, without a
 // user stack (no sample was taken), under the reason its wait channel (/proc/.../wchan: the kernel function
@@ -39,27 +35,26 @@ void ProfileBuilder::blocked_at_attach(uint32_t pid, uint32_t tid, uint64_t time
   o.hint = r;
 }
 
-void ProfileBuilder::on_switch(const std::byte* p, size_t size, uint16_t misc) {
-  Trailer tr = trailer(p, size);
-  auto it = threads_.find(tr.tid);
+void ProfileBuilder::on_switch(const SwitchRecord& sw) {
+  auto it = threads_.find(sw.tid);
   if (it == threads_.end()) return;
   CpuState& c = it->second.cpu;
   OffState& o = it->second.off;
-  if (misc & PERF_RECORD_MISC_SWITCH_OUT) {
-    if (c.on && tr.time > c.since) c.acc += tr.time - c.since;
+  if (sw.out) {
+    if (c.on && sw.time > c.since) c.acc += sw.time - c.since;
     c.on = false;
     c.known = true;
     o.out = true;
-    o.out_ns = tr.time;
-    o.preempted = (misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) != 0;
+    o.out_ns = sw.time;
+    o.preempted = sw.preempted;
   } else {
     c.on = true;
     c.known = true;
-    c.since = tr.time;
-    if (o.out && off_.spans) end_off_span(it->second, tr.time);
+    c.since = sw.time;
+    if (o.out && off_.spans) end_off_span(it->second, sw.time);
     o.out = false;
     o.have_stack = false;  // a stack belongs to the switch-out that follows it, nothing later
-    o.pending = nullptr;
+    o.pending = false;
   }
 }
 
@@ -135,7 +130,7 @@ void ProfileBuilder::off_span_part(ThreadRef& th, uint64_t in_ns, uint64_t whole
     if (whole >= off_.threshold_ns || (off_.stacks && o.acc + whole >= off_.interval_ns))
       resolve_stack(th);
     else
-      o.pending = nullptr;
+      o.pending = false;
   }
   model::Thread& thread = profile_.processes[th.proc].threads[th.thread];
   const model::StackId base = o.have_stack ? o.stack : model::kNoStack;
@@ -183,15 +178,14 @@ void ProfileBuilder::off_span_part(ThreadRef& th, uint64_t in_ns, uint64_t whole
 void ProfileBuilder::resolve_stack(ThreadRef& th) {
   OffState& o = th.off;
   if (!o.pending) return;
-  uint64_t di = 0;
-  if (sample_path(o.pending, o.pending_size, true, di)) {
+  if (sample_path(o.pending_sample)) {
     o.stack = profile_.stacks.intern_path(path_);
-    o.uaddr = di;
+    o.uaddr = o.pending_sample.di;
     ++switch_stacks_unwound_;
   } else {
     o.have_stack = false;
   }
-  o.pending = nullptr;
+  o.pending = false;
 }
 
 void ProfileBuilder::resolve_pending(uint32_t pid, uint64_t before_ns) {

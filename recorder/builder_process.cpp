@@ -7,13 +7,9 @@
 
 #include "base/path.h"
 #include "recorder/builder.h"
-#include "recorder/builder_record.h"
 #include "recorder/quality.h"
 
 namespace fxprof::recorder {
-
-using internal::Reader;
-using internal::trailer;
 
 std::string ProfileBuilder::proc_comm(uint32_t pid, uint32_t tid) {
   auto s = procfs_.read("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
@@ -68,13 +64,13 @@ ProfileBuilder::ThreadRef& ProfileBuilder::thread(uint32_t pid, uint32_t tid, ui
   return add_thread(pid, tid, proc_comm(pid, tid), t);
 }
 
-void ProfileBuilder::add_launched(uint32_t pid, const std::string& name, uint64_t time_ns) {
+void ProfileBuilder::on_launched(uint32_t pid, const std::string& name, uint64_t time_ns) {
   new_process(pid, name, time_ns);
   procs_[pid].launch_exec_pending = true;
   add_thread(pid, pid, name, time_ns);
 }
 
-void ProfileBuilder::add_attached(uint32_t pid, uint64_t time_ns) {
+void ProfileBuilder::on_attached(uint32_t pid, uint64_t time_ns) {
   std::string name;
   if (auto cmd = procfs_.read("/proc/" + std::to_string(pid) + "/cmdline"); cmd && !cmd->empty())
     name = base_name(cmd->c_str());
@@ -83,34 +79,15 @@ void ProfileBuilder::add_attached(uint32_t pid, uint64_t time_ns) {
   add_thread(pid, pid, proc_comm(pid, pid), time_ns);
   blocked_at_attach(pid, pid, time_ns);
   for (uint32_t tid : procfs_.list("/proc/" + std::to_string(pid) + "/task"))
-    if (tid != pid) add_attached_thread(pid, tid, time_ns);
+    if (tid != pid) on_attached_thread(pid, tid, time_ns);
   // Executable file mappings, as MMAP2 records would have described them.
   auto maps = procfs_.read("/proc/" + std::to_string(pid) + "/maps");
   if (!maps) return;
-  size_t pos = 0;
-  const std::string& m = *maps;
-  while (pos < m.size()) {
-    size_t eol = m.find('\n', pos);
-    if (eol == std::string::npos) eol = m.size();
-    std::string line = m.substr(pos, eol - pos);
-    pos = eol + 1;
-    unsigned long long start, end, off, ino = 0;
-    unsigned maj = 0, min = 0;
-    char perms[8] = {};
-    int path_at = 0;
-    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj, &min,
-                    &ino, &path_at) < 7)
-      continue;
-    if (perms[2] != 'x' || path_at <= 0) continue;
-    std::string path = static_cast<size_t>(path_at) < line.size() ? line.substr(static_cast<size_t>(path_at))
-                                                                  : std::string(kAnonymousCode);  // JIT code
-    if (path.ends_with(" (deleted)")) path.resize(path.size() - 10);
-    uint32_t prot = PROT_EXEC | (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0);
-    add_mapping(pid, start, end - start, off, prot, path, time_ns, makedev(maj, min), ino);
-  }
+  for (const MapsEntry& e : executable_mappings(*maps))
+    add_mapping(pid, e.start, e.end - e.start, e.offset, e.prot, e.path, time_ns, e.dev, e.ino);
 }
 
-void ProfileBuilder::add_attached_thread(uint32_t pid, uint32_t tid, uint64_t time_ns) {
+void ProfileBuilder::on_attached_thread(uint32_t pid, uint32_t tid, uint64_t time_ns) {
   auto it = threads_.find(tid);
   if (it != threads_.end() && it->second.pid == pid) return;
   add_thread(pid, tid, proc_comm(pid, tid), time_ns);
@@ -123,14 +100,11 @@ bool ProfileBuilder::has_samples(const model::Process& p) const {
   return false;
 }
 
-void ProfileBuilder::on_comm(const std::byte* p, size_t size, uint16_t misc) {
-  Reader r(p + 8, size - 8);
-  uint32_t pid, tid;
-  r.u32x2(pid, tid);
-  if (!r.ok()) return;
-  std::string comm = r.str_before_trailer();
-  uint64_t t = trailer(p, size).time;
-  if (!(misc & PERF_RECORD_MISC_COMM_EXEC)) {
+void ProfileBuilder::on_comm(const CommRecord& c) {
+  const uint32_t pid = c.pid, tid = c.tid;
+  const std::string comm(c.comm);
+  const uint64_t t = c.time;
+  if (!c.exec) {
     ThreadRef& th = thread(pid, tid, t);
     profile_.processes[th.proc].threads[th.thread].name = comm;
     return;
@@ -173,7 +147,7 @@ void ProfileBuilder::on_comm(const std::byte* p, size_t size, uint16_t misc) {
   }
   procs_[pid].live = 1;
   procs_[pid].exec_unmapped = true;
-  procs_[pid].exec_lost = lost_;
+  procs_[pid].exec_lost = lost();
   procs_[pid].jitdump.clear();  // the old image's
   procs_[pid].perf_map.reset();
   procs_[pid].anon_code.clear();
@@ -182,13 +156,9 @@ void ProfileBuilder::on_comm(const std::byte* p, size_t size, uint16_t misc) {
   th.cpu = CpuState{true, true, t, 0, 0};
 }
 
-void ProfileBuilder::on_fork(const std::byte* p, size_t size) {
-  Reader r(p + 8, size - 8);
-  uint32_t pid, ppid, tid, ptid;
-  r.u32x2(pid, ppid);
-  r.u32x2(tid, ptid);
-  uint64_t t = r.u64();
-  if (!r.ok()) return;
+void ProfileBuilder::on_fork(const ForkRecord& f) {
+  const uint32_t pid = f.pid, ppid = f.ppid, tid = f.tid, ptid = f.ptid;
+  const uint64_t t = f.time;
   std::string parent_name;
   if (auto it = threads_.find(ptid); it != threads_.end())
     parent_name = profile_.processes[it->second.proc].threads[it->second.thread].name;
@@ -213,13 +183,9 @@ void ProfileBuilder::on_fork(const std::byte* p, size_t size) {
   }
 }
 
-void ProfileBuilder::on_exit(const std::byte* p, size_t size) {
-  Reader r(p + 8, size - 8);
-  uint32_t pid, ppid, tid, ptid;
-  r.u32x2(pid, ppid);
-  r.u32x2(tid, ptid);
-  uint64_t t = r.u64();
-  if (!r.ok()) return;
+void ProfileBuilder::on_exit(const ExitRecord& e) {
+  const uint32_t pid = e.pid, tid = e.tid;
+  const uint64_t t = e.time;
   auto pit = procs_.find(pid);
   auto it = threads_.find(tid);
   if (it != threads_.end() && it->second.pid == pid) {
@@ -236,7 +202,7 @@ void ProfileBuilder::on_exit(const std::byte* p, size_t size) {
     if (auto u = exec_not_followed(procfs_, pid)) {
       u->time_ns = t;
       unfollowed_.push_back(std::move(*u));
-    } else if (pit->second.exec_unmapped && pit->second.exec_lost == lost_) {
+    } else if (pit->second.exec_unmapped && pit->second.exec_lost == lost()) {
       unfollowed_.push_back(exec_without_mappings(pid, profile_.processes[pit->second.proc].name));
       unfollowed_.back().time_ns = t;
     }

@@ -18,7 +18,7 @@ namespace fxprof::recorder {
 
 namespace {
 
-constexpr std::string_view kMagic = "fxprof-capture 2\n";
+constexpr std::string_view kMagic = "fxprof-capture 3\n";
 constexpr size_t kFlushBytes = 1 << 20;
 
 // The entries' tags.
@@ -76,28 +76,6 @@ class CapturingProcfs final : public Procfs {
   Procfs& inner_;
 };
 
-// The records tap: one entry per round, each record with the buffer kind it came from.
-class CapturingSource final : public RecordSource {
- public:
-  CapturingSource(CaptureWriter& w, RecordSource& inner) : w_(w), inner_(inner) {}
-  void collect(std::vector<RecordRef>& out) override {
-    const size_t first = out.size();
-    inner_.collect(out);
-    if (out.size() == first) return;
-    w_.begin(kRound);
-    for (size_t i = first; i < out.size(); ++i) {
-      w_.put(static_cast<uint8_t>(out[i].switch_event));
-      w_.put(out[i].h, out[i].h->size);
-    }
-    w_.commit();
-  }
-  void release() override { inner_.release(); }
-
- private:
-  CaptureWriter& w_;
-  RecordSource& inner_;
-};
-
 Result<std::unique_ptr<CaptureWriter>> CaptureWriter::create(const std::string& path) {
   UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (!fd.valid()) return Err("cannot write the capture " + path + ": " + errno_text(errno));
@@ -111,11 +89,6 @@ CaptureWriter::~CaptureWriter() { (void)flush(); }
 Procfs& CaptureWriter::tap(Procfs& inner) {
   procfs_tap_ = std::make_unique<CapturingProcfs>(*this, inner);
   return *procfs_tap_;
-}
-
-RecordSource& CaptureWriter::tap(RecordSource& inner) {
-  source_tap_ = std::make_unique<CapturingSource>(*this, inner);
-  return *source_tap_;
 }
 
 void CaptureWriter::begin(char tag) {
@@ -159,40 +132,58 @@ void CaptureWriter::config(const EventConfig& events, const OffCpuConfig* off_cp
   commit();
 }
 
-void CaptureWriter::launched(uint32_t pid, const std::string& name, uint64_t time_ns) {
+void CaptureWriter::on_launched(uint32_t pid, const std::string& name, uint64_t time_ns) {
   begin(kLaunched);
   put(pid);
   put(time_ns);
   put_str(name);
   commit();
+  if (next_) next_->on_launched(pid, name, time_ns);
 }
 
-void CaptureWriter::attached(uint32_t pid, uint64_t time_ns) {
+void CaptureWriter::on_attached(uint32_t pid, uint64_t time_ns) {
   begin(kAttached);
   put(pid);
   put(time_ns);
   commit();
+  if (next_) next_->on_attached(pid, time_ns);
 }
 
-void CaptureWriter::attached_thread(uint32_t pid, uint32_t tid, uint64_t time_ns) {
+void CaptureWriter::on_attached_thread(uint32_t pid, uint32_t tid, uint64_t time_ns) {
   begin(kAttachedThread);
   put(pid);
   put(tid);
   put(time_ns);
   commit();
+  if (next_) next_->on_attached_thread(pid, tid, time_ns);
 }
 
-void CaptureWriter::wakings(std::span<const Waking> w) {
-  if (w.empty()) return;
-  begin(kWakings);
-  std::vector<std::byte> bytes;
-  for (const Waking& k : w) {  // each as the tracer's record (waker.h), after its size
-    bytes.clear();
-    encode_waking(k, bytes);
-    put(static_cast<uint32_t>(bytes.size()));
-    put(bytes.data(), bytes.size());
+void CaptureWriter::on_wakings(std::span<Waking> w) {
+  if (!w.empty()) {
+    begin(kWakings);
+    std::vector<std::byte> bytes;
+    for (const Waking& k : w) {  // each as the tracer's record (waker.h), after its size
+      bytes.clear();
+      encode_waking(k, bytes);
+      put(static_cast<uint32_t>(bytes.size()));
+      put(bytes.data(), bytes.size());
+    }
+    commit();
   }
-  commit();
+  if (next_) next_->on_wakings(w);
+}
+
+// One entry per round: each record with the buffer kind it came from, in the merged order.
+void CaptureWriter::on_records(std::span<const RecordRef> round) {
+  if (!round.empty()) {
+    begin(kRound);
+    for (const RecordRef& r : round) {
+      put(static_cast<uint8_t>(r.switch_event));
+      put(r.h, r.h->size);
+    }
+    commit();
+  }
+  if (next_) next_->on_records(round);
 }
 
 void CaptureWriter::rss_tick(uint64_t now_ns) {
@@ -201,10 +192,11 @@ void CaptureWriter::rss_tick(uint64_t now_ns) {
   commit();
 }
 
-void CaptureWriter::end(uint64_t exit_ns) {
+void CaptureWriter::on_end(uint64_t end_ns) {
   begin(kEnd);
-  put(exit_ns);
+  put(end_ns);
   commit();
+  if (next_) next_->on_end(end_ns);
 }
 
 namespace {
@@ -300,7 +292,7 @@ class ReplayRound final : public RecordSource {
   void collect(std::vector<RecordRef>& out) override {
     for (size_t i = 0; i < at_.size(); ++i) {
       auto* h = reinterpret_cast<const perf_event_header*>(store_.data() + at_[i]);
-      out.push_back({ProfileBuilder::record_time(h), h, kinds_[i]});
+      out.push_back({record_time(h), h, kinds_[i]});
     }
   }
   void release() override {}
@@ -311,21 +303,16 @@ class ReplayRound final : public RecordSource {
   std::vector<bool> kinds_;
 };
 
-}  // namespace
-
-Result<model::Profile> replay(const std::string& path, const ReplayOptions& options) {
-  auto file = read_file(path);
-  if (!file) return std::move(file).take_error();
-  std::string_view text = *file;
-  if (!text.starts_with(kMagic)) return Err(path + ": not an fxprof capture");
-  text.remove_prefix(kMagic.size());
-
-  struct Entry {
-    char tag;
-    std::string_view payload;
-  };
+// A capture's entries after its magic line. The /proc answers go to `procfs`'s queues at once (the builder
+// asks while it handles a round, and the answers were written while the recording handled it, after the
+// round's entry); the others are returned in order.
+struct Entry {
+  char tag;
+  std::string_view payload;
+};
+Result<std::vector<Entry>> read_entries(std::string_view text, ReplayProcfs& procfs,
+                                        const std::string& path) {
   std::vector<Entry> entries;
-  ReplayProcfs procfs;
   while (!text.empty()) {
     if (text.size() < 5) return Err(path + ": truncated capture");
     uint32_t len;
@@ -334,8 +321,6 @@ Result<model::Profile> replay(const std::string& path, const ReplayOptions& opti
     Entry e{text[0], text.substr(5, len)};
     text.remove_prefix(5 + len);
     Payload p(e.payload);
-    // The /proc answers go to their queues at once: the builder asks while it handles a round, and the
-    // answers were written while the recording handled it, after the round's entry.
     if (e.tag == kRead) {
       std::string at = p.str();
       const bool ok = p.get<uint8_t>() != 0;
@@ -356,6 +341,22 @@ Result<model::Profile> replay(const std::string& path, const ReplayOptions& opti
     }
     if (!p.ok()) return Err(path + ": malformed capture entry '" + std::string(1, e.tag) + "'");
   }
+  return entries;
+}
+
+}  // namespace
+
+// One case per entry tag: the calls the recording made, in its order (longer than most, for that list).
+Result<model::Profile> replay(const std::string& path, const ReplayOptions& options) {
+  auto file = read_file(path);
+  if (!file) return std::move(file).take_error();
+  std::string_view text = *file;
+  if (!text.starts_with(kMagic)) return Err(path + ": not an fxprof capture");
+  text.remove_prefix(kMagic.size());
+  ReplayProcfs procfs;
+  auto read = read_entries(text, procfs, path);
+  if (!read) return std::move(read).take_error();
+  const std::vector<Entry>& entries = *read;
 
   model::Profile profile;
   EventConfig events;
@@ -365,13 +366,8 @@ Result<model::Profile> replay(const std::string& path, const ReplayOptions& opti
   ProcCounters counters(procfs);
   ReplayRound round;
   std::vector<RecordRef> refs;
-  bool pending_round = false;  // `round` is loaded and not fed yet
   for (const Entry& e : entries) {
     Payload p(e.payload);
-    if (pending_round && e.tag != kWakings && e.tag != kRound) {
-      feed_round(round, *builder, refs);
-      pending_round = false;
-    }
     if (e.tag == kConfig) {
       events = p.get<EventConfig>();
       const bool off_cpu = p.get<uint8_t>() != 0;
@@ -391,27 +387,24 @@ Result<model::Profile> replay(const std::string& path, const ReplayOptions& opti
       case kLaunched: {
         const auto pid = p.get<uint32_t>();
         const auto t = p.get<uint64_t>();
-        builder->add_launched(pid, p.str(), t);
+        builder->on_launched(pid, p.str(), t);
         break;
       }
       case kAttached: {
         const auto pid = p.get<uint32_t>();
-        builder->add_attached(pid, p.get<uint64_t>());
+        builder->on_attached(pid, p.get<uint64_t>());
         counters.set_attached();
         break;
       }
       case kAttachedThread: {
         const auto pid = p.get<uint32_t>();
         const auto tid = p.get<uint32_t>();
-        builder->add_attached_thread(pid, tid, p.get<uint64_t>());
+        builder->on_attached_thread(pid, tid, p.get<uint64_t>());
         break;
       }
       case kRound:
-        // Fed at the next entry: the recorder drains the wakeups (written after the round) before it
-        // handles the round's records.
-        if (pending_round) feed_round(round, *builder, refs);
         if (!round.load(e.payload)) return Err(path + ": malformed records in the capture");
-        pending_round = true;
+        feed_round(round, *builder, refs);
         continue;
       case kWakings: {
         std::vector<Waking> w;
@@ -420,20 +413,17 @@ Result<model::Profile> replay(const std::string& path, const ReplayOptions& opti
           if (!p.ok() || !decode_waking(std::as_bytes(std::span(b.data(), b.size())), w.emplace_back()))
             return Err(path + ": malformed wakeups in the capture");
         }
-        builder->add_wakings(w);
-        if (std::exchange(pending_round, false)) feed_round(round, *builder, refs);
+        builder->on_wakings(w);
         continue;
       }
-      case kRssTick:
-      {
+      case kRssTick: {
         const auto now = p.get<uint64_t>();
         rss.tick(profile, now);
         counters.tick(profile, now);
         break;
       }
       case kEnd:
-        builder->close_off_spans(p.get<uint64_t>());
-        builder->finish();
+        builder->on_end(p.get<uint64_t>());
         rss.finish(profile);
         counters.finish(profile);
         break;
@@ -442,7 +432,6 @@ Result<model::Profile> replay(const std::string& path, const ReplayOptions& opti
     }
     if (!p.ok()) return Err(path + ": malformed capture entry '" + std::string(1, e.tag) + "'");
   }
-  if (pending_round) feed_round(round, *builder, refs);  // a capture cut short: no end entry
   return profile;
 }
 

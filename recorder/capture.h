@@ -1,8 +1,9 @@
 // fxprof recorder: captures what a recording fed its profile builder, and replays it.
 //
 // A capture file holds, in the order they happened: the event configuration, the processes launched or
-// attached (with their times), every reading round's records as the ring buffers held them, the eBPF
-// wakeups, the RSS sampler's ticks, the end, and every answer /proc gave the builder and the sampler
+// attached (with their times), the eBPF wakeups, every reading round's records (merged by time), the RSS
+// sampler's ticks, the end: what the builder was fed (recorder/host.h's RecordSink), and every answer /proc
+// gave the builder and the sampler
 // (recorder/host.h's Procfs: comm, maps, task lists, stat, wchan, statm, kernel function names). replay()
 // feeds the same calls to a new ProfileBuilder, answering its /proc questions from the file, and so rebuilds
 // the same profile: same samples, stacks, functions, markers and counters. The binaries themselves (ELF
@@ -32,32 +33,37 @@
 
 namespace fxprof::recorder {
 
-class CaptureWriter {
+class CaptureWriter final : public RecordSink {
  public:
   static Result<std::unique_ptr<CaptureWriter>> create(const std::string& path);
   explicit CaptureWriter(UniqueFd fd);  // create() makes the file
-  ~CaptureWriter();
+  ~CaptureWriter() override;
   CaptureWriter(const CaptureWriter&) = delete;
   CaptureWriter& operator=(const CaptureWriter&) = delete;
 
-  // What the recorder did with its builder, as it did it.
+  // What the recorder did, as it did it: the configuration and the RSS sampler's ticks here, and what it
+  // fed the builder through the sink (tap(RecordSink&)).
   void config(const EventConfig& events, const OffCpuConfig* off_cpu, double interval_ms);
-  void launched(uint32_t pid, const std::string& name, uint64_t time_ns);
-  void attached(uint32_t pid, uint64_t time_ns);
-  void attached_thread(uint32_t pid, uint32_t tid, uint64_t time_ns);
-  void wakings(std::span<const Waking> w);
   void rss_tick(uint64_t now_ns);
-  void end(uint64_t exit_ns);
   // Writes what is buffered; the first write error is kept and returned by every later call.
   Status flush();
 
-  // The taps: a Procfs and a RecordSource that answer from `inner` and write what they answered.
+  // The taps: a Procfs that answers from `inner` and writes what it answered, and the writer itself as the
+  // recording's RecordSink: each call is written, then passed on to `inner` (the builder).
   Procfs& tap(Procfs& inner);
-  RecordSource& tap(RecordSource& inner);
+  RecordSink& tap(RecordSink& inner) {
+    next_ = &inner;
+    return *this;
+  }
+  void on_launched(uint32_t pid, const std::string& name, uint64_t time_ns) override;
+  void on_attached(uint32_t pid, uint64_t time_ns) override;
+  void on_attached_thread(uint32_t pid, uint32_t tid, uint64_t time_ns) override;
+  void on_wakings(std::span<Waking> w) override;
+  void on_records(std::span<const RecordRef> round) override;
+  void on_end(uint64_t end_ns) override;
 
  private:
   friend class CapturingProcfs;
-  friend class CapturingSource;
   void begin(char tag);
   void put(const void* p, size_t n);
   template <class T>
@@ -72,7 +78,7 @@ class CaptureWriter {
   size_t entry_at_ = 0;
   std::string error_;
   std::unique_ptr<Procfs> procfs_tap_;
-  std::unique_ptr<RecordSource> source_tap_;
+  RecordSink* next_ = nullptr;
 };
 
 struct ReplayOptions {

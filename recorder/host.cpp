@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "base/fd.h"
-#include "recorder/builder.h"
 #include "recorder/kallsyms.h"
 
 namespace fxprof::recorder {
@@ -37,7 +36,7 @@ Procfs& live_procfs() {
   return live;
 }
 
-size_t feed_round(RecordSource& source, ProfileBuilder& builder, std::vector<RecordRef>& refs,
+size_t feed_round(RecordSource& source, RecordSink& sink, std::vector<RecordRef>& refs,
                   const std::function<void()>& collected) {
   refs.clear();
   source.collect(refs);
@@ -46,8 +45,7 @@ size_t feed_round(RecordSource& source, ProfileBuilder& builder, std::vector<Rec
   std::stable_sort(refs.begin(), refs.end(), [](const RecordRef& a, const RecordRef& b) {
     return a.time != b.time ? a.time < b.time : a.switch_event > b.switch_event;
   });
-  for (const RecordRef& r : refs) builder.handle(r.h, r.switch_event);
-  builder.resolve_pending();  // before the records it points into are released
+  sink.on_records(refs);  // the builder resolves what it points into before the records are released
   source.release();
   return refs.size();
 }

@@ -23,7 +23,7 @@
 
 namespace fxprof::recorder {
 
-class ProfileBuilder;
+struct Waking;
 
 class Procfs {
  public:
@@ -47,6 +47,27 @@ struct RecordRef {
   bool switch_event;  // from a context-switches event's buffer (ProfileBuilder::handle)
 };
 
+// What a recording feeds its profile builder, in the order it happens: the processes it starts with, the
+// eBPF wakeups, each reading round's records (merged by time, readable until the call returns), and the end.
+// The one input of the builder (ProfileBuilder implements it) and of the capture (CaptureWriter::tap writes
+// each call to the file, then passes it on): the recorder and the replay make the same calls.
+class RecordSink {
+ public:
+  virtual ~RecordSink() = default;
+  // Launch mode: the pid fxprof forked; its first exec keeps this entry and `name`.
+  virtual void on_launched(uint32_t pid, const std::string& name, uint64_t time_ns) = 0;
+  // Attach mode: a process (its name, threads and executable mappings from /proc), and a thread found when
+  // its /proc/PID/task is scanned again.
+  virtual void on_attached(uint32_t pid, uint64_t time_ns) = 0;
+  virtual void on_attached_thread(uint32_t pid, uint32_t tid, uint64_t time_ns) = 0;
+  // Off-CPU wakeups (recorder/waker.h), given before the round of records they happened in; their stacks
+  // are moved out.
+  virtual void on_wakings(std::span<Waking> w) = 0;
+  virtual void on_records(std::span<const RecordRef> round) = 0;
+  // The recording stopped at `end_ns` (waits still open end there): the profile is completed.
+  virtual void on_end(uint64_t end_ns) = 0;
+};
+
 class RecordSource {
  public:
   virtual ~RecordSource() = default;
@@ -57,12 +78,12 @@ class RecordSource {
 };
 
 // One reading round: the records of every buffer merged by time (at equal times a switch-out's sample before
-// its switch record), fed to `builder`, whose pending stacks are resolved before the space is released.
+// its switch record), fed to `sink` (the builder resolves its pending stacks) before the space is released.
 // `collected` runs once the round's records are collected, before they are handled: the eBPF wakeups are
 // drained then, so that every wake before a switch-in of the round is known when its span ends (a wake
 // comes before the switch-in it leads to, and the tracer commits it at once). `refs` is reused from round
 // to round. Returns the number of records handled.
-size_t feed_round(RecordSource& source, ProfileBuilder& builder, std::vector<RecordRef>& refs,
+size_t feed_round(RecordSource& source, RecordSink& sink, std::vector<RecordRef>& refs,
                   const std::function<void()>& collected = {});
 
 }  // namespace fxprof::recorder

@@ -165,7 +165,7 @@ void RingSet::collect(std::vector<RecordRef>& out) {
         pos = head;
         break;
       }
-      out.push_back({ProfileBuilder::record_time(h), h, switch_[b]});
+      out.push_back({record_time(h), h, switch_[b]});
       pos += h->size;
     }
     heads_[b] = pos;

@@ -23,18 +23,17 @@ size_t Session::read_round() {
   // The wakeups between collecting the records and handling them: every wake before a switch-in of the round
   // is in the tracer's ring by then. Their stacks are unwound at the end of the round, with the mappings its
   // records describe.
-  return feed_round(*source_, *builder_, refs_, [this] { sync_waker(); });
+  return feed_round(*source_, *sink_, refs_, [this] { sync_waker(); });
 }
 
 // The waker tracer learns the processes the builder saw, and its wakeups go to the builder, which unwinds
-// the wakers' stacks at the end of the round (ProfileBuilder::add_wakings).
+// the wakers' stacks at the end of the round (ProfileBuilder::on_wakings).
 void Session::sync_waker() {
   if (!waker_) return;
   for (uint32_t pid : builder_->take_new_pids()) waker_->trace(pid);
   wakings_.clear();
   waker_->drain(wakings_);
-  if (capture_) capture_->wakings(wakings_);
-  builder_->add_wakings(wakings_);  // takes their stacks
+  sink_->on_wakings(wakings_);  // the builder takes their stacks
 }
 
 // Read until stop: wake on data (the buffers' watermark), a signal, a program's exit (pidfd), the RSS timer

@@ -53,7 +53,18 @@ Status Session::plan_buffers() {
     return Err(launch_ ? "give either a command or -p PID, not both"
                        : "nothing to record: give a command or -p PID");
   if (!(opt_.frequency_hz >= 1)) return Err("the sampling frequency must be at least 1 Hz");
+  choose_rate();
+  configure_events();
+  size_buffers();
+  model::Profile& prof = rec_.profile;
+  prof.meta.interval_ms = 1000.0 / static_cast<double>(freq_);
+  const auto cpuinfo = live_procfs().read("/proc/cpuinfo"), meminfo = live_procfs().read("/proc/meminfo");
+  describe_machine(cpuinfo ? *cpuinfo : "", meminfo ? *meminfo : "", prof.meta);
+  signals_.emplace();  // from here on a Ctrl-C is ours to handle: no pass may lose the recording to it
+  return {};
+}
 
+void Session::choose_rate() {
   // Frequency: the kernel refuses rates above perf_event_max_sample_rate; lower to it, once, with a notice.
   freq_ = static_cast<uint64_t>(std::llround(opt_.frequency_hz));
   long max_rate = read_sysctl("/proc/sys/kernel/perf_event_max_sample_rate", 100000);
@@ -65,7 +76,9 @@ Status Session::plan_buffers() {
   }
   paranoid_ = read_sysctl("/proc/sys/kernel/perf_event_paranoid", 2);
   root_ = geteuid() == 0;  // (CAP_PERFMON/CAP_SYS_ADMIN are not checked: the first refusal tells)
+}
 
+void Session::configure_events() {
   cfg_.hardware = !opt_.event;  // -e: that event, never the cycles probe
   cfg_.frequency = freq_;
   if (opt_.event) {
@@ -85,7 +98,9 @@ Status Session::plan_buffers() {
     locator.symbol_dirs = opt_.symbol_dirs;
     unwinder_ = std::make_unique<Unwinder>(std::move(locator));
   }
+}
 
+void Session::size_buffers() {
   // Ring buffers: DWARF samples are stack_size + ~1 KiB; keep ~32 of them per CPU. Unprivileged users get
   // kernel.perf_event_mlock_kb per CPU (516 KiB: 1 + 128 pages) before RLIMIT_MEMLOCK: stay within it.
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -123,13 +138,6 @@ Status Session::plan_buffers() {
   cfg_.switch_wakeup_bytes = static_cast<uint32_t>(switch_pages_ * page / 4);
   buf_of_cpu_.assign(cpus_.size(), -1);
   switch_buf_of_cpu_.assign(cpus_.size(), -1);
-
-  model::Profile& prof = rec_.profile;
-  prof.meta.interval_ms = 1000.0 / static_cast<double>(freq_);
-  const auto cpuinfo = live_procfs().read("/proc/cpuinfo"), meminfo = live_procfs().read("/proc/meminfo");
-  describe_machine(cpuinfo ? *cpuinfo : "", meminfo ? *meminfo : "", prof.meta);
-  signals_.emplace();  // from here on a Ctrl-C is ours to handle: no pass may lose the recording to it
-  return {};
 }
 
 // Probes the event on the first target (PMU, paranoid level, off-CPU rights) and makes the builder: both
@@ -141,10 +149,10 @@ Status Session::prepare_builder() {
     auto w = CaptureWriter::create(opt_.capture_path);
     if (!w) return std::move(w).take_error();
     capture_ = std::move(*w);
-    source_ = &capture_->tap(rings_);
     procfs_ = &capture_->tap(live_procfs());
   }
   builder_ = std::make_unique<ProfileBuilder>(rec_.profile, unwinder_.get(), cfg_, *procfs_);
+  sink_ = capture_ ? &capture_->tap(*builder_) : builder_.get();
   OffCpuConfig oc;
   if (opt_.off_cpu) {
     oc.spans = true;
@@ -188,8 +196,7 @@ Status Session::start_launch() {
   rec_.profile.meta.machine.command_line = cmdline;
   if (auto s = open_target(child_->pid(), true); !s) return s;
   const std::string name(base_name(opt_.command[0]));
-  if (capture_) capture_->launched(static_cast<uint32_t>(child_->pid()), name, start_ns_);
-  builder_->add_launched(static_cast<uint32_t>(child_->pid()), name, start_ns_);
+  sink_->on_launched(static_cast<uint32_t>(child_->pid()), name, start_ns_);
   sync_waker();
   if (auto s = child_->resume(); !s) return s;
   pidfds_.emplace_back(pidfd_open(child_->pid()));
@@ -219,8 +226,7 @@ Status Session::start_attach() {
     for (uint32_t tid : list_tasks(static_cast<uint32_t>(pid)))
       if (auto s = attach_thread(static_cast<int>(tid)); !s) return s;
     // Events run from here on, so mappings and threads read now miss nothing that follows.
-    if (capture_) capture_->attached(static_cast<uint32_t>(pid), start_ns_);
-    builder_->add_attached(static_cast<uint32_t>(pid), start_ns_);
+    sink_->on_attached(static_cast<uint32_t>(pid), start_ns_);
     sync_waker();
     // Threads started while we attached: scan again until no new ones (new ones after our events inherit).
     for (int round = 0; round < 20; ++round) {
@@ -230,8 +236,7 @@ Status Session::start_attach() {
           fresh = true;
           if (auto s = attach_thread(static_cast<int>(tid)); !s) return s;
           const uint64_t t = now_ns(CLOCK_MONOTONIC);
-          if (capture_) capture_->attached_thread(static_cast<uint32_t>(pid), tid, t);
-          builder_->add_attached_thread(static_cast<uint32_t>(pid), tid, t);
+          sink_->on_attached_thread(static_cast<uint32_t>(pid), tid, t);
         }
       if (!fresh) break;
     }

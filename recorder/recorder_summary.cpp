@@ -15,9 +15,7 @@ namespace fxprof::recorder::internal {
 // Finish: what could only be done once every record is in: waits still open end at the exit, kernel and
 // JIT frames get their names (kallsyms is read once, here), the RSS series become counters.
 Status Session::finish_profile() {
-  if (capture_) capture_->end(exit_seen_ns_);
-  builder_->close_off_spans(exit_seen_ns_);
-  builder_->finish();
+  sink_->on_end(exit_seen_ns_);
   rss_->finish(rec_.profile);
   counters_->finish(rec_.profile);
   if (opt_.verbose && counters_->ticks())

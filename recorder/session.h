@@ -74,7 +74,10 @@ class Session {
 
  private:
   Status pass(const char* name, Status (Session::*step)());
-  Status plan_buffers();
+  Status plan_buffers();  // the rate, the events and the buffers' sizes:
+  void choose_rate();
+  void configure_events();
+  void size_buffers();
   Status prepare_builder();
   Status start_launch();
   Status start_attach();
@@ -113,14 +116,16 @@ class Session {
   // CPU's first buffer in rings_: a switch record read there had its sample written (before it) already.
   bool switch_stacks_ = false;
   std::vector<int> switch_buf_of_cpu_;
-  // The boundary (recorder/host.h): the builder reads records from source_ and /proc through procfs_, the
-  // ring buffers and the live /proc, or their taps when Options::capture_path asks for a capture.
+  // The boundary (recorder/host.h): records come from source_ (the ring buffers) to sink_, /proc answers
+  // from procfs_ (the live /proc); when Options::capture_path asks for a capture, sink_ and procfs_ are
+  // the capture's taps, which write what passes through them.
   RecordSource* source_ = &rings_;
   Procfs* procfs_ = &live_procfs();
   std::unique_ptr<CaptureWriter> capture_;
   std::vector<RecordRef> refs_;  // reused per round
   std::unique_ptr<Unwinder> unwinder_;
   std::unique_ptr<ProfileBuilder> builder_;
+  RecordSink* sink_ = nullptr;  // what the builder is fed through: the builder, or the capture before it
   std::unique_ptr<WakerTracer> waker_;  // off-CPU: who woke each wait (optional, eBPF)
   std::vector<Waking> wakings_;         // reused per round
   std::set<int> attached_tids_;

@@ -62,28 +62,16 @@ constexpr uint8_t kSigreturn[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f
 
 }  // namespace
 
-void open_module(Module& m, std::string_view path) {
-  m.path = std::string(path);
-  if (path == "[vdso]") {
-    // Same kernel, same image: read our own.
-    if (auto base = getauxval(AT_SYSINFO_EHDR); base != 0) {
-      const auto* p = reinterpret_cast<const uint8_t*>(base);
-      Elf64_Ehdr eh;
-      std::memcpy(&eh, p, sizeof eh);
-      size_t size = eh.e_shoff + size_t{eh.e_shnum} * eh.e_shentsize;
-      for (size_t i = 0; i < eh.e_phnum; ++i) {
-        Elf64_Phdr ph;
-        std::memcpy(&ph, p + eh.e_phoff + i * sizeof ph, sizeof ph);
-        if (ph.p_type == PT_LOAD) size = std::max<size_t>(size, ph.p_offset + ph.p_filesz);
-      }
-      m.image = {p, size};
-    }
-  } else if (auto f = map_file(m.path); f.ok()) {
-    m.file = std::move(f.value());
-    auto b = m.file.bytes();
-    m.image = {reinterpret_cast<const uint8_t*>(b.data()), b.size()};
-  }
+void open_module(Module& m, const Binary& b) {
+  m.path = b.path;
+  m.image = {reinterpret_cast<const uint8_t*>(b.image.data()), b.image.size()};
   load_elf(m);
+  if (m.ok && b.identity) m.identity = *b.identity;  // parsed once, by the table
+}
+
+void open_module(Module& m, std::string_view path) {
+  m.owned = open_binary(std::string(path));
+  open_module(m, *m.owned);
 }
 
 void load_elf(Module& m) {
@@ -108,7 +96,6 @@ void load_elf(Module& m) {
   read_sections(img, secs);
   m.eh_hdr = !secs.eh_hdr.empty() ? secs.eh_hdr : hdr_from_phdr;
   m.eh = secs.eh;
-  if (auto id = elf::parse(std::as_bytes(img))) m.identity = std::move(*id);
   // .eh_frame_hdr: version 1, eh_frame_ptr, fde_count, then the table.
   if (!m.eh_hdr.empty() && m.eh_hdr.size >= 4 && m.eh_hdr.data[0] == 1) {
     Cursor c{m.eh_hdr.data + 4, m.eh_hdr.data + m.eh_hdr.size};

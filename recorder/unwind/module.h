@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -17,6 +18,7 @@
 
 #include "base/fd.h"
 #include "elf/elf.h"
+#include "recorder/unwind/binaries.h"
 #include "recorder/unwind/cfi.h"
 #include "recorder/unwind/rules.h"
 #include "recorder/unwind/unwinder.h"
@@ -34,8 +36,8 @@ struct Module {
   StopCounts stops;
   uint32_t id = 0;
   std::string path;
-  bool ok = false;  // has an ELF image we could read (else: frame pointers only)
-  MappedFile file;
+  bool ok = false;                 // has an ELF image we could read (else: frame pointers only)
+  std::unique_ptr<Binary> owned;   // open_module(m, path) only: else the recording's table holds it
   std::span<const uint8_t> image;  // the file bytes (or our own vDSO's memory)
   struct Load {
     uint64_t off, vaddr, filesz;
@@ -71,7 +73,9 @@ struct Module {
   }
 };
 
-// Maps `path` (or our own "[vdso]") into m.image and loads it (load_elf); m.ok says whether it worked.
+// Loads a binary of the recording's table (Binaries) as a module (load_elf); m.ok says whether it worked.
+void open_module(Module& m, const Binary& b);
+// The same with a binary of its own: maps `path` (or our own "[vdso]").
 void open_module(Module& m, std::string_view path);
 // Reads the ELF image in m.image (program headers, .eh_frame_hdr/.eh_frame, build ID, debuglink); sets m.ok.
 void load_elf(Module& m);

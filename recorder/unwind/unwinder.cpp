@@ -2,6 +2,7 @@
 #include "recorder/unwind/unwinder.h"
 
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -82,30 +83,26 @@ struct Unwinder::Impl {
 
   Rule uncached;
   unw::StopCounts anon_stops;  // stacks that stopped in code outside any file mapping
-  std::unordered_map<std::string, std::unique_ptr<Module>> modules;  // key: path + dev/inode/mtime
+  Binaries binaries;           // shared with the profile builder (Unwinder::binaries)
+  std::unordered_map<std::string, std::unique_ptr<Module>> modules;  // key: path + binary
   std::unordered_map<uint32_t, Process> procs;
   std::vector<Set> cache = std::vector<Set>(size_t{1} << kSetBits);
   UnwindStats stats;
   uint32_t next_module_id = 1;
   elf::LocatorOptions locator;
 
+  // One module per binary of the table (binaries.h: a rebuilt file is a new binary) and name it is mapped by.
   Module* module_for(std::string_view path, std::string_view open_path) {
+    const Binary& b = binaries.get(std::string(open_path.empty() ? path : open_path));
     std::string key(path);
-    const std::string from(open_path.empty() ? path : open_path);
-    bool vdso = path == "[vdso]";
-    struct stat st {};
-    if (!vdso) {
-      if (::stat(from.c_str(), &st) != 0) st = {};
-      key += '\0' + std::to_string(st.st_dev) + ':' + std::to_string(st.st_ino) + ':' +
-             std::to_string(st.st_mtim.tv_sec) + '.' + std::to_string(st.st_mtim.tv_nsec);
-    }
+    key += '\0' + std::to_string(reinterpret_cast<uintptr_t>(&b));
     auto& slot = modules[key];
     if (slot) return slot.get();
     slot = std::make_unique<Module>();
     Module& m = *slot;
     m.id = next_module_id++;
     m.locator = &locator;
-    open_module(m, from);
+    open_module(m, b);
     m.path = std::string(path);
     ++stats.modules;
     if (!m.ok) ++stats.modules_failed;
@@ -146,6 +143,7 @@ Unwinder::Unwinder(elf::LocatorOptions locator) : impl_(std::make_unique<Impl>()
 Unwinder::~Unwinder() = default;
 
 const UnwindStats& Unwinder::stats() const { return impl_->stats; }
+Binaries& Unwinder::binaries() { return impl_->binaries; }
 
 std::vector<UnwindStop> Unwinder::stops() const {
   std::vector<UnwindStop> out;
@@ -203,29 +201,38 @@ void Unwinder::on_fork(uint32_t parent_pid, uint32_t child_pid) {
 void Unwinder::on_exec(uint32_t pid) { impl_->procs.erase(pid); }
 void Unwinder::on_exit(uint32_t pid) { impl_->procs.erase(pid); }
 
+std::vector<MapsEntry> executable_mappings(std::string_view maps) {
+  std::vector<MapsEntry> out;
+  std::string line;
+  while (!maps.empty()) {
+    const size_t nl = maps.find('\n');
+    line.assign(maps.substr(0, nl));
+    maps = nl == std::string_view::npos ? std::string_view{} : maps.substr(nl + 1);
+    // start-end perms offset major:minor inode path
+    unsigned long long start, end, off, ino = 0;
+    unsigned maj = 0, min = 0;
+    char perms[8] = {};
+    int path_at = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj, &min,
+                    &ino, &path_at) < 7)
+      continue;
+    if (perms[2] != 'x' || path_at <= 0) continue;
+    MapsEntry e{start, end, off, 0, makedev(maj, min), ino, {}};
+    e.prot = PROT_EXEC | (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0);
+    e.path = static_cast<size_t>(path_at) < line.size() ? line.substr(static_cast<size_t>(path_at))
+                                                        : std::string(kAnonymousCode);  // JIT code
+    if (e.path.ends_with(" (deleted)")) e.path.resize(e.path.size() - 10);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 Status Unwinder::load_proc_maps(uint32_t pid) {
   auto text = read_file("/proc/" + std::to_string(pid) + "/maps");
   if (!text.ok()) return std::move(text).take_error();
-  std::string_view rest = text.value();
-  while (!rest.empty()) {
-    size_t nl = rest.find('\n');
-    std::string_view line = rest.substr(0, nl);
-    rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
-    // start-end perms offset dev inode path
-    unsigned long long start = 0, end = 0, off = 0;
-    char perms[8] = {};
-    int path_pos = 0;
-    std::string l(line);
-    if (std::sscanf(l.c_str(), "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &off, &path_pos) < 4)
-      continue;
-    if (perms[2] != 'x' || path_pos <= 0) continue;
-    std::string_view path = static_cast<size_t>(path_pos) < l.size()
-                                ? std::string_view(l).substr(static_cast<size_t>(path_pos))
-                                : std::string_view(kAnonymousCode);  // JIT code (maps shows no name)
-    if (path[0] != '/' && path != "[vdso]") continue;
-    on_mmap(pid, start, end - start, off, path,
-            PROT_EXEC | (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0));
-  }
+  for (const MapsEntry& e : executable_mappings(text.value()))
+    if (e.path[0] == '/' || e.path == "[vdso]")
+      on_mmap(pid, e.start, e.end - e.start, e.offset, e.path, e.prot);
   return {};
 }
 

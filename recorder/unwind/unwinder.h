@@ -52,7 +52,8 @@
 //   _dl_runtime_resolve_xsavec, whose CFA is RBX-based, and any frame whose CFA lives in a register a callee
 //   saved was lost. Every register rule is evaluated (rules.h). UserRegs/decode_user_regs/user_regs_mask
 //   (regs.cpp) are the only architecture-facing interface, so aarch64 (PC, SP, FP, LR) can follow.
-// - Files: cfi.* (CIE/FDE parsing), rules.* (CFA programs -> rules), module.* (binaries), regs.cpp,
+// - Files: binaries.* (the recording's opened binaries, shared with the profile builder), cfi.* (CIE/FDE
+//   parsing), rules.* (CFA programs -> rules), module.* (binaries' CFI), regs.cpp,
 //   unwinder.cpp (the walk: processes, rule cache), splice.* (the kernel's frame-pointer chain after a stop).
 // - Threads. One Unwinder is used by one thread (the recorder's reading thread); `pid` is the process id
 //   (tgid): threads share their process's mappings. Paths are opened as seen from our mount namespace.
@@ -70,6 +71,7 @@
 
 #include "base/result.h"
 #include "elf/elf.h"
+#include "recorder/unwind/binaries.h"
 
 namespace fxprof::recorder {
 
@@ -131,6 +133,17 @@ struct UnwindStop {
 inline constexpr std::string_view kAnonymousCode = "//anon";
 bool is_anonymous_code(std::string_view path);
 
+// One executable mapping of /proc/PID/maps.
+struct MapsEntry {
+  uint64_t start = 0, end = 0, offset = 0;
+  uint32_t prot = 0;  // PROT_* bits
+  uint64_t dev = 0, ino = 0;
+  std::string path;  // kAnonymousCode for memory without a file; " (deleted)" dropped
+};
+// The executable mappings of a /proc/PID/maps text: the one parser of it (the builder's attach, and
+// Unwinder::load_proc_maps).
+std::vector<MapsEntry> executable_mappings(std::string_view maps);
+
 class Unwinder {
  public:
   // `locator` finds separate debug files for .debug_frame (build-ID trees, debuglink, --symbol-dir; never
@@ -159,6 +172,9 @@ class Unwinder {
                       std::span<uint64_t> out);
 
   const UnwindStats& stats() const;
+  // The recording's table of opened binaries (binaries.h): the profile builder reads its libs' identities
+  // there, so each binary is opened and parsed once.
+  Binaries& binaries();
   // The binaries where stacks stopped short (Truncated or Failed), most stacks first. Not for the hot path.
   std::vector<UnwindStop> stops() const;
 

@@ -66,7 +66,7 @@ class Buffers final : public recorder::RecordSource {
   void collect(std::vector<recorder::RecordRef>& out) override {
     for (size_t i = 0; i < records.size(); ++i) {
       auto* h = reinterpret_cast<const perf_event_header*>(records[i].data());
-      out.push_back({recorder::ProfileBuilder::record_time(h), h, from_switch_buffer[i]});
+      out.push_back({recorder::record_time(h), h, from_switch_buffer[i]});
     }
   }
   void release() override { ++released; }
@@ -95,7 +95,7 @@ TEST_CASE("feed_round: records of several buffers reach the builder in time orde
   model::Profile profile;
   recorder::EventConfig events;
   recorder::ProfileBuilder builder(profile, nullptr, events, recorder::live_procfs());
-  builder.add_launched(100, "prog", 0);
+  builder.on_launched(100, "prog", 0);
   Buffers src;
   // Buffer one holds times 30 and 10's later neighbour; buffer two 20: handled 10, 20, 30.
   src.records = {sample(100, 100, 10, 0x1010), sample(100, 100, 30, 0x1030), sample(100, 100, 20, 0x1020)};

@@ -1,0 +1,13 @@
+// The list of the builder's trackers (tracker.h).
+#include "recorder/losses.h"
+#include "recorder/tracker.h"
+
+namespace fxprof::recorder {
+
+std::vector<std::unique_ptr<Tracker>> make_trackers(TrackerContext& context) {
+  std::vector<std::unique_ptr<Tracker>> t;
+  t.push_back(std::make_unique<LossTracker>(context));
+  return t;
+}
+
+}  // namespace fxprof::recorder

@@ -1,0 +1,44 @@
+// fxprof recorder: the one table of the binaries a recording maps, shared by the profile builder (a lib's
+// build ID and address offset) and the unwinder (its CFI): each binary is opened, mapped and its ELF identity
+// parsed once per recording, whoever asks first (before: once by each).
+//
+// A binary is known by where it is read from (a path, a kept descriptor's /proc/self/fd/N, or "[vdso]") and
+// the file found there (device, inode, modification time): a file rebuilt during the recording is a new
+// binary. The mapping and its descriptor stay for the table's life: the unwinder reads .eh_frame in place,
+// and the builder keeps a duplicate of the descriptor for binaries deleted while they run (no second open).
+// One thread (the recorder's reading thread) uses a table.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+
+#include "base/fd.h"
+#include "elf/elf.h"
+
+namespace fxprof::recorder {
+
+struct Binary {
+  std::string path;  // as opened
+  MappedFile file;   // the whole file and its descriptor (nothing for the vDSO or a file that cannot be read)
+  std::span<const std::byte> image;       // its bytes (our own vDSO's memory for "[vdso]")
+  std::optional<elf::Identity> identity;  // nullopt: not an ELF file
+};
+
+// Opens, maps and parses one binary (the table's and the unwinder tests' way in).
+std::unique_ptr<Binary> open_binary(const std::string& path);
+
+class Binaries {
+ public:
+  // The binary read from `path`, opened on the first call for the file there.
+  const Binary& get(const std::string& path);
+  size_t opened() const { return by_key_.size(); }
+
+ private:
+  std::unordered_map<std::string, std::unique_ptr<Binary>> by_key_;
+};
+
+}  // namespace fxprof::recorder
