@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "base/signals.h"
 #include "base/temp_dir.h"
 #include "base/url.h"
 #include "cli/commands.h"
@@ -52,10 +53,8 @@ int serve_both(model::Profile& base, model::Profile& next, const std::string& ad
       return 1;
     }
   }
-  sigset_t set, old;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
+  const sigset_t set = stop_signals();
+  sigset_t old;
   pthread_sigmask(SIG_BLOCK, &set, &old);  // before the server threads start: they inherit it
   symbolizer::Symbolizer symbols;
   std::unique_ptr<server::ProfileServer> servers[2];
@@ -73,17 +72,14 @@ int serve_both(model::Profile& base, model::Profile& next, const std::string& ad
     }
     servers[i] = std::move(*s);
   }
-  const std::string origin = profiler_origin();
   // Each profile of the comparison must select a thread, or the front end refuses the URL ("No thread has
   // been selected in profile 0").
   auto view = [&](const server::ProfileServer& s, const model::Profile& p) {
-    return origin + "/from-url/" + server::percent_encode(s.profile_url()) + "/calltree/?" +
-           exporter::gecko_view_query(p);
+    return from_url_link(s.profile_url(), "/calltree/?" + exporter::gecko_view_query(p));
   };
   std::printf("base profile: %s\nnew profile:  %s\n%s/compare/?profiles[]=%s&profiles[]=%s\n",
-              servers[0]->profile_url().c_str(), servers[1]->profile_url().c_str(), origin.c_str(),
-              server::percent_encode(view(*servers[0], base)).c_str(),
-              server::percent_encode(view(*servers[1], next)).c_str());
+              servers[0]->profile_url().c_str(), servers[1]->profile_url().c_str(), profiler_origin().c_str(),
+              url_encode(view(*servers[0], base)).c_str(), url_encode(view(*servers[1], next)).c_str());
   std::fflush(stdout);
   std::fprintf(stderr, "fxprof: open the comparison URL above; Ctrl+C stops serving\n");
   int sig = 0;

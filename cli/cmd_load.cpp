@@ -1,11 +1,10 @@
 // `fxprof load`: serve a saved profile again, with symbolication, like `samply load` (profiler-cli's
 // --with-samply runs `<binary> load --no-open FILE` and waits for the profiler URL on its output).
-#include <unistd.h>
-
 #include <cstdio>
-#include <cstdlib>
+#include <optional>
 #include <string>
 
+#include "base/temp_dir.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "exporter/gecko.h"
@@ -23,25 +22,6 @@ constexpr std::string_view kUsage =
     "opens\n"
     "the Firefox Profiler on it. Stops with Ctrl+C; the file is left as it is.\n"
     "\n";
-
-// A temporary file removed when the command ends (the profile served after resolving more symbols).
-class TempPath {
- public:
-  TempPath() = default;
-  ~TempPath() {
-    if (!path_.empty()) ::unlink(path_.c_str());
-  }
-  TempPath(const TempPath&) = delete;
-  TempPath& operator=(const TempPath&) = delete;
-  const std::string& make(const std::string& suffix) {
-    const char* dir = std::getenv("TMPDIR");
-    path_ = std::string(dir && *dir ? dir : "/tmp") + "/fxprof-load-" + std::to_string(::getpid()) + suffix;
-    return path_;
-  }
-
- private:
-  std::string path_;
-};
 
 constexpr std::string_view kCommand = "load";
 
@@ -75,7 +55,7 @@ int cmd_load(std::span<char*> args) {
   if (file.empty()) return usage_error(kCommand, "which profile? give a .json or .json.gz file");
   opts.profile_path = file;
   // Source -> model: validates the file (one-line errors) and lists its libraries without a DOM.
-  TempPath resolved;
+  std::optional<TempFolder> resolved;  // the profile served after resolving more symbols, removed at the end
   {
     exporter::ReadInfo info;
     auto profile = exporter::read_gecko_profile(file, &info);
@@ -91,7 +71,12 @@ int cmd_load(std::span<char*> args) {
       if (profile->meta.presymbolicated && !opts.symbols.symbol_dirs.empty()) {
         symbolizer::Symbolizer symbols(opts.symbols);
         if (pipeline::symbolicate(*profile, symbols).resolved > 0) {
-          const std::string& tmp = resolved.make(".json");
+          resolved.emplace("fxprof-load");
+          if (resolved->path().empty()) {
+            std::fprintf(stderr, "fxprof: cannot make a temporary folder\n");
+            return 1;
+          }
+          const std::string tmp = resolved->path() + "/profile.json";
           if (auto s = exporter::write_gecko_profile(*profile, tmp); !s) {
             std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
             return s.exit_code();

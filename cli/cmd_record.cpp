@@ -32,7 +32,7 @@ namespace {
 // Blocks SIGINT, SIGTERM and SIGHUP while alive; release() drops any pending one and restores the mask.
 class SignalHold {
  public:
-  SignalHold() : set_(recorder::recording_signals()) { sigprocmask(SIG_BLOCK, &set_, &previous_); }
+  SignalHold() : set_(recording_signals()) { sigprocmask(SIG_BLOCK, &set_, &previous_); }
   ~SignalHold() { release(); }
   SignalHold(const SignalHold&) = delete;
   SignalHold& operator=(const SignalHold&) = delete;

@@ -32,13 +32,14 @@ Take stack_bytes(uint32_t& into, std::string name, bool* given = nullptr) {
   };
 }
 
-// What the options say, before the checks between them. Long because it is the table: one row an option.
+// What the options say that the checks between them need.
 struct Parsed {
   std::string event;  // -e, checked once parsed (its error is not a usage error)
   double heap_rate = 512 * 1024;
   bool freq_given = false, stack_given = false;
 };
 
+// record's table. Long because it is the table: one row an option, in --help's order.
 Command record_command(RecordArgs& a, Parsed& p) {
   recorder::Options& rec = a.rec;
   return Command{
