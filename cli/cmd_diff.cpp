@@ -109,12 +109,8 @@ int cmd_diff(std::span<char*> args) {
           {"", "--fail-above", "P",
            "a CI gate: exit 3 when a function's self share grew by more than P\n"
            "percentage points and by more than the spread of either side's runs",
-           [&](const std::string& v) {
-             auto n = parse_number(v);
-             if (!n || *n < 0) return std::string("--fail-above needs percentage points (0 or more)");
-             fail_above = *n;
-             return std::string();
-           }},
+           number([](double n) { return !(n < 0); }, "--fail-above needs percentage points (0 or more)",
+                  [&](double n) { fail_above = n; })},
           {"", "--function", "NAME", "with --fail-above: gate on NAME's total share instead",
            store(gate_function)},
           {"", "--markdown", "", "print the table (and the gate's verdict) as Markdown, for a pull request",
@@ -133,13 +129,9 @@ int cmd_diff(std::span<char*> args) {
           {"-P", "--port", "PORT",
            "port of the first profile's server with --serve, the second's is PORT+1\n"
            "(default: any free ports)",
-           [&](const std::string& v) {
-             auto n = parse_number(v);
-             if (!n || *n < 1 || *n > 65534 || *n != static_cast<int>(*n))
-               return std::string("--port needs a port number (1-65534: the second profile takes PORT+1)");
-             port = static_cast<int>(*n);
-             return std::string();
-           }},
+           number([](double n) { return !(n < 1 || n > 65534 || n != static_cast<int>(n)); },
+                  "--port needs a port number (1-65534: the second profile takes PORT+1)",
+                  [&](double n) { port = static_cast<int>(n); })},
       },
       [&](const std::string& v) {
         (separated ? new_files : files).push_back(v);

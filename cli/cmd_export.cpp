@@ -54,20 +54,11 @@ int cmd_export(std::span<char*> args) {
           {"", "--icicle", "", "(svg) callers at the top, callees below", set(svg.icicle, true)},
           {"", "--title", "TEXT", "(svg) the title (default \"Flame Graph\")", store(svg.title)},
           {"", "--width", "PX", "(svg) width in pixels (default 1200)",
-           [&](const std::string& v) {
-             auto n = parse_number(v);
-             if (!n || *n < 100 || *n > 100000)
-               return std::string("--width needs a number of pixels (100 or more)");
-             svg.width = *n;
-             return std::string();
-           }},
+           number([](double n) { return !(n < 100 || n > 100000); },
+                  "--width needs a number of pixels (100 or more)", [&](double n) { svg.width = n; })},
           {"", "--min-width", "PX", "(svg) leave out boxes narrower than PX pixels (default 0.1)",
-           [&](const std::string& v) {
-             auto n = parse_number(v);
-             if (!n || *n < 0) return std::string("--min-width needs a number of pixels");
-             svg.min_width = *n;
-             return std::string();
-           }},
+           number([](double n) { return !(n < 0); }, "--min-width needs a number of pixels",
+                  [&](double n) { svg.min_width = n; })},
       },
       [&](const std::string& v) { return format.empty() ? (format = v, std::string()) : take_in(v); }};
   if (auto exit = parse_options(command, args)) return *exit;

@@ -40,14 +40,12 @@ int cmd_load(std::span<char*> args) {
           {"-P", "--port", "PORT",
            "port to serve on (default 3000 or the next free one up to 3099;\n"
            "a port given here is used or it is an error; 0 = any free port)",
-           [&](const std::string& v) {
-             auto n = parse_number(v);
-             if (!n || *n < 0 || *n > 65535 || *n != static_cast<int>(*n))
-               return std::string("--port needs a port number");
-             opts.port = static_cast<int>(*n);
-             opts.port_exact = true;
-             return std::string();
-           }},
+           number([](double n) { return !(n < 0 || n > 65535 || n != static_cast<int>(n)); },
+                  "--port needs a port number",
+                  [&](double n) {
+                    opts.port = static_cast<int>(n);
+                    opts.port_exact = true;
+                  })},
           symbol_dir_option(opts.symbols.symbol_dirs),
       },
       one_operand(file, "profile file")};

@@ -42,12 +42,8 @@ int cmd_report(std::span<char*> args) {
           {"", "--tree", "", "also print the top-down call tree (like perf report --stdio)",
            set(opts.tree, true)},
           {"", "--min-percent", "P", "leave out call-tree branches under P% of the section (default 0.5)",
-           [&](const std::string& v) {
-             auto n = parse_number(v);
-             if (!n || *n < 0 || *n > 100) return std::string("--min-percent needs a percentage");
-             opts.tree_min_percent = *n;
-             return std::string();
-           }},
+           number([](double n) { return !(n < 0 || n > 100); }, "--min-percent needs a percentage",
+                  [&](double n) { opts.tree_min_percent = n; })},
           {"", "--heap", "",
            "the heap instead (a profile recorded with --heap): allocations, bytes,\n"
            "the peak and the call paths that held it, leaks, temporary allocations,\n"

@@ -136,6 +136,15 @@ Take append(std::vector<std::string>& into) {
   };
 }
 
+Take number(std::function<bool(double)> ok, std::string error, std::function<void(double)> set) {
+  return [ok = std::move(ok), error = std::move(error), set = std::move(set)](const std::string& v) {
+    auto n = parse_number(v);
+    if (!n || !ok(*n)) return error;
+    set(*n);
+    return std::string();
+  };
+}
+
 Option symbol_dir_option(std::vector<std::string>& dirs, std::string_view help) {
   return {"", "--symbol-dir", "DIR", help, append(dirs)};
 }
@@ -156,12 +165,9 @@ Option pid_option(std::vector<int>& pids, std::string_view help) {
 }
 
 Option duration_option(double& seconds, std::string_view help) {
-  return {"-d", "--duration", "SECONDS", help, [&seconds](const std::string& v) {
-            auto n = parse_number(v);
-            if (!n || *n <= 0) return std::string("--duration needs a positive number of seconds");
-            seconds = *n;
-            return std::string();
-          }};
+  return {"-d", "--duration", "SECONDS", help,
+          number([](double n) { return n > 0; }, "--duration needs a positive number of seconds",
+                 [&seconds](double n) { seconds = n; })};
 }
 
 Option header_option(std::vector<std::string>& headers, std::string_view help) {
@@ -173,13 +179,9 @@ Option header_option(std::vector<std::string>& headers, std::string_view help) {
 }
 
 Option limit_option(size_t& limit, std::string_view help) {
-  return {"", "--limit", "N", help, [&limit](const std::string& v) {
-            auto n = parse_number(v);
-            if (!n || *n < 1 || *n != static_cast<size_t>(*n))
-              return std::string("--limit needs a positive number");
-            limit = static_cast<size_t>(*n);
-            return std::string();
-          }};
+  return {"", "--limit", "N", help,
+          number([](double n) { return !(n < 1 || n != static_cast<size_t>(n)); },
+                 "--limit needs a positive number", [&limit](double n) { limit = static_cast<size_t>(n); })};
 }
 
 Option address_option(std::string& address, std::string_view help) {

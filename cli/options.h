@@ -67,6 +67,9 @@ Take set(T& target, T value) {
   };
 }
 
+// A number that `ok` accepts goes to `set`; anything else is the usage error `error`.
+Take number(std::function<bool(double)> ok, std::string error, std::function<void(double)> set);
+
 // Rows several commands share, each checked the same everywhere.
 Option symbol_dir_option(std::vector<std::string>& dirs,
                          std::string_view help = "also look for symbol files in DIR (repeatable)");

@@ -50,14 +50,12 @@ Command record_command(RecordArgs& a, Parsed& p) {
           {"-F", "--freq", "HZ",
            "samples per second per thread (default 1000; lowered to the kernel's\n"
            "perf_event_max_sample_rate with a notice)",
-           [&](const std::string& v) {
-             auto n = parse_number(v);
-             if (!n || *n <= 0 || *n > 1e6)
-               return std::string("--freq needs a positive number of samples per second");
-             rec.frequency_hz = *n;
-             p.freq_given = true;
-             return std::string();
-           }},
+           number([](double n) { return !(n <= 0 || n > 1e6); },
+                  "--freq needs a positive number of samples per second",
+                  [&](double n) {
+                    rec.frequency_hz = n;
+                    p.freq_given = true;
+                  })},
           {"-e", "--event", "EVENT",
            "sample on EVENT instead of the clock, with the same stacks: software\n"
            "(page-faults, minor-faults, major-faults, context-switches,\n"
@@ -77,12 +75,8 @@ Command record_command(RecordArgs& a, Parsed& p) {
            "with -e: one sample every N events (default 1 for software events and\n"
            "tracepoints; cycles and instructions 1000003, cache-misses and\n"
            "branch-misses 1009)",
-           [&](const std::string& v) {
-             auto n = parse_number(v);
-             if (!n || *n < 1 || *n > 1e15) return std::string("--period needs a positive number of events");
-             rec.event_period = static_cast<uint64_t>(*n);
-             return std::string();
-           }},
+           number([](double n) { return !(n < 1 || n > 1e15); }, "--period needs a positive number of events",
+                  [&](double n) { rec.event_period = static_cast<uint64_t>(n); })},
           {"", "--call-graph", "MODE",
            "dwarf (default: copy the user stack and unwind it with the binaries' CFI)\n"
            "or fp (frame pointers only: cheaper, for programs built with them)",
@@ -99,13 +93,9 @@ Command record_command(RecordArgs& a, Parsed& p) {
            "ring buffer per CPU (default: room for ~32 samples, 2 MiB in dwarf mode as\n"
            "root; an ordinary user gets at most kernel.perf_event_mlock_kb). Larger\n"
            "loses fewer records at high rates; rounded down to a power-of-two pages",
-           [&](const std::string& v) {
-             auto n = parse_number(v);
-             if (!n || *n < 4096 || *n > (uint64_t{1} << 30))
-               return std::string("--buffer-size must be between 4096 bytes and 1 GiB");
-             rec.buffer_bytes = static_cast<uint64_t>(*n);
-             return std::string();
-           }},
+           number([](double n) { return !(n < 4096 || n > (uint64_t{1} << 30)); },
+                  "--buffer-size must be between 4096 bytes and 1 GiB",
+                  [&](double n) { rec.buffer_bytes = static_cast<uint64_t>(n); })},
           pid_option(rec.pids,
                      "attach to running processes (and what they start) until Ctrl+C or --duration"),
           duration_option(rec.duration_s, "stop recording after SECONDS (the program keeps running)"),
@@ -122,12 +112,8 @@ Command record_command(RecordArgs& a, Parsed& p) {
            "sampled"},
           {"", "--heap-rate", "BYTES",
            "sampled mode: on average one sample per BYTES allocated (default 524288)",
-           [&](const std::string& v) {
-             auto n = parse_number(v);
-             if (!n || *n < 1) return std::string("--heap-rate needs a positive number of bytes");
-             p.heap_rate = *n;
-             return std::string();
-           }},
+           number([](double n) { return !(n < 1); }, "--heap-rate needs a positive number of bytes",
+                  [&](double n) { p.heap_rate = n; })},
           {"", "--cpu-only", "",
            "on-CPU samples only. By default the profile is wall-clock: time a thread\n"
            "spends blocked or preempted is sampled too, at the same rate, with the\n"
@@ -146,13 +132,9 @@ Command record_command(RecordArgs& a, Parsed& p) {
            set(rec.off_cpu, false)},
           {"", "--off-cpu-threshold", "MS",
            "a marker for every wait of at least MS milliseconds (default 1; 0: all)",
-           [&](const std::string& v) {
-             auto n = parse_number(v);
-             if (!n || *n < 0)
-               return std::string("--off-cpu-threshold needs a number of milliseconds (0 or more)");
-             rec.off_cpu_threshold_ms = *n;
-             return std::string();
-           }},
+           number([](double n) { return !(n < 0); },
+                  "--off-cpu-threshold needs a number of milliseconds (0 or more)",
+                  [&](double n) { rec.off_cpu_threshold_ms = n; })},
           {"", "--off-cpu-stack-size", "BYTES",
            "user stack copied at each context switch in dwarf mode (default 8192,\n"
            "as perf; at most 65528). The kernel copies it in the program's time at\n"
@@ -225,13 +207,11 @@ Command record_command(RecordArgs& a, Parsed& p) {
            set(a.serve.open_browser, false)},
           address_option(a.serve.address, "address to serve on (default 127.0.0.1)"),
           {"-P", "--port", "PORT", "port to serve on (default 3000 or the next free one)",
-           [&](const std::string& v) {
-             auto n = parse_number(v);
-             if (!n || *n < 1 || *n > 65535) return std::string("--port needs a port number");
-             a.serve.port = static_cast<int>(*n);
-             a.serve.port_exact = true;
-             return std::string();
-           }},
+           number([](double n) { return !(n < 1 || n > 65535); }, "--port needs a port number",
+                  [&](double n) {
+                    a.serve.port = static_cast<int>(n);
+                    a.serve.port_exact = true;
+                  })},
       },
       nullptr};
 }

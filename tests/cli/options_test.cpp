@@ -98,6 +98,18 @@ TEST_CASE("usage errors are one line naming the command and exit 2") {
         "fxprof demo: one profile at a time ('b') (try `fxprof demo --help`)\n");
 }
 
+TEST_CASE("a number row takes what its check accepts and refuses anything else with its error") {
+  double got = 0;
+  const Take take =
+      number([](double n) { return n > 0; }, "--x needs a positive number", [&](double n) { got = n; });
+  CHECK(take("2.5").empty());
+  CHECK(got == 2.5);
+  CHECK(take("0") == "--x needs a positive number");
+  CHECK(take("3x") == "--x needs a positive number");
+  CHECK(take("") == "--x needs a positive number");
+  CHECK(got == 2.5);
+}
+
 TEST_CASE("--help lists the table with its text at column 27 and -h last") {
   Values v;
   CHECK(help_text(table(v, true)) ==
