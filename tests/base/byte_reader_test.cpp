@@ -40,7 +40,8 @@ TEST_CASE("an overrun reads zeros, stays at the end and stays bad") {
 }
 
 TEST_CASE("read_at reads a value inside the image and refuses one that does not fit") {
-  const std::byte image[6] = {std::byte{1}, std::byte{0}, std::byte{0}, std::byte{0}, std::byte{2}, std::byte{0}};
+  const std::byte image[6] = {std::byte{1}, std::byte{0}, std::byte{0},
+                              std::byte{0}, std::byte{2}, std::byte{0}};
   uint32_t v = 0;
   CHECK(read_at(std::span<const std::byte>(image), 0, v));
   CHECK(v == 1);
