@@ -92,6 +92,7 @@ int serve_both(model::Profile& base, model::Profile& next, const std::string& ad
 
 }  // namespace
 
+// Long because its table of options is half of it: one row an option, in --help's order.
 int cmd_diff(std::span<char*> args) {
   InputOptions input;
   std::string out = "diff.svg", address = "127.0.0.1", gate_function;

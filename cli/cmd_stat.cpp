@@ -30,6 +30,7 @@ constexpr std::string_view kCommand = "stat";
 
 }  // namespace
 
+// Long because its table of options is half of it: one row an option, in --help's order.
 int cmd_stat(std::span<char*> args) {
   counters::StatOptions opt;
   bool json = false, cache_sim = false;
