@@ -68,4 +68,8 @@ void append_json_string(std::string& out, std::string_view s) {
   out.push_back('"');
 }
 
+std::string json_syntax_error(std::string_view what, uint64_t byte) {
+  return "not valid JSON (" + std::string(what) + " near byte " + std::to_string(byte) + ")";
+}
+
 }  // namespace fxprof

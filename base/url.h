@@ -11,7 +11,12 @@ namespace fxprof {
 std::string profiler_origin();
 
 // Percent-encodes every byte but RFC 3986's unreserved characters (A-Z a-z 0-9 - _ . ~): safe for a
-// query value and for a URL inside a URL's path (the front end's from-url/).
-std::string url_encode(std::string_view s);
+// query value and for a URL inside a URL's path (the front end's from-url/). The one encoder of fxprof;
+// `keep` are more characters left as they are ("/" for a file path in a file:// URL).
+std::string url_encode(std::string_view s, std::string_view keep = {});
+
+// <profiler origin>/from-url/<url_encode(profile_url)><tail>: what opens the profile at `profile_url`;
+// `tail` is the front end's path and query after it ("/", "/?symbolServer=...", "/calltree/?thread=1").
+std::string from_url_link(std::string_view profile_url, std::string_view tail = "/");
 
 }  // namespace fxprof

@@ -9,10 +9,11 @@
 #include <optional>
 #include <string>
 
+#include "base/signals.h"
 #include "base/temp_dir.h"
 #include "base/url.h"
-#include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/profile_input.h"
 #include "exporter/diff.h"
 #include "exporter/gecko.h"
@@ -21,7 +22,7 @@
 namespace fxprof::cli {
 namespace {
 
-constexpr const char* kHelp =
+constexpr std::string_view kUsage =
     "Usage: fxprof diff [OPTIONS] BASE NEW\n"
     "       fxprof diff [OPTIONS] BASE1 BASE2... -- NEW1 NEW2...\n"
     "\n"
@@ -31,22 +32,7 @@ constexpr const char* kHelp =
     "flame graph with boxes coloured by the change of their share (red grew, blue shrank).\n"
     "With several runs per side (before and after `--`), shares are each side's mean and the spread of a\n"
     "side's runs is shown; the flame graph compares the first run of each side.\n"
-    "\n"
-    "  --fail-above P           a CI gate: exit 3 when a function's self share grew by more than P\n"
-    "                           percentage points and by more than the spread of either side's runs\n"
-    "  --function NAME          with --fail-above: gate on NAME's total share instead\n"
-    "  --markdown               print the table (and the gate's verdict) as Markdown, for a pull request\n"
-    "  -o, --output SVG         the differential flame graph (default diff.svg; \"-\" for standard output)\n"
-    "  --limit N                rows of the table (default 10)\n"
-    "  --no-inline              inlined functions count as the function they were inlined into\n"
-    "  --symbol-dir DIR         also look for symbol files in DIR (repeatable)\n"
-    "  --serve                  also serve both profiles (symbols baked in) and print the Firefox "
-    "Profiler's\n"
-    "                           comparison URL; runs until Ctrl+C\n"
-    "  --address ADDR           address to serve on with --serve (default 127.0.0.1)\n"
-    "  -P, --port PORT          port of the first profile's server with --serve, the second's is PORT+1\n"
-    "                           (default: any free ports)\n"
-    "  -h, --help               this help\n";
+    "\n";
 
 constexpr std::string_view kCommand = "diff";
 
@@ -67,10 +53,8 @@ int serve_both(model::Profile& base, model::Profile& next, const std::string& ad
       return 1;
     }
   }
-  sigset_t set, old;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
+  const sigset_t set = stop_signals();
+  sigset_t old;
   pthread_sigmask(SIG_BLOCK, &set, &old);  // before the server threads start: they inherit it
   symbolizer::Symbolizer symbols;
   std::unique_ptr<server::ProfileServer> servers[2];
@@ -88,17 +72,14 @@ int serve_both(model::Profile& base, model::Profile& next, const std::string& ad
     }
     servers[i] = std::move(*s);
   }
-  const std::string origin = profiler_origin();
   // Each profile of the comparison must select a thread, or the front end refuses the URL ("No thread has
   // been selected in profile 0").
   auto view = [&](const server::ProfileServer& s, const model::Profile& p) {
-    return origin + "/from-url/" + server::percent_encode(s.profile_url()) + "/calltree/?" +
-           exporter::gecko_view_query(p);
+    return from_url_link(s.profile_url(), "/calltree/?" + exporter::gecko_view_query(p));
   };
   std::printf("base profile: %s\nnew profile:  %s\n%s/compare/?profiles[]=%s&profiles[]=%s\n",
-              servers[0]->profile_url().c_str(), servers[1]->profile_url().c_str(), origin.c_str(),
-              server::percent_encode(view(*servers[0], base)).c_str(),
-              server::percent_encode(view(*servers[1], next)).c_str());
+              servers[0]->profile_url().c_str(), servers[1]->profile_url().c_str(), profiler_origin().c_str(),
+              url_encode(view(*servers[0], base)).c_str(), url_encode(view(*servers[1], next)).c_str());
   std::fflush(stdout);
   std::fprintf(stderr, "fxprof: open the comparison URL above; Ctrl+C stops serving\n");
   int sig = 0;
@@ -111,6 +92,7 @@ int serve_both(model::Profile& base, model::Profile& next, const std::string& ad
 
 }  // namespace
 
+// Long because its table of options is half of it: one row an option, in --help's order.
 int cmd_diff(std::span<char*> args) {
   InputOptions input;
   std::string out = "diff.svg", address = "127.0.0.1", gate_function;
@@ -121,55 +103,47 @@ int cmd_diff(std::span<char*> args) {
   bool serve = false, markdown = false;
   std::optional<double> fail_above;
   exporter::SvgOptions svg;
-  ArgParser p(args);
-  while (!p.done()) {
-    if (!p.at_option()) {
-      if (p.take_separator()) {
-        if (separated) return usage_error(kCommand, "one `--` between the base runs and the new runs");
+  const Command command{
+      kCommand,
+      kUsage,
+      {
+          {"", "--fail-above", "P",
+           "a CI gate: exit 3 when a function's self share grew by more than P\n"
+           "percentage points and by more than the spread of either side's runs",
+           number([](double n) { return !(n < 0); }, "--fail-above needs percentage points (0 or more)",
+                  [&](double n) { fail_above = n; })},
+          {"", "--function", "NAME", "with --fail-above: gate on NAME's total share instead",
+           store(gate_function)},
+          {"", "--markdown", "", "print the table (and the gate's verdict) as Markdown, for a pull request",
+           set(markdown, true)},
+          {"-o", "--output", "SVG",
+           "the differential flame graph (default diff.svg; \"-\" for standard output)", store(out)},
+          limit_option(limit, "rows of the table (default 10)"),
+          {"", "--no-inline", "", "inlined functions count as the function they were inlined into",
+           set(svg.tree.inlined, false)},
+          symbol_dir_option(input.symbols.symbol_dirs),
+          {"", "--serve", "",
+           "also serve both profiles (symbols baked in) and print the Firefox Profiler's\n"
+           "comparison URL; runs until Ctrl+C",
+           set(serve, true)},
+          address_option(address, "address to serve on with --serve (default 127.0.0.1)"),
+          {"-P", "--port", "PORT",
+           "port of the first profile's server with --serve, the second's is PORT+1\n"
+           "(default: any free ports)",
+           number([](double n) { return !(n < 1 || n > 65534 || n != static_cast<int>(n)); },
+                  "--port needs a port number (1-65534: the second profile takes PORT+1)",
+                  [&](double n) { port = static_cast<int>(n); })},
+      },
+      [&](const std::string& v) {
+        (separated ? new_files : files).push_back(v);
+        return std::string();
+      },
+      [&] {
+        if (separated) return std::string("one `--` between the base runs and the new runs");
         separated = true;
-        continue;
-      }
-      (separated ? new_files : files).push_back(p.take());
-      continue;
-    }
-    if (p.flag("-h", "--help")) {
-      std::fputs(kHelp, stdout);
-      return 0;
-    } else if (auto v = p.option("-o", "--output")) {
-      out = *v;
-    } else if (auto v = p.option("", "--limit")) {
-      auto n = parse_number(*v);
-      if (!n || *n < 1 || *n != static_cast<size_t>(*n))
-        return usage_error(kCommand, "--limit needs a positive number");
-      limit = static_cast<size_t>(*n);
-    } else if (p.flag("", "--no-inline")) {
-      svg.tree.inlined = false;
-    } else if (auto v = p.option("", "--symbol-dir")) {
-      input.symbols.symbol_dirs.push_back(*v);
-    } else if (auto v = p.option("", "--fail-above")) {
-      auto n = parse_number(*v);
-      if (!n || *n < 0) return usage_error(kCommand, "--fail-above needs percentage points (0 or more)");
-      fail_above = *n;
-    } else if (auto v = p.option("", "--function")) {
-      gate_function = *v;
-    } else if (p.flag("", "--markdown")) {
-      markdown = true;
-    } else if (p.flag("", "--serve")) {
-      serve = true;
-    } else if (auto v = p.option("", "--address")) {
-      address = *v;
-    } else if (auto v = p.option("-P", "--port")) {
-      auto n = parse_number(*v);
-      if (!n || *n < 1 || *n > 65534 || *n != static_cast<int>(*n))
-        return usage_error(kCommand, "--port needs a port number (1-65534: the second profile takes PORT+1)");
-      port = static_cast<int>(*n);
-    } else if (!p.error().empty()) {
-      return usage_error(kCommand, p.error());
-    } else {
-      return usage_error(kCommand, "unknown option '" + std::string(p.peek()) + "'");
-    }
-  }
-  if (!p.error().empty()) return usage_error(kCommand, p.error());
+        return std::string();
+      }};
+  if (auto exit = parse_options(command, args)) return *exit;
   if (!separated) {
     if (files.size() != 2) return usage_error(kCommand, "give two profiles: BASE NEW (or BASE... -- NEW...)");
     new_files.push_back(files.back());

@@ -2,8 +2,8 @@
 #include <cstdio>
 #include <string>
 
-#include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/profile_input.h"
 #include "exporter/flamegraph_svg.h"
 #include "exporter/folded.h"
@@ -13,7 +13,7 @@
 namespace fxprof::cli {
 namespace {
 
-constexpr const char* kHelp =
+constexpr std::string_view kUsage =
     "Usage: fxprof export FORMAT [OPTIONS] IN [-o OUT]\n"
     "\n"
     "Writes the saved profile IN (.json or .json.gz) in another format, symbolicated on the way:\n"
@@ -21,19 +21,7 @@ constexpr const char* kHelp =
     "           flamegraph.pl, inferno and speedscope (default OUT: IN's name with .folded)\n"
     "  pprof    gzipped profile.proto for go tool pprof, Pyroscope, Parca, Grafana (default OUT: .pb.gz)\n"
     "  svg      an interactive flame graph in one self-contained SVG file (default OUT: .svg)\n"
-    "\n"
-    "  -o, --output OUT         where to write (\"-\" for standard output; gzip when OUT ends in .gz)\n"
-    "  --symbol-dir DIR         also look for symbol files in DIR (repeatable)\n"
-    "  --no-symbolicate         keep unresolved addresses as lib+0xoffset\n"
-    "  --no-inline              (folded, svg) merge inlined functions into the function they are in\n"
-    "  --thread-roots           (folded, svg) a root frame per thread, \"name (tid N)\"\n"
-    "  --process-roots          (folded, svg) a root frame per process, \"name (pid N)\"\n"
-    "  --annotate               (folded) mark kernel frames with _[k] and inlined ones with _[i]\n"
-    "  --icicle                 (svg) callers at the top, callees below\n"
-    "  --title TEXT             (svg) the title (default \"Flame Graph\")\n"
-    "  --width PX               (svg) width in pixels (default 1200)\n"
-    "  --min-width PX           (svg) leave out boxes narrower than PX pixels (default 0.1)\n"
-    "  -h, --help               this help\n";
+    "\n";
 
 constexpr std::string_view kCommand = "export";
 
@@ -45,56 +33,35 @@ int cmd_export(std::span<char*> args) {
   exporter::TreeOptions tree;
   exporter::SvgOptions svg;
   bool annotate = false;
-  ArgParser p(args);
-  while (!p.done()) {
-    if (!p.at_option()) {
-      if (p.take_separator()) continue;
-      if (format.empty()) {
-        format = p.take();
-        continue;
-      }
-      if (!in.empty())
-        return usage_error(kCommand, "one input profile at a time ('" + std::string(p.peek()) + "')");
-      in = p.take();
-      continue;
-    }
-    if (p.flag("-h", "--help")) {
-      std::fputs(kHelp, stdout);
-      return 0;
-    } else if (auto v = p.option("-o", "--output")) {
-      out = *v;
-    } else if (auto v = p.option("", "--symbol-dir")) {
-      input.symbols.symbol_dirs.push_back(*v);
-    } else if (p.flag("", "--no-symbolicate")) {
-      input.symbolicate = false;
-    } else if (p.flag("", "--no-inline")) {
-      tree.inlined = false;
-    } else if (p.flag("", "--thread-roots")) {
-      tree.thread_roots = true;
-    } else if (p.flag("", "--process-roots")) {
-      tree.process_roots = true;
-    } else if (p.flag("", "--annotate")) {
-      annotate = true;
-    } else if (p.flag("", "--icicle")) {
-      svg.icicle = true;
-    } else if (auto v = p.option("", "--title")) {
-      svg.title = *v;
-    } else if (auto v = p.option("", "--width")) {
-      auto n = parse_number(*v);
-      if (!n || *n < 100 || *n > 100000)
-        return usage_error(kCommand, "--width needs a number of pixels (100 or more)");
-      svg.width = *n;
-    } else if (auto v = p.option("", "--min-width")) {
-      auto n = parse_number(*v);
-      if (!n || *n < 0) return usage_error(kCommand, "--min-width needs a number of pixels");
-      svg.min_width = *n;
-    } else if (!p.error().empty()) {
-      return usage_error(kCommand, p.error());
-    } else {
-      return usage_error(kCommand, "unknown option '" + std::string(p.peek()) + "'");
-    }
-  }
-  if (!p.error().empty()) return usage_error(kCommand, p.error());
+  const Take take_in = one_operand(in, "input profile");
+  const Command command{
+      kCommand,
+      kUsage,
+      {
+          {"-o", "--output", "OUT", "where to write (\"-\" for standard output; gzip when OUT ends in .gz)",
+           store(out)},
+          symbol_dir_option(input.symbols.symbol_dirs),
+          {"", "--no-symbolicate", "", "keep unresolved addresses as lib+0xoffset",
+           set(input.symbolicate, false)},
+          {"", "--no-inline", "", "(folded, svg) merge inlined functions into the function they are in",
+           set(tree.inlined, false)},
+          {"", "--thread-roots", "", "(folded, svg) a root frame per thread, \"name (tid N)\"",
+           set(tree.thread_roots, true)},
+          {"", "--process-roots", "", "(folded, svg) a root frame per process, \"name (pid N)\"",
+           set(tree.process_roots, true)},
+          {"", "--annotate", "", "(folded) mark kernel frames with _[k] and inlined ones with _[i]",
+           set(annotate, true)},
+          {"", "--icicle", "", "(svg) callers at the top, callees below", set(svg.icicle, true)},
+          {"", "--title", "TEXT", "(svg) the title (default \"Flame Graph\")", store(svg.title)},
+          {"", "--width", "PX", "(svg) width in pixels (default 1200)",
+           number([](double n) { return !(n < 100 || n > 100000); },
+                  "--width needs a number of pixels (100 or more)", [&](double n) { svg.width = n; })},
+          {"", "--min-width", "PX", "(svg) leave out boxes narrower than PX pixels (default 0.1)",
+           number([](double n) { return !(n < 0); }, "--min-width needs a number of pixels",
+                  [&](double n) { svg.min_width = n; })},
+      },
+      [&](const std::string& v) { return format.empty() ? (format = v, std::string()) : take_in(v); }};
+  if (auto exit = parse_options(command, args)) return *exit;
   if (format.empty()) return usage_error(kCommand, "which format? folded, pprof or svg");
   if (format != "folded" && format != "pprof" && format != "svg")
     return usage_error(kCommand, "unknown format '" + format + "' (folded, pprof or svg)");

@@ -1,13 +1,12 @@
 // `fxprof load`: serve a saved profile again, with symbolication, like `samply load` (profiler-cli's
 // --with-samply runs `<binary> load --no-open FILE` and waits for the profiler URL on its output).
-#include <unistd.h>
-
 #include <cstdio>
-#include <cstdlib>
+#include <optional>
 #include <string>
 
-#include "cli/args.h"
+#include "base/temp_dir.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "exporter/gecko.h"
 #include "exporter/gecko_reader.h"
 #include "pipeline/symbolicate.h"
@@ -16,38 +15,13 @@
 namespace fxprof::cli {
 namespace {
 
-constexpr const char* kHelp =
+constexpr std::string_view kUsage =
     "Usage: fxprof load [OPTIONS] FILE\n"
     "\n"
     "Serves a saved profile (.json or .json.gz) on 127.0.0.1 with symbol lookups for its libraries, and "
     "opens\n"
     "the Firefox Profiler on it. Stops with Ctrl+C; the file is left as it is.\n"
-    "\n"
-    "  -n, --no-open            do not open a browser; print the Firefox Profiler URL on stdout\n"
-    "  --address ADDR           address to serve on (default 127.0.0.1)\n"
-    "  -P, --port PORT          port to serve on (default 3000 or the next free one up to 3099;\n"
-    "                           a port given here is used or it is an error; 0 = any free port)\n"
-    "  --symbol-dir DIR         also look for symbol files in DIR (repeatable)\n"
-    "  -h, --help               this help\n";
-
-// A temporary file removed when the command ends (the profile served after resolving more symbols).
-class TempPath {
- public:
-  TempPath() = default;
-  ~TempPath() {
-    if (!path_.empty()) ::unlink(path_.c_str());
-  }
-  TempPath(const TempPath&) = delete;
-  TempPath& operator=(const TempPath&) = delete;
-  const std::string& make(const std::string& suffix) {
-    const char* dir = std::getenv("TMPDIR");
-    path_ = std::string(dir && *dir ? dir : "/tmp") + "/fxprof-load-" + std::to_string(::getpid()) + suffix;
-    return path_;
-  }
-
- private:
-  std::string path_;
-};
+    "\n";
 
 constexpr std::string_view kCommand = "load";
 
@@ -56,41 +30,30 @@ constexpr std::string_view kCommand = "load";
 int cmd_load(std::span<char*> args) {
   server::ServeOptions opts;
   std::string file;
-  ArgParser p(args);
-  while (!p.done()) {
-    if (!p.at_option()) {
-      if (p.take_separator()) continue;
-      if (!file.empty())
-        return usage_error(kCommand, "one profile file at a time ('" + std::string(p.peek()) + "')");
-      file = p.take();
-      continue;
-    }
-    if (p.flag("-h", "--help")) {
-      std::fputs(kHelp, stdout);
-      return 0;
-    } else if (p.flag("-n", "--no-open")) {
-      opts.open_browser = false;
-    } else if (auto v = p.option("", "--address")) {
-      opts.address = *v;
-    } else if (auto v = p.option("-P", "--port")) {
-      auto n = parse_number(*v);
-      if (!n || *n < 0 || *n > 65535 || *n != static_cast<int>(*n))
-        return usage_error(kCommand, "--port needs a port number");
-      opts.port = static_cast<int>(*n);
-      opts.port_exact = true;
-    } else if (auto v = p.option("", "--symbol-dir")) {
-      opts.symbols.symbol_dirs.push_back(*v);
-    } else if (!p.error().empty()) {
-      return usage_error(kCommand, p.error());
-    } else {
-      return usage_error(kCommand, "unknown option '" + std::string(p.peek()) + "'");
-    }
-  }
-  if (!p.error().empty()) return usage_error(kCommand, p.error());
+  const Command command{
+      kCommand,
+      kUsage,
+      {
+          {"-n", "--no-open", "", "do not open a browser; print the Firefox Profiler URL on stdout",
+           set(opts.open_browser, false)},
+          address_option(opts.address, "address to serve on (default 127.0.0.1)"),
+          {"-P", "--port", "PORT",
+           "port to serve on (default 3000 or the next free one up to 3099;\n"
+           "a port given here is used or it is an error; 0 = any free port)",
+           number([](double n) { return !(n < 0 || n > 65535 || n != static_cast<int>(n)); },
+                  "--port needs a port number",
+                  [&](double n) {
+                    opts.port = static_cast<int>(n);
+                    opts.port_exact = true;
+                  })},
+          symbol_dir_option(opts.symbols.symbol_dirs),
+      },
+      one_operand(file, "profile file")};
+  if (auto exit = parse_options(command, args)) return *exit;
   if (file.empty()) return usage_error(kCommand, "which profile? give a .json or .json.gz file");
   opts.profile_path = file;
   // Source -> model: validates the file (one-line errors) and lists its libraries without a DOM.
-  TempPath resolved;
+  std::optional<TempFolder> resolved;  // the profile served after resolving more symbols, removed at the end
   {
     exporter::ReadInfo info;
     auto profile = exporter::read_gecko_profile(file, &info);
@@ -106,7 +69,12 @@ int cmd_load(std::span<char*> args) {
       if (profile->meta.presymbolicated && !opts.symbols.symbol_dirs.empty()) {
         symbolizer::Symbolizer symbols(opts.symbols);
         if (pipeline::symbolicate(*profile, symbols).resolved > 0) {
-          const std::string& tmp = resolved.make(".json");
+          resolved.emplace("fxprof-load");
+          if (resolved->path().empty()) {
+            std::fprintf(stderr, "fxprof: cannot make a temporary folder\n");
+            return 1;
+          }
+          const std::string tmp = resolved->path() + "/profile.json";
           if (auto s = exporter::write_gecko_profile(*profile, tmp); !s) {
             std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
             return s.exit_code();

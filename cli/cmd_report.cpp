@@ -2,8 +2,8 @@
 #include <cstdio>
 #include <string>
 
-#include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/profile_input.h"
 #include "exporter/heap_report.h"
 #include "exporter/output.h"
@@ -12,26 +12,13 @@
 namespace fxprof::cli {
 namespace {
 
-constexpr const char* kHelp =
+constexpr std::string_view kUsage =
     "Usage: fxprof report [OPTIONS] IN\n"
     "\n"
     "Prints the top functions of the saved profile IN by self and by total share of samples, per process\n"
     "(or per thread), with lost records, unwind failures and the recording's data-quality entries;\n"
     "symbolicated on the way.\n"
-    "\n"
-    "  --threads                a section per thread instead of per process\n"
-    "  --inline                 inlined functions count as functions of their own (the default)\n"
-    "  --no-inline              inlined functions count as the function they were inlined into\n"
-    "  --limit N                functions per table (default 10)\n"
-    "  --tree                   also print the top-down call tree (like perf report --stdio)\n"
-    "  --min-percent P          leave out call-tree branches under P% of the section (default 0.5)\n"
-    "  --heap                   the heap instead (a profile recorded with --heap): allocations, bytes,\n"
-    "                           the peak and the call paths that held it, leaks, temporary allocations,\n"
-    "                           the top sites by bytes and by count, and a histogram of sizes\n"
-    "  --json                   print JSON instead (the same numbers, for scripts)\n"
-    "  --symbol-dir DIR         also look for symbol files in DIR (repeatable)\n"
-    "  --no-symbolicate         keep unresolved addresses as lib+0xoffset\n"
-    "  -h, --help               this help\n";
+    "\n";
 
 constexpr std::string_view kCommand = "report";
 
@@ -42,50 +29,33 @@ int cmd_report(std::span<char*> args) {
   exporter::ReportOptions opts;
   bool json = false, heap = false;
   std::string in;
-  ArgParser p(args);
-  while (!p.done()) {
-    if (!p.at_option()) {
-      if (p.take_separator()) continue;
-      if (!in.empty())
-        return usage_error(kCommand, "one profile at a time ('" + std::string(p.peek()) + "')");
-      in = p.take();
-      continue;
-    }
-    if (p.flag("-h", "--help")) {
-      std::fputs(kHelp, stdout);
-      return 0;
-    } else if (p.flag("", "--threads")) {
-      opts.per_thread = true;
-    } else if (p.flag("", "--inline")) {
-      opts.inlined = true;
-    } else if (p.flag("", "--no-inline")) {
-      opts.inlined = false;
-    } else if (auto v = p.option("", "--limit")) {
-      auto n = parse_number(*v);
-      if (!n || *n < 1 || *n != static_cast<size_t>(*n))
-        return usage_error(kCommand, "--limit needs a positive number");
-      opts.limit = static_cast<size_t>(*n);
-    } else if (p.flag("", "--tree")) {
-      opts.tree = true;
-    } else if (auto v = p.option("", "--min-percent")) {
-      auto n = parse_number(*v);
-      if (!n || *n < 0 || *n > 100) return usage_error(kCommand, "--min-percent needs a percentage");
-      opts.tree_min_percent = *n;
-    } else if (p.flag("", "--heap")) {
-      heap = true;
-    } else if (p.flag("", "--json")) {
-      json = true;
-    } else if (auto v = p.option("", "--symbol-dir")) {
-      input.symbols.symbol_dirs.push_back(*v);
-    } else if (p.flag("", "--no-symbolicate")) {
-      input.symbolicate = false;
-    } else if (!p.error().empty()) {
-      return usage_error(kCommand, p.error());
-    } else {
-      return usage_error(kCommand, "unknown option '" + std::string(p.peek()) + "'");
-    }
-  }
-  if (!p.error().empty()) return usage_error(kCommand, p.error());
+  const Command command{
+      kCommand,
+      kUsage,
+      {
+          {"", "--threads", "", "a section per thread instead of per process", set(opts.per_thread, true)},
+          {"", "--inline", "", "inlined functions count as functions of their own (the default)",
+           set(opts.inlined, true)},
+          {"", "--no-inline", "", "inlined functions count as the function they were inlined into",
+           set(opts.inlined, false)},
+          limit_option(opts.limit, "functions per table (default 10)"),
+          {"", "--tree", "", "also print the top-down call tree (like perf report --stdio)",
+           set(opts.tree, true)},
+          {"", "--min-percent", "P", "leave out call-tree branches under P% of the section (default 0.5)",
+           number([](double n) { return !(n < 0 || n > 100); }, "--min-percent needs a percentage",
+                  [&](double n) { opts.tree_min_percent = n; })},
+          {"", "--heap", "",
+           "the heap instead (a profile recorded with --heap): allocations, bytes,\n"
+           "the peak and the call paths that held it, leaks, temporary allocations,\n"
+           "the top sites by bytes and by count, and a histogram of sizes",
+           set(heap, true)},
+          {"", "--json", "", "print JSON instead (the same numbers, for scripts)", set(json, true)},
+          symbol_dir_option(input.symbols.symbol_dirs),
+          {"", "--no-symbolicate", "", "keep unresolved addresses as lib+0xoffset",
+           set(input.symbolicate, false)},
+      },
+      one_operand(in, "profile")};
+  if (auto exit = parse_options(command, args)) return *exit;
   if (in.empty()) return usage_error(kCommand, "which profile? give a .json or .json.gz file");
   auto profile = load_profile_for_sinks(in, input);
   if (!profile) {

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "base/fd.h"
-#include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "counters/cachesim.h"
 #include "counters/events.h"
 #include "counters/stat.h"
@@ -16,7 +16,7 @@
 namespace fxprof::cli {
 namespace {
 
-constexpr const char* kHelp =
+constexpr std::string_view kUsage =
     "Usage: fxprof stat [OPTIONS] [--] COMMAND [ARGS...]\n"
     "       fxprof stat [OPTIONS] -p PID[,PID...]\n"
     "\n"
@@ -24,80 +24,59 @@ constexpr const char* kHelp =
     "prints them as perf stat does, with the derived figures (CPUs utilized, IPC, miss rates) and one\n"
     "sentence each on what they suggest. fxprof exits with the program's exit status. Without a hardware\n"
     "PMU (virtual machines, containers, CI runners) it says so once and counts the software events.\n"
-    "\n"
-    "Options:\n"
-    "  -e, --event EVENT[,EVENT...]\n"
-    "                           what to count (default: task-clock, context-switches, cpu-migrations,\n"
-    "                           page-faults, minor-faults, major-faults, and with a PMU cycles,\n"
-    "                           instructions, cache-references, cache-misses, branches, branch-misses).\n"
-    "                           Also cpu-clock, bus-cycles and tracepoints CATEGORY:NAME\n"
-    "                           (syscalls:sys_enter_write). An event this machine lacks is printed as\n"
-    "                           <not supported>, never as 0\n"
-    "  --cache-sim              run COMMAND under Cachegrind (valgrind) instead: simulated I1, D1 and LL\n"
-    "                           miss rates and the functions with the most D1 and LL misses. 20-100x\n"
-    "                           slower; for machines without a PMU, or to see which code misses\n"
-    "  --ll-size BYTES          with --cache-sim: simulate a last-level cache of BYTES (a power of two,\n"
-    "                           at least 65536; 16-way) instead of this machine's\n"
-    "  --json                   the same as JSON\n"
-    "  -o, --output FILE        write the report to FILE instead of standard error\n"
-    "  -p, --pid PID[,PID...]   count running processes (and what they start) until Ctrl+C, --duration\n"
-    "                           or their exit; per process = per PID given\n"
-    "  -d, --duration SECONDS   with -p: stop counting after SECONDS\n"
-    "  -h, --help               this help\n";
+    "\n";
 
 constexpr std::string_view kCommand = "stat";
 
 }  // namespace
 
+// Long because its table of options is half of it: one row an option, in --help's order.
 int cmd_stat(std::span<char*> args) {
   counters::StatOptions opt;
   bool json = false, cache_sim = false;
   uint64_t ll_size = 0;
   std::string output, events;
-  ArgParser p(args);
-  while (p.at_option()) {
-    if (p.flag("-h", "--help")) {
-      std::fputs(kHelp, stdout);
-      return 0;
-    } else if (auto v = p.option("-e", "--event")) {
-      events += (events.empty() ? "" : ",") + *v;
-    } else if (p.flag("", "--json")) {
-      json = true;
-    } else if (auto v = p.option("", "--ll-size")) {
-      auto n = parse_number(*v);
-      const auto b = n ? static_cast<uint64_t>(*n) : 0;
-      if (!n || *n != static_cast<double>(b) || b < 65536 || b > (uint64_t{1} << 40) || (b & (b - 1)))
-        return usage_error(kCommand, "--ll-size needs a power of two of at least 65536 bytes");
-      ll_size = b;
-    } else if (p.flag("", "--cache-sim")) {
-      cache_sim = true;
-    } else if (auto v = p.option("-o", "--output")) {
-      output = *v;
-    } else if (auto v = p.option("-p", "--pid")) {
-      size_t start = 0;
-      while (start <= v->size()) {
-        size_t comma = v->find(',', start);
-        std::string one = v->substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        auto n = parse_number(one);
-        if (!n || *n < 1 || *n != static_cast<int>(*n))
-          return usage_error(kCommand, "--pid needs process ids, like 123,456");
-        opt.pids.push_back(static_cast<int>(*n));
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-      }
-    } else if (auto v = p.option("-d", "--duration")) {
-      auto n = parse_number(*v);
-      if (!n || *n <= 0) return usage_error(kCommand, "--duration needs a positive number of seconds");
-      opt.duration_s = *n;
-    } else if (!p.error().empty()) {
-      return usage_error(kCommand, p.error());
-    } else {
-      return usage_error(kCommand, "unknown option '" + std::string(p.peek()) + "'");
-    }
-  }
-  if (!p.error().empty()) return usage_error(kCommand, p.error());
-  p.take_separator();
-  opt.command = p.rest();
+  const Command command{
+      kCommand,
+      kUsage,
+      {
+          heading("Options:"),
+          {"-e", "--event", "EVENT[,EVENT...]",
+           "what to count (default: task-clock, context-switches, cpu-migrations,\n"
+           "page-faults, minor-faults, major-faults, and with a PMU cycles,\n"
+           "instructions, cache-references, cache-misses, branches, branch-misses).\n"
+           "Also cpu-clock, bus-cycles and tracepoints CATEGORY:NAME\n"
+           "(syscalls:sys_enter_write). An event this machine lacks is printed as\n"
+           "<not supported>, never as 0",
+           [&](const std::string& v) {
+             events += (events.empty() ? "" : ",") + v;
+             return std::string();
+           }},
+          {"", "--cache-sim", "",
+           "run COMMAND under Cachegrind (valgrind) instead: simulated I1, D1 and LL\n"
+           "miss rates and the functions with the most D1 and LL misses. 20-100x\n"
+           "slower; for machines without a PMU, or to see which code misses",
+           set(cache_sim, true)},
+          {"", "--ll-size", "BYTES",
+           "with --cache-sim: simulate a last-level cache of BYTES (a power of two,\n"
+           "at least 65536; 16-way) instead of this machine's",
+           [&](const std::string& v) {
+             auto n = parse_number(v);
+             const auto b = n ? static_cast<uint64_t>(*n) : 0;
+             if (!n || *n != static_cast<double>(b) || b < 65536 || b > (uint64_t{1} << 40) || (b & (b - 1)))
+               return std::string("--ll-size needs a power of two of at least 65536 bytes");
+             ll_size = b;
+             return std::string();
+           }},
+          {"", "--json", "", "the same as JSON", set(json, true)},
+          {"-o", "--output", "FILE", "write the report to FILE instead of standard error", store(output)},
+          pid_option(opt.pids,
+                     "count running processes (and what they start) until Ctrl+C, --duration\n"
+                     "or their exit; per process = per PID given"),
+          duration_option(opt.duration_s, "with -p: stop counting after SECONDS"),
+      },
+      nullptr};
+  if (auto exit = parse_options(command, args, &opt.command)) return *exit;
   if (opt.command.empty() && opt.pids.empty())
     return usage_error(kCommand, "nothing to count: give a command or -p PID");
   if (!opt.command.empty() && !opt.pids.empty())

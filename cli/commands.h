@@ -1,5 +1,5 @@
-// fxprof command line: one function per subcommand; each parses its own options (cli/args.h), prints
-// `fxprof: <message>` on errors and returns the process exit status.
+// fxprof command line: one function per subcommand; each parses its options by its table (cli/options.h),
+// prints `fxprof: <message>` on errors and returns the process exit status.
 #pragma once
 
 #include <span>

@@ -86,7 +86,7 @@ int share_profile(const std::string& path, const InputOptions& input, const Shar
                  "fxprof: stored %.1f MB at the URL given; the Firefox Profiler opens it only if the store "
                  "sends CORS headers (Access-Control-Allow-Origin for %s)\n",
                  static_cast<double>(gzip->size()) / 1e6, profiler_origin().c_str());
-    std::printf("%s\n", share::from_url_link(o.share_to).c_str());
+    std::printf("%s\n", from_url_link(o.share_to).c_str());
     return 0;
   }
   print_contents(*profile, gzip->size());

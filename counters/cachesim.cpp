@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "base/fd.h"
+#include "base/temp_dir.h"
 #include "base/json_writer.h"
 
 namespace fxprof::counters {
@@ -139,14 +140,9 @@ Result<CacheSim> parse_cachegrind(const std::string& text) {
 
 Result<CacheSim> run_cache_sim(const std::vector<std::string>& command, uint64_t ll_bytes) {
   if (command.empty()) return Err("--cache-sim needs a command to run");
-  char tmpl[] = "/tmp/fxprof-cachegrind-XXXXXX";
-  UniqueFd tmp(mkstemp(tmpl));
-  if (!tmp.valid()) return Err("cannot create a temporary file: " + errno_text(errno));
-  const std::string out_path = tmpl;
-  struct Unlink {
-    std::string p;
-    ~Unlink() { unlink(p.c_str()); }
-  } cleanup{out_path};
+  const TempFolder tmp("fxprof-cachegrind");
+  if (tmp.path().empty()) return Err("cannot create a temporary folder: " + errno_text(errno));
+  const std::string out_path = tmp.path() + "/cachegrind.out";
   std::vector<std::string> args = {"valgrind", "--tool=cachegrind", "--cache-sim=yes", "-q",
                                    "--cachegrind-out-file=" + out_path};
   if (ll_bytes) args.push_back("--LL=" + std::to_string(ll_bytes) + ",16,64");

@@ -22,6 +22,7 @@
 #include <optional>
 
 #include "base/fd.h"
+#include "base/signals.h"
 
 namespace fxprof::counters {
 
@@ -57,9 +58,7 @@ uint64_t scaled(const ReadValue& v) {
 // SIGINT, SIGTERM, SIGHUP blocked and read from a signalfd while counting; the old mask comes back after.
 class Signals {
  public:
-  Signals() {
-    sigemptyset(&set_);
-    for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set_, s);
+  Signals() : set_(recording_signals()) {
     sigprocmask(SIG_BLOCK, &set_, &old_);
     fd_.reset(signalfd(-1, &set_, SFD_CLOEXEC | SFD_NONBLOCK));
   }

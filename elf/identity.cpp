@@ -10,19 +10,13 @@
 #include <cstring>
 #include <vector>
 
+#include "base/byte_reader.h"
 #include "base/fd.h"
 #include "elf/elf.h"
 
 namespace fxprof::elf {
 
 namespace {
-
-template <class T>
-bool read_at(std::span<const std::byte> image, uint64_t off, T& out) {
-  if (off > image.size() || image.size() - off < sizeof(T)) return false;
-  std::memcpy(&out, image.data() + off, sizeof(T));
-  return true;
-}
 
 bool in_bounds(std::span<const std::byte> image, uint64_t off, uint64_t size) {
   return off <= image.size() && size <= image.size() - off;

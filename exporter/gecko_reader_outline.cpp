@@ -2,6 +2,7 @@
 // the errors the pieces report, and {schema, data} tables' schemas.
 #include <string>
 
+#include "base/json_string.h"
 #include "exporter/gecko_reader_internal.h"
 
 namespace fxprof::exporter::internal {
@@ -12,8 +13,8 @@ bool Reader::stream_error() {
 }
 bool Reader::syntax_error() {
   if (err_.empty()) {
-    err_ = name_ + ": not valid JSON (unexpected '" + std::string(1, static_cast<char>(js_.peek())) +
-           "' near byte " + std::to_string(js_.offset()) + ")";
+    err_ = name_ + ": " +
+           json_syntax_error("unexpected '" + std::string(1, static_cast<char>(js_.peek())) + "'", js_.offset());
   }
   return false;
 }

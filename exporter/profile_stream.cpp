@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/json_string.h"
 #include "exporter/gecko_reader.h"
 
 namespace fxprof::exporter::internal {
@@ -348,8 +349,7 @@ bool JsonStream::value(PieceBuffer* out) {
       } else {
         if (stack.empty() || stack.back() != (c == '}' ? '{' : '[')) {
           pos_ = i;
-          return fail("not valid JSON (a bracket that closes nothing open near byte " +
-                      std::to_string(offset() - 1) + ")");
+          return fail(json_syntax_error("a bracket that closes nothing open", offset() - 1));
         }
         stack.pop_back();
         done = stack.empty();

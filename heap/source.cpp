@@ -18,6 +18,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "base/byte_reader.h"
 #include "base/fd.h"
 #include "heap/heap.h"
 #include "heap/wire.h"
@@ -88,11 +89,11 @@ struct HeapSource::Impl {
 
   void parse_chunk(const wire::ChunkHeader& h, const std::byte* p) {
     auto& ids = stack_ids[uint64_t{h.pid} << 32 | h.tid];
+    const std::span<const std::byte> chunk(p, h.bytes);
     size_t off = 0;
     bool tsc = false;
-    while (off + sizeof(wire::Record) <= h.bytes) {
-      wire::Record r;
-      std::memcpy(&r, p + off, sizeof r);
+    wire::Record r;
+    while (read_at(chunk, off, r)) {
       off += sizeof r;
       switch (static_cast<wire::Kind>(r.kind)) {
         case wire::Kind::StackDef: {
@@ -174,9 +175,9 @@ struct HeapSource::Impl {
     events.reserve(scanned / sizeof(wire::Record));
     auto* base = static_cast<const std::byte*>(stream.data());
     size_t pos = 0, released = 0;
-    while (pos + sizeof(wire::ChunkHeader) <= scanned) {
-      wire::ChunkHeader h;
-      std::memcpy(&h, base + pos, sizeof h);
+    const std::span<const std::byte> chunks(base, scanned);
+    wire::ChunkHeader h;
+    while (read_at(chunks, pos, h)) {
       parse_chunk(h, base + pos + sizeof h);
       pos += sizeof h + h.bytes;
       // The stream's pages go back as they are parsed: the events (40 bytes each) and the stream (32) were

@@ -77,6 +77,7 @@
 
 #include "base/fd.h"
 #include "base/result.h"
+#include "base/signals.h"
 #include "counters/events.h"
 #include "model/profile.h"
 
@@ -171,17 +172,6 @@ std::string no_samples_message(const Options& options, const Stats& stats);
 // Notices (no PMU, paranoid level, clamped rate) go to stderr. An exec failure is an Error with exit_code 127
 // and the message "cannot run 'NAME': <strerror>".
 Result<Recording> record(const Options& options);
-
-// SIGINT, SIGTERM and SIGHUP: the signals record() blocks and reads from a signalfd, and that fxprof holds
-// while it writes the profile. One set for all of them.
-inline sigset_t recording_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGHUP);  // a closed terminal must not lose the recording (nor leave the program unwatched)
-  return set;
-}
 
 // Blocks recording_signals() in the calling thread while alive. A thread started beside a recording (the heap
 // reader) is started inside one: it inherits the mask, so the kernel never delivers these signals to it

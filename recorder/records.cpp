@@ -2,50 +2,40 @@
 
 #include <algorithm>
 
+#include "base/byte_reader.h"
+
 namespace fxprof::recorder {
 
 namespace {
 
-// Bounds-checked reader over one record's body: a read past the end yields zeros and clears ok().
+// Bounds-checked reader over one record's body (base's ByteReader over the ring buffer's std::byte): a read
+// past the end yields zeros and clears ok().
 class Reader {
  public:
-  Reader(const std::byte* p, const std::byte* end) : p_(p), end_(end) {}
-  bool ok() const { return ok_; }
-  uint64_t u64() {
-    uint64_t v = 0;
-    if (end_ - p_ < 8) {
-      ok_ = false;
-      return 0;
-    }
-    std::memcpy(&v, p_, 8);
-    p_ += 8;
-    return v;
-  }
+  Reader(const std::byte* p, const std::byte* end)
+      : r_{reinterpret_cast<const uint8_t*>(p), reinterpret_cast<const uint8_t*>(end)} {}
+  bool ok() const { return !r_.bad; }
+  uint64_t u64() { return r_.get<uint64_t>(); }
   void u32x2(uint32_t& a, uint32_t& b) {
     const uint64_t v = u64();
     a = static_cast<uint32_t>(v);
     b = static_cast<uint32_t>(v >> 32);
   }
   std::span<const std::byte> bytes(uint64_t n) {
-    if (static_cast<uint64_t>(end_ - p_) < n) {
-      ok_ = false;
-      return {};
-    }
-    auto s = std::span<const std::byte>(p_, n);
-    p_ += n;
+    if (!r_.need(n)) return {};
+    auto s = std::span<const std::byte>(reinterpret_cast<const std::byte*>(r_.p), n);
+    r_.p += n;
     return s;
   }
   // A NUL-terminated string padded to 8 bytes, followed by the sample_id trailer (24 bytes: TID, TIME, CPU).
   std::string_view str_before_trailer() const {
-    const std::byte* limit = end_ - std::min<ptrdiff_t>(end_ - p_, 24);
-    auto* s = reinterpret_cast<const char*>(p_);
-    return std::string_view(s, strnlen(s, static_cast<size_t>(limit - p_)));
+    const size_t n = r_.left() - std::min<size_t>(r_.left(), 24);
+    auto* s = reinterpret_cast<const char*>(r_.p);
+    return std::string_view(s, strnlen(s, n));
   }
 
  private:
-  const std::byte* p_;
-  const std::byte* end_;
-  bool ok_ = true;
+  ByteReader r_;
 };
 
 // The sample_id_all trailer: pid/tid, time, cpu/res (zeros in a record too short to hold one).

@@ -16,6 +16,9 @@
 #include <vector>
 
 #include "base/fd.h"
+#include "base/signals.h"
+#include "base/temp_dir.h"
+#include "base/url.h"
 #include "server/server.h"
 
 extern char** environ;
@@ -27,10 +30,7 @@ namespace {
 // them) while we serve; the waiting thread takes them with sigtimedwait. Restored on scope exit.
 class SignalScope {
  public:
-  SignalScope() {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
+  SignalScope() : set_(stop_signals()) {
     pthread_sigmask(SIG_BLOCK, &set_, &old_mask_);
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
@@ -95,11 +95,9 @@ pid_t launch_browser(const std::string& url) {
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  sigset_t empty, defaults;
+  sigset_t empty;
   sigemptyset(&empty);
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGINT);
-  sigaddset(&defaults, SIGTERM);
+  const sigset_t defaults = stop_signals();
   posix_spawnattr_setsigmask(&attr, &empty);  // our blocked SIGINT/SIGTERM are not the browser's business
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawn_file_actions_t fa;
@@ -127,20 +125,10 @@ pid_t launch_browser(const std::string& url) {
 class RedirectPage {
  public:
   static Result<RedirectPage> create(const std::string& url) {
-    std::string base = "/tmp";
-    for (const char* var : {"XDG_RUNTIME_DIR", "TMPDIR"}) {
-      const char* v = std::getenv(var);
-      struct stat st {};
-      if (v && *v == '/' && ::stat(v, &st) == 0 && S_ISDIR(st.st_mode)) {
-        base = v;
-        break;
-      }
-    }
-    std::string dir = base + "/fxprof-XXXXXX";
-    if (!::mkdtemp(dir.data())) return Err("cannot create a folder in " + base + ": " + errno_text(errno));
-    RedirectPage page;
-    page.dir_ = dir;
-    page.file_ = dir + "/open-profile.html";
+    const std::string base = temp_parent(true);
+    RedirectPage page(TempFolder("fxprof", base));
+    if (page.dir_.path().empty()) return Err("cannot create a folder in " + base + ": " + errno_text(errno));
+    page.file_ = page.dir_.path() + "/open-profile.html";
     UniqueFd fd(::open(page.file_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd.valid()) return Err("cannot create " + page.file_ + ": " + errno_text(errno));
     std::string href;
@@ -161,36 +149,13 @@ class RedirectPage {
       return Err("cannot write " + page.file_ + ": " + errno_text(errno));
     return page;
   }
-  RedirectPage() = default;
-  RedirectPage(RedirectPage&& o) noexcept : dir_(std::move(o.dir_)), file_(std::move(o.file_)) {
-    o.dir_.clear();
-    o.file_.clear();
-  }
-  RedirectPage& operator=(RedirectPage&&) = delete;
-  RedirectPage(const RedirectPage&) = delete;
-  ~RedirectPage() {
-    if (!file_.empty()) ::unlink(file_.c_str());
-    if (!dir_.empty()) ::rmdir(dir_.c_str());
-  }
-  std::string file_url() const { return "file://" + percent_encode_path(file_); }
+  RedirectPage(RedirectPage&&) noexcept = default;
+  std::string file_url() const { return "file://" + url_encode(file_, "/"); }
 
  private:
-  static std::string percent_encode_path(const std::string& path) {
-    static constexpr char kHex[] = "0123456789ABCDEF";
-    std::string out;
-    for (char ch : path) {
-      auto c = static_cast<unsigned char>(ch);
-      if (c <= 0x20 || c >= 0x7f || c == '%' || c == '#' || c == '?') {
-        out += '%';
-        out += kHex[c >> 4];
-        out += kHex[c & 15];
-      } else {
-        out += ch;
-      }
-    }
-    return out;
-  }
-  std::string dir_, file_;
+  explicit RedirectPage(TempFolder dir) : dir_(std::move(dir)) {}
+  TempFolder dir_;  // removed with the page when the server stops
+  std::string file_;
 };
 
 bool have_display() {

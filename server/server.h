@@ -77,9 +77,6 @@ struct ProfileInfo {
 // caps (exporter/gecko_reader.h: regular files only, gzip inflating beyond 200x or 16 GiB refused).
 Result<ProfileInfo> inspect_profile(const std::string& path);
 
-// Percent-encodes ASCII control characters, space, '%', ':', '/', '?', '#', '&' and '=' (samply encodes
-// controls, ':' and '/'; the rest keeps the URL unambiguous for any profile path).
-std::string percent_encode(std::string_view s);
 // https://profiler.firefox.com/from-url/<enc(profile_url)>/?symbolServer=<enc(symbol_server)>; the origin
 // can be replaced with $PROFILER_URL (a self-hosted front end), as in samply. `view`: more query parameters
 // of the front end's URL state ("thread=3": exporter::gecko_view_query), appended as they are.

@@ -66,29 +66,9 @@ std::string random_token() {
   return out;  // 192 bits -> 39 characters
 }
 
-std::string percent_encode(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(s.size() * 2);
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
-    bool encode = c < 0x20 || c == 0x7f || c == ' ' || c == '%' || c == ':' || c == '/' || c == '?' ||
-                  c == '#' || c == '&' || c == '=';
-    if (encode) {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-
 std::string firefox_profiler_url(std::string_view profile_url, std::string_view symbol_server,
                                  std::string_view view) {
-  std::string url = profiler_origin() + "/from-url/" + percent_encode(profile_url) +
-                    "/?symbolServer=" + percent_encode(symbol_server);
+  std::string url = from_url_link(profile_url, "/?symbolServer=" + url_encode(symbol_server));
   if (!view.empty()) url.append("&").append(view);
   return url;
 }

@@ -36,8 +36,6 @@ std::string public_link(const std::string& token);
 // PUTs `body` to `url` with `headers` ("Name: value"); any 2xx is success.
 Status put_profile(const std::string& url, std::string_view body, const std::vector<std::string>& headers);
 
-// <profiler origin>/from-url/<url encoded>/ : what opens a profile stored at `url`.
-std::string from_url_link(const std::string& url);
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
 

@@ -62,9 +62,6 @@ Result<std::string> token_from_jwt(std::string_view jwt) {
 
 std::string public_link(const std::string& token) { return profiler_origin() + "/public/" + token + "/"; }
 
-std::string from_url_link(const std::string& url) {
-  return profiler_origin() + "/from-url/" + url_encode(url) + "/";
-}
 
 Result<std::string> upload_public(const std::string& upload_origin, std::string_view gzip) {
   std::string origin = upload_origin;

@@ -3,68 +3,12 @@
 #include <cstring>
 #include <filesystem>
 
+#include "base/byte_reader.h"
+
 namespace fxprof::symbolizer {
 namespace {
 
-// A bounds-checked little-endian reader: any overrun sets `bad` and yields zeros.
-struct Reader {
-  const uint8_t* p;
-  const uint8_t* end;
-  bool bad = false;
-
-  bool need(size_t n) {
-    if (static_cast<size_t>(end - p) < n) {
-      bad = true;
-      p = end;
-      return false;
-    }
-    return true;
-  }
-  uint64_t fixed(size_t n) {
-    if (!need(n)) return 0;
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
-    p += n;
-    return v;
-  }
-  uint8_t u8() { return static_cast<uint8_t>(fixed(1)); }
-  uint64_t uleb() {
-    uint64_t v = 0;
-    for (int shift = 0;; shift += 7) {
-      if (!need(1)) return 0;
-      uint8_t b = *p++;
-      if (shift < 64) v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if (!(b & 0x80)) return v;
-    }
-  }
-  int64_t sleb() {
-    int64_t v = 0;
-    int shift = 0;
-    uint8_t b;
-    do {
-      if (!need(1)) return 0;
-      b = *p++;
-      if (shift < 64) v |= static_cast<int64_t>(static_cast<uint64_t>(b & 0x7f) << shift);
-      shift += 7;
-    } while (b & 0x80);
-    if (shift < 64 && (b & 0x40)) v |= static_cast<int64_t>(~uint64_t{0} << shift);  // sign-extend
-    return v;
-  }
-  const char* cstr() {
-    const void* nul = std::memchr(p, 0, static_cast<size_t>(end - p));
-    if (nul == nullptr) {
-      bad = true;
-      p = end;
-      return "";
-    }
-    const char* s = reinterpret_cast<const char*>(p);
-    p = static_cast<const uint8_t*>(nul) + 1;
-    return s;
-  }
-  void skip(uint64_t n) {
-    if (need(n)) p += n;
-  }
-};
+using Reader = ByteReader;  // any overrun sets `bad` and yields zeros
 
 const char* string_at(std::span<const uint8_t> sec, uint64_t off) {
   if (off >= sec.size()) return nullptr;

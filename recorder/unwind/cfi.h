@@ -13,70 +13,15 @@
 #include <cstring>
 #include <vector>
 
+#include "base/byte_reader.h"
+
 namespace fxprof::recorder::unw {
 
 // DWARF x86-64 register numbers.
 constexpr uint32_t kDwRbx = 3, kDwRbp = 6, kDwRsp = 7, kDwR12 = 12, kDwR15 = 15, kDwRip = 16;
 
 // Bounds-checked little-endian reading; a malformed file sets `bad` and reads zeros, never past the end.
-struct Cursor {
-  const uint8_t* p = nullptr;
-  const uint8_t* end = nullptr;
-  bool bad = false;
-
-  size_t left() const { return static_cast<size_t>(end - p); }
-  template <class T>
-  T get() {
-    T v{};
-    if (bad || left() < sizeof(T)) {
-      bad = true;
-      p = end;
-      return v;
-    }
-    std::memcpy(&v, p, sizeof(T));
-    p += sizeof(T);
-    return v;
-  }
-  uint8_t u8() { return get<uint8_t>(); }
-  uint64_t uleb() {
-    uint64_t r = 0;
-    unsigned shift = 0;
-    for (;;) {
-      if (p >= end) {
-        bad = true;
-        return 0;
-      }
-      uint8_t b = *p++;
-      if (shift < 64) r |= static_cast<uint64_t>(b & 0x7f) << shift;
-      shift += 7;
-      if (!(b & 0x80)) return r;
-    }
-  }
-  int64_t sleb() {
-    uint64_t r = 0;
-    unsigned shift = 0;
-    uint8_t b = 0;
-    do {
-      if (p >= end) {
-        bad = true;
-        return 0;
-      }
-      b = *p++;
-      if (shift < 64) r |= static_cast<uint64_t>(b & 0x7f) << shift;
-      shift += 7;
-    } while (b & 0x80);
-    if (shift < 64 && (b & 0x40)) r |= ~uint64_t{0} << shift;
-    return static_cast<int64_t>(r);
-  }
-  void skip(uint64_t n) {
-    if (bad || left() < n) {
-      bad = true;
-      p = end;
-    } else {
-      p += n;
-    }
-  }
-};
+using Cursor = ByteReader;
 
 // A section's bytes and its address in the binary's own address space (svma).
 struct Section {

@@ -39,3 +39,7 @@ TEST_CASE("every lead byte, followed by continuations or alone, gives valid UTF-
     }
   }
 }
+
+TEST_CASE("a syntax error reads the same wherever it is found") {
+  CHECK(json_syntax_error("unexpected 'x'", 17) == "not valid JSON (unexpected 'x' near byte 17)");
+}

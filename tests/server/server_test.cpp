@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "base/fd.h"
+#include "base/url.h"
 #include "pipeline/symbolicate.h"
 #include "tests/support/support.h"
 
@@ -339,7 +340,7 @@ TEST_CASE("profiler URL encodes the profile and symbol server URLs like samply",
   CHECK(
       server::firefox_profiler_url("http://h/p.json", "http://h", "thread=c") ==
       "https://profiler.firefox.com/from-url/http%3A%2F%2Fh%2Fp.json/?symbolServer=http%3A%2F%2Fh&thread=c");
-  CHECK(server::percent_encode("a b\n%?#&=") == "a%20b%0A%25%3F%23%26%3D");
+  CHECK(fxprof::url_encode("a b\n%?#&=") == "a%20b%0A%25%3F%23%26%3D");
 }
 
 TEST_CASE("a processed-format gzip bomb is refused by load with the Gecko reader's cap", "[server][cli]") {

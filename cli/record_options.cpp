@@ -1,0 +1,269 @@
+#include "cli/record_options.h"
+
+#include <cstdio>
+
+#include "base/fd.h"
+#include "cli/options.h"
+#include "counters/events.h"
+
+namespace fxprof::cli {
+namespace {
+
+constexpr std::string_view kUsage =
+    "Usage: fxprof record [OPTIONS] [--] COMMAND [ARGS...]\n"
+    "       fxprof record [OPTIONS] -p PID[,PID...]\n"
+    "\n"
+    "Samples every thread of every process COMMAND starts (or of the running processes PID), writes a "
+    "Firefox\n"
+    "Profiler profile, then serves it on 127.0.0.1 and opens the Firefox Profiler on it. Options must come\n"
+    "before COMMAND; what follows COMMAND belongs to it. fxprof exits with the program's exit status.\n"
+    "\n";
+
+constexpr std::string_view kCommand = "record";
+
+// A byte count in [lo, hi] rounded down to a multiple of 8 (the kernel's unit for stack copies).
+Take stack_bytes(uint32_t& into, std::string name, bool* given = nullptr) {
+  return [&into, name, given](const std::string& v) {
+    auto n = parse_number(v);
+    if (!n || *n < 512 || *n > 65528) return name + " must be between 512 and 65528 bytes";
+    into = static_cast<uint32_t>(*n) & ~7u;
+    if (given) *given = true;
+    return std::string();
+  };
+}
+
+// What the options say that the checks between them need.
+struct Parsed {
+  std::string event;  // -e, checked once parsed (its error is not a usage error)
+  double heap_rate = 512 * 1024;
+  bool freq_given = false, stack_given = false;
+};
+
+// record's table. Long because it is the table: one row an option, in --help's order.
+Command record_command(RecordArgs& a, Parsed& p) {
+  recorder::Options& rec = a.rec;
+  return Command{
+      kCommand,
+      kUsage,
+      {
+          heading("Recording:"),
+          {"-F", "--freq", "HZ",
+           "samples per second per thread (default 1000; lowered to the kernel's\n"
+           "perf_event_max_sample_rate with a notice)",
+           number([](double n) { return !(n <= 0 || n > 1e6); },
+                  "--freq needs a positive number of samples per second",
+                  [&](double n) {
+                    rec.frequency_hz = n;
+                    p.freq_given = true;
+                  })},
+          {"-e", "--event", "EVENT",
+           "sample on EVENT instead of the clock, with the same stacks: software\n"
+           "(page-faults, minor-faults, major-faults, context-switches,\n"
+           "cpu-migrations), hardware where a PMU exists (cycles, instructions,\n"
+           "cache-misses, branch-misses...) or a tracepoint CATEGORY:NAME\n"
+           "(syscalls:sys_enter_write). One sample per period events, so each weighs\n"
+           "the same; on-CPU only (no off-CPU samples); one event per recording",
+           [&](const std::string& v) {
+             if (v.find(',') != std::string::npos)
+               return "one event per recording: the stacks of two events would add up in one call tree "
+                      "(record once per event, or count several with `fxprof stat -e " +
+                      v + "`)";
+             p.event = v;
+             return std::string();
+           }},
+          {"-c", "--period", "N",
+           "with -e: one sample every N events (default 1 for software events and\n"
+           "tracepoints; cycles and instructions 1000003, cache-misses and\n"
+           "branch-misses 1009)",
+           number([](double n) { return !(n < 1 || n > 1e15); }, "--period needs a positive number of events",
+                  [&](double n) { rec.event_period = static_cast<uint64_t>(n); })},
+          {"", "--call-graph", "MODE",
+           "dwarf (default: copy the user stack and unwind it with the binaries' CFI)\n"
+           "or fp (frame pointers only: cheaper, for programs built with them)",
+           [&](const std::string& v) {
+             if (v != "dwarf" && v != "fp") return std::string("--call-graph must be dwarf or fp");
+             rec.call_graph = v == "dwarf" ? recorder::CallGraph::Dwarf : recorder::CallGraph::FramePointer;
+             return std::string();
+           }},
+          {"", "--stack-size", "BYTES",
+           "user stack copied per sample in dwarf mode (default 32768, at most 65528;\n"
+           "8192 with -e)",
+           stack_bytes(rec.stack_size, "--stack-size", &p.stack_given)},
+          {"", "--buffer-size", "BYTES",
+           "ring buffer per CPU (default: room for ~32 samples, 2 MiB in dwarf mode as\n"
+           "root; an ordinary user gets at most kernel.perf_event_mlock_kb). Larger\n"
+           "loses fewer records at high rates; rounded down to a power-of-two pages",
+           number([](double n) { return !(n < 4096 || n > (uint64_t{1} << 30)); },
+                  "--buffer-size must be between 4096 bytes and 1 GiB",
+                  [&](double n) { rec.buffer_bytes = static_cast<uint64_t>(n); })},
+          pid_option(rec.pids,
+                     "attach to running processes (and what they start) until Ctrl+C or --duration"),
+          duration_option(rec.duration_s, "stop recording after SECONDS (the program keeps running)"),
+          {"", "--heap", "[=MODE]",
+           "also record heap allocations and frees (launch mode only): sampled\n"
+           "(default: Poisson sampling by bytes, unbiased estimates) or full (every\n"
+           "allocation and free: exact leaks and peak)",
+           [&](const std::string& v) {
+             if (v != "sampled" && v != "full") return std::string("--heap must be sampled or full");
+             a.heap = heap::Options{};
+             a.heap->mode = v == "full" ? heap::Mode::Full : heap::Mode::Sampled;
+             return std::string();
+           },
+           "sampled"},
+          {"", "--heap-rate", "BYTES",
+           "sampled mode: on average one sample per BYTES allocated (default 524288)",
+           number([](double n) { return !(n < 1); }, "--heap-rate needs a positive number of bytes",
+                  [&](double n) { p.heap_rate = n; })},
+          {"", "--cpu-only", "",
+           "on-CPU samples only. By default the profile is wall-clock: time a thread\n"
+           "spends blocked or preempted is sampled too, at the same rate, with the\n"
+           "stack it waited in, under a [blocked: futex|I/O|sleep|page fault] or\n"
+           "[preempted] leaf in the Idle category and no CPU use, plus a marker per\n"
+           "wait (\"Lock wait\" with the lock's address for mutexes) and a\n"
+           "\"Threads waiting\" track per process with lock waits. As root an eBPF\n"
+           "program also names the thread that woke each wait, and for a lock the\n"
+           "holder: a \"Wakeup\" marker on the thread that unlocked, with its stack,\n"
+           "and the function that held the lock (\"Held by\"). In the Firefox\n"
+           "Profiler the CPU graph shows CPU use only and the call tree wall-clock\n"
+           "time; for CPU time alone, right-click a [blocked...] node and \"Drop\n"
+           "samples with this function\". Stacks of waits need root or\n"
+           "kernel.perf_event_paranoid <= 1; otherwise waits are markers without\n"
+           "stacks, and fxprof says so",
+           set(rec.off_cpu, false)},
+          {"", "--off-cpu-threshold", "MS",
+           "a marker for every wait of at least MS milliseconds (default 1; 0: all)",
+           number([](double n) { return !(n < 0); },
+                  "--off-cpu-threshold needs a number of milliseconds (0 or more)",
+                  [&](double n) { rec.off_cpu_threshold_ms = n; })},
+          {"", "--off-cpu-stack-size", "BYTES",
+           "user stack copied at each context switch in dwarf mode (default 8192,\n"
+           "as perf; at most 65528). The kernel copies it in the program's time at\n"
+           "every switch: raise it if fxprof says off-CPU stacks are incomplete",
+           stack_bytes(rec.off_cpu_stack_size, "--off-cpu-stack-size")},
+          {"-v", "--verbose", "",
+           "print what the recorder chose (event, buffer sizes, timings) and\n"
+           "how long each pass took (plan, start, read, drain, finish)",
+           set(rec.verbose, true)},
+          heading("\nOutput:"),
+          {"-o", "--output", "FILE",
+           "profile file (default profile.json.gz; gzip when it ends in .gz); a\n"
+           "regular file is replaced whole, a device, FIFO or \"-\" is written as a\n"
+           "stream (with -s), a symlink is followed, a directory is refused",
+           store(a.output)},
+          {"-s", "--save-only", "",
+           "write the profile and exit, without serving it; the profile is made\n"
+           "self-contained (symbols baked in) unless --no-symbolicate",
+           set(a.save_only, true)},
+          {"", "--symbolicate", "",
+           "bake symbols into the profile (names, inlined frames) so that it opens\n"
+           "without fxprof's server and can be shared",
+           set(a.symbolicate, 1)},
+          {"", "--no-symbolicate", "", "keep raw addresses (symbolicated lazily by `fxprof load`)",
+           set(a.symbolicate, 0)},
+          {"", "--symbol-dir", "DIR", "also look for symbol files in DIR (repeatable; also for unwinding)",
+           [&](const std::string& v) {
+             a.serve.symbols.symbol_dirs.push_back(v);
+             rec.symbol_dirs.push_back(v);  // the unwinder looks for .debug_frame there too
+             return std::string();
+           }},
+          {"", "--export", "FORMAT",
+           "also write the profile as folded, pprof or svg beside it (profile.folded,\n"
+           "profile.pb.gz, profile.svg; repeatable)",
+           [&](const std::string& v) {
+             if (v != "folded" && v != "pprof" && v != "svg")
+               return std::string("--export must be folded, pprof or svg");
+             a.exports.push_back(v);
+             return std::string();
+           }},
+          {"-q", "--quiet", "", "no top-functions line after recording", set(a.quiet, true)},
+          heading("\nSharing (after the profile is written; see `fxprof share --help` and `fxprof push "
+                  "--help`):"),
+          {"", "--share", "",
+           "upload the self-contained profile to the Firefox Profiler's public store\n"
+           "and print its link instead of serving (asks first; --yes on scripts)",
+           set(a.share, true)},
+          {"", "--share-to", "URL",
+           "PUT the self-contained profile to URL (your own store) and print the\n"
+           "from-url link instead of serving",
+           store(a.share_options.share_to)},
+          {"", "--yes", "", "with --share: upload without asking", set(a.share_options.yes, true)},
+          {"", "--upload-url", "ORIGIN", "with --share: the store (default https://api.profiler.firefox.com)",
+           store(a.share_options.upload_origin)},
+          {"", "--push", "KIND=URL",
+           "also send the profile as pprof to pyroscope=URL or parca=ADDR (repeatable)",
+           [&](const std::string& v) {
+             if (v.rfind("pyroscope=", 0) == 0 && v.size() > 10)
+               a.push.pyroscope = v.substr(10);
+             else if (v.rfind("parca=", 0) == 0 && v.size() > 6)
+               a.push.parca = v.substr(6);
+             else
+               return std::string("--push needs pyroscope=URL or parca=ADDR");
+             return std::string();
+           }},
+          {"", "--push-label", "NAME=VALUE", "a label of the pushed series (repeatable)",
+           [&](const std::string& v) { return add_label(v, a.push.options.labels); }},
+          heading("\nServing (unless --save-only, --share or --share-to):"),
+          {"-n", "--no-open", "", "do not open a browser; print the Firefox Profiler URL",
+           set(a.serve.open_browser, false)},
+          address_option(a.serve.address, "address to serve on (default 127.0.0.1)"),
+          {"-P", "--port", "PORT", "port to serve on (default 3000 or the next free one)",
+           number([](double n) { return !(n < 1 || n > 65535); }, "--port needs a port number",
+                  [&](double n) {
+                    a.serve.port = static_cast<int>(n);
+                    a.serve.port_exact = true;
+                  })},
+      },
+      nullptr};
+}
+
+}  // namespace
+
+std::optional<int> parse_record_args(std::span<char*> args, RecordArgs& a) {
+  recorder::Options& rec = a.rec;
+  rec.off_cpu = true;  // wall-clock by default; --cpu-only for on-CPU samples alone
+  Parsed p;
+  if (auto exit = parse_options(record_command(a, p), args, &rec.command)) return exit;
+  if (!p.event.empty()) {
+    auto e = counters::find_event(p.event);
+    if (!e) {
+      std::fprintf(stderr, "fxprof record: %s\n", e.error().c_str());
+      return 2;
+    }
+    rec.event = std::move(*e);
+  }
+  if (rec.command.empty() && rec.pids.empty())
+    return usage_error(kCommand, "nothing to record: give a command or -p PID");
+  if (!rec.command.empty() && !rec.pids.empty())
+    return usage_error(kCommand, "give either a command or -p PID, not both");
+
+  if (a.share && !a.share_options.share_to.empty())
+    return usage_error(kCommand, "give --share or --share-to, not both");
+  if (a.share_options.yes && !a.share) return usage_error(kCommand, "--yes goes with --share");
+  if (rec.event_period && !rec.event) return usage_error(kCommand, "--period applies to -e EVENT");
+  if (rec.event && p.freq_given)
+    return usage_error(kCommand,
+                       "-F sets the clock's rate; with -e the samples follow the event: use -c PERIOD");
+  if (rec.event) rec.off_cpu = false;  // event samples only: wall-clock samples would mix with them
+  // Events come in bursts (a fault or a write per microsecond): 8 KiB stack copies, as perf's, keep 4x more
+  // of them in the buffer than 32 KiB ones while the reader unwinds.
+  if (rec.event && !p.stack_given) rec.stack_size = 8192;
+
+  if (a.heap && !rec.pids.empty())
+    return usage_error(kCommand,
+                       "--heap records programs fxprof starts; it cannot attach to a running process (-p)");
+  if (a.heap) a.heap->rate_bytes = p.heap_rate;
+
+  // An output we cannot write (a directory, a read-only folder) is found now, not after the program ran.
+  auto output_kind = AtomicFile::check(a.output);
+  if (!output_kind) {
+    std::fprintf(stderr, "fxprof: %s\n", output_kind.error().c_str());
+    return 1;
+  }
+  // The server reads the profile back from its file: a device or pipe cannot be served.
+  if (*output_kind == OutputKind::kStream && !a.save_only)
+    return usage_error(kCommand,
+                       a.output + " is not a regular file: add --save-only to write the profile to it");
+  return std::nullopt;
+}
+
+}  // namespace fxprof::cli
