@@ -87,7 +87,8 @@ AllocatorRole allocator_role(std::string_view function) {
   return AllocatorRole::Other;
 }
 
-std::string own_allocator_line(const std::string& program, const OwnAllocator& a) {
+std::string own_allocator_line(const std::string& program, const OwnAllocator& a,
+                               const std::string& uprobes_error) {
   if (a.static_executable)
     return "heap: " + program +
            " is statically linked: no library can be preloaded into it, so --heap records none of its "
@@ -95,9 +96,21 @@ std::string own_allocator_line(const std::string& program, const OwnAllocator& a
   if (a.functions.empty()) return "";
   std::string list;
   for (const std::string& f : a.functions) list += (list.empty() ? "" : ", ") + f;
-  return "heap: " + program + " has its own allocator (" + list +
-         "): the allocations made through it do not go through the C library's malloc, so --heap does not "
-         "see them";
+  std::string line = "heap: " + program + " has its own allocator (" + list +
+                     "): the allocations made through it do not go through the C library's malloc, so --heap "
+                     "does not see them";
+  if (!uprobes_error.empty()) line += " (recording them with uprobes failed: " + uprobes_error + ")";
+  return line;
+}
+
+std::string uprobes_line(const std::string& program, const std::vector<std::string>& functions,
+                         uint64_t calls, uint64_t dropped) {
+  std::string list;
+  for (const std::string& f : functions) list += (list.empty() ? "" : ", ") + f;
+  std::string line = "heap: " + program + " has its own allocator: recorded with uprobes on " + list + " (" +
+                     std::to_string(calls) + " calls, each a trap into the kernel)";
+  if (dropped > 0) line += "; " + std::to_string(dropped) + " calls lost (the uprobes' ring buffer was full)";
+  return line;
 }
 
 }  // namespace fxprof::heap

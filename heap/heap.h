@@ -84,8 +84,13 @@ struct OwnAllocator {
   std::vector<std::string> frees;      // their free functions found (when any allocator function is)
 };
 OwnAllocator own_allocator(const std::string& path);
-// The data-quality line saying so ("" when there is nothing to say).
-std::string own_allocator_line(const std::string& program, const OwnAllocator& a);
+// The data-quality line saying so ("" when there is nothing to say), with why uprobes could not record the
+// functions (`uprobes_error`: "" when not tried).
+std::string own_allocator_line(const std::string& program, const OwnAllocator& a,
+                               const std::string& uprobes_error = "");
+// The line saying that uprobes recorded them: which functions, how many calls, how many were lost.
+std::string uprobes_line(const std::string& program, const std::vector<std::string>& functions,
+                         uint64_t calls, uint64_t dropped);
 
 // What an allocator function found by own_allocator() does, for recording it with uprobes: Alloc takes the
 // size as its first argument and returns the block, Free takes the block as its first argument; Other
