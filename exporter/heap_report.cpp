@@ -151,8 +151,11 @@ std::string count_text(uint64_t n) { return std::to_string(n); }
 // R to the estimator's variance, so sqrt(T * R) bounds the standard error (near equality when blocks are much
 // smaller than R): +-12.7% of a 121 MiB peak at the default 512 KiB. The cross-fitted peak (heap/source.cpp)
 // averages two half-sample readings of variance ~2 T R each: ~T R again.
+// T + R rather than T: a total far below the rate is most often estimated 0 (no sample), and its interval
+// must still reach up to what one sample would have said (~R).
 int64_t sampling_error(int64_t total, double rate) {
-  return static_cast<int64_t>(1.96 * std::sqrt(static_cast<double>(std::max<int64_t>(total, 0)) * rate));
+  return static_cast<int64_t>(1.96 *
+                              std::sqrt((static_cast<double>(std::max<int64_t>(total, 0)) + rate) * rate));
 }
 
 // "12.0 MiB" in full mode, "12.0 MiB +- 0.80 MiB" in sampled mode.

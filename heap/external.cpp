@@ -16,6 +16,7 @@ std::vector<std::byte> external_chunks(std::span<const ExternalCall> calls, Mode
     uint64_t allocations = 0;   // seen so far
     uint64_t last_sampled = 0;  // the thread's last sampled block
     uint64_t allocations_then = 0;
+    uint64_t frees = 0, frees_then = 0;
     std::unordered_map<uint64_t, uint32_t> stacks;  // a stack's hash -> its id
   };
   std::unordered_map<uint64_t, ThreadState> threads;                   // pid << 32 | tid
@@ -57,6 +58,7 @@ std::vector<std::byte> external_chunks(std::span<const ExternalCall> calls, Mode
         sampled[c.pid].insert(c.addr);
         t.last_sampled = c.addr;
         t.allocations_then = t.allocations;
+        t.frees_then = t.frees;
       }
       uint64_t hash = 1469598103934665603ull;
       for (uint64_t f : c.stack) hash = (hash ^ f) * 1099511628211ull;
@@ -65,9 +67,11 @@ std::vector<std::byte> external_chunks(std::span<const ExternalCall> calls, Mode
       emit(c, r, fresh ? &c.stack : nullptr);
     } else {
       uint64_t temporary = 0;
+      ++t.frees;
       if (mode == Mode::Sampled) {
         if (!sampled[c.pid].erase(c.addr)) continue;
-        temporary = t.last_sampled == c.addr && t.allocations == t.allocations_then;
+        temporary =
+            t.last_sampled == c.addr && t.allocations == t.allocations_then && t.frees == t.frees_then + 1;
         if (t.last_sampled == c.addr) t.last_sampled = 0;
       }
       const wire::Record r{static_cast<uint8_t>(wire::Kind::Free), {}, 0, c.time, c.addr, temporary};

@@ -161,9 +161,9 @@ std::atomic<ThreadState*> registry[kMaxThreads];
 // The per-thread variables, together so that the fast path finds them with one TLS offset.
 struct Tls {
   int64_t countdown = 0;  // bytes left before the next sample; <= 0 sends malloc to the slow path
-  // The thread's last sampled block and the countdown drawn after it: at that block's free, an unchanged
-  // countdown means the thread allocated nothing since (a temporary, as heaptrack counts them).
-  uint64_t last_sampled = 0;
+  // The last sampled block, the countdown after it and the frees then: at its free, the same countdown and
+  // one more free mean the thread allocated and freed nothing else since (a temporary, as heaptrack counts).
+  uint64_t last_sampled = 0, frees = 0, frees_then = 0;  // frees: so far (sampled mode)
   int64_t after_sample = 0;
   int busy = 0;
   bool done = false;  // the thread's exit handler ran: later calls go unrecorded
@@ -427,6 +427,7 @@ void record_alloc(Tls& t, void* p, size_t size) {
     sampled_bits[bit / 64].fetch_or(uint64_t{1} << (bit % 64), std::memory_order_relaxed);
     t.last_sampled = reinterpret_cast<uintptr_t>(p);
     t.after_sample = t.countdown;
+    t.frees_then = t.frees;
   }
   if (!p) return;
   while (s->lock.exchange(1, std::memory_order_acquire) != 0) {
@@ -455,7 +456,7 @@ void record_free(void* p) {
     set_unlock();
     if (!sampled) return;  // an unsampled block sharing a sampled one's bit
     Tls& t = tls;
-    temporary = t.last_sampled == addr && t.countdown == t.after_sample;
+    temporary = t.last_sampled == addr && t.countdown == t.after_sample && t.frees == t.frees_then + 1;
     if (t.last_sampled == addr) t.last_sampled = 0;
   }
   Record r{static_cast<uint8_t>(Kind::Free), {}, 0, event_time(), addr, temporary};
@@ -506,6 +507,7 @@ inline void note_alloc(void* p, size_t size) {
 
 inline void note_free(void* p) {
   if (std::atomic<uint64_t>* bits = sampled_bits) {
+    ++tls.frees;  // a temporary is freed before its thread freed anything else too
     size_t bit = addr_bit(p);
     if (__builtin_expect(!(bits[bit / 64].load(std::memory_order_relaxed) & (uint64_t{1} << (bit % 64))), 1))
       return;

@@ -93,7 +93,9 @@ TEST_CASE("heap sampled: estimates within their 95% bars and unbiased against fu
     const auto& r = s.report;
     REQUIRE(r.sampled);
     INFO("seed " << seed);
-    auto bar = [&](int64_t t) { return int64_t(1.96 * std::sqrt(double(std::max<int64_t>(t, 0)) * kRate)); };
+    auto bar = [&](int64_t t) {
+      return int64_t(1.96 * std::sqrt((double(std::max<int64_t>(t, 0)) + kRate) * kRate));
+    };
     check(peak, r.peak_bytes, bar(r.peak_bytes));
     check(leak, r.leaked_bytes, bar(r.leaked_bytes));
     check(allocated, r.bytes_allocated, bar(r.bytes_allocated));
