@@ -19,8 +19,10 @@
 //                                and replaces each 10 times (a plateau at the peak, 3,600,000 bytes), frees
 //                                them; churn_small() makes 20000 temporary 100-byte blocks; leak_blocks()
 //                                leaks 1000 x 1000 bytes.
-//   heap_prog spread N           N 96-byte blocks held at once (N = 1.2M spans more than 128 MiB, the sampled
-//                                bitmap's turn), then freed in a scrambled order: nothing leaks.
+//   heap_prog spread N           N 96-byte blocks, a 130 MiB one from the heap, N more 96-byte ones (in
+//   another
+//                                128 MiB turn of the sampled bitmap), held at once, freed in a scrambled
+//                                order: nothing leaks.
 //   heap_prog fork               fork without exec: the child leaks 5 x 4321 and makes 100 temporary 55-byte
 //                                blocks, then _exit(0)s; the parent waits for it and leaks 3 x 1234.
 #include <dlfcn.h>
@@ -250,17 +252,21 @@ int estimate_mode() {
 }
 
 extern "C" __attribute__((noinline)) void spread_blocks(size_t n) {
-  void** blocks = static_cast<void**>(
-      mmap(nullptr, n * sizeof(void*), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-  for (size_t i = 0; i < n; ++i) blocks[i] = malloc(96);
-  // A fixed scramble (an LCG's order of the indices), so sampled and unsampled frees interleave across the
-  // whole heap.
-  for (size_t i = n - 1; i > 0; --i) {
+  // n clusters of 16 small blocks, each followed by a 64 KiB spacer that is never touched but for its
+  // header: 4096 of them spread small blocks over 270 MB of heap, two turns of the sampled-address bitmap,
+  // while touching ~30 MB.
+  std::vector<void*> blocks;
+  blocks.reserve(n * 17);
+  for (size_t c = 0; c < n; ++c) {
+    for (int i = 0; i < 16; ++i) blocks.push_back(malloc(96));
+    blocks.push_back(malloc(64 << 10));
+  }
+  // A fixed scramble (an LCG's order of the indices), so sampled and unsampled frees interleave everywhere.
+  for (size_t i = blocks.size() - 1; i > 0; --i) {
     size_t j = (i * 2862933555777941757ull + 3037000493ull) % (i + 1);
     std::swap(blocks[i], blocks[j]);
   }
-  for (size_t i = 0; i < n; ++i) free(blocks[i]);
-  munmap(blocks, n * sizeof(void*));
+  for (void* b : blocks) free(b);
 }
 
 int main(int argc, char** argv) {
