@@ -294,7 +294,8 @@ std::string format_heap_report(const HeapReport& r) {
   else
     std::snprintf(
         line, sizeof line,
-        "  temporary:        %s blocks (estimated: freed before the thread allocated anything else)\n",
+        "  temporary:        %s blocks (estimated: freed before the thread allocated or freed anything "
+        "else)\n",
         temporary_text(r).c_str());
   out += line;
   if (r.sampled)
