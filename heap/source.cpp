@@ -476,9 +476,12 @@ Summary HeapSource::finish(model::Profile& prof) {
   // time of one half's highest point is read off the other half, which did not choose it, and the two
   // readings are averaged. That leans low only by how far the chosen times are from the true peak.
   int64_t total = 0, half[2] = {0, 0}, half_high[2] = {0, 0}, cross[2] = {0, 0};
-  auto half_of = [](const Event& e) {
-    uint64_t h = (e.time ^ (e.addr * 0x9E3779B97F4A7C15ull)) * 0xD1B54A32D192ED03ull;
-    return static_cast<int>((h >> 40) & 1);
+  // By the allocation's place in the events (a hash of it): the same split for the same samples.
+  auto half_of = [&](const Event& e) {
+    uint64_t h = static_cast<uint64_t>(&e - ev.data()) + 0x9E3779B97F4A7C15ull;  // splitmix64: no pattern
+    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+    return static_cast<int>((h ^ (h >> 31)) & 1);
   };
   auto move_halves = [&](const Event& a, int64_t d) {
     const int k = half_of(a);
