@@ -21,6 +21,7 @@
 #include "exporter/report.h"
 #include "heap/heap.h"
 #include "pipeline/symbolicate.h"
+#include "recorder/heap_uprobes.h"
 #include "recorder/offcpu.h"
 #include "recorder/quality.h"
 #include "recorder/recorder.h"
@@ -84,19 +85,48 @@ int cmd_record(std::span<char*> args) {
     }
     heap_source = std::move(*h);
   }
+  // An allocator linked into the program makes calls the heap library never sees: as root, uprobes on its
+  // functions record them instead (recorder/heap_uprobes.h); otherwise a line says so, by name.
+  heap::OwnAllocator own;
+  std::unique_ptr<recorder::HeapUprobes> uprobes;
+  std::string uprobes_error;
+  if (heap_source && !rec.command.empty()) {
+    const std::string exe = recorder::command_path(rec.command[0]);
+    own = heap::own_allocator(exe);
+    if (!own.static_executable && !own.functions.empty()) {
+      std::vector<std::string> functions = own.functions;
+      functions.insert(functions.end(), own.frees.begin(), own.frees.end());
+      auto u = recorder::HeapUprobes::start(exe, functions);
+      if (u)
+        uprobes = std::move(*u);
+      else
+        uprobes_error = u.error();
+    }
+  }
   auto recording = recorder::record(rec);
   std::string heap_lost;
   if (heap_source) {
     if (recording) {
-      heap::Summary h = heap_source->finish(recording->profile);
-      // An allocator linked into the program makes calls the heap library never sees: say so, by name.
       const std::string& program = rec.command.at(0);
-      const std::string line =
-          heap::own_allocator_line(program, heap::own_allocator(recorder::command_path(program)));
+      std::string uprobes_line;
+      if (uprobes) {
+        // Only the processes recorded (the probes are on the file: anything else running it is left out).
+        std::vector<heap::ExternalCall> calls = uprobes->finish();
+        std::erase_if(calls, [&](const heap::ExternalCall& c) {
+          for (const model::Process& p : recording->profile.processes)
+            if (p.pid == c.pid) return false;
+          return true;
+        });
+        heap_source->add_external(calls);
+        uprobes_line = heap::uprobes_line(program, uprobes->attached(), calls.size(), uprobes->dropped());
+      }
+      heap::Summary h = heap_source->finish(recording->profile);
+      const std::string line = uprobes ? "" : heap::own_allocator_line(program, own, uprobes_error);
       if (!line.empty()) {
         const recorder::QualityProblem q{"Allocator --heap cannot see: " + program, 1, line};
         recorder::report_quality(recording->profile, {&q, 1});
       }
+      if (!uprobes_line.empty()) std::fprintf(stderr, "fxprof: %s\n", uprobes_line.c_str());
       if (h.lost_chunks > 0)
         heap_lost = "fxprof: heap: " + std::to_string(h.lost_chunks) +
                     " event chunks lost (the program closed the pipe)\n";

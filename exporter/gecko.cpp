@@ -193,6 +193,7 @@ void write_meta(const Profile& p, const Process* proc, bool top, JsonWriter& w) 
       w.key("fxprofHeap").begin_object();
       w.key("mode").value(h->sampled ? "sampled" : "full").key("rate").value(h->rate_bytes);
       w.key("temporary").value(h->temporary).key("peakBytes").value(h->peak_bytes);
+      if (h->sampled) w.key("temporaryError").value(h->temporary_error);
       w.key("peakTime").value(rel_ms(h->peak_time_ns, origin));
       w.key("sizes").begin_array();
       for (const auto& b : h->sizes)

@@ -135,6 +135,7 @@ bool Reader::read_meta(od::value v, bool top) {
         }
         if (hk == "rate") return number(hv, h.rate_bytes, 0);
         if (hk == "temporary") return u64(hv, h.temporary);
+        if (hk == "temporaryError") return u64(hv, h.temporary_error);
         if (hk == "peakBytes") {
           double b = 0;
           bool r = number(hv, b, 0);

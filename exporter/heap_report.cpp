@@ -146,17 +146,29 @@ std::string bytes_text(int64_t b) {
 
 std::string count_text(uint64_t n) { return std::to_string(n); }
 
-// Sampled mode: one standard error of an estimated total of T bytes. Each sampled block of s bytes weighs
-// w = s / p (p = 1 - exp(-s/R), R the rate) and adds w * (w - s) <= w * R to the estimator's variance, so
-// sqrt(T * R) bounds it: +-6.5% of a 121 MiB peak at the default 512 KiB, +-0.7 MiB of a 1 MiB leak.
+// Sampled mode: the half-width of the 95% interval of an estimated total of T bytes (1.96 standard errors).
+// Each sampled block of s bytes weighs w = s / p (p = 1 - exp(-s/R), R the rate) and adds w * (w - s) <= w *
+// R to the estimator's variance, so sqrt(T * R) bounds the standard error (near equality when blocks are much
+// smaller than R): +-12.7% of a 121 MiB peak at the default 512 KiB. The cross-fitted peak (heap/source.cpp)
+// averages two half-sample readings of variance ~2 T R each: ~T R again.
+// T + R rather than T: a total far below the rate is most often estimated 0 (no sample), and its interval
+// must still reach up to what one sample would have said (~R).
 int64_t sampling_error(int64_t total, double rate) {
-  return static_cast<int64_t>(std::sqrt(static_cast<double>(std::max<int64_t>(total, 0)) * rate));
+  return static_cast<int64_t>(1.96 *
+                              std::sqrt((static_cast<double>(std::max<int64_t>(total, 0)) + rate) * rate));
 }
 
 // "12.0 MiB" in full mode, "12.0 MiB +- 0.80 MiB" in sampled mode.
 std::string estimate_text(const HeapReport& r, int64_t bytes) {
   if (!r.sampled) return bytes_text(bytes);
   return bytes_text(bytes) + " +- " + bytes_text(sampling_error(bytes, r.rate_bytes));
+}
+
+// "1234" in full mode, "1234 +- 56" in sampled mode (the 95% interval of the estimated count).
+std::string temporary_text(const HeapReport& r) {
+  if (!r.sampled) return count_text(r.temporary);
+  return "~" + count_text(r.temporary) + " +- " +
+         count_text(static_cast<uint64_t>(std::llround(1.96 * static_cast<double>(r.temporary_error))));
 }
 
 }  // namespace
@@ -202,6 +214,7 @@ HeapReport make_heap_report(const model::Profile& p, size_t limit) {
     r.sampled = h->sampled;
     r.rate_bytes = h->rate_bytes;
     r.temporary = h->temporary;
+    r.temporary_error = h->temporary_error;
     r.peak_bytes = h->peak_bytes;
     r.peak_time_ms = h->peak_time_ns > start ? static_cast<double>(h->peak_time_ns - start) / 1e6 : 0;
     r.sizes = h->sizes;
@@ -226,7 +239,7 @@ HeapReport make_heap_report(const model::Profile& p, size_t limit) {
 std::string format_heap_summary(const HeapReport& r, size_t n) {
   std::string out;
   char line[512];
-  const char* est = r.sampled ? " (estimated from samples, +- one standard error)" : "";
+  const char* est = r.sampled ? " (estimated from samples, +- their 95% interval)" : "";
   std::string peak = estimate_text(r, r.peak_bytes);
   if (!r.sampled) peak += " (" + std::to_string(r.peak_bytes) + " bytes)";  // exact: worth all digits
   std::snprintf(line, sizeof line,
@@ -240,9 +253,10 @@ std::string format_heap_summary(const HeapReport& r, size_t n) {
                   static_cast<unsigned long long>(r.temporary), static_cast<unsigned long long>(r.frees));
   else
     std::snprintf(line, sizeof line,
-                  "fxprof: heap: %s allocated, %llu sampled allocations, %llu sampled frees\n",
-                  estimate_text(r, r.bytes_allocated).c_str(), static_cast<unsigned long long>(r.allocations),
-                  static_cast<unsigned long long>(r.frees));
+                  "fxprof: heap: %s allocated, %s temporary allocations, %llu sampled allocations, %llu "
+                  "sampled frees\n",
+                  estimate_text(r, r.bytes_allocated).c_str(), temporary_text(r).c_str(),
+                  static_cast<unsigned long long>(r.allocations), static_cast<unsigned long long>(r.frees));
   out += line;
   for (size_t i = 0; i < r.top_leak_sites.size() && i < n; ++i) {
     const HeapSite& s = r.top_leak_sites[i];
@@ -257,10 +271,11 @@ std::string format_heap_report(const HeapReport& r) {
   std::string out;
   char line[1024];
   if (r.sampled)
-    std::snprintf(line, sizeof line,
-                  "Heap (sampled: one sample per %.0f bytes on average; bytes are unbiased estimates, counts "
-                  "are samples)\n",
-                  r.rate_bytes);
+    std::snprintf(
+        line, sizeof line,
+        "Heap (sampled: one sample per %.0f bytes on average; bytes are unbiased estimates +- their 95%% "
+        "interval, counts are samples)\n",
+        r.rate_bytes);
   else
     std::snprintf(line, sizeof line, "Heap (full: every allocation and free)\n");
   out += line;
@@ -269,15 +284,20 @@ std::string format_heap_report(const HeapReport& r) {
   out += line;
   std::snprintf(line, sizeof line, "  frees:            %s\n", count_text(r.frees).c_str());
   out += line;
-  if (!r.sampled) {
+  if (!r.sampled)
     std::snprintf(
         line, sizeof line,
         "  temporary:        %s (%.1f%% of allocations: freed before the thread allocated or freed anything "
         "else)\n",
         count_text(r.temporary).c_str(),
         r.allocations ? 100.0 * static_cast<double>(r.temporary) / static_cast<double>(r.allocations) : 0.0);
-    out += line;
-  }
+  else
+    std::snprintf(
+        line, sizeof line,
+        "  temporary:        %s blocks (estimated: freed before the thread allocated or freed anything "
+        "else)\n",
+        temporary_text(r).c_str());
+  out += line;
   if (r.sampled)
     std::snprintf(line, sizeof line, "  peak:             %s at %.3f s\n",
                   estimate_text(r, r.peak_bytes).c_str(), r.peak_time_ms / 1e3);
@@ -345,11 +365,13 @@ void write_heap_report_json(const HeapReport& r, JsonWriter& w) {
   };
   w.begin_object();
   w.key("mode").value(r.sampled ? "sampled" : "full");
-  if (r.sampled) {  // one standard error of each estimated total (sampling_error)
+  if (r.sampled) {  // the 95% interval's half-width of each estimated total (sampling_error)
     w.key("rateBytes").value(r.rate_bytes);
     w.key("peakBytesError").value(sampling_error(r.peak_bytes, r.rate_bytes));
     w.key("leakedBytesError").value(sampling_error(r.leaked_bytes, r.rate_bytes));
     w.key("bytesAllocatedError").value(sampling_error(r.bytes_allocated, r.rate_bytes));
+    w.key("temporaryError")
+        .value(static_cast<uint64_t>(std::llround(1.96 * static_cast<double>(r.temporary_error))));
   }
   w.key("allocations").value(r.allocations).key("bytesAllocated").value(r.bytes_allocated);
   w.key("frees").value(r.frees);

@@ -37,6 +37,7 @@ struct HeapReport {
   int64_t leaked_bytes = 0;
   uint64_t leaked_blocks = 0;
   uint64_t temporary = 0;
+  uint64_t temporary_error = 0;  // sampled: one standard error of the estimated count
   std::vector<HeapSite> top_leak_sites, top_alloc_sites, top_count_sites, peak_sites;  // at most `limit`
   std::vector<model::Meta::HeapStats::SizeBin> sizes;
 };

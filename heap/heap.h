@@ -19,7 +19,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
@@ -33,6 +35,17 @@ struct Options {
   Mode mode = Mode::Sampled;
   double rate_bytes = 512 * 1024;  // sampled: mean bytes between samples
   std::string shim_path;           // "" = libfxprof_heap.so next to /proc/self/exe
+};
+
+// An allocation or free recorded outside the shim: uprobes on an allocator linked into the program
+// (recorder/heap_uprobes.h), which the shim cannot see.
+struct ExternalCall {
+  uint64_t time = 0;  // CLOCK_MONOTONIC ns
+  uint32_t pid = 0, tid = 0;
+  uint64_t addr = 0;
+  uint64_t size = 0;            // an allocation's bytes asked for
+  bool alloc = true;            // false: a free
+  std::vector<uint64_t> stack;  // an allocation's return addresses, leaf first
 };
 
 // What finish() says about the stream itself; the heap's figures are in the profile (exporter/heap_report.h).
@@ -49,6 +62,10 @@ class HeapSource {
   HeapSource(const HeapSource&) = delete;
   HeapSource& operator=(const HeapSource&) = delete;
 
+  // Calls recorded outside the shim, before finish(): sampled as the shim samples in sampled mode (the same
+  // rate and weights), every one in full mode, and then the same rows, counters and figures as the shim's.
+  void add_external(std::span<const ExternalCall> calls);
+
   // Restores the environment, reads what is left and adds markers and counters to `profile`.
   Summary finish(model::Profile& profile);
 
@@ -64,9 +81,21 @@ class HeapSource {
 struct OwnAllocator {
   bool static_executable = false;
   std::vector<std::string> functions;  // the allocator functions found, sorted
+  std::vector<std::string> frees;      // their free functions found (when any allocator function is)
 };
 OwnAllocator own_allocator(const std::string& path);
-// The data-quality line saying so ("" when there is nothing to say).
-std::string own_allocator_line(const std::string& program, const OwnAllocator& a);
+// The data-quality line saying so ("" when there is nothing to say), with why uprobes could not record the
+// functions (`uprobes_error`: "" when not tried).
+std::string own_allocator_line(const std::string& program, const OwnAllocator& a,
+                               const std::string& uprobes_error = "");
+// The line saying that uprobes recorded them: which functions, how many calls, how many were lost.
+std::string uprobes_line(const std::string& program, const std::vector<std::string>& functions,
+                         uint64_t calls, uint64_t dropped);
+
+// What an allocator function found by own_allocator() does, for recording it with uprobes: Alloc takes the
+// size as its first argument and returns the block, Free takes the block as its first argument; Other
+// (mi_heap_malloc's size is its second argument, reallocation) is not recorded.
+enum class AllocatorRole { Alloc, Free, Other };
+AllocatorRole allocator_role(std::string_view function);
 
 }  // namespace fxprof::heap

@@ -9,8 +9,9 @@
 //    (libunwind's first-use setup, a signal handler that allocates while the hook runs) goes straight to the
 //    real allocator, unrecorded. The hook never allocates with malloc: its buffers are mmap'd.
 //  - sampled mode: Poisson sampling by bytes (a per-thread countdown drawn from an exponential distribution
-//    of mean --heap-rate); an allocation of size s is taken when the countdown crosses it and weighted
-//    s / (1 - exp(-s/rate)), the unbiased estimate.
+//    of mean --heap-rate); an allocation of size s is taken when the countdown crosses it (the recorder
+//    weighs it s / (1 - exp(-s/rate)), the unbiased estimate). Which addresses are sampled is kept exactly
+//    (SampledSet), so a free is reported for exactly the sampled blocks.
 //  - The fast paths are what the program pays on every call, so they hold only what sampling needs:
 //    malloc is the real call plus one subtraction from an initial-exec TLS integer (no reentrancy flag, no
 //    thread-state pointer: a countdown of 0 sends a thread's first call, full mode's every call and a
@@ -60,6 +61,7 @@
 #include <cstring>
 #include <new>
 
+#include "heap/shim_sampling.h"
 #include "heap/wire.h"
 
 namespace {
@@ -116,16 +118,20 @@ int out_fd = -1;
 bool full_mode = false;
 double rate = 512 * 1024;
 std::atomic<uint32_t> cur_pid{0};
+uint64_t seed = 0;                      // FXPROF_HEAP_SEED (tests): sampling repeats from run to run
+std::atomic<uint64_t> thread_count{0};  // threads seeded so far (with `seed`)
+uint64_t forks = 0;                     // forks so far: each child samples differently
 std::atomic<uint64_t> lost_chunks{0};
 
-// Sampled blocks: a bitmap of addresses (false positives only cost a free record the recorder ignores).
-// Null unless sampled mode records: then every free takes the slow path.
-constexpr size_t kBitmapBits = size_t{1} << 23;  // 1 MiB: 16-byte granules over 128 MiB
+// Sampled blocks: a bitmap of addresses, the free fast path's filter (a set bit sends the free to the slow
+// path; heap/shim_sampling.h). Null unless sampled mode records: then every free takes the slow path.
 std::atomic<uint64_t>* sampled_bits = nullptr;
-inline size_t addr_bit(const void* p) {
-  auto v = reinterpret_cast<uintptr_t>(p);
-  return static_cast<size_t>((v >> 4) ^ ((v >> 27) * 0x9E3779B1u)) & (kBitmapBits - 1);
-}
+using fxprof::heap::shim::addr_bit;
+using fxprof::heap::shim::kBitmapBits;
+using fxprof::heap::shim::set_erase;
+using fxprof::heap::shim::set_insert;
+using fxprof::heap::shim::set_lock;
+using fxprof::heap::shim::set_unlock;
 
 // The shim's own code, skipped at the top of every backtrace.
 uintptr_t self_lo = 0, self_hi = 0;
@@ -155,6 +161,10 @@ std::atomic<ThreadState*> registry[kMaxThreads];
 // The per-thread variables, together so that the fast path finds them with one TLS offset.
 struct Tls {
   int64_t countdown = 0;  // bytes left before the next sample; <= 0 sends malloc to the slow path
+  // The last sampled block, the countdown after it and the frees then: at its free, the same countdown and
+  // one more free mean the thread allocated and freed nothing else since (a temporary, as heaptrack counts).
+  uint64_t last_sampled = 0, frees = 0, frees_then = 0;  // frees: so far (sampled mode)
+  int64_t after_sample = 0;
   int busy = 0;
   bool done = false;  // the thread's exit handler ran: later calls go unrecorded
   ThreadState* state = nullptr;
@@ -282,7 +292,9 @@ ThreadState* thread_state() {
   auto* s = new (m) ThreadState;  // default-initialised: the cache stays the mapping's zero pages until used
   s->tid = static_cast<uint32_t>(syscall(SYS_gettid));
   s->pid = cur_pid.load(std::memory_order_relaxed);
-  s->rng = now_ns() ^ (uint64_t{s->tid} << 32) ^ 0x9E3779B97F4A7C15ull;
+  s->rng =
+      fxprof::heap::shim::mix_seed(seed ? seed + (thread_count.fetch_add(1, std::memory_order_relaxed) << 32)
+                                        : now_ns() ^ (uint64_t{s->tid} << 32));
   tls.countdown = full_mode ? 0 : next_countdown(*s);
   tls.state = s;
   for (auto& slot : registry) {
@@ -293,15 +305,7 @@ ThreadState* thread_state() {
   return s;
 }
 
-int64_t next_countdown(ThreadState& s) {
-  // xorshift64*, then inverse transform: -ln(U) * rate.
-  s.rng ^= s.rng >> 12;
-  s.rng ^= s.rng << 25;
-  s.rng ^= s.rng >> 27;
-  uint64_t r = s.rng * 2685821657736338717ull;
-  double u = (static_cast<double>(r >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-  return std::max<int64_t>(1, std::llround(-std::log(u) * rate));
-}
+int64_t next_countdown(ThreadState& s) { return fxprof::heap::shim::exponential_draw(s.rng, rate); }
 
 int find_self(dl_phdr_info* info, size_t, void*) {
   auto here = reinterpret_cast<uintptr_t>(&find_self);
@@ -372,6 +376,7 @@ __attribute__((noinline)) void resolve() {
 
   if (const char* fd = getenv(wire::kFdEnv)) out_fd = atoi(fd);
   if (const char* m = getenv(wire::kModeEnv)) full_mode = std::strcmp(m, "full") == 0;
+  if (const char* v = getenv(wire::kSeedEnv)) seed = strtoull(v, nullptr, 10);
   if (const char* r = getenv(wire::kRateEnv)) {
     double v = atof(r);
     if (v >= 1) rate = v;
@@ -404,7 +409,6 @@ void record_alloc(Tls& t, void* p, size_t size) {
     t.countdown = kNever;
     return;
   }
-  uint64_t weight = size;
   if (full_mode) {
     t.countdown = 0;
   } else {
@@ -414,17 +418,22 @@ void record_alloc(Tls& t, void* p, size_t size) {
     }
     t.countdown = next_countdown(*s);  // memoryless: a fresh draw after each sample is exact
     if (!p) return;
-    double sz = static_cast<double>(size == 0 ? 1 : size);
-    weight = static_cast<uint64_t>(std::llround(sz / -std::expm1(-sz / rate)));
+    // The record carries the block's size; the recorder weighs it (heap/wire.h).
+    set_lock();
+    const bool kept = set_insert(reinterpret_cast<uintptr_t>(p));
+    set_unlock();
+    if (!kept) return;  // out of memory for the table: an unsampled block, not a leak
     size_t bit = addr_bit(p);
     sampled_bits[bit / 64].fetch_or(uint64_t{1} << (bit % 64), std::memory_order_relaxed);
+    t.last_sampled = reinterpret_cast<uintptr_t>(p);
+    t.after_sample = t.countdown;
+    t.frees_then = t.frees;
   }
   if (!p) return;
   while (s->lock.exchange(1, std::memory_order_acquire) != 0) {
   }
   uint32_t stack = current_stack(*s);
-  Record r{static_cast<uint8_t>(Kind::Alloc), {},    stack, event_time(),
-           reinterpret_cast<uintptr_t>(p),    weight};
+  Record r{static_cast<uint8_t>(Kind::Alloc), {}, stack, event_time(), reinterpret_cast<uintptr_t>(p), size};
   put(*s, &r, sizeof r);
   s->lock.store(0, std::memory_order_release);
 }
@@ -432,19 +441,39 @@ void record_alloc(Tls& t, void* p, size_t size) {
 // Records a free that the fast path could not rule out (caller holds tls.busy).
 void record_free(void* p) {
   if (out_fd < 0) return;
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  uint64_t temporary = 0;
   if (!full_mode) {
     if (!sampled_bits) return;
     size_t bit = addr_bit(p);
-    const uint64_t mask = uint64_t{1} << (bit % 64);
-    // Cleared at once: an address the allocator hands out again must not send every later free. (Two live
-    // sampled blocks sharing one of the 8M bits is rare; the second one's free is then missed.)
-    if (!(sampled_bits[bit / 64].fetch_and(~mask, std::memory_order_relaxed) & mask)) return;
+    bool shared = false;
+    set_lock();
+    const bool sampled = set_erase(addr, shared);
+    // Cleared with the last sampled block on it: an address the allocator hands out again must not send
+    // every later free to this path.
+    if (sampled && !shared)
+      sampled_bits[bit / 64].fetch_and(~(uint64_t{1} << (bit % 64)), std::memory_order_relaxed);
+    set_unlock();
+    if (!sampled) return;  // an unsampled block sharing a sampled one's bit
+    Tls& t = tls;
+    temporary = t.last_sampled == addr && t.countdown == t.after_sample && t.frees == t.frees_then + 1;
+    if (t.last_sampled == addr) t.last_sampled = 0;
   }
+  Record r{static_cast<uint8_t>(Kind::Free), {}, 0, event_time(), addr, temporary};
   ThreadState* s = thread_state();
-  if (!s) return;
+  if (!s) {
+    // A thread past its exit handler (another TLS destructor freeing): the free still counts, in a chunk of
+    // its own (times then CLOCK_MONOTONIC), or its block would show as leaked.
+    struct {
+      ChunkHeader h;
+      Record r;
+    } msg{{wire::kMagic, cur_pid.load(), static_cast<uint32_t>(syscall(SYS_gettid)), sizeof(Record)}, r};
+    msg.r.time = now_ns();
+    if (!write_all(&msg, sizeof msg)) lost_chunks.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   while (s->lock.exchange(1, std::memory_order_acquire) != 0) {
   }
-  Record r{static_cast<uint8_t>(Kind::Free), {}, 0, event_time(), reinterpret_cast<uintptr_t>(p), 0};
   put(*s, &r, sizeof r);
   s->lock.store(0, std::memory_order_release);
 }
@@ -478,6 +507,7 @@ inline void note_alloc(void* p, size_t size) {
 
 inline void note_free(void* p) {
   if (std::atomic<uint64_t>* bits = sampled_bits) {
+    ++tls.frees;  // a temporary is freed before its thread freed anything else too
     size_t bit = addr_bit(p);
     if (__builtin_expect(!(bits[bit / 64].load(std::memory_order_relaxed) & (uint64_t{1} << (bit % 64))), 1))
       return;
@@ -512,10 +542,15 @@ void before_fork() {
     flush_locked(*s);
     s->lock.store(0, std::memory_order_release);
   }
+  ++forks;
+  set_lock();  // the child's copy of the set must not be caught mid-change by another thread
   --tls.busy;
 }
 
+void in_parent() { set_unlock(); }
+
 void in_child() {
+  set_unlock();
   cur_pid.store(static_cast<uint32_t>(getpid()));
   // Only this thread survives; its state starts over under the new pid (stack ids are per pid and tid).
   for (auto& slot : registry) slot.store(nullptr);
@@ -524,6 +559,11 @@ void in_child() {
     s->tid = static_cast<uint32_t>(syscall(SYS_gettid));
     s->fill = 0;
     s->next_stack = 0;
+    // Its own samples: with the parent's generator the children of a forking server would all sample the
+    // same allocations.
+    s->rng =
+        fxprof::heap::shim::mix_seed(s->rng ^ (forks + 1) * 0xD1B54A32D192ED03ull ^ (seed ? 0 : now_ns()));
+    if (!full_mode) tls.countdown = next_countdown(*s);
     std::memset(s->cache, 0, sizeof s->cache);
     registry[0].store(s);
   }
@@ -533,7 +573,7 @@ __attribute__((constructor)) void shim_init() {
   ++tls.busy;
   ready();
   pthread_key_create(&exit_key, on_thread_exit);
-  pthread_atfork(before_fork, nullptr, in_child);
+  pthread_atfork(before_fork, in_parent, in_child);
   --tls.busy;
 }
 

@@ -20,6 +20,7 @@ inline constexpr const char* kModeEnv = "FXPROF_HEAP_MODE";  // "full" or "sampl
 inline constexpr const char* kRateEnv = "FXPROF_HEAP_RATE";  // mean bytes between samples (sampled mode)
 inline constexpr const char* kLibEnv = "FXPROF_HEAP_LIB";    // the shim's path (so children keep LD_PRELOAD)
 inline constexpr const char* kNoTscEnv = "FXPROF_HEAP_NO_TSC";  // set: CLOCK_MONOTONIC times (tests)
+inline constexpr const char* kSeedEnv = "FXPROF_HEAP_SEED";     // sampled mode's random seed (tests)
 
 struct ChunkHeader {
   uint32_t magic;  // kMagic: a reader that lost sync stops rather than misreads
@@ -42,7 +43,8 @@ struct Record {
   uint32_t stack;  // Alloc/StackDef: the thread-scoped stack id
   uint64_t time;   // CLOCK_MONOTONIC ns (as perf's samples), or TSC ticks in a chunk with Clock records
   uint64_t addr;   // Alloc/Free: the block; StackDef: number of frames following
-  uint64_t size;   // Alloc: weighted bytes (exact in full mode, unbiased estimate in sampled); Lost: count
+  uint64_t size;   // Alloc: the block's bytes (the recorder weighs sampled ones); Lost: count; Free: in
+                   // sampled mode 1 for a temporary (the thread allocated nothing since the block)
 };
 static_assert(sizeof(Record) == 32);
 

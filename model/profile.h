@@ -305,6 +305,7 @@ struct Meta {
     bool sampled = false;  // the figures are estimates from Poisson samples every rate_bytes on average
     double rate_bytes = 0;
     uint64_t temporary = 0;  // blocks freed by the allocating thread before it allocated anything else
+    uint64_t temporary_error = 0;  // sampled: the estimated count's standard error
     int64_t peak_bytes = 0;  // every process's heap bytes together, at their highest
     uint64_t peak_time_ns = 0;
     struct SizeBin {

@@ -1,5 +1,6 @@
 // fxprof record --heap: the shim in real programs, the profile's Native allocation markers and Memory
 // counter, and the native allocation call trees as the Firefox Profiler computes them (profiler-cli).
+#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -537,15 +538,15 @@ TEST_CASE("heap sampled: the estimates are unbiased (within 10%)", "[heap]") {
   CHECK(double(t.retained) < expected * 1.1 + 100000);
   CHECK(t.allocations < 2000);  // sampled, not every block
   CHECK(r.err.find("leak_blocks (heap_prog)") != std::string::npos);
-  // The error bars: one standard error is sqrt(T * rate) (1.6 MB here), said in the summary and the report.
-  CHECK(r.err.find("heap (estimated from samples, +- one standard error): peak ") != std::string::npos);
+  // The error bars: the 95% interval, 1.96 sqrt((T + rate) * rate) (3.2 MB here), said in the summary and the report.
+  CHECK(r.err.find("heap (estimated from samples, +- their 95% interval): peak ") != std::string::npos);
   simdjson::dom::parser parser;
   std::string json;
   auto heap = heap_report(parser, out, json);
   INFO(json);
   const double leaked = double(int64_t(heap["leakedBytes"])), err = double(int64_t(heap["leakedBytesError"]));
-  CHECK(std::abs(err - std::sqrt(leaked * 65536)) <= 1);
-  CHECK(std::abs(leaked - expected) < 4 * err + 100000);
+  CHECK(std::abs(err - 1.96 * std::sqrt((leaked + 65536) * 65536)) <= 1);
+  CHECK(std::abs(leaked - expected) < 2 * err + 100000);
 }
 
 TEST_CASE("heap sampled: sampled blocks freed on other threads balance", "[heap]") {
@@ -635,21 +636,60 @@ TEST_CASE("heap full: malloc in a signal handler does not hang", "[heap]") {
   CHECK(r.err.find("frees") != std::string::npos);
 }
 
-TEST_CASE("heap: a program with its own allocator linked in is named, with the functions found", "[heap]") {
+TEST_CASE("heap: a program with its own allocator is recorded with uprobes as root, exactly", "[heap]") {
+  REQUIRE(geteuid() == 0);  // the suite runs as root
   TempDir dir;
   auto out = dir.file("p.json.gz");
   const std::string program = test_program("heap_ownalloc");
-  auto r = record(out, {program, "5000000"}, {"--heap=full"});
+  // 2000 je_malloc(100) calls, every other block je_free'd: none of them through the C library's malloc.
+  auto r = record(out, {program, "2000"}, {"--heap=full"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.err.find("fxprof: heap: " + program +
+                   " has its own allocator: recorded with uprobes on je_malloc, je_free (3000 calls, each a trap "
+                   "into the kernel)\n") != std::string::npos);
+  CHECK(r.err.find("does not see them") == std::string::npos);
+  simdjson::dom::parser parser;
+  std::string json;
+  auto heap = heap_report(parser, out, json);
+  INFO(json);
+  // The same heap events as the shim's: exact counts, bytes, leaks and the allocating function.
+  JsonSite alloc = site(heap, "topAllocSites", "main (heap_ownalloc)");
+  CHECK(alloc.count == 2000);
+  CHECK(alloc.bytes == 200000);
+  JsonSite leak = site(heap, "topLeakSites", "main (heap_ownalloc)");
+  CHECK(leak.count == 1000);
+  CHECK(leak.bytes == 100000);
+  CHECK(int64_t(heap["frees"]) >= 1000);
+  CHECK(int64_t(heap["peakBytes"]) >= 100000);
+  // A program that uses malloc gets no such line.
+  auto plain = record(out, {test_program("heap_prog"), "churn", "10"}, {"--heap=full"});
+  CHECK(plain.err.find("own allocator") == std::string::npos);
+}
+
+TEST_CASE("heap: an ordinary user is told the allocator it cannot see and that uprobes need root", "[heap]") {
+  REQUIRE(geteuid() == 0);  // the suite runs as root and drops to the test user here
+  const passwd* pw = ensure_test_user();
+  REQUIRE(pw != nullptr);
+  TempDir dir;
+  REQUIRE(chown(dir.path().c_str(), pw->pw_uid, pw->pw_gid) == 0);
+  CmdOptions opts;
+  opts.uid = pw->pw_uid;
+  opts.gid = pw->pw_gid;
+  opts.cwd = dir.path();
+  const std::string program = test_program("heap_ownalloc");
+  auto r = run({fxprof_bin(), "record", "--heap", "--save-only", "-o", "p.json.gz", "--", program, "5000000"},
+               opts);
   INFO(r.err);
   REQUIRE(r.status == 0);
   CHECK(r.err.find("fxprof: heap: " + program +
                    " has its own allocator (je_malloc): the allocations made through it do not go through "
-                   "the C library's malloc, so --heap does not see them\n") != std::string::npos);
+                   "the C library's malloc, so --heap does not see them (recording them with uprobes failed: "
+                   "cannot load the BPF program (Operation not permitted): uprobes need root)\n") !=
+        std::string::npos);
   // And in the profile's data-quality entries.
-  CHECK(read_profile_text(out).find("Allocator --heap cannot see: " + program) != std::string::npos);
-  // A program that uses malloc gets no such line.
-  auto plain = record(out, {test_program("heap_prog"), "churn", "10"}, {"--heap=full"});
-  CHECK(plain.err.find("own allocator") == std::string::npos);
+  CHECK(read_profile_text(dir.path() + "/p.json.gz").find("Allocator --heap cannot see: " + program) !=
+        std::string::npos);
 }
 
 TEST_CASE("heap: clear errors for -p and bad modes", "[heap]") {

@@ -15,11 +15,20 @@
 //                                first_block() as its only allocation.
 //   heap_prog churn N            churn(N) only: N temporary 64-byte blocks.
 //   heap_prog gap MS             leaks 7777 bytes, sleeps MS milliseconds, leaks 8888 bytes.
+//   heap_prog estimate           sampled mode's known figures: hold_blocks() holds 3000 x 1200 bytes at once
+//                                and replaces each 10 times (a plateau at the peak, 3,600,000 bytes), frees
+//                                them; churn_small() makes 20000 temporary 100-byte blocks; leak_blocks()
+//                                leaks 1000 x 1000 bytes.
+//   heap_prog spread N           N 96-byte blocks, a 130 MiB one from the heap, N more 96-byte ones (in
+//   another
+//                                128 MiB turn of the sampled bitmap), held at once, freed in a scrambled
+//                                order: nothing leaks.
 //   heap_prog fork               fork without exec: the child leaks 5 x 4321 and makes 100 temporary 55-byte
 //                                blocks, then _exit(0)s; the parent waits for it and leaks 3 x 1234.
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -212,7 +221,60 @@ int signal_mode() {
 
 }  // namespace
 
+extern "C" __attribute__((noinline)) void hold_blocks(int n, size_t size, int rounds) {
+  std::vector<void*> blocks(static_cast<size_t>(n));
+  for (auto& b : blocks) {
+    b = malloc(size);
+    g_sink = b;
+  }
+  for (int r = 0; r < rounds; ++r)
+    for (auto& b : blocks) {
+      free(b);
+      b = malloc(size);
+      g_sink = b;
+    }
+  for (void* b : blocks) free(b);
+}
+
+extern "C" __attribute__((noinline)) void churn_small(int n, size_t size) {
+  for (int i = 0; i < n; ++i) {
+    void* p = malloc(size);
+    g_sink = p;
+    free(p);
+  }
+}
+
+int estimate_mode() {
+  hold_blocks(3000, 1200, 10);
+  churn_small(20000, 100);
+  leak_blocks(1000, 1000);
+  return 0;
+}
+
+extern "C" __attribute__((noinline)) void spread_blocks(size_t n) {
+  // n clusters of 16 small blocks, each followed by a 64 KiB spacer that is never touched but for its
+  // header: 4096 of them spread small blocks over 270 MB of heap, two turns of the sampled-address bitmap,
+  // while touching ~30 MB.
+  std::vector<void*> blocks;
+  blocks.reserve(n * 17);
+  for (size_t c = 0; c < n; ++c) {
+    for (int i = 0; i < 16; ++i) blocks.push_back(malloc(96));
+    blocks.push_back(malloc(64 << 10));
+  }
+  // A fixed scramble (an LCG's order of the indices), so sampled and unsampled frees interleave everywhere.
+  for (size_t i = blocks.size() - 1; i > 0; --i) {
+    size_t j = (i * 2862933555777941757ull + 3037000493ull) % (i + 1);
+    std::swap(blocks[i], blocks[j]);
+  }
+  for (void* b : blocks) free(b);
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 2 && strcmp(argv[1], "estimate") == 0) return estimate_mode();
+  if (argc >= 3 && strcmp(argv[1], "spread") == 0) {
+    spread_blocks(strtoull(argv[2], nullptr, 10));
+    return 0;
+  }
   if (argc >= 4 && strcmp(argv[1], "leak") == 0) {
     churn(1000);
     peak_phase();

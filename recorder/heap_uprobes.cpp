@@ -1,0 +1,137 @@
+#include "recorder/heap_uprobes.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+
+#include "base/fd.h"
+
+#ifdef FXPROF_HAVE_HEAP_UPROBES_BPF
+#include "recorder/heap_uprobes_bpf.h"  // kHeapUprobesBpf: the compiled recorder/bpf/heap_uprobes.bpf.c
+#endif
+
+namespace fxprof::recorder {
+namespace {
+
+// heap_uprobes.bpf.c's struct heap_event.
+constexpr size_t kFrames = 32;
+struct Event {
+  uint64_t time;
+  uint32_t pid, tid;
+  uint64_t addr, size;
+  uint32_t kind, frames;
+  uint64_t stack[kFrames];
+};
+
+int silent(enum libbpf_print_level, const char*, va_list) { return 0; }  // our one line says what failed
+
+}  // namespace
+
+struct HeapUprobes::Bpf {
+  struct ObjectDeleter {
+    void operator()(bpf_object* o) const { bpf_object__close(o); }
+  };
+  struct LinkDeleter {
+    void operator()(bpf_link* l) const { bpf_link__destroy(l); }
+  };
+  struct RingDeleter {
+    void operator()(ring_buffer* r) const { ring_buffer__free(r); }
+  };
+  std::unique_ptr<bpf_object, ObjectDeleter> object;
+  std::vector<std::unique_ptr<bpf_link, LinkDeleter>> links;
+  std::unique_ptr<ring_buffer, RingDeleter> ring;
+  int dropped_fd = -1;
+  std::mutex mu;  // the ring buffer: drained by the reader thread, then by finish()
+};
+
+HeapUprobes::HeapUprobes() : bpf_(std::make_unique<Bpf>()) {}
+
+HeapUprobes::~HeapUprobes() {
+  stop_.store(true);
+  if (reader_.joinable()) reader_.join();
+}
+
+Result<std::unique_ptr<HeapUprobes>> HeapUprobes::start(
+    [[maybe_unused]] const std::string& path, [[maybe_unused]] const std::vector<std::string>& functions) {
+#ifndef FXPROF_HAVE_HEAP_UPROBES_BPF
+  return Err("not built (clang was missing when fxprof was built)");
+#else
+  libbpf_set_print(silent);
+  std::unique_ptr<HeapUprobes> u(new HeapUprobes());
+  Bpf& b = *u->bpf_;
+  LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = "fxprof_heap");
+  b.object.reset(bpf_object__open_mem(kHeapUprobesBpf, sizeof kHeapUprobesBpf, &opts));
+  if (!b.object) return Err("cannot open the BPF program: " + errno_text(errno));
+  if (int err = bpf_object__load(b.object.get()); err != 0)
+    return Err("cannot load the BPF program (" + errno_text(-err) + "): uprobes need root");
+  bpf_program* enter = bpf_object__find_program_by_name(b.object.get(), "alloc_enter");
+  bpf_program* exit = bpf_object__find_program_by_name(b.object.get(), "alloc_exit");
+  bpf_program* free = bpf_object__find_program_by_name(b.object.get(), "free_enter");
+  if (!enter || !exit || !free) return Err("the BPF program lacks its functions");
+  // A Rust program's __rg_alloc/__rg_dealloc see every Rust allocation whatever the allocator behind them:
+  // with them, the allocator's own entry points would count each block twice.
+  const bool rust = std::find(functions.begin(), functions.end(), "__rg_alloc") != functions.end();
+  for (const std::string& f : functions) {
+    const heap::AllocatorRole role = heap::allocator_role(f);
+    if (role == heap::AllocatorRole::Other || (rust && !f.starts_with("__rg_"))) continue;
+    auto attach = [&](bpf_program* prog, bool ret) {
+      LIBBPF_OPTS(bpf_uprobe_opts, uo, .retprobe = ret, .func_name = f.c_str());
+      bpf_link* link = bpf_program__attach_uprobe_opts(prog, -1, path.c_str(), 0, &uo);
+      if (link) b.links.emplace_back(link);
+      return link != nullptr;
+    };
+    const bool ok =
+        role == heap::AllocatorRole::Alloc ? attach(enter, false) && attach(exit, true) : attach(free, false);
+    if (!ok) return Err("cannot attach a uprobe to " + f + " in " + path + ": " + errno_text(errno));
+    u->attached_.push_back(f);
+  }
+  if (u->attached_.empty()) return Err("no allocator function to probe in " + path);
+  b.dropped_fd = bpf_object__find_map_fd_by_name(b.object.get(), "dropped");
+  const int ring_fd = bpf_object__find_map_fd_by_name(b.object.get(), "events");
+  if (ring_fd < 0) return Err("the BPF program has no ring buffer");
+  HeapUprobes* self = u.get();
+  b.ring.reset(ring_buffer__new(
+      ring_fd,
+      [](void* ctx, void* data, size_t size) {
+        if (size < sizeof(Event)) return 0;
+        Event e;
+        std::memcpy(&e, data, sizeof e);
+        heap::ExternalCall c{e.time, e.pid, e.tid, e.addr, e.size, e.kind == 1, {}};
+        if (c.alloc) c.stack.assign(e.stack, e.stack + std::min<size_t>(e.frames, kFrames));
+        static_cast<HeapUprobes*>(ctx)->calls_.push_back(std::move(c));
+        return 0;
+      },
+      self, nullptr));
+  if (!b.ring) return Err("cannot map the BPF ring buffer: " + errno_text(errno));
+  u->reader_ = std::thread([self] {
+    while (!self->stop_.load()) {
+      std::lock_guard lock(self->bpf_->mu);
+      ring_buffer__poll(self->bpf_->ring.get(), 50);
+    }
+  });
+  return u;
+#endif
+}
+
+std::vector<heap::ExternalCall> HeapUprobes::finish() {
+  bpf_->links.clear();  // detached: nothing more comes in
+  stop_.store(true);
+  if (reader_.joinable()) reader_.join();
+  if (bpf_->ring) ring_buffer__consume(bpf_->ring.get());
+  std::stable_sort(calls_.begin(), calls_.end(),
+                   [](const heap::ExternalCall& a, const heap::ExternalCall& b) { return a.time < b.time; });
+  return std::move(calls_);
+}
+
+uint64_t HeapUprobes::dropped() const {
+  const uint32_t zero = 0;
+  uint64_t n = 0;
+  if (bpf_->dropped_fd >= 0 && bpf_map_lookup_elem(bpf_->dropped_fd, &zero, &n) != 0) n = 0;
+  return n;
+}
+
+}  // namespace fxprof::recorder
