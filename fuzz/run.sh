@@ -7,12 +7,13 @@
 #   fuzz/run.sh BUILD smoke     the test command's run: a fixed seed and a fixed number of inputs per harness
 #                               from the repository's seeds only, so every machine replays the same inputs
 #                               (a few seconds each here) and CI's verdict does not depend on luck or speed
+#   fuzz/run.sh BUILD MODE NAME one harness (what the two above run, JOBS harnesses at a time: default nproc)
 set -eu
 build=$1
 mode=$2
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$build/fuzz-crashes"
-# About 5 s each in the sanitizer build (-O0), 40 s in all: exploring is `make fuzz`'s job.
+# About 5 s each in the sanitizer build (-O0), 40 s of CPU in all: exploring is `make fuzz`'s job.
 smoke_runs() {
   case $1 in
     fuzz_perf_records) echo 150 ;;   # each input builds a profile and reads /proc/kallsyms
@@ -25,8 +26,9 @@ smoke_runs() {
     *) echo 120000 ;;
   esac
 }
-for seeds in "$here"/corpus/*/; do
-  name=$(basename "$seeds")
+run_one() {
+  name=$1
+  seeds="$here/corpus/$name/"
   bin="$build/fuzz/$name"
   [ -x "$bin" ] || { echo "fuzz: $bin is not built" >&2; exit 1; }
   work="$build/fuzz-corpus/$name"
@@ -48,4 +50,10 @@ for seeds in "$here"/corpus/*/; do
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1)
   echo "fuzz: $name ok: ${runs:-?} runs, ${cov:-cov: ?}"
-done
+}
+if [ $# -ge 3 ]; then
+  run_one "$3"
+  exit
+fi
+# Harnesses are single-threaded: run JOBS of them at once; xargs stops with a non-zero status if one fails.
+ls "$here/corpus" | xargs -P "${JOBS:-$(nproc)}" -I{} sh "$0" "$build" "$mode" {}
