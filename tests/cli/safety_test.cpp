@@ -57,6 +57,13 @@ TEST_CASE("record -s -o DEVICE writes to the device and leaves it a device") {
                           " is not a regular file: add --save-only to write the profile to it (try `fxprof "
                           "record --help`)\n");
   CHECK(::access(marker.c_str(), F_OK) != 0);
+  // The exports are named after -o: a device gives them no name (it once wrote "-.svg" for `-o -`).
+  auto exported = run({fxprof_bin(), "record", "-s", "--export", "svg", "-o", null, "--", "sh", "-c",
+                       "touch " + marker});
+  CHECK(exported.status == 2);
+  CHECK(exported.err == "fxprof record: --export writes beside -o, and " + null +
+                            " is not a regular file: give -o a file name (try `fxprof record --help`)\n");
+  CHECK(::access(marker.c_str(), F_OK) != 0);
   check_still_null_device(null);
 }
 
