@@ -15,7 +15,7 @@
 #include "cli/commands.h"
 #include "cli/profile_input.h"
 #include "exporter/diff.h"
-#include "exporter/gecko.h"
+#include "gecko/gecko.h"
 #include "server/server.h"
 
 namespace fxprof::cli {

@@ -8,8 +8,8 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "exporter/gecko.h"
-#include "exporter/gecko_reader.h"
+#include "gecko/gecko.h"
+#include "gecko/gecko_reader.h"
 #include "pipeline/symbolicate.h"
 #include "server/server.h"
 

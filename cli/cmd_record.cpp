@@ -14,7 +14,7 @@
 #include "counters/events.h"
 #include "exporter/flamegraph_svg.h"
 #include "exporter/folded.h"
-#include "exporter/gecko.h"
+#include "gecko/gecko.h"
 #include "exporter/heap_report.h"
 #include "exporter/output.h"
 #include "exporter/pprof.h"

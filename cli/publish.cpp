@@ -9,7 +9,7 @@
 #include "base/fd.h"
 #include "base/temp_dir.h"
 #include "base/url.h"
-#include "exporter/gecko.h"
+#include "gecko/gecko.h"
 #include "exporter/pprof.h"
 
 namespace fxprof::cli {

@@ -1,14 +1,14 @@
 // fxprof exporter, the Gecko reader: its entry points (gecko_reader.h) and the run over a whole document;
 // the outline, the process members and each thread table are in gecko_reader_*.cpp.
-#include "exporter/gecko_reader.h"
+#include "gecko/gecko_reader.h"
 
 #include <simdjson.h>
 
 #include <algorithm>
 #include <string>
 
-#include "exporter/gecko_reader_internal.h"
-#include "exporter/profile_stream.h"
+#include "gecko/gecko_reader_internal.h"
+#include "gecko/profile_stream.h"
 
 namespace fxprof::exporter::internal {
 

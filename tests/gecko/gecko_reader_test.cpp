@@ -1,7 +1,7 @@
 // Tests of exporter/gecko_reader.h: write -> read -> write gives the same file (plain and gzip, raw and
 // symbolicated frames, markers, native allocations, child processes, a reused pid), the model read back holds
 // what was written, and hostile files get one-line errors without hanging or inflating without bound.
-#include "exporter/gecko_reader.h"
+#include "gecko/gecko_reader.h"
 
 #include <sys/stat.h>
 #include <zlib.h>
@@ -10,7 +10,7 @@
 #include <fstream>
 #include <random>
 
-#include "exporter/gecko.h"
+#include "gecko/gecko.h"
 #include "tests/support/support.h"
 
 using namespace fxprof;

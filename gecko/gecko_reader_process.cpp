@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "exporter/gecko.h"
-#include "exporter/gecko_reader_internal.h"
+#include "gecko/gecko.h"
+#include "gecko/gecko_reader_internal.h"
 
 namespace fxprof::exporter::internal {
 

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "exporter/gecko_reader_internal.h"
+#include "gecko/gecko_reader_internal.h"
 
 namespace fxprof::exporter::internal {
 

@@ -1,4 +1,4 @@
-#include "exporter/profile_stream.h"
+#include "gecko/profile_stream.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "exporter/gecko_reader.h"
+#include "gecko/gecko_reader.h"
 
 namespace fxprof::exporter::internal {
 namespace {

@@ -1,4 +1,4 @@
-#include "exporter/gecko.h"
+#include "gecko/gecko.h"
 
 #include <algorithm>
 #include <cinttypes>

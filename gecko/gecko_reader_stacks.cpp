@@ -3,8 +3,8 @@
 #include <string>
 
 #include "base/hex.h"
-#include "exporter/gecko.h"
-#include "exporter/gecko_reader_internal.h"
+#include "gecko/gecko.h"
+#include "gecko/gecko_reader_internal.h"
 
 namespace fxprof::exporter::internal {
 

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "base/result.h"
-#include "exporter/gecko_reader.h"
-#include "exporter/profile_stream.h"
+#include "gecko/gecko_reader.h"
+#include "gecko/profile_stream.h"
 #include "model/profile.h"
 
 namespace fxprof::exporter::internal {

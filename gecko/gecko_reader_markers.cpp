@@ -4,7 +4,7 @@
 #include <cmath>
 #include <string>
 
-#include "exporter/gecko_reader_internal.h"
+#include "gecko/gecko_reader_internal.h"
 
 namespace fxprof::exporter::internal {
 

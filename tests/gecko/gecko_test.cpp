@@ -2,11 +2,11 @@
 // tables in topological order per thread, sorted non-overlapping libs, string indices, categories, GeckoMain
 // naming, processes one level deep. Profiles built by hand here, then linted and loaded with the Firefox
 // Profiler's own importer (profiler-cli).
-#include "exporter/gecko.h"
+#include "gecko/gecko.h"
 
 #include <catch2/catch.hpp>
 
-#include "exporter/gecko_reader.h"
+#include "gecko/gecko_reader.h"
 #include "tests/support/support.h"
 
 using namespace fxprof;

@@ -2,7 +2,7 @@
 // the errors the pieces report, and {schema, data} tables' schemas.
 #include <string>
 
-#include "exporter/gecko_reader_internal.h"
+#include "gecko/gecko_reader_internal.h"
 
 namespace fxprof::exporter::internal {
 
