@@ -14,7 +14,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/profile_input.h"
-#include "exporter/diff.h"
+#include "sinks/diff.h"
 #include "gecko/gecko.h"
 #include "server/server.h"
 

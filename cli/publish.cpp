@@ -10,7 +10,7 @@
 #include "base/temp_dir.h"
 #include "base/url.h"
 #include "gecko/gecko.h"
-#include "exporter/pprof.h"
+#include "sinks/pprof.h"
 
 namespace fxprof::cli {
 namespace {

@@ -29,7 +29,7 @@
 #include <string_view>
 
 #include "base/result.h"
-#include "exporter/output.h"
+#include "sinks/output.h"
 #include "model/profile.h"
 
 namespace fxprof::exporter {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "exporter/output.h"
+#include "sinks/output.h"
 #include "model/profile.h"
 
 namespace fxprof::exporter {

@@ -1,4 +1,4 @@
-#include "exporter/functions.h"
+#include "sinks/functions.h"
 
 #include <algorithm>
 #include <cinttypes>

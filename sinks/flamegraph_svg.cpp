@@ -1,10 +1,10 @@
-#include "exporter/flamegraph_svg.h"
+#include "sinks/flamegraph_svg.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include "exporter/output.h"
+#include "sinks/output.h"
 
 namespace fxprof::exporter {
 namespace {

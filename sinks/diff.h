@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/result.h"
-#include "exporter/flamegraph_svg.h"
+#include "sinks/flamegraph_svg.h"
 #include "model/profile.h"
 
 namespace fxprof::exporter {

@@ -16,8 +16,8 @@
 #include <string>
 
 #include "base/result.h"
-#include "exporter/call_tree.h"
-#include "exporter/output.h"
+#include "sinks/call_tree.h"
+#include "sinks/output.h"
 #include "model/profile.h"
 
 namespace fxprof::exporter {

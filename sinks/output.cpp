@@ -1,4 +1,4 @@
-#include "exporter/output.h"
+#include "sinks/output.h"
 
 #include <unistd.h>
 #include <zlib.h>

@@ -1,12 +1,12 @@
 // The flame graph SVG: well-formed XML (xmllint), every function name present, box widths that add up
 // (children side by side within their parent, parent = self + children), icicle orientation, the script.
-#include "exporter/flamegraph_svg.h"
+#include "sinks/flamegraph_svg.h"
 
 #include <catch2/catch.hpp>
 #include <map>
 #include <regex>
 
-#include "tests/exporter/sink_models.h"
+#include "tests/sinks/sink_models.h"
 #include "tests/support/support.h"
 
 using namespace fxprof;

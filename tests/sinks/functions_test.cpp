@@ -1,10 +1,10 @@
 // The function view of frames: names for kernel frames, labels and unresolved addresses (library + offset),
 // functions interned once, libraries deduplicated.
-#include "exporter/functions.h"
+#include "sinks/functions.h"
 
 #include <catch2/catch.hpp>
 
-#include "tests/exporter/sink_models.h"
+#include "tests/sinks/sink_models.h"
 
 using namespace fxprof;
 

@@ -16,7 +16,7 @@
 #include <functional>
 #include <vector>
 
-#include "exporter/functions.h"
+#include "sinks/functions.h"
 #include "model/profile.h"
 
 namespace fxprof::exporter {

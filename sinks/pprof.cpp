@@ -1,12 +1,12 @@
-#include "exporter/pprof.h"
+#include "sinks/pprof.h"
 
 #include <protozero/pbf_writer.hpp>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
-#include "exporter/functions.h"
-#include "exporter/output.h"
+#include "sinks/functions.h"
+#include "sinks/output.h"
 #include "model/symbols.h"
 
 namespace fxprof::exporter {

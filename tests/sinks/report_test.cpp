@@ -1,10 +1,10 @@
 // The report: per-process and per-thread sections, top functions by self and total, lost records and
 // truncated stacks, the call tree, the JSON form, the summary line after recording.
-#include "exporter/report.h"
+#include "sinks/report.h"
 
 #include <catch2/catch.hpp>
 
-#include "tests/exporter/sink_models.h"
+#include "tests/sinks/sink_models.h"
 #include "tests/support/support.h"
 
 using namespace fxprof;

@@ -20,7 +20,7 @@
 #include <string>
 
 #include "base/result.h"
-#include "exporter/output.h"
+#include "sinks/output.h"
 #include "model/profile.h"
 
 namespace fxprof::exporter {

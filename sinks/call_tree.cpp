@@ -1,4 +1,4 @@
-#include "exporter/call_tree.h"
+#include "sinks/call_tree.h"
 
 #include <algorithm>
 #include <string>

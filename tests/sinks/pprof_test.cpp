@@ -1,12 +1,12 @@
 // pprof export read by pprof itself (`go tool pprof`, Debian golang-go): top functions and totals, traces,
 // mappings with build IDs, labels.
-#include "exporter/pprof.h"
+#include "sinks/pprof.h"
 
 #include <catch2/catch.hpp>
 #include <map>
 #include <sstream>
 
-#include "tests/exporter/sink_models.h"
+#include "tests/sinks/sink_models.h"
 #include "tests/support/support.h"
 
 using namespace fxprof;

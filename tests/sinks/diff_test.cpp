@@ -1,10 +1,10 @@
 // Comparing two profiles: shares normalised by each profile's samples, biggest change first with its sign,
 // the differential flame graph coloured by change.
-#include "exporter/diff.h"
+#include "sinks/diff.h"
 
 #include <catch2/catch.hpp>
 
-#include "tests/exporter/sink_models.h"
+#include "tests/sinks/sink_models.h"
 #include "tests/support/support.h"
 
 using namespace fxprof;

@@ -1,10 +1,10 @@
 // The function-level call tree: merged paths, self/total counts, recursion counted once in totals, roots.
-#include "exporter/call_tree.h"
+#include "sinks/call_tree.h"
 
 #include <catch2/catch.hpp>
 #include <map>
 
-#include "tests/exporter/sink_models.h"
+#include "tests/sinks/sink_models.h"
 
 using namespace fxprof;
 

@@ -1,4 +1,4 @@
-#include "exporter/diff.h"
+#include "sinks/diff.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <unordered_map>
 
 #include "base/terminal.h"
-#include "exporter/output.h"
+#include "sinks/output.h"
 
 namespace fxprof::exporter {
 namespace {

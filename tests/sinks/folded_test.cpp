@@ -1,11 +1,11 @@
 // Folded stacks: one line per distinct path, counts that add up to the samples, inferno's syntax (parsed back
 // here: the count is after the last space, frames are separated by ';').
-#include "exporter/folded.h"
+#include "sinks/folded.h"
 
 #include <catch2/catch.hpp>
 #include <map>
 
-#include "tests/exporter/sink_models.h"
+#include "tests/sinks/sink_models.h"
 #include "tests/support/support.h"
 
 using namespace fxprof;

@@ -1,6 +1,6 @@
-#include "exporter/folded.h"
+#include "sinks/folded.h"
 
-#include "exporter/output.h"
+#include "sinks/output.h"
 
 namespace fxprof::exporter {
 namespace {

@@ -1,4 +1,4 @@
-#include "exporter/report.h"
+#include "sinks/report.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,7 +6,7 @@
 #include <unordered_map>
 
 #include "base/terminal.h"
-#include "exporter/call_tree.h"
+#include "sinks/call_tree.h"
 
 namespace fxprof::exporter {
 namespace {

@@ -1,6 +1,6 @@
 // Where sinks write: default names beside the input, standard output for "-", files (plain or gzip) that
 // appear only when finished.
-#include "exporter/output.h"
+#include "sinks/output.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

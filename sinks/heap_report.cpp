@@ -1,4 +1,4 @@
-#include "exporter/heap_report.h"
+#include "sinks/heap_report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "exporter/functions.h"
+#include "sinks/functions.h"
 
 namespace fxprof::exporter {
 namespace {
