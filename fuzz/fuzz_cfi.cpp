@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "recorder/unwind/cfi.h"
+#include "elf/cfi.h"
 #include "recorder/unwind/rules.h"
 
 using namespace fxprof::recorder::unw;

@@ -17,7 +17,7 @@
 
 #include "base/fd.h"
 #include "elf/elf.h"
-#include "recorder/unwind/cfi.h"
+#include "elf/cfi.h"
 #include "recorder/unwind/rules.h"
 #include "recorder/unwind/unwinder.h"
 

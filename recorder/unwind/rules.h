@@ -14,7 +14,7 @@
 
 #include <cstdint>
 
-#include "recorder/unwind/cfi.h"
+#include "elf/cfi.h"
 
 namespace fxprof::recorder::unw {
 

@@ -1,6 +1,6 @@
 // CIE/FDE parsing on hand-assembled .eh_frame and .debug_frame bytes: every field, the index, and malformed
 // input (every truncation of a valid section) answered without reading out of bounds.
-#include "recorder/unwind/cfi.h"
+#include "elf/cfi.h"
 
 #include <catch2/catch.hpp>
 #include <cstring>

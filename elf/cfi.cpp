@@ -1,5 +1,5 @@
 // Call-frame information parsing (design in cfi.h).
-#include "recorder/unwind/cfi.h"
+#include "elf/cfi.h"
 
 #include <algorithm>
 
