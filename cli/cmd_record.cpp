@@ -21,7 +21,7 @@
 #include "sinks/report.h"
 #include "heap/heap.h"
 #include "pipeline/symbolicate.h"
-#include "recorder/offcpu.h"
+#include "pipeline/locks.h"
 #include "recorder/quality.h"
 #include "recorder/recorder.h"
 #include "server/server.h"
@@ -399,7 +399,7 @@ int cmd_record(std::span<char*> args) {
   std::optional<symbolizer::Symbolizer> symbols(std::in_place, serve.symbols);
   auto name_frames = [&] {
     pipeline::symbolicate(recording->profile, *symbols);
-    recorder::add_lock_holders(recording->profile);
+    pipeline::add_lock_holders(recording->profile);
   };
   // Self-contained: symbolicate the model and write the file once.
   if ((symbolicate == 1 || (symbolicate == -1 && save_only)) && !hold.interrupted()) {
@@ -408,7 +408,7 @@ int cmd_record(std::span<char*> args) {
   } else if (!hold.interrupted()) {
     // Served lazily: the front end names the frames, but "Held by" is a marker field, written now; only
     // the Wakeup stacks are named for it, the file keeps raw addresses.
-    recorder::add_lock_holders_unsymbolicated(
+    pipeline::add_lock_holders_unsymbolicated(
         recording->profile, [&](model::Profile& wakes) { pipeline::symbolicate(wakes, *symbols); });
   }
   if (auto s = exporter::write_gecko_profile(recording->profile, output); !s) {
@@ -437,7 +437,7 @@ int cmd_record(std::span<char*> args) {
     if (!quiet) {
       std::string top = exporter::top_self_summary(recording->profile, 5);
       if (!top.empty()) std::fprintf(stderr, "fxprof: top self: %s\n", top.c_str());
-      std::string locks = recorder::lock_wait_summary(recording->profile, 3);
+      std::string locks = pipeline::lock_wait_summary(recording->profile, 3);
       if (!locks.empty()) std::fprintf(stderr, "fxprof: lock waits: %s\n", locks.c_str());
     }
     for (const std::string& format : exports) {
