@@ -1,9 +1,9 @@
-// Call-frame information parsing (design in cfi.h).
+// Call-frame information parsing (design in elf/cfi.h).
 #include "elf/cfi.h"
 
 #include <algorithm>
 
-namespace fxprof::recorder::unw {
+namespace fxprof::elf {
 
 namespace {
 
@@ -203,4 +203,4 @@ bool find_in_index(const std::vector<FdeRef>& idx, uint64_t pc, uint64_t& off) {
   return true;
 }
 
-}  // namespace fxprof::recorder::unw
+}  // namespace fxprof::elf

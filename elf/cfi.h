@@ -1,6 +1,8 @@
-// Call-frame information parsing (.eh_frame, .eh_frame_hdr, .debug_frame) for the unwinder: bounds-checked
-// byte reading, DW_EH_PE_* pointers, CIE and FDE headers, and a sorted FDE index for sections without a
-// search table. Nothing here evaluates CFA programs (rules.h) or knows about processes (unwinder.h).
+// Call-frame information parsing (.eh_frame, .eh_frame_hdr, .debug_frame) for the unwinder
+// (recorder/unwind/) and the symbolizer (a stripped binary's functions are its FDEs): bounds-checked byte
+// reading, DW_EH_PE_* pointers, CIE and FDE headers, a sorted FDE index for sections without a search
+// table, and one binary's CFI as a file (CfiFile). Nothing here evaluates CFA programs
+// (recorder/unwind/rules.h) or knows about processes (recorder/unwind/unwinder.h).
 //
 // Design: entries are parsed in place from the mmap'ed file (no copy). A CIE is re-parsed with each FDE
 // (about 30 bytes, ~50 ns): caching CIEs measured no gain because the parsed rule is cached per address
@@ -11,9 +13,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
-namespace fxprof::recorder::unw {
+#include "base/fd.h"
+#include "elf/elf.h"
+
+namespace fxprof::elf {
 
 // DWARF x86-64 register numbers.
 constexpr uint32_t kDwRbx = 3, kDwRbp = 6, kDwRsp = 7, kDwR12 = 12, kDwR15 = 15, kDwRip = 16;
@@ -128,4 +136,58 @@ std::vector<FdeRef> index_fdes(const Section& sec, bool eh, const PtrBase& base)
 // The offset of the FDE whose pc_begin is the greatest <= pc in a sorted index.
 bool find_in_index(const std::vector<FdeRef>& idx, uint64_t pc, uint64_t& off);
 
-}  // namespace fxprof::recorder::unw
+// One binary's CFI: the mmap'ed file itself (.eh_frame_hdr's sorted table, 8 bytes an FDE, is binary-searched
+// in place: libpython's 5,900 FDEs in 13 probes, no parse, no copy). Only a binary without a usable table,
+// and .debug_frame (loaded lazily, on the first address .eh_frame lacks: most binaries never need it), get
+// a sorted FDE index, built once. The separate debug file is found by the locator (elf.h): build-ID trees,
+// .gnu_debuglink with its CRC, the --symbol-dir folders, build ID checked.
+struct CfiFile {
+  std::string path;
+  bool ok = false;  // has an ELF image we could read (else: frame pointers only)
+  MappedFile file;
+  std::span<const uint8_t> image;  // the file bytes (or our own vDSO's memory)
+  struct Load {
+    uint64_t off, vaddr, filesz;
+  };
+  std::vector<Load> loads;
+
+  Section eh_hdr, eh;
+  const uint8_t* table = nullptr;  // .eh_frame_hdr search table (datarel sdata4 pairs)
+  size_t table_count = 0;
+  std::vector<FdeRef> eh_index;  // when there is no usable table
+
+  Identity identity;  // build ID, segments with flags, debuglink: the parse shared with the recorder
+  const LocatorOptions* locator = nullptr;  // where debug files are looked for (null: the defaults)
+  bool debug_tried = false;
+  MappedFile debug_file;
+  std::vector<uint8_t> debug_owned;  // decompressed .debug_frame
+  Section dbg;
+  std::vector<FdeRef> dbg_index;
+
+  // svma -> pointer to the bytes there (n bytes available), or nullptr. Every bound is checked without
+  // wrapping: callers pass svma - k for an address k bytes into a module (the return-address scan), which
+  // wraps below 0 and used to pass a wrapped check (UBSan: pointer overflow on node's JIT code).
+  const uint8_t* bytes_at(uint64_t svma, size_t n) const {
+    for (const Load& l : loads) {
+      if (svma < l.vaddr) continue;
+      const uint64_t rel = svma - l.vaddr;
+      if (rel > l.filesz || n > l.filesz - rel) continue;
+      const uint64_t off = l.off + rel;
+      if (off < l.off || off > image.size() || n > image.size() - off) continue;
+      return image.data() + off;
+    }
+    return nullptr;
+  }
+};
+
+// Maps `path` (or our own "[vdso]") into m.image and loads it (load_elf); m.ok says whether it worked.
+void open_cfi_file(CfiFile& m, std::string_view path);
+// Reads the ELF image in m.image (program headers, .eh_frame_hdr/.eh_frame, build ID, debuglink); sets m.ok.
+void load_elf(CfiFile& m);
+// Loads .debug_frame from the binary itself or its separate debug file (find_debug_fde calls it once).
+void load_debug_frame(CfiFile& m);
+// The FDE covering `svma` in .eh_frame / in .debug_frame (loaded on first use).
+enum class FdeLookup { Found, None, Corrupt };  // Corrupt: the search table points at unparsable bytes
+FdeLookup find_eh_fde(const CfiFile& m, uint64_t svma, Fde& fde);
+bool find_debug_fde(CfiFile& m, uint64_t svma, Fde& fde);
+}  // namespace fxprof::elf

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "base/result.h"
-#include "recorder/unwind/module.h"
+#include "elf/cfi.h"
 #include "symbolizer/dwarf_index.h"
 #include "symbolizer/elf_file.h"
 #include "symbolizer/symbolizer.h"
@@ -39,9 +39,9 @@ struct Library {
   const ElfObject* dwarf_files[2] = {nullptr, nullptr};
   const ElfObject* dwarf_alts[2] = {nullptr, nullptr};  // each one's .gnu_debugaltlink file (dwz), if found
   bool dwarf_tried = false;
-  // The binary's .eh_frame through recorder/unwind/'s parser, opened by fde_range() on the first address no
-  // symbol names (a stripped binary): its FDEs are the functions then.
-  std::unique_ptr<recorder::unw::Module> cfi;
+  // The binary's .eh_frame through elf/'s CFI reader (the unwinder's), opened by fde_range() on the first
+  // address no symbol names (a stripped binary): its FDEs are the functions then.
+  std::unique_ptr<elf::CfiFile> cfi;
   bool cfi_tried = false;
   std::string source;  // which files were used, for messages
   // Debug files the library names and that were not found (a .gnu_debuglink, a dwz alt file, split DWARF

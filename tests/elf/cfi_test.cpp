@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-using namespace fxprof::recorder::unw;
+using namespace fxprof::elf;
 
 namespace {
 
