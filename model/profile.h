@@ -351,9 +351,5 @@ struct Profile {
 // counter of an unknown category as count per time (Gecko `count`, a line-rate graph, tooltip the count).
 void add_waiting_counters(model::Profile& profile, uint64_t interval_ns);
 
-// Converts a GNU build ID into the Breakpad debug ID (33 uppercase hex chars: the first 16 bytes as a GUID
-// with its first three fields byte-swapped, then age 0) and the code ID (lowercase hex of all bytes).
-std::string breakpad_id_from_build_id(std::span<const uint8_t> build_id);
-std::string code_id_from_build_id(std::span<const uint8_t> build_id);
 
 }  // namespace fxprof::model
