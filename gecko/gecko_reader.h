@@ -4,7 +4,7 @@
 //
 // Design:
 //  - Streaming: never the whole text, no DOM. The file is read, or gzip inflated (zlib streaming), 1 MiB at a
-//    time (exporter/profile_stream.h); a small structural scanner walks the document's outline (the top-level
+//    time (gecko/profile_stream.h); a small structural scanner walks the document's outline (the top-level
 //    object, `threads`, `processes`, each process's and each thread's members), tracking strings, escapes and
 //    nesting across chunk borders, and copies one piece at a time into a buffer that simdjson On-Demand
 //    parses on its own: `meta`, `libs`, `counters`, each member of a thread, and a thread's samples table
@@ -12,7 +12,7 @@
 //    are read in document order and interned straight into the model's profile-wide tables (samples keep
 //    their thread-local stack index until the thread's stackTable has been read). So the peak is the model
 //    plus the largest piece (a thread's stack or frame table) and its simdjson index. No string is made per
-//    sample, here or in the sinks (they aggregate per stack, exporter/call_tree.h).
+//    sample, here or in the sinks (they aggregate per stack, sinks/call_tree.h).
 //    Measured (bench/longprofile.sh: 8 threads x 1 h x 1 kHz, 28.8M samples, 2.2M distinct stacks, 314 MB
 //    gzipped): the whole-text reader peaked at 2.78 GB, 101 bytes per sample, in symbolicate, export and
 //    report alike; streaming, symbolicate peaks at 26 bytes per sample (720 MB) and export folded and

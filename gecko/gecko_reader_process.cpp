@@ -242,7 +242,7 @@ bool Reader::read_libs(od::value v) {
   });
 }
 
-// Counter tracks (exporter/gecko.cpp write_counters: `count` is the model's delta, `number` its count),
+// Counter tracks (gecko/gecko.cpp write_counters: `count` is the model's delta, `number` its count),
 // their times relative to the process start until finish_process.
 bool Reader::read_counters(od::value v) {
   return elements(v, [&](od::value cv) {

@@ -35,7 +35,7 @@ struct Options {
   std::string shim_path;           // "" = libfxprof_heap.so next to /proc/self/exe
 };
 
-// What finish() says about the stream itself; the heap's figures are in the profile (exporter/heap_report.h).
+// What finish() says about the stream itself; the heap's figures are in the profile (sinks/heap_report.h).
 struct Summary {
   Mode mode = Mode::Sampled;
   uint64_t lost_chunks = 0;  // chunks the program could not write (pipe closed)

@@ -2,7 +2,7 @@
 // or font), in the spirit of flamegraph.pl and inferno: hover shows a frame's details, click zooms into it,
 // "Search" highlights matching functions and prints the share of samples they cover, "Reset zoom" and Ctrl+F.
 //
-// Layout: one box per call-tree node (exporter/call_tree.h), x and width proportional to its samples, its
+// Layout: one box per call-tree node (sinks/call_tree.h), x and width proportional to its samples, its
 // children side by side above it (below it with `icicle`), sorted by name. Each box carries its sample count
 // and position in samples (data-s, data-x) so the script recomputes layouts on zoom without other data.
 // Boxes narrower than `min_width` pixels are left out with their subtrees (flamegraph.pl's 0.1 px default):

@@ -1,7 +1,7 @@
 // fxprof exporter: Brendan Gregg's collapsed ("folded") stacks, `root;caller;callee 42`, one line per
 // distinct call path with its sample count; what flamegraph.pl, inferno and speedscope read.
 //
-// Written from the function-level call tree (exporter/call_tree.h): a depth-first walk keeps one growing path
+// Written from the function-level call tree (sinks/call_tree.h): a depth-first walk keeps one growing path
 // buffer and prints a line for every node with self samples, so the output has exactly one line per distinct
 // path, lines in flamegraph.pl's sorted order, and no string is built per sample. Names are made safe for
 // the format: ';' (the frame separator) becomes ':', line breaks become spaces. With `annotate`, kernel and

@@ -6,7 +6,7 @@
 // function list), and optionally the top-down call tree in the spirit of `perf report --stdio` (children
 // sorted by samples, branches under `tree_min_percent` of the section left out). Lost records come from the
 // recorder's "Lost records" markers, unwind failures from "(stack truncated)" frames in sampled stacks.
-// Everything is computed from one call tree (exporter/call_tree.h) with per-thread or per-process roots.
+// Everything is computed from one call tree (sinks/call_tree.h) with per-thread or per-process roots.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Tests of exporter/gecko_reader.h: write -> read -> write gives the same file (plain and gzip, raw and
+// Tests of gecko/gecko_reader.h: write -> read -> write gives the same file (plain and gzip, raw and
 // symbolicated frames, markers, native allocations, child processes, a reused pid), the model read back holds
 // what was written, and hostile files get one-line errors without hanging or inflating without bound.
 #include "gecko/gecko_reader.h"
