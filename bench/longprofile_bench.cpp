@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "exporter/gecko.h"
+#include "gecko/gecko.h"
 #include "model/profile.h"
 
 using namespace fxprof;

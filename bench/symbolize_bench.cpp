@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "elf/elf.h"
 #include "model/profile.h"
 #include "server/server.h"
 #include "symbolizer/elf_file.h"
@@ -82,7 +83,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", obj.error().c_str());
     return 1;
   }
-  std::string breakpad = fxprof::model::breakpad_id_from_build_id((*obj)->build_id());
+  std::string breakpad = fxprof::elf::breakpad_id((*obj)->build_id());
   uint64_t base = (*obj)->base_svma();
   sym::SymbolTable table;
   table.add_elf_symbols(**obj, base);
@@ -136,7 +137,7 @@ int main(int argc, char** argv) {
   lib.debug_name = debug_name;
   lib.breakpad_id = breakpad;
   lib.path = file;
-  lib.code_id = fxprof::model::code_id_from_build_id((*obj)->build_id());
+  lib.code_id = fxprof::elf::hex((*obj)->build_id());
   sym::Options opts;
   opts.use_debuginfod = false;
 

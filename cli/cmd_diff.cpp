@@ -15,8 +15,8 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/profile_input.h"
-#include "exporter/diff.h"
-#include "exporter/gecko.h"
+#include "sinks/diff.h"
+#include "gecko/gecko.h"
 #include "server/server.h"
 
 namespace fxprof::cli {

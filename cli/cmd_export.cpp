@@ -5,10 +5,10 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/profile_input.h"
-#include "exporter/flamegraph_svg.h"
-#include "exporter/folded.h"
-#include "exporter/output.h"
-#include "exporter/pprof.h"
+#include "sinks/flamegraph_svg.h"
+#include "sinks/folded.h"
+#include "sinks/output.h"
+#include "sinks/pprof.h"
 
 namespace fxprof::cli {
 namespace {

@@ -7,8 +7,8 @@
 #include "base/temp_dir.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "exporter/gecko.h"
-#include "exporter/gecko_reader.h"
+#include "gecko/gecko.h"
+#include "gecko/gecko_reader.h"
 #include "pipeline/symbolicate.h"
 #include "server/server.h"
 

@@ -12,17 +12,17 @@
 #include "cli/publish.h"
 #include "cli/record_options.h"
 #include "counters/events.h"
-#include "exporter/flamegraph_svg.h"
-#include "exporter/folded.h"
-#include "exporter/gecko.h"
-#include "exporter/heap_report.h"
-#include "exporter/output.h"
-#include "exporter/pprof.h"
-#include "exporter/report.h"
+#include "sinks/flamegraph_svg.h"
+#include "sinks/folded.h"
+#include "gecko/gecko.h"
+#include "sinks/heap_report.h"
+#include "sinks/output.h"
+#include "sinks/pprof.h"
+#include "sinks/report.h"
 #include "heap/heap.h"
 #include "pipeline/symbolicate.h"
+#include "pipeline/locks.h"
 #include "recorder/heap_uprobes.h"
-#include "recorder/offcpu.h"
 #include "recorder/quality.h"
 #include "recorder/recorder.h"
 #include "server/server.h"
@@ -167,7 +167,7 @@ int cmd_record(std::span<char*> args) {
   std::optional<symbolizer::Symbolizer> symbols(std::in_place, serve.symbols);
   auto name_frames = [&] {
     pipeline::symbolicate(recording->profile, *symbols);
-    recorder::add_lock_holders(recording->profile);
+    pipeline::add_lock_holders(recording->profile);
   };
   // Self-contained: symbolicate the model and write the file once.
   if ((symbolicate == 1 || (symbolicate == -1 && save_only)) && !hold.interrupted()) {
@@ -176,7 +176,7 @@ int cmd_record(std::span<char*> args) {
   } else if (!hold.interrupted()) {
     // Served lazily: the front end names the frames, but "Held by" is a marker field, written now; only
     // the Wakeup stacks are named for it, the file keeps raw addresses.
-    recorder::add_lock_holders_unsymbolicated(
+    pipeline::add_lock_holders_unsymbolicated(
         recording->profile, [&](model::Profile& wakes) { pipeline::symbolicate(wakes, *symbols); });
   }
   if (auto s = exporter::write_gecko_profile(recording->profile, output); !s) {
@@ -205,7 +205,7 @@ int cmd_record(std::span<char*> args) {
     if (!quiet) {
       std::string top = exporter::top_self_summary(recording->profile, 5);
       if (!top.empty()) std::fprintf(stderr, "fxprof: top self: %s\n", top.c_str());
-      std::string locks = recorder::lock_wait_summary(recording->profile, 3);
+      std::string locks = pipeline::lock_wait_summary(recording->profile, 3);
       if (!locks.empty()) std::fprintf(stderr, "fxprof: lock waits: %s\n", locks.c_str());
     }
     for (const std::string& format : exports) {

@@ -5,9 +5,9 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/profile_input.h"
-#include "exporter/heap_report.h"
-#include "exporter/output.h"
-#include "exporter/report.h"
+#include "sinks/heap_report.h"
+#include "sinks/output.h"
+#include "sinks/report.h"
 
 namespace fxprof::cli {
 namespace {

@@ -1,6 +1,6 @@
 #include "cli/profile_input.h"
 
-#include "exporter/gecko_reader.h"
+#include "gecko/gecko_reader.h"
 #include "pipeline/symbolicate.h"
 
 namespace fxprof::cli {

@@ -9,8 +9,8 @@
 #include "base/fd.h"
 #include "base/temp_dir.h"
 #include "base/url.h"
-#include "exporter/gecko.h"
-#include "exporter/pprof.h"
+#include "gecko/gecko.h"
+#include "sinks/pprof.h"
 
 namespace fxprof::cli {
 namespace {

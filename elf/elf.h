@@ -65,7 +65,10 @@ std::span<const std::byte> own_vdso_image();
 
 // CRC32 (the .gnu_debuglink checksum) of a whole file; nullopt when it cannot be read.
 std::optional<uint32_t> file_crc32(const std::string& path);
+// A build ID's two forms in profiles: the code ID is its lowercase hex (hex); the Breakpad debug ID is 33
+// uppercase hex chars: the first 16 bytes as a GUID with its first three fields byte-swapped, then age 0.
 std::string hex(std::span<const uint8_t> bytes);
+std::string breakpad_id(std::span<const uint8_t> build_id);
 
 struct LocatorOptions {
   std::vector<std::string> symbol_dirs;                      // --symbol-dir

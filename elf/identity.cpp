@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -197,6 +198,22 @@ std::string hex(std::span<const uint8_t> bytes) {
     s += digits[b & 15];
   }
   return s;
+}
+
+std::string breakpad_id(std::span<const uint8_t> build_id) {
+  uint8_t b[16] = {};
+  for (size_t i = 0; i < 16 && i < build_id.size(); ++i) b[i] = build_id[i];
+  // GUID fields Data1 (4 bytes), Data2 (2), Data3 (2) are little-endian in the build ID bytes.
+  const int order[16] = {3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13, 14, 15};
+  std::string out;
+  out.reserve(33);
+  char hex[3];
+  for (int i : order) {
+    std::snprintf(hex, sizeof hex, "%02X", b[i]);
+    out += hex;
+  }
+  out += '0';
+  return out;
 }
 
 }  // namespace fxprof::elf

@@ -3,10 +3,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "recorder/unwind/cfi.h"
+#include "elf/cfi.h"
 #include "recorder/unwind/rules.h"
 
-using namespace fxprof::recorder::unw;
+using namespace fxprof::recorder::unw;  // rule_from_fde; the CFI types are elf::'s
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;

@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "base/terminal.h"
-#include "exporter/gecko_reader.h"
+#include "gecko/gecko_reader.h"
 
 namespace {
 

@@ -48,7 +48,7 @@ struct ExternalCall {
   std::vector<uint64_t> stack;  // an allocation's return addresses, leaf first
 };
 
-// What finish() says about the stream itself; the heap's figures are in the profile (exporter/heap_report.h).
+// What finish() says about the stream itself; the heap's figures are in the profile (sinks/heap_report.h).
 struct Summary {
   Mode mode = Mode::Sampled;
   uint64_t lost_chunks = 0;  // chunks the program could not write (pipe closed)

@@ -59,31 +59,4 @@ BinaryId Profile::intern_binary(const Lib& lib) {
   return static_cast<BinaryId>(binaries.size() - 1);
 }
 
-std::string breakpad_id_from_build_id(std::span<const uint8_t> build_id) {
-  uint8_t b[16] = {};
-  for (size_t i = 0; i < 16 && i < build_id.size(); ++i) b[i] = build_id[i];
-  // GUID fields Data1 (4 bytes), Data2 (2), Data3 (2) are little-endian in the build ID bytes.
-  const int order[16] = {3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13, 14, 15};
-  std::string out;
-  out.reserve(33);
-  char hex[3];
-  for (int i : order) {
-    std::snprintf(hex, sizeof hex, "%02X", b[i]);
-    out += hex;
-  }
-  out += '0';
-  return out;
-}
-
-std::string code_id_from_build_id(std::span<const uint8_t> build_id) {
-  std::string out;
-  out.reserve(build_id.size() * 2);
-  char hex[3];
-  for (uint8_t c : build_id) {
-    std::snprintf(hex, sizeof hex, "%02x", c);
-    out += hex;
-  }
-  return out;
-}
-
 }  // namespace fxprof::model

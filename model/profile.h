@@ -186,7 +186,7 @@ struct Allocation {
 // A counter track (Gecko `counters`, `delta` written as its `count`). The front end picks the graph by
 // category: "Memory" accumulates the deltas (a memory track: `delta` is the change since the previous
 // sample); any other category draws `delta` per time since the previous sample, its tooltip the value
-// itself (recorder/offcpu.h's "Threads waiting": `delta` is the number of threads in that interval).
+// itself (add_waiting_counters' "Threads waiting": `delta` is the number of threads in that interval).
 struct CounterSample {
   uint64_t time_ns = 0;
   int64_t delta = 0;
@@ -345,9 +345,12 @@ struct Profile {
   }
 };
 
-// Converts a GNU build ID into the Breakpad debug ID (33 uppercase hex chars: the first 16 bytes as a GUID
-// with its first three fields byte-swapped, then age 0) and the code ID (lowercase hex of all bytes).
-std::string breakpad_id_from_build_id(std::span<const uint8_t> build_id);
-std::string code_id_from_build_id(std::span<const uint8_t> build_id);
+// The "Threads waiting" counter of each process with `Lock wait` markers: per sampling interval (a grid of
+// `interval_ns` from the process start), how many of its threads waited on a lock (futex) during any part
+// of it. Cells are written only around waits (a zero before and after each run of busy cells), so a long
+// idle recording costs nothing; the grid is regular where it matters because the front end draws a
+// counter of an unknown category as count per time (Gecko `count`, a line-rate graph, tooltip the count).
+void add_waiting_counters(model::Profile& profile, uint64_t interval_ns);
+
 
 }  // namespace fxprof::model

@@ -6,8 +6,8 @@
 #include <unordered_set>
 #include <utility>
 
-#include "exporter/gecko.h"
-#include "exporter/gecko_reader.h"
+#include "gecko/gecko.h"
+#include "gecko/gecko_reader.h"
 #include "model/symbols.h"
 
 namespace fxprof::pipeline {

@@ -171,7 +171,7 @@ void ProfileBuilder::finish() {
   name_kernel_frames(profile_, procfs_);
   if (off_interned_) name_off_cpu_reasons();
   mark_interrupted_frames(profile_, reason_label(BlockReason::Preempted));
-  if (off_interned_) add_waiting_counters(profile_, off_.interval_ns);
+  if (off_interned_) model::add_waiting_counters(profile_, off_.interval_ns);
   if (off_interned_ && !wakes_.empty()) name_wakers();
   for (auto& [pid, pr] : procs_) read_jit(pid, pr);  // processes still running
   model::name_jit_frames(profile_);

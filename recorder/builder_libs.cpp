@@ -12,6 +12,7 @@
 
 #include "base/fd.h"
 #include "base/path.h"
+#include "elf/elf.h"
 #include "recorder/builder.h"
 
 namespace fxprof::recorder {
@@ -31,8 +32,8 @@ model::Lib make_lib(uint64_t start, uint64_t end, uint64_t offset, const std::st
   lib.debug_name = lib.name;
   lib.debug_path = lib.path;
   if (!elf.build_id.empty()) {
-    lib.breakpad_id = model::breakpad_id_from_build_id(elf.build_id);
-    lib.code_id = model::code_id_from_build_id(elf.build_id);
+    lib.breakpad_id = fxprof::elf::breakpad_id(elf.build_id);
+    lib.code_id = fxprof::elf::hex(elf.build_id);
   }
   return lib;
 }

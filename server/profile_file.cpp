@@ -4,7 +4,7 @@
 #include <map>
 #include <utility>
 
-#include "exporter/gecko_reader.h"
+#include "gecko/gecko_reader.h"
 #include "server/server.h"
 
 namespace fxprof::server {

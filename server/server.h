@@ -74,7 +74,7 @@ struct ProfileInfo {
   bool has_local_paths = false;  // some lib path is an absolute local path
 };
 // Errors are one line naming the file: "profile.json.gz: truncated gzip data". Read with the Gecko reader's
-// caps (exporter/gecko_reader.h: regular files only, gzip inflating beyond 200x or 16 GiB refused).
+// caps (gecko/gecko_reader.h: regular files only, gzip inflating beyond 200x or 16 GiB refused).
 Result<ProfileInfo> inspect_profile(const std::string& path);
 
 // https://profiler.firefox.com/from-url/<enc(profile_url)>/?symbolServer=<enc(symbol_server)>; the origin

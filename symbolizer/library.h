@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "base/result.h"
-#include "recorder/unwind/module.h"
+#include "elf/cfi.h"
 #include "symbolizer/dwarf_index.h"
 #include "symbolizer/elf_file.h"
 #include "symbolizer/symbolizer.h"
@@ -42,9 +42,9 @@ struct Library {
   // debug file, in the --symbol-dir folders.
   std::vector<std::string> dwp_paths;
   bool dwarf_tried = false;
-  // The binary's .eh_frame through recorder/unwind/'s parser, opened by fde_range() on the first address no
-  // symbol names (a stripped binary): its FDEs are the functions then.
-  std::unique_ptr<recorder::unw::Module> cfi;
+  // The binary's .eh_frame through elf/'s CFI reader (the unwinder's), opened by fde_range() on the first
+  // address no symbol names (a stripped binary): its FDEs are the functions then.
+  std::unique_ptr<elf::CfiFile> cfi;
   bool cfi_tried = false;
   std::string source;  // which files were used, for messages
   // Debug files the library names and that were not found (a .gnu_debuglink, a dwz alt file, split DWARF

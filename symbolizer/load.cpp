@@ -67,7 +67,7 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
   if (is_perf_map(k.path)) return load_perf_map(k);
   std::vector<std::string> notes;
   auto matches = [&](const ElfObject& o) {
-    return !o.build_id().empty() && upper(model::breakpad_id_from_build_id(o.build_id())) == want;
+    return !o.build_id().empty() && upper(elf::breakpad_id(o.build_id())) == want;
   };
   auto try_open = [&](const std::string& path) -> std::unique_ptr<ElfObject> {
     if (path.empty() || !is_file(path)) return nullptr;
@@ -79,7 +79,7 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
     if (!matches(**o)) {
       notes.push_back(path + " has build ID " +
                       ((*o)->build_id().empty() ? std::string("(none)")
-                                                : model::code_id_from_build_id((*o)->build_id())) +
+                                                : elf::hex((*o)->build_id())) +
                       ", not " + want);
       return nullptr;
     }
@@ -111,7 +111,7 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
     build_id = binary->build_id();
   } else if (!k.code_id.empty()) {
     build_id = parse_hex_bytes(k.code_id);
-    if (build_id.empty() || upper(model::breakpad_id_from_build_id(build_id)) != want) build_id.clear();
+    if (build_id.empty() || upper(elf::breakpad_id(build_id)) != want) build_id.clear();
   }
   // Where debug files are looked for: the debug file here, each DWARF file's dwz alt file below.
   const elf::LocatorOptions lo{options.symbol_dirs, options.debug_dirs, options.use_debuginfod};
@@ -148,7 +148,7 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
       std::string where = dir + "/, " + dir + "/.debug/";
       for (const auto& d : lo.debug_dirs) where += ", " + d + dir + "/";
       if (!build_id.empty()) {
-        const std::string id = model::code_id_from_build_id(build_id);
+        const std::string id = elf::hex(build_id);
         for (const auto& d : lo.debug_dirs)
           where += ", " + d + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
       }
@@ -231,7 +231,7 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
       return alt != nullptr;
     });
     if (!alt) {
-      const std::string id = model::code_id_from_build_id(link->second);
+      const std::string id = elf::hex(link->second);
       lib->missing.push_back("dwz alt file not found: " + link->first + " (.gnu_debugaltlink of " +
                              f->path() + ", build ID " + id +
                              "), looked for at its recorded path, beside it" +

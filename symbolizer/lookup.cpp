@@ -16,7 +16,7 @@ size_t Library::memory_bytes() const {
   size_t n = sizeof(Library) + symbols.memory_bytes() + names_bytes;
   for (const auto& o : objects) n += o->owned_bytes();
   if (dwarf) n += dwarf->memory_bytes();
-  if (cfi) n += sizeof(*cfi) + cfi->eh_index.capacity() * sizeof(recorder::unw::FdeRef);
+  if (cfi) n += sizeof(*cfi) + cfi->eh_index.capacity() * sizeof(elf::FdeRef);
   return n;
 }
 
@@ -54,15 +54,15 @@ std::optional<Library::Range> Library::fde_range(uint64_t rel) {
   if (!cfi_tried) {
     cfi_tried = true;
     if (code != nullptr) {
-      auto m = std::make_unique<recorder::unw::Module>();
-      recorder::unw::open_module(*m, code->path());
+      auto m = std::make_unique<elf::CfiFile>();
+      elf::open_cfi_file(*m, code->path());
       // Only the very file whose build ID was checked (not one rebuilt in place since).
       if (m->ok && !m->identity.build_id.empty() && m->identity.build_id == code->build_id())
         cfi = std::move(m);
     }
   }
-  recorder::unw::Fde fde;
-  if (!cfi || recorder::unw::find_eh_fde(*cfi, rel + base_svma, fde) != recorder::unw::FdeLookup::Found ||
+  elf::Fde fde;
+  if (!cfi || elf::find_eh_fde(*cfi, rel + base_svma, fde) != elf::FdeLookup::Found ||
       fde.pc_begin < base_svma)
     return std::nullopt;
   return Range{fde.pc_begin - base_svma, fde.pc_end - base_svma};

@@ -14,7 +14,7 @@
 //    (MiniDebugInfo, xz) when no debug file exists: one sorted array, binary search. libLLVM-14 (34k
 //    symbols): cold 49 ms vs llvm-symbolizer 172 ms (0.28x); warm 3.5 M addresses/s through the JSON API.
 //  - Stripped binaries: an address no symbol or DWARF function names is grouped by the .eh_frame FDE that
-//    covers it (read by recorder/unwind/'s parser, lazily): function "0x<FDE start>" (lib-relative, as the
+//    covers it (read by elf/cfi.h's reader, lazily): function "0x<FDE start>" (lib-relative, as the
 //    front end names an unsymbolicated address) with the FDE's start and size, so the call tree and /asm/v1
 //    see one function per FDE. An address no FDE covers stays unknown.
 //  - DWARF: compile-unit ranges read once through libdw; each unit touched is indexed once: its line program

@@ -14,9 +14,11 @@
 
 #include <cstdint>
 
-#include "recorder/unwind/cfi.h"
+#include "elf/cfi.h"
 
 namespace fxprof::recorder::unw {
+
+using namespace fxprof::elf;  // CFI reading (elf/cfi.h), shared with the symbolizer
 
 // The walk's register file: x86-64's callee-saved registers, SP and IP. (Caller-saved registers are dead
 // at a call, so no caller frame needs them; BX matters beyond "saved": glibc's _dl_runtime_resolve_xsavec

@@ -1,5 +1,5 @@
 // The one JSON writer, in memory and over a sink (the exporter's files are tested in
-// tests/exporter/output_test.cpp).
+// tests/sinks/output_test.cpp).
 #include "base/json_writer.h"
 
 #include <catch2/catch.hpp>

@@ -137,9 +137,9 @@ TEST_CASE("elf: each linker's layout maps the running program's addresses back t
   o.debug_dirs = {};
   o.use_debuginfod = false;
   symbolizer::Symbolizer sym(o);
-  std::string breakpad = model::breakpad_id_from_build_id(id->build_id);
+  std::string breakpad = elf::breakpad_id(id->build_id);
   std::string base = path.substr(path.rfind('/') + 1);
-  sym.add_known_lib({base, breakpad, base, path, path, model::code_id_from_build_id(id->build_id), "x86_64"});
+  sym.add_known_lib({base, breakpad, base, path, path, elf::hex(id->build_id), "x86_64"});
   auto r = sym.lookup(base, breakpad, std::vector<uint64_t>{rel});
   REQUIRE(r.ok());
   REQUIRE(r->size() == 1);
@@ -247,4 +247,17 @@ TEST_CASE("elf: the locator checks build IDs and debuglink CRCs and searches the
   found = elf::locate_debug_file(q, with_named, take);
   REQUIRE(found.has_value());
   CHECK(*found == named.file("sym_linked.debug"));
+}
+
+TEST_CASE("breakpad and code ids from a GNU build id") {
+  // The example from samply's snapshot test (reference-samply.md 2.12).
+  std::vector<uint8_t> id{0x51, 0x0d, 0x0a, 0x5c, 0x19, 0xea, 0xdf, 0x80, 0x43, 0xf2,
+                          0x03, 0xb4, 0x52, 0x5b, 0xe9, 0xbe, 0x3d, 0xcb, 0x95, 0x54};
+  CHECK(fxprof::elf::hex(id) == "510d0a5c19eadf8043f203b4525be9be3dcb9554");
+  CHECK(fxprof::elf::breakpad_id(id) == "5C0A0D51EA1980DF43F203B4525BE9BE0");
+  // Short build ids are zero-padded.
+  std::vector<uint8_t> short_id{0x01, 0x02};
+  CHECK(fxprof::elf::breakpad_id(short_id) ==
+        "00000201000000000000000000000000"
+        "0");
 }

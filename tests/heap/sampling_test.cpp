@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "exporter/heap_report.h"
+#include "sinks/heap_report.h"
 #include "heap/heap.h"
 #include "tests/support/support.h"
 

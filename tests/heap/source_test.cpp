@@ -701,5 +701,23 @@ TEST_CASE("heap: clear errors for -p and bad modes", "[heap]") {
   CHECK(r.err.find("--heap must be sampled or full") != std::string::npos);
 }
 
+TEST_CASE("heap: --symbol-dir names the heap summary's sites in a stripped binary", "[heap]") {
+  TempDir dir;
+  const std::string program = test_program("heap_prog_stripped");
+  const std::string syms = test_program("heap_syms");  // heap_prog_stripped.debug, and nothing points at it
+  // Without the folder the stripped binary's sites are addresses; with it, its functions.
+  auto bare = record(dir.file("bare.json.gz"), {program, "leak", "50", "1000"}, {"--heap=full"});
+  INFO(bare.err);
+  REQUIRE(bare.status == 0);
+  CHECK(bare.err.find("blocks: heap_prog_stripped+0x") != std::string::npos);
+  CHECK(bare.err.find("leak_blocks") == std::string::npos);
+  auto named =
+      record(dir.file("named.json.gz"), {program, "leak", "50", "1000"}, {"--heap=full", "--symbol-dir", syms});
+  INFO(named.err);
+  REQUIRE(named.status == 0);
+  CHECK(named.err.find("blocks: leak_blocks (heap_prog_stripped)") != std::string::npos);
+  CHECK(named.err.find("heap_prog_stripped+0x") == std::string::npos);
+}
+
 }  // namespace
 }  // namespace fxprof::test

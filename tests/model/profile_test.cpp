@@ -38,19 +38,6 @@ TEST_CASE("every prefix comes before its stack") {
     if (p.stacks.prefix(s) != kNoStack) CHECK(p.stacks.prefix(s) < s);
 }
 
-TEST_CASE("breakpad and code ids from a GNU build id") {
-  // The example from samply's snapshot test (reference-samply.md 2.12).
-  std::vector<uint8_t> id{0x51, 0x0d, 0x0a, 0x5c, 0x19, 0xea, 0xdf, 0x80, 0x43, 0xf2,
-                          0x03, 0xb4, 0x52, 0x5b, 0xe9, 0xbe, 0x3d, 0xcb, 0x95, 0x54};
-  CHECK(code_id_from_build_id(id) == "510d0a5c19eadf8043f203b4525be9be3dcb9554");
-  CHECK(breakpad_id_from_build_id(id) == "5C0A0D51EA1980DF43F203B4525BE9BE0");
-  // Short build ids are zero-padded.
-  std::vector<uint8_t> short_id{0x01, 0x02};
-  CHECK(breakpad_id_from_build_id(short_id) ==
-        "00000201000000000000000000000000"
-        "0");
-}
-
 TEST_CASE("a sample is 16 bytes and its CPU delta saturates instead of wrapping") {
   STATIC_REQUIRE(sizeof(Sample) == 16);
   CHECK(saturate_cpu_delta(-1) == -1);

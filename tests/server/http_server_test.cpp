@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "base/fd.h"
+#include "elf/elf.h"
 #include "model/profile.h"
 #include "server/server.h"
 #include "tests/support/support.h"
@@ -337,7 +338,7 @@ TEST_CASE("a binary overwritten in place while served does not kill the server o
   std::vector<uint8_t> build_id;
   for (size_t i = 0; i + 1 < build_id_hex.size(); i += 2)
     build_id.push_back(static_cast<uint8_t>(std::stoul(build_id_hex.substr(i, 2), nullptr, 16)));
-  std::string breakpad = model::breakpad_id_from_build_id(build_id);
+  std::string breakpad = fxprof::elf::breakpad_id(build_id);
   write_text(dir.file("p.json"), "{}");
   Live live(dir.file("p.json"));
   live.symbols.add_known_lib(

@@ -97,7 +97,7 @@ inline Prog prog(const std::string& path) {
   auto id = elf::read_file(path);
   REQUIRE(id);
   REQUIRE(!id->build_id.empty());
-  return {path, model::breakpad_id_from_build_id(id->build_id), model::code_id_from_build_id(id->build_id)};
+  return {path, elf::breakpad_id(id->build_id), elf::hex(id->build_id)};
 }
 
 inline sym::KnownLib known(const Prog& p, const std::string& path,

@@ -1,0 +1,257 @@
+// The lock passes after symbolication (design in pipeline/locks.h).
+#include "pipeline/locks.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <set>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "base/terminal.h"
+
+namespace fxprof::pipeline {
+
+namespace {
+
+std::string_view string_field(const model::Profile& profile, const model::Marker& m, std::string_view key) {
+  for (const model::MarkerField& f : m.fields)
+    if (f.is_string && f.string != model::kNoString && profile.strings.get(f.key) == key)
+      return profile.strings.get(f.string);
+  return {};
+}
+
+}  // namespace
+
+bool is_lock_plumbing(std::string_view binary, std::string_view function) {
+  for (std::string_view lib : {"libc.so", "libc-", "libpthread", "ld-linux", "ld.so", "libstdc++.so"})
+    if (binary.starts_with(lib)) return true;
+  for (std::string_view prefix :
+       {"std::sys::", "std::sys_common::", "<std::sys", "std::sync::", "<std::sync::",
+        "core::ptr::drop_in_place<std::sync::", "parking_lot::", "<parking_lot::", "futex", "__lll_",
+        "__GI___lll_", "lll_", "pthread_mutex_", "__pthread_mutex_", "pthread_cond_", "__pthread_cond_",
+        "std::mutex::", "std::__1::mutex::", "syscall",
+        // C++ lock wrappers, inlined into the program: the code that held the lock is their caller.
+        "__gthread_", "__gthrw_", "std::lock_guard<", "std::unique_lock<", "std::scoped_lock<",
+        "std::__1::lock_guard<", "std::__1::unique_lock<", "std::__1::scoped_lock<", "std::recursive_mutex::",
+        "std::timed_mutex::", "std::recursive_timed_mutex::", "std::shared_mutex::", "std::__shared_mutex_",
+        "std::shared_lock<", "std::condition_variable::", "std::__condvar::", "__gnu_cxx::__mutex::",
+        "__gnu_cxx::__scoped_lock::", "std::__mutex_base::", "pthread_rwlock_", "__pthread_rwlock_",
+        "pthread_spin_", "__pthread_spin_"})
+    if (function.starts_with(prefix)) return true;
+  return false;
+}
+
+std::string_view lock_holder(const model::Profile& profile, model::StackId stack) {
+  for (model::StackId s = stack; s != model::kNoStack; s = profile.stacks.prefix(s)) {
+    const model::Frame& f = profile.frames.get(profile.stacks.frame(s));
+    if (f.kind == model::FrameKind::Label) continue;
+    if (f.name == model::kNoString) return {};
+    const std::string_view binary =
+        f.binary < profile.binaries.size() ? std::string_view(profile.binaries[f.binary].name) : "";
+    const std::string_view name = profile.strings.get(f.name);
+    if (!is_lock_plumbing(binary, name)) return name;
+  }
+  return {};
+}
+
+FutexWait classify_futex_wait(const model::Profile& profile, model::StackId stack) {
+  // Prefixes of function names (glibc's exported names with their internal spellings, libstdc++, Rust std).
+  static constexpr std::string_view kLock[] = {"__lll_lock_wait",           "lll_lock_wait",
+                                               "pthread_mutex_lock",        "__pthread_mutex_lock",
+                                               "___pthread_mutex_lock",     "pthread_mutex_timedlock",
+                                               "pthread_mutex_clocklock",   "__pthread_mutex_clocklock",
+                                               "__pthread_mutex_cond_lock", "pthread_rwlock_",
+                                               "__pthread_rwlock_",         "___pthread_rwlock_",
+                                               "std::mutex::lock",          "std::sys::sync::mutex::",
+                                               "std::sys::sync::rwlock::",  "std::sys::locks::",
+                                               "std::sync::mutex::",        "std::sync::poison::mutex::",
+                                               "std::sync::rwlock::",       "parking_lot::raw_mutex::",
+                                               "parking_lot::raw_rwlock::", "<parking_lot::raw_mutex",
+                                               "<parking_lot::raw_rwlock"};
+  static constexpr std::string_view kCondition[] = {"pthread_cond_wait",
+                                                    "__pthread_cond_wait",
+                                                    "___pthread_cond_wait",
+                                                    "pthread_cond_timedwait",
+                                                    "__pthread_cond_timedwait",
+                                                    "___pthread_cond_timedwait",
+                                                    "pthread_cond_clockwait",
+                                                    "__pthread_cond_clockwait",
+                                                    "__condvar_",
+                                                    "std::condition_variable::",
+                                                    "std::_V2::condition_variable_any",
+                                                    "std::condition_variable_any::",
+                                                    "std::sys::sync::condvar::",
+                                                    "std::sys::locks::condvar",
+                                                    "std::sync::condvar::",
+                                                    "std::sync::poison::condvar::",
+                                                    "parking_lot::condvar::",
+                                                    "<parking_lot::condvar",
+                                                    "std::sync::mpmc::",
+                                                    "std::sync::mpsc::",
+                                                    "std::sync::barrier::",
+                                                    "std::thread::park",
+                                                    "std::sys::sync::thread_parking::",
+                                                    "std::sys::pal::unix::thread_parking::"};
+  static constexpr std::string_view kJoin[] = {"pthread_join",
+                                               "__pthread_join",
+                                               "___pthread_join",
+                                               "__pthread_clockjoin_ex",
+                                               "pthread_timedjoin_np",
+                                               "pthread_clockjoin_np",
+                                               "pthread_tryjoin_np",
+                                               "std::thread::JoinInner",
+                                               "std::thread::JoinHandle",
+                                               "std::thread::scoped::",
+                                               "std::thread::Thread::join",
+                                               "std::sys::pal::unix::thread::Thread::join",
+                                               "std::sys::thread::unix::Thread::join",
+                                               "std::thread::join"};
+  auto any = [](std::string_view name, std::span<const std::string_view> prefixes) {
+    return std::any_of(prefixes.begin(), prefixes.end(),
+                       [&](std::string_view p) { return name.starts_with(p); });
+  };
+  for (model::StackId s = stack; s != model::kNoStack; s = profile.stacks.prefix(s)) {
+    const model::Frame& f = profile.frames.get(profile.stacks.frame(s));
+    if (f.kind == model::FrameKind::Label || f.kind == model::FrameKind::Kernel || f.name == model::kNoString)
+      continue;
+    const std::string_view name = profile.strings.get(f.name);
+    if (any(name, kLock)) return FutexWait::Lock;
+    if (any(name, kCondition)) return FutexWait::Condition;
+    if (any(name, kJoin)) return FutexWait::Join;
+  }
+  return FutexWait::Unknown;
+}
+
+void classify_futex_waits(model::Profile& profile,
+                          const std::function<FutexWait(model::StackId)>& classify_of) {
+  const model::StringId lock_name = profile.strings.intern("Lock wait");
+  const model::StringId blocked = profile.strings.intern("Blocked");
+  const model::StringId lock_key = profile.strings.intern("lock");
+  const model::StringId reason_key = profile.strings.intern("reason");
+  const model::StringId condition = profile.strings.intern("condition variable");
+  const model::StringId join = profile.strings.intern("join");
+  std::unordered_map<model::StackId, FutexWait> seen;
+  std::unordered_multimap<uint32_t, std::pair<uint64_t, uint64_t>> changed;  // tid -> the wait's span
+  for (model::Process& proc : profile.processes)
+    for (model::Thread& t : proc.threads)
+      for (model::Marker& m : t.markers) {
+        if (m.name != lock_name) continue;
+        auto [it, fresh] = seen.try_emplace(m.stack, FutexWait::Unknown);
+        if (fresh && m.stack != model::kNoStack)
+          it->second = classify_of ? classify_of(m.stack) : classify_futex_wait(profile, m.stack);
+        if (it->second != FutexWait::Condition && it->second != FutexWait::Join) continue;
+        m.name = blocked;
+        std::erase_if(m.fields, [&](const model::MarkerField& f) { return f.key == lock_key; });
+        for (model::MarkerField& f : m.fields)
+          if (f.key == reason_key) f.string = it->second == FutexWait::Join ? join : condition;
+        changed.emplace(t.tid, std::make_pair(m.start_ns, m.end_ns));
+      }
+  if (changed.empty()) return;
+  // The Wakeups that ended them released no lock either: no lock address.
+  for (model::Process& proc : profile.processes)
+    for (model::Thread& t : proc.threads)
+      for (model::Marker& w : t.markers) {
+        if (w.name == model::kNoString || profile.strings.get(w.name) != "Wakeup") continue;
+        const std::string_view wakee = string_field(profile, w, "wakee");
+        uint32_t tid = 0;
+        const size_t sp = wakee.rfind(' ');
+        if (sp == std::string_view::npos ||
+            std::from_chars(wakee.data() + sp + 1, wakee.data() + wakee.size(), tid).ec != std::errc())
+          continue;
+        for (auto [it, end] = changed.equal_range(tid); it != end; ++it)
+          if (w.start_ns >= it->second.first && w.start_ns <= it->second.second)
+            std::erase_if(w.fields, [&](const model::MarkerField& f) { return f.key == lock_key; });
+      }
+  // The counters counted these waits: made again from the Lock wait markers left.
+  for (model::Process& proc : profile.processes)
+    std::erase_if(proc.counters, [](const model::Counter& c) { return c.name == "Threads waiting"; });
+  model::add_waiting_counters(profile, static_cast<uint64_t>(profile.meta.interval_ms * 1e6));
+}
+
+void add_lock_holders(model::Profile& profile, const std::function<std::string(model::StackId)>& holder_of) {
+  classify_futex_waits(profile);
+  // Lock waits by the thread that waited (a tid may be reused: the marker's times tell them apart).
+  std::unordered_multimap<uint32_t, model::Thread*> by_tid;
+  for (model::Process& proc : profile.processes)
+    for (model::Thread& t : proc.threads) by_tid.emplace(t.tid, &t);
+  const model::StringId holder_key = profile.strings.intern("holder");
+  for (const model::Process& proc : profile.processes)
+    for (const model::Thread& t : proc.threads)
+      for (const model::Marker& w : t.markers) {
+        if (w.stack == model::kNoStack || w.name == model::kNoString ||
+            profile.strings.get(w.name) != "Wakeup")
+          continue;
+        // "NAME TID" of the thread it woke, the wait that ended with it (the builder made one per wait).
+        const std::string_view wakee = string_field(profile, w, "wakee");
+        const size_t sp = wakee.rfind(' ');
+        if (sp == std::string_view::npos) continue;
+        uint32_t tid = 0;
+        if (std::from_chars(wakee.data() + sp + 1, wakee.data() + wakee.size(), tid).ec != std::errc())
+          continue;
+        const std::string holder =
+            holder_of ? holder_of(w.stack) : std::string(lock_holder(profile, w.stack));
+        if (holder.empty()) continue;
+        const model::StringId name = profile.strings.intern(holder);
+        for (auto [it, end] = by_tid.equal_range(tid); it != end; ++it)
+          for (model::Marker& m : it->second->markers) {
+            if (m.name == model::kNoString || profile.strings.get(m.name) != "Lock wait" ||
+                w.start_ns < m.start_ns || w.start_ns > m.end_ns)
+              continue;
+            auto f = std::find_if(m.fields.begin(), m.fields.end(),
+                                  [&](const model::MarkerField& x) { return x.key == holder_key; });
+            if (f == m.fields.end())
+              m.fields.push_back({holder_key, true, 0, name});
+            else
+              f->string = name;
+          }
+      }
+}
+
+std::string lock_wait_summary(const model::Profile& profile, size_t n) {
+  struct Lock {
+    std::string_view address;
+    uint64_t ns = 0, waits = 0;
+    std::set<uint32_t> threads;
+    std::map<std::string_view, uint64_t> holders;  // function -> waits it released
+  };
+  std::map<std::string_view, Lock> locks;
+  for (const model::Process& proc : profile.processes)
+    for (const model::Thread& t : proc.threads)
+      for (const model::Marker& m : t.markers) {
+        if (m.name == model::kNoString || profile.strings.get(m.name) != "Lock wait") continue;
+        const std::string_view address = string_field(profile, m, "lock");
+        if (address.empty()) continue;
+        Lock& l = locks[address];
+        l.address = address;
+        l.ns += m.end_ns > m.start_ns ? m.end_ns - m.start_ns : 0;
+        ++l.waits;
+        l.threads.insert(t.tid);
+        if (std::string_view h = string_field(profile, m, "holder"); !h.empty()) ++l.holders[h];
+      }
+  std::vector<const Lock*> order;
+  for (const auto& [address, l] : locks) order.push_back(&l);
+  std::sort(order.begin(), order.end(), [](const Lock* a, const Lock* b) { return a->ns > b->ns; });
+  std::string out;
+  char buf[160];
+  for (size_t i = 0; i < order.size() && i < n; ++i) {
+    const Lock& l = *order[i];
+    std::snprintf(buf, sizeof buf, "%s%.*s %.1f ms in %llu wait%s by %zu thread%s", out.empty() ? "" : ", ",
+                  static_cast<int>(l.address.size()), l.address.data(), static_cast<double>(l.ns) / 1e6,
+                  static_cast<unsigned long long>(l.waits), l.waits == 1 ? "" : "s", l.threads.size(),
+                  l.threads.size() == 1 ? "" : "s");
+    out += buf;
+    std::vector<std::pair<uint64_t, std::string_view>> by_count;
+    for (const auto& [fn, count] : l.holders) by_count.emplace_back(count, fn);
+    std::sort(by_count.begin(), by_count.end(),
+              [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (size_t h = 0; h < by_count.size() && h < 2; ++h) {
+      out += h == 0 ? " held by " : " and ";
+      out += terminal_safe(by_count[h].second.substr(0, 80));  // a name, printed on the terminal
+    }
+  }
+  return out;
+}
+
+}  // namespace fxprof::pipeline

@@ -1,0 +1,198 @@
+#include "sinks/diff.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <unordered_map>
+
+#include "base/terminal.h"
+#include "sinks/output.h"
+
+namespace fxprof::exporter {
+namespace {
+
+double percent(uint64_t part, uint64_t whole) {
+  return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+}  // namespace
+
+Diff diff_runs(std::span<const model::Profile> base, std::span<const model::Profile> next, bool inlined) {
+  TreeOptions to;
+  to.inlined = inlined;
+  Diff d;
+  d.base_runs = base.size();
+  d.new_runs = next.size();
+  // Each run's shares per function name (same-named functions of two libs add up).
+  struct Shares {
+    std::vector<double> self, total;  // one per run; a function missing from a run has 0 there
+  };
+  std::unordered_map<std::string, size_t> row_of;
+  std::vector<Shares> base_shares, new_shares;
+  auto row = [&](const std::string& name) -> size_t {
+    auto [it, inserted] = row_of.try_emplace(name, d.rows.size());
+    if (inserted) {
+      d.rows.push_back({name});
+      base_shares.push_back({std::vector<double>(base.size()), std::vector<double>(base.size())});
+      new_shares.push_back({std::vector<double>(next.size()), std::vector<double>(next.size())});
+    }
+    return it->second;
+  };
+  auto add_side = [&](std::span<const model::Profile> runs, std::vector<Shares>& shares, uint64_t& samples) {
+    for (size_t run = 0; run < runs.size(); ++run) {
+      FunctionTable f(runs[run]);
+      CallTree t = CallTree::build(runs[run], f, to);
+      samples += t.total_samples();
+      for (const auto& st : t.function_stats()) {
+        const size_t r = row(f.function(st.function).name);
+        shares[r].self[run] += percent(st.self, t.total_samples());
+        shares[r].total[run] += percent(st.total, t.total_samples());
+      }
+    }
+  };
+  add_side(base, base_shares, d.base_samples);
+  add_side(next, new_shares, d.new_samples);
+  auto mean_and_range = [](const std::vector<double>& v, double& mean, double& range) {
+    if (v.empty()) return;
+    double sum = 0;
+    for (double x : v) sum += x;
+    mean = sum / static_cast<double>(v.size());
+    auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    range = *hi - *lo;
+  };
+  for (size_t r = 0; r < d.rows.size(); ++r) {
+    DiffRow& row = d.rows[r];
+    mean_and_range(base_shares[r].self, row.base_self, row.base_self_spread);
+    mean_and_range(base_shares[r].total, row.base_total, row.base_total_spread);
+    mean_and_range(new_shares[r].self, row.new_self, row.new_self_spread);
+    mean_and_range(new_shares[r].total, row.new_total, row.new_total_spread);
+  }
+  std::stable_sort(d.rows.begin(), d.rows.end(), [](const DiffRow& a, const DiffRow& b) {
+    const double sa = std::fabs(a.self_change()), sb = std::fabs(b.self_change());
+    if (std::fabs(sa - sb) > 1e-9) return sa > sb;
+    const double ta = std::fabs(a.total_change()), tb = std::fabs(b.total_change());
+    if (std::fabs(ta - tb) > 1e-9) return ta > tb;
+    return a.self_change() > b.self_change();  // a tie: growth first
+  });
+  return d;
+}
+
+Diff diff_profiles(const model::Profile& base, const model::Profile& next, bool inlined) {
+  return diff_runs(std::span(&base, 1), std::span(&next, 1), inlined);
+}
+
+std::string format_diff(const Diff& d, size_t limit) {
+  const bool spread = d.base_runs > 1 || d.new_runs > 1;
+  std::string out;
+  char buf[200];
+  if (spread)
+    std::snprintf(buf, sizeof buf,
+                  "base %zu runs, %llu samples; new %zu runs, %llu samples; shares are means of each run's "
+                  "share, spread the widest range of a side's runs\n",
+                  d.base_runs, static_cast<unsigned long long>(d.base_samples), d.new_runs,
+                  static_cast<unsigned long long>(d.new_samples));
+  else
+    std::snprintf(
+        buf, sizeof buf, "base %llu samples, new %llu samples; shares are of each profile's samples\n",
+        static_cast<unsigned long long>(d.base_samples), static_cast<unsigned long long>(d.new_samples));
+  out += buf;
+  out += spread ? "   self: base     new   change  spread   total: base     new   change  spread  function\n"
+                : "   self: base     new   change   total: base     new   change  function\n";
+  for (size_t i = 0; i < d.rows.size() && i < limit; ++i) {
+    const DiffRow& r = d.rows[i];
+    if (spread)
+      std::snprintf(buf, sizeof buf,
+                    "      %6.2f%% %6.2f%% %+7.2f%% %6.2f         %6.2f%% %6.2f%% %+7.2f%% %6.2f  ",
+                    r.base_self, r.new_self, r.self_change(), r.self_noise(), r.base_total, r.new_total,
+                    r.total_change(), r.total_noise());
+    else
+      std::snprintf(buf, sizeof buf, "      %6.2f%% %6.2f%% %+7.2f%%        %6.2f%% %6.2f%% %+7.2f%%  ",
+                    r.base_self, r.new_self, r.self_change(), r.base_total, r.new_total, r.total_change());
+    out += buf;
+    out += terminal_safe(r.name);
+    out += '\n';
+  }
+  return out;
+}
+
+std::string format_diff_markdown(const Diff& d, size_t limit, const std::string& verdict) {
+  std::string out;
+  if (!verdict.empty()) out += "**" + verdict + "**\n\n";
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "Base: %zu run(s), %llu samples. New: %zu run(s), %llu samples.\n\n",
+                d.base_runs, static_cast<unsigned long long>(d.base_samples), d.new_runs,
+                static_cast<unsigned long long>(d.new_samples));
+  out += buf;
+  out +=
+      "| function | self base | self new | self change | total base | total new | total change | spread |\n";
+  out += "|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (size_t i = 0; i < d.rows.size() && i < limit; ++i) {
+    const DiffRow& r = d.rows[i];
+    std::string name;
+    for (char ch : r.name) {
+      if (ch == '|' || ch == '`' || ch == '*' || ch == '_' || ch == '<' || ch == '>') name += '\\';
+      name += static_cast<unsigned char>(ch) < 0x20 ? ' ' : ch;
+    }
+    std::snprintf(buf, sizeof buf, " | %.2f%% | %.2f%% | %+.2f | %.2f%% | %.2f%% | %+.2f | %.2f |\n",
+                  r.base_self, r.new_self, r.self_change(), r.base_total, r.new_total, r.total_change(),
+                  r.self_noise());
+    out += "| " + name + buf;
+  }
+  return out;
+}
+
+std::vector<const DiffRow*> gate_failures(const Diff& d, double threshold, const std::string& function) {
+  std::vector<const DiffRow*> out;
+  for (const DiffRow& r : d.rows) {
+    if (!function.empty()) {
+      if (r.name == function && r.total_change() > threshold && r.total_change() > r.total_noise())
+        out.push_back(&r);
+    } else if (r.self_change() > threshold && r.self_change() > r.self_noise()) {
+      out.push_back(&r);
+    }
+  }
+  return out;
+}
+
+Status write_diff_svg(const model::Profile& base, const model::Profile& next, const std::string& path,
+                      SvgOptions options) {
+  FunctionTable bf(base), nf(next);
+  CallTree bt = CallTree::build(base, bf, options.tree), nt = CallTree::build(next, nf, options.tree);
+  // For each node of NEW, the node of BASE with the same path of names (kNone if BASE never had it).
+  std::unordered_map<std::string, uint32_t> base_child;  // base parent id + '\0' + name
+  for (uint32_t i = 1; i < bt.nodes().size(); ++i)
+    base_child.emplace(std::to_string(bt.node(i).parent) + '\0' + bf.function(bt.node(i).function).name, i);
+  std::vector<uint32_t> match(nt.nodes().size(), CallTree::kNone);
+  match[0] = 0;
+  for (uint32_t i = 1; i < nt.nodes().size(); ++i) {
+    uint32_t bp = match[nt.node(i).parent];
+    if (bp == CallTree::kNone) continue;
+    auto it = base_child.find(std::to_string(bp) + '\0' + nf.function(nt.node(i).function).name);
+    if (it != base_child.end()) match[i] = it->second;
+  }
+  std::vector<double> change(nt.nodes().size(), 0);  // percentage points of total share
+  double max_change = 0;
+  for (uint32_t i = 1; i < nt.nodes().size(); ++i) {
+    const double now = percent(nt.node(i).total, nt.total_samples());
+    const double before =
+        match[i] == CallTree::kNone ? 0 : percent(bt.node(match[i]).total, bt.total_samples());
+    change[i] = now - before;
+    max_change = std::max(max_change, std::fabs(change[i]));
+  }
+  options.delta = [&](uint32_t n) { return max_change > 0 ? change[n] / max_change : 0.0; };
+  options.extra_details = [&](uint32_t n) {
+    char buf[64];
+    if (n == 0) return std::string();
+    if (match[n] == CallTree::kNone) return std::string(", new in this profile");
+    std::snprintf(buf, sizeof buf, ", %+.2f%% of samples vs base", change[n]);
+    return std::string(buf);
+  };
+  if (options.title == "Flame Graph") options.title = "Differential Flame Graph";
+  options.detail_suffix_doc = "width: new profile; red: share grew, blue: share shrank (vs base)";
+  auto out = open_output(path);
+  if (!out) return std::move(out).take_error();
+  write_flamegraph_svg(nt, nf, options, **out);
+  return (*out)->finish();
+}
+
+}  // namespace fxprof::exporter

@@ -1,0 +1,60 @@
+// fxprof exporter: comparing two profiles (`fxprof diff BASE NEW`).
+//
+// Profiles of two runs have unrelated ids, so functions are matched by name and call paths by their
+// sequence of names. Shares are normalised by each profile's total samples: a run that recorded longer is
+// not "slower everywhere". The table ranks functions by the change of their self share (then total share);
+// the differential flame graph is NEW's flame graph (widths from NEW) with each box coloured by how much its
+// path's share of samples changed from BASE: red grew, blue shrank, white unchanged or new.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "sinks/flamegraph_svg.h"
+#include "model/profile.h"
+
+namespace fxprof::exporter {
+
+// With several runs per side, shares are the mean over the side's runs and each spread is the range
+// (max - min) of that share across the side's runs: how far runs of the same code disagree.
+struct DiffRow {
+  std::string name;
+  double base_self = 0, new_self = 0, base_total = 0, new_total = 0;  // percent of each profile's samples
+  double base_self_spread = 0, new_self_spread = 0, base_total_spread = 0, new_total_spread = 0;
+  double self_change() const { return new_self - base_self; }
+  double total_change() const { return new_total - base_total; }
+  double self_noise() const {
+    return base_self_spread > new_self_spread ? base_self_spread : new_self_spread;
+  }
+  double total_noise() const {
+    return base_total_spread > new_total_spread ? base_total_spread : new_total_spread;
+  }
+};
+
+struct Diff {
+  uint64_t base_samples = 0, new_samples = 0;  // summed over each side's runs
+  size_t base_runs = 1, new_runs = 1;
+  std::vector<DiffRow> rows;  // every function of either profile, biggest change first
+};
+
+Diff diff_profiles(const model::Profile& base, const model::Profile& next, bool inlined = true);
+Diff diff_runs(std::span<const model::Profile> base, std::span<const model::Profile> next,
+               bool inlined = true);
+
+// The table for the terminal: the first `limit` rows (with a spread column when a side has several runs).
+std::string format_diff(const Diff& diff, size_t limit);
+// The same table in Markdown, for a pull-request comment; `verdict` (the gate's line) goes above it.
+std::string format_diff_markdown(const Diff& diff, size_t limit, const std::string& verdict);
+
+// The CI gate (`fxprof diff --fail-above P`): the rows whose self share (or, with `function` set, that
+// function's total share) grew by more than `threshold` percentage points and by more than the spread of
+// either side's runs (noise: runs of the same code disagree that much). Empty: the gate passes.
+std::vector<const DiffRow*> gate_failures(const Diff& diff, double threshold, const std::string& function);
+
+// The differential flame graph. `options.tree` picks inlining and roots for both profiles.
+Status write_diff_svg(const model::Profile& base, const model::Profile& next, const std::string& path,
+                      SvgOptions options);
+
+}  // namespace fxprof::exporter

@@ -1,0 +1,325 @@
+#include "sinks/pprof.h"
+
+#include <protozero/pbf_writer.hpp>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "sinks/functions.h"
+#include "sinks/output.h"
+#include "model/symbols.h"
+
+namespace fxprof::exporter {
+namespace {
+
+// Field numbers of perftools.profiles (profile.proto).
+namespace pb {
+enum Profile : protozero::pbf_tag_type {
+  kSampleType = 1,
+  kSample = 2,
+  kMapping = 3,
+  kLocation = 4,
+  kFunction = 5,
+  kStringTable = 6,
+  kTimeNanos = 9,
+  kDurationNanos = 10,
+  kPeriodType = 11,
+  kPeriod = 12,
+  kComment = 13,
+  kDefaultSampleType = 14,
+};
+enum ValueType : protozero::pbf_tag_type { kType = 1, kUnit = 2 };
+enum Sample : protozero::pbf_tag_type { kLocationId = 1, kValue = 2, kLabel = 3 };
+enum Label : protozero::pbf_tag_type { kKey = 1, kStr = 2, kNum = 3 };
+enum Mapping : protozero::pbf_tag_type {
+  kMapId = 1,
+  kMemoryStart = 2,
+  kMemoryLimit = 3,
+  kFileOffset = 4,
+  kFilename = 5,
+  kBuildId = 6,
+  kHasFunctions = 7,
+  kHasFilenames = 8,
+  kHasLineNumbers = 9,
+  kHasInlineFrames = 10,
+};
+enum Location : protozero::pbf_tag_type { kLocId = 1, kMappingId = 2, kAddress = 3, kLine = 4 };
+enum Line : protozero::pbf_tag_type { kFunctionId = 1, kLineNumber = 2 };
+enum Function : protozero::pbf_tag_type {
+  kFnId = 1,
+  kName = 2,
+  kSystemName = 3,
+  kFnFilename = 4,
+  kStartLine = 5
+};
+}  // namespace pb
+
+class Strings {
+ public:
+  Strings() { intern(""); }
+  int64_t intern(std::string_view s) {
+    auto it = index_.find(s);
+    if (it != index_.end()) return it->second;
+    auto id = static_cast<int64_t>(list_.size());
+    list_.emplace_back(s);
+    index_.emplace(list_.back(), id);
+    return id;
+  }
+  const std::deque<std::string>& list() const { return list_; }
+
+ private:
+  std::deque<std::string> list_;  // deque: the index views its strings
+  std::unordered_map<std::string_view, int64_t> index_;
+};
+
+class Writer {
+ public:
+  explicit Writer(OutputFile& out) : out_(out), top_(buf_) {}
+  protozero::pbf_writer& top() { return top_; }
+  // Call between top-level fields only (no sub-message open).
+  void maybe_flush() {
+    if (buf_.size() >= (1 << 18)) flush();
+  }
+  void flush() {
+    out_.write(buf_);
+    buf_.clear();
+  }
+
+ private:
+  OutputFile& out_;
+  std::string buf_;
+  protozero::pbf_writer top_;
+};
+
+void value_type(protozero::pbf_writer& top, protozero::pbf_tag_type tag, int64_t type, int64_t unit) {
+  protozero::pbf_writer v(top, tag);
+  v.add_int64(pb::kType, type);
+  v.add_int64(pb::kUnit, unit);
+}
+
+}  // namespace
+
+void write_pprof(const model::Profile& profile, OutputFile& out) {
+  FunctionTable functions(profile);
+  Strings strings;
+  Writer w(out);
+  auto& top = w.top();
+
+  value_type(top, pb::kSampleType, strings.intern("samples"), strings.intern("count"));
+  value_type(top, pb::kSampleType, strings.intern("cpu"), strings.intern("nanoseconds"));
+  // Wall-clock samples of a blocked or preempted thread (leaf: an Idle label such as "[blocked: futex]"),
+  // each worth one interval: Pyroscope and Parca show it as a profile type of its own.
+  value_type(top, pb::kSampleType, strings.intern("off_cpu"), strings.intern("nanoseconds"));
+  // A heap profile (record --heap) also carries Go's heap profile values, as `go tool pprof` and Pyroscope
+  // name them: blocks and bytes allocated, and those still allocated at the end (in use).
+  bool heap = false;
+  for (const model::Process& proc : profile.processes)
+    for (const model::Thread& t : proc.threads) heap |= !t.allocations.empty();
+  if (heap) {
+    value_type(top, pb::kSampleType, strings.intern("alloc_objects"), strings.intern("count"));
+    value_type(top, pb::kSampleType, strings.intern("alloc_space"), strings.intern("bytes"));
+    value_type(top, pb::kSampleType, strings.intern("inuse_objects"), strings.intern("count"));
+    value_type(top, pb::kSampleType, strings.intern("inuse_space"), strings.intern("bytes"));
+  }
+  value_type(top, pb::kPeriodType, strings.intern("cpu"), strings.intern("nanoseconds"));
+  top.add_int64(pb::kPeriod, static_cast<int64_t>(profile.meta.interval_ms * 1e6));
+  top.add_int64(pb::kDefaultSampleType, strings.intern("samples"));
+  top.add_int64(pb::kTimeNanos, static_cast<int64_t>(profile.meta.start_unix_ms * 1e6));
+  if (profile.meta.end_monotonic_ns && *profile.meta.end_monotonic_ns > profile.meta.start_monotonic_ns)
+    top.add_int64(pb::kDurationNanos,
+                  static_cast<int64_t>(*profile.meta.end_monotonic_ns - profile.meta.start_monotonic_ns));
+  top.add_int64(pb::kComment, strings.intern("recorded by " + profile.meta.product));
+
+  // Mappings: one per library of a process that a location uses; id = position + 1.
+  struct MappingInfo {
+    const model::Lib* lib;
+    bool named = false;  // some location in it has a symbolicated function
+  };
+  std::vector<MappingInfo> mappings;
+  std::unordered_map<const model::Lib*, uint64_t> mapping_id;
+  auto mapping_for = [&](const model::Lib* l) -> uint64_t {
+    if (!l) return 0;
+    auto [it, inserted] = mapping_id.try_emplace(l, mappings.size() + 1);
+    if (inserted) mappings.push_back({l});
+    return it->second;
+  };
+  // The mapping of a binary in a process (frames symbolicated on the model hold binary-relative addresses).
+  std::vector<std::unordered_map<model::BinaryId, const model::Lib*>> binary_libs(profile.processes.size());
+  for (size_t pi = 0; pi < profile.processes.size(); ++pi)
+    for (const model::Lib* l : model::disjoint_libs(profile.processes[pi]))
+      for (model::BinaryId b = 0; b < profile.binaries.size(); ++b) {
+        const model::Binary& bin = profile.binaries[b];
+        const bool same = !bin.breakpad_id.empty()
+                              ? bin.debug_name == l->debug_name && bin.breakpad_id == l->breakpad_id
+                              : bin.path == l->path && bin.name == l->name;
+        if (same) binary_libs[pi].try_emplace(b, l);
+      }
+
+  // Locations: one per (process, innermost frame of an inline run), written as they are first used. An
+  // inline run is the frames of one address, depth 0 (the function the code is in) to n; its Lines are
+  // innermost first, as pprof wants them.
+  std::unordered_map<uint64_t, uint64_t> location_id;  // process << 32 | innermost frame
+  std::vector<bool> function_used;
+  auto location_of = [&](size_t process, std::span<const model::FrameId> run) -> uint64_t {
+    auto [it, inserted] =
+        location_id.try_emplace((static_cast<uint64_t>(process) << 32) | run[0], location_id.size() + 1);
+    if (!inserted) return it->second;
+    const model::Frame& fr = profile.frames.get(run[0]);
+    protozero::pbf_writer loc(top, pb::kLocation);
+    loc.add_uint64(pb::kLocId, it->second);
+    if (fr.kind == model::FrameKind::Native) {
+      const model::Lib* l = nullptr;
+      uint64_t address = fr.address;
+      if (fr.binary != model::kNoBinary) {
+        auto b = binary_libs[process].find(fr.binary);
+        if (b != binary_libs[process].end()) {
+          l = b->second;
+          address = fr.address + (l->start - l->offset);
+        }
+      } else {
+        l = functions.lib_at(process, fr.address);
+      }
+      if (uint64_t m = mapping_for(l)) {
+        loc.add_uint64(pb::kMappingId, m);
+        if (fr.name != model::kNoString) mappings[m - 1].named = true;
+      }
+      loc.add_uint64(pb::kAddress, address);
+    } else if (fr.kind == model::FrameKind::Kernel) {
+      loc.add_uint64(pb::kAddress, fr.address);
+    }
+    for (model::FrameId f : run) {  // innermost first
+      for (const FrameLine& line_info : functions.lines(process, f)) {
+        protozero::pbf_writer line(loc, pb::kLine);
+        line.add_uint64(pb::kFunctionId, line_info.function + 1);
+        if (line_info.line) line.add_int64(pb::kLineNumber, line_info.line);
+        if (function_used.size() <= line_info.function) function_used.resize(line_info.function + 1);
+        function_used[line_info.function] = true;
+      }
+    }
+    return it->second;
+  };
+
+  // Samples: aggregated per thread by stack.
+  const int64_t k_thread = strings.intern("thread"), k_tid = strings.intern("tid"),
+                k_process = strings.intern("process"), k_pid = strings.intern("pid");
+  struct Weight {
+    int64_t count = 0, cpu_ns = 0, off_cpu_ns = 0;
+    int64_t alloc_n = 0, alloc_b = 0, inuse_n = 0, inuse_b = 0;
+  };
+  const auto interval_ns = static_cast<int64_t>(profile.meta.interval_ms * 1e6);
+  auto off_cpu = [&](model::StackId st) {
+    const model::Frame& leaf = profile.frames.get(profile.stacks.frame(st));
+    return leaf.kind == model::FrameKind::Label && leaf.category == model::Category::Idle;
+  };
+  std::unordered_set<uint64_t> freed;  // a thread's allocation rows that have their free row
+  std::unordered_map<model::StackId, Weight> per_stack;
+  std::vector<model::StackId> order;
+  std::vector<uint64_t> locs;
+  std::vector<model::FrameId> run;
+  for (size_t pi = 0; pi < profile.processes.size(); ++pi) {
+    const model::Process& proc = profile.processes[pi];
+    const int64_t proc_name = strings.intern(proc.name);
+    for (const model::Thread& th : proc.threads) {
+      per_stack.clear();
+      order.clear();
+      for (const model::Sample& s : th.samples) {
+        if (s.stack == model::kNoStack) continue;
+        auto [it, inserted] = per_stack.try_emplace(s.stack);
+        if (inserted) order.push_back(s.stack);
+        ++it->second.count;
+        if (s.cpu_delta_ns > 0) it->second.cpu_ns += s.cpu_delta_ns;
+        if (off_cpu(s.stack)) it->second.off_cpu_ns += interval_ns;
+      }
+      freed.clear();
+      for (const model::Allocation& a : th.allocations)
+        if (a.bytes < 0) freed.insert(a.address);
+      for (const model::Allocation& a : th.allocations) {
+        if (a.bytes < 0 || a.stack == model::kNoStack) continue;
+        auto [it, inserted] = per_stack.try_emplace(a.stack);
+        if (inserted) order.push_back(a.stack);
+        it->second.alloc_n += a.count;
+        it->second.alloc_b += a.bytes;
+        if (!freed.contains(a.address)) {
+          it->second.inuse_n += a.count;
+          it->second.inuse_b += a.bytes;
+        }
+      }
+      const int64_t th_name = strings.intern(th.name);
+      for (model::StackId st : order) {
+        // Locations first (they are top-level messages of their own), then the sample.
+        locs.clear();
+        for (model::StackId s = st; s != model::kNoStack;) {
+          run.clear();
+          // An inlined frame's caller is the next frame of its run, down to depth 0.
+          do {
+            run.push_back(profile.stacks.frame(s));
+            s = profile.stacks.prefix(s);
+          } while (s != model::kNoStack && profile.frames.get(run.back()).inline_depth > 0);
+          locs.push_back(location_of(pi, run));
+        }
+        const Weight& wt = per_stack[st];
+        {
+          protozero::pbf_writer sample(top, pb::kSample);
+          sample.add_packed_uint64(pb::kLocationId, locs.begin(), locs.end());
+          const int64_t values[7] = {wt.count,   wt.cpu_ns,  wt.off_cpu_ns, wt.alloc_n,
+                                     wt.alloc_b, wt.inuse_n, wt.inuse_b};
+          sample.add_packed_int64(pb::kValue, std::begin(values), std::begin(values) + (heap ? 7 : 3));
+          auto label = [&](int64_t key, int64_t str, int64_t num) {
+            protozero::pbf_writer l(sample, pb::kLabel);
+            l.add_int64(pb::kKey, key);
+            if (str)
+              l.add_int64(pb::kStr, str);
+            else
+              l.add_int64(pb::kNum, num);
+          };
+          label(k_thread, th_name, 0);
+          label(k_tid, 0, th.tid);
+          label(k_process, proc_name, 0);
+          label(k_pid, 0, proc.pid);
+        }
+        w.maybe_flush();
+      }
+    }
+  }
+
+  for (size_t i = 0; i < mappings.size(); ++i) {
+    const model::Lib& l = *mappings[i].lib;
+    protozero::pbf_writer m(top, pb::kMapping);
+    m.add_uint64(pb::kMapId, i + 1);
+    m.add_uint64(pb::kMemoryStart, l.start);
+    m.add_uint64(pb::kMemoryLimit, l.end);
+    m.add_uint64(pb::kFileOffset, l.offset);
+    m.add_int64(pb::kFilename, strings.intern(l.path.empty() ? l.name : l.path));
+    if (!l.code_id.empty()) m.add_int64(pb::kBuildId, strings.intern(l.code_id));
+    m.add_bool(pb::kHasFunctions, mappings[i].named);
+    m.add_bool(pb::kHasFilenames, mappings[i].named);
+    m.add_bool(pb::kHasLineNumbers, mappings[i].named);
+    m.add_bool(pb::kHasInlineFrames, mappings[i].named);
+  }
+  w.maybe_flush();
+  for (size_t i = 0; i < function_used.size(); ++i) {
+    if (!function_used[i]) continue;
+    const Function& f = functions.function(static_cast<FunctionId>(i));
+    protozero::pbf_writer fn(top, pb::kFunction);
+    fn.add_uint64(pb::kFnId, i + 1);
+    fn.add_int64(pb::kName, strings.intern(f.name));
+    fn.add_int64(pb::kSystemName, strings.intern(f.system_name));
+    if (!f.file.empty()) fn.add_int64(pb::kFnFilename, strings.intern(f.file));
+    if (f.start_line) fn.add_int64(pb::kStartLine, f.start_line);
+  }
+  w.maybe_flush();
+  for (const std::string& s : strings.list()) {
+    top.add_string(pb::kStringTable, s);
+    w.maybe_flush();
+  }
+  w.flush();
+}
+
+Status write_pprof(const model::Profile& profile, const std::string& path) {
+  auto out = open_output(path);
+  if (!out) return std::move(out).take_error();
+  write_pprof(profile, **out);
+  return (*out)->finish();
+}
+
+}  // namespace fxprof::exporter

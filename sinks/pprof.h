@@ -1,0 +1,34 @@
+// fxprof exporter: pprof's profile.proto (gzip), what `go tool pprof`, Pyroscope, Parca and Grafana read.
+//
+// Encoded with protozero (Debian libprotozero-dev, header-only: no generated code, no libprotobuf runtime);
+// the field numbers are those of github.com/google/pprof/proto/profile.proto, listed in pprof.cpp.
+//  - One Sample per distinct (thread, stack), values [samples/count, cpu/nanoseconds, off_cpu/nanoseconds
+//    (an interval per blocked or preempted sample)], labels "thread", "tid", "process", "pid". Samples are
+//    aggregated per thread in a hash map keyed by stack id: no per-sample string or message. A profile with
+//    heap data (record --heap) adds alloc_objects/count, alloc_space/bytes, inuse_objects/count,
+//    inuse_space/bytes (Go's heap profile names) from its allocation rows: in use = allocated and not freed
+//    by the end.
+//  - One Location per (process, frame): its absolute address, its Mapping (the library holding it) and one
+//    Line per function of its inline chain, innermost first (pprof's order: the last Line is the caller the
+//    others were inlined into).
+//  - One Mapping per library of a process (start, limit, file offset, path, build ID); one Function per
+//    function (name, system name, file, start line).
+//  - The message is written in 256 KiB pieces as it is built (top-level fields may come in any order): the
+//    string table goes last.
+#pragma once
+
+#include <string>
+
+#include "base/result.h"
+#include "sinks/output.h"
+#include "model/profile.h"
+
+namespace fxprof::exporter {
+
+// Writes `profile` to `path` ("-": standard output; gzip when it ends in ".gz", as the default
+// profile.pb.gz does).
+Status write_pprof(const model::Profile& profile, const std::string& path);
+
+void write_pprof(const model::Profile& profile, OutputFile& out);
+
+}  // namespace fxprof::exporter

@@ -1,0 +1,88 @@
+// pipeline/locks.h: the lock passes after symbolication, on hand-made profiles.
+#include "pipeline/locks.h"
+
+#include <catch2/catch.hpp>
+#include <string_view>
+#include <vector>
+
+#include "model/profile.h"
+
+using namespace fxprof::pipeline;
+
+TEST_CASE("off-CPU: the function that held a lock is the waker stack's first one outside the lock code",
+          "[pipeline]") {
+  CHECK(is_lock_plumbing("libc.so.6", "__GI___lll_lock_wake"));
+  CHECK(is_lock_plumbing("libc.so.6", "start_thread"));  // the whole of libc
+  CHECK(is_lock_plumbing("app", "std::sys::sync::mutex::futex::Mutex::wake"));
+  CHECK(is_lock_plumbing("app", "std::sys_common::mutex::MovableMutex::raw_unlock"));  // rustc before 1.72
+  CHECK(is_lock_plumbing("app", "pthread_mutex_unlock"));
+  CHECK(!is_lock_plumbing("app", "update_table"));
+  // C++ lock wrappers inlined into the program (std::lock_guard's destructor): their caller held the lock.
+  CHECK(is_lock_plumbing("app", "__gthread_mutex_unlock(pthread_mutex_t*)"));
+  CHECK(is_lock_plumbing("app", "std::mutex::unlock()"));
+  CHECK(is_lock_plumbing("app", "std::lock_guard<std::mutex>::~lock_guard()"));
+  CHECK(is_lock_plumbing("app", "std::unique_lock<std::mutex>::unlock()"));
+  CHECK(!is_lock_plumbing("app", "std::vector<int>::push_back(int const&)"));
+  CHECK(!is_lock_plumbing("libapp.so", "std::vector<int>::push_back"));
+
+  using namespace fxprof::model;
+  Profile p;
+  p.binaries.push_back({.name = "libc.so.6"});
+  p.binaries.push_back({.name = "app"});
+  auto frame = [&](BinaryId b, const char* name) {
+    Frame f;
+    f.address = p.frames.size() + 1;
+    f.binary = b;
+    f.name = name ? p.strings.intern(name) : kNoString;
+    return p.frames.intern(f);
+  };
+  // Root first: start_thread, worker, update_table, pthread_mutex_unlock, __lll_lock_wake.
+  const std::vector<FrameId> path = {frame(0, "start_thread"), frame(1, "worker"), frame(1, "update_table"),
+                                     frame(0, "pthread_mutex_unlock"), frame(0, "__lll_lock_wake")};
+  const StackId waker = p.stacks.intern_path(path);
+  CHECK(lock_holder(p, waker) == "update_table");
+  // Not symbolicated: no name rather than a wrong one.
+  const StackId raw =
+      p.stacks.intern_path(std::vector<FrameId>{frame(1, "worker"), frame(kNoBinary, nullptr)});
+  CHECK(lock_holder(p, raw).empty());
+
+  // add_lock_holders: the Lock wait that the Wakeup ended (the wakee's, containing its time) gets "holder";
+  // lock_wait_summary names it.
+  Process& proc = p.processes.emplace_back();
+  proc.threads.resize(2);
+  Thread& holder = proc.threads[0];
+  holder.tid = 20;
+  holder.name = "app";
+  Thread& waiter = proc.threads[1];
+  waiter.tid = 21;
+  waiter.name = "app";
+  const StringId lock_wait = p.strings.intern("Lock wait"), lock_key = p.strings.intern("lock"),
+                 addr = p.strings.intern("0x1000");
+  for (uint64_t start : {100, 300}) {
+    Marker m;
+    m.name = lock_wait;
+    m.start_ns = start;
+    m.end_ns = start + 100;
+    m.phase = MarkerPhase::Interval;
+    m.fields.push_back({lock_key, true, 0, addr});
+    waiter.markers.push_back(m);
+  }
+  Marker w;
+  w.name = p.strings.intern("Wakeup");
+  w.start_ns = 190;  // ends the first wait only
+  w.stack = waker;
+  w.fields.push_back({p.strings.intern("wakee"), true, 0, p.strings.intern("app 21")});
+  w.fields.push_back({lock_key, true, 0, addr});
+  holder.markers.push_back(w);
+  add_lock_holders(p);
+  add_lock_holders(p);  // idempotent
+  auto holder_of = [&](const Marker& m) {
+    std::vector<std::string_view> out;
+    for (const MarkerField& f : m.fields)
+      if (p.strings.get(f.key) == "holder") out.push_back(p.strings.get(f.string));
+    return out;
+  };
+  CHECK(holder_of(waiter.markers[0]) == std::vector<std::string_view>{"update_table"});
+  CHECK(holder_of(waiter.markers[1]).empty());
+  CHECK(lock_wait_summary(p, 3) == "0x1000 0.0 ms in 2 waits by 1 thread held by update_table");
+}

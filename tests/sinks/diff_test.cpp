@@ -1,0 +1,78 @@
+// Comparing two profiles: shares normalised by each profile's samples, biggest change first with its sign,
+// the differential flame graph coloured by change.
+#include "sinks/diff.h"
+
+#include <catch2/catch.hpp>
+
+#include "tests/sinks/sink_models.h"
+#include "tests/support/support.h"
+
+using namespace fxprof;
+
+namespace {
+
+// sink_profile with `extra` more samples of main;helper in the app thread.
+model::Profile slower_helper(int extra) {
+  model::Profile p = test::sink_profile();
+  std::vector<model::FrameId> path{p.label_frame("main", model::Category::User),
+                                   p.label_frame("helper", model::Category::User)};
+  auto s = p.stacks.intern_path(path);
+  for (int i = 0; i < extra; ++i)
+    p.processes[0].threads[0].samples.push_back({test::kSinkT0 + 99'000'000, s, 1});
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("diff ranks the function that grew first, with a positive change") {
+  auto d = exporter::diff_profiles(test::sink_profile(), slower_helper(20));
+  CHECK(d.base_samples == 20);
+  CHECK(d.new_samples == 40);
+  REQUIRE(d.rows.size() >= 3);
+  CHECK(d.rows[0].name == "helper");
+  CHECK(d.rows[0].base_self == Approx(25.0));
+  CHECK(d.rows[0].new_self == Approx(62.5));  // 25 of 40
+  CHECK(d.rows[0].self_change() == Approx(37.5));
+  CHECK(d.rows[1].name == "compute");  // 50% -> 25%
+  CHECK(d.rows[1].self_change() == Approx(-25.0));
+  std::string table = exporter::format_diff(d, 2);
+  INFO(table);
+  CHECK(table.find("25.00%  62.50%  +37.50%") != std::string::npos);
+  CHECK(table.find("compute") != std::string::npos);
+  CHECK(table.find("rec") == std::string::npos);  // limit 2
+}
+
+TEST_CASE("the same profile twice changes nothing") {
+  auto d = exporter::diff_profiles(test::sink_profile(), test::sink_profile());
+  for (const auto& r : d.rows) {
+    CHECK(r.self_change() == Approx(0));
+    CHECK(r.total_change() == Approx(0));
+  }
+}
+
+TEST_CASE("differential flame graph: widths from NEW, red where the share grew") {
+  test::TempDir dir;
+  exporter::SvgOptions o;
+  o.min_width = 0;
+  REQUIRE(exporter::write_diff_svg(test::sink_profile(), slower_helper(20), dir.file("d.svg"), o));
+  CHECK(test::run({"xmllint", "--noout", dir.file("d.svg")}).status == 0);
+  std::string svg = test::read_profile_text(dir.file("d.svg"));
+  CHECK(svg.find("Differential Flame Graph") != std::string::npos);
+  CHECK(svg.find("data-total=\"40\"") != std::string::npos);
+  // main;helper grew from 10% to 55%: the most grown box is full red.
+  CHECK(svg.find("data-n=\"helper\" data-s=\"22\"") != std::string::npos);
+  CHECK(svg.find("data-fill=\"rgb(255,55,55)\" data-extra=\", +45.00% of samples vs base\"") !=
+        std::string::npos);
+}
+
+TEST_CASE("the diff table prints function names with control characters escaped") {
+  model::Profile next = test::sink_profile();
+  std::vector<model::FrameId> path{next.label_frame("main", model::Category::User),
+                                   next.label_frame("\x1b[2Jclear", model::Category::User)};
+  auto s = next.stacks.intern_path(path);
+  for (int i = 0; i < 20; ++i) next.processes[0].threads[0].samples.push_back({test::kSinkT0 + 99'000'000, s, 1});
+  const std::string table = exporter::format_diff(exporter::diff_profiles(test::sink_profile(), next), 10);
+  INFO(table);
+  CHECK(table.find('\x1b') == std::string::npos);
+  CHECK(table.find("\\e[2Jclear\n") != std::string::npos);
+}

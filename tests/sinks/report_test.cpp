@@ -1,0 +1,143 @@
+// The report: per-process and per-thread sections, top functions by self and total, lost records and
+// truncated stacks, the call tree, the JSON form, the summary line after recording.
+#include "sinks/report.h"
+
+#include <catch2/catch.hpp>
+
+#include "tests/sinks/sink_models.h"
+#include "tests/support/support.h"
+
+using namespace fxprof;
+
+namespace {
+
+model::Profile with_losses() {
+  model::Profile p = test::sink_profile();
+  model::Marker m;
+  m.name = p.strings.intern("Lost records");
+  m.fields.push_back({p.strings.intern("count"), false, 7, model::kNoString});
+  p.processes[0].threads[0].markers.push_back(m);
+  std::vector<model::FrameId> trunc{p.label_frame("(stack truncated)"),
+                                    p.label_frame("compute", model::Category::User)};
+  auto s = p.stacks.intern_path(trunc);
+  p.processes[0].threads[0].samples.push_back({test::kSinkT0 + 90'000'000, s, 1'000'000});
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("report per process: top functions, totals, losses") {
+  exporter::ReportOptions o;
+  auto r = exporter::make_report(with_losses(), o);
+  CHECK(r.samples == 21);
+  CHECK(r.samples_without_stack == 1);
+  CHECK(r.lost_records == 7);
+  CHECK(r.truncated_stacks == 1);
+  CHECK(r.threads == 3);
+  CHECK(r.processes == 2);
+  REQUIRE(r.sections.size() == 2);
+  const auto& app = r.sections[0];
+  CHECK(app.process_name == "app");
+  CHECK(app.pid == 10);
+  CHECK(app.thread_name.empty());
+  CHECK(app.samples == 18);
+  REQUIRE(app.by_self.size() >= 3);
+  CHECK(app.by_self[0].name == "compute");
+  CHECK(app.by_self[0].self == 10);  // 9 under main, 1 under the truncated label
+  CHECK(app.by_self[0].self_percent == Approx(100.0 * 10 / 18));
+  CHECK(app.by_total[0].name == "main");
+  CHECK(app.by_total[0].total == 17);
+  const auto& child = r.sections[1];
+  CHECK(child.process_name == "child");
+  CHECK(child.samples == 3);
+  CHECK(child.by_self[0].name == "libdemo.so+0x2234");
+
+  std::string text = exporter::format_report(r, o);
+  INFO(text);
+  CHECK(text.find("21 samples in 3 threads of 2 processes; 7 lost records; 1 unwind failures") !=
+        std::string::npos);
+  CHECK(text.find("process app (pid 10): 18 samples") != std::string::npos);
+  CHECK(text.find("   55.56%   77.78%        10  compute") != std::string::npos);
+}
+
+TEST_CASE("report per thread, limit, no inline, tree") {
+  exporter::ReportOptions o;
+  o.per_thread = true;
+  o.limit = 1;
+  o.tree = true;
+  auto r = exporter::make_report(test::sink_profile(), o);
+  REQUIRE(r.sections.size() == 3);
+  CHECK(r.sections[0].thread_name == "app");
+  CHECK(r.sections[0].samples == 13);
+  CHECK(r.sections[1].thread_name == "worker");
+  CHECK(r.sections[1].tid == 11);
+  CHECK(r.sections[1].process_name == "app");
+  CHECK(r.sections[1].by_self.size() == 1);
+  CHECK(r.sections[1].by_total.size() == 1);
+  REQUIRE(r.sections[0].tree.size() == 1);
+  const auto& main_node = r.sections[0].tree[0];
+  CHECK(main_node.name == "main");
+  CHECK(main_node.total == 13);
+  REQUIRE(!main_node.children.empty());
+  CHECK(main_node.children[0].name == "compute");  // largest first
+  CHECK(main_node.children[0].total == 9);
+  std::string text = exporter::format_report(r, o);
+  INFO(text);
+  CHECK(text.find("  100.00%   0.00%  main\n   69.23%  38.46%    compute\n") != std::string::npos);
+}
+
+TEST_CASE("report as JSON") {
+  test::TempDir dir;
+  {
+    auto out = exporter::OutputFile::create(dir.file("r.json"));
+    REQUIRE(out);
+    {
+      JsonWriter w(**out);
+      exporter::write_report_json(exporter::make_report(with_losses(), {}), w);
+    }
+    REQUIRE((*out)->finish());
+  }
+  simdjson::dom::parser parser;
+  auto doc = test::parse_json(parser, test::read_profile_text(dir.file("r.json")));
+  CHECK(uint64_t(doc["samples"]) == 21);
+  CHECK(uint64_t(doc["lostRecords"]) == 7);
+  CHECK(uint64_t(doc["truncatedStacks"]) == 1);
+  auto sec = doc["sections"].at(0);
+  CHECK(std::string_view(sec["process"]) == "app");
+  CHECK(std::string_view(sec["topFunctionsBySelf"].at(0)["name"]) == "compute");
+  CHECK(uint64_t(sec["topFunctionsBySelf"].at(0)["selfSamples"]) == 10);
+}
+
+TEST_CASE("the summary after recording names the top self functions") {
+  CHECK(exporter::top_self_summary(test::sink_profile(), 2) == "compute 50.0%, helper 25.0%");
+  CHECK(exporter::top_self_summary(model::Profile{}, 5).empty());
+}
+
+TEST_CASE("names from the file reach the terminal with their control characters escaped") {
+  // A shared profile's names may carry escape sequences: clear the screen, set the title, write the
+  // clipboard (OSC 52). The report prints them escaped, names of processes, threads and functions alike.
+  model::Profile p = test::sink_profile();
+  p.processes[0].name = "app\x1b[2J";
+  p.processes[0].threads[1].name = "work\x1b]0;pwned\x07";
+  std::vector<model::FrameId> path{p.label_frame("main", model::Category::User),
+                                   p.label_frame("evil\x1b]52;c;cm0gLXJm\x07\xc2\x9b" "1m", model::Category::User)};
+  auto s = p.stacks.intern_path(path);
+  for (int i = 0; i < 30; ++i) p.processes[0].threads[0].samples.push_back({test::kSinkT0 + 99'000'000, s, 1});
+  p.meta.data_quality.push_back({"Deleted while running, not readable: /tmp/\x1b[31mx", 1});
+  for (bool per_thread : {false, true}) {
+    exporter::ReportOptions o;
+    o.per_thread = per_thread;
+    o.tree = true;
+    const std::string text = exporter::format_report(exporter::make_report(p, o), o);
+    INFO(text);
+    for (char c : text) CHECK((c == '\n' || static_cast<unsigned char>(c) >= 0x20));
+    CHECK(text.find("\xc2\x9b") == std::string::npos);
+    CHECK(text.find("evil\\e]52;c;cm0gLXJm\\x07\\u009b1m") != std::string::npos);
+    CHECK(text.find("data quality: Deleted while running, not readable: /tmp/\\e[31mx (1)") != std::string::npos);
+    if (per_thread)
+      CHECK(text.find("thread work\\e]0;pwned\\x07 (tid 11) of app\\e[2J (pid 10): ") != std::string::npos);
+    else
+      CHECK(text.find("process app\\e[2J (pid 10): ") != std::string::npos);
+  }
+  CHECK(exporter::top_self_summary(p, 1).starts_with("evil\\e]52;c;cm0gLXJm\\x07\\u009b1m "));
+}
