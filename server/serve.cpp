@@ -202,7 +202,8 @@ bool have_display() {
 }  // namespace
 
 Status serve_profile(const ServeOptions& options) {
-  symbolizer::Symbolizer symbols(options.symbols);
+  std::optional<symbolizer::Symbolizer> own;
+  symbolizer::Symbolizer& symbols = options.symbolizer ? *options.symbolizer : own.emplace(options.symbols);
   if (options.libs) {
     for (const auto& lib : *options.libs) symbols.add_known_lib(lib);
   } else {

@@ -23,6 +23,7 @@ void LibraryCache::add_known(KnownLib lib) {
   if (lib.debug_name.empty() || lib.breakpad_id.empty()) return;
   std::string key = key_of(lib.debug_name, lib.breakpad_id);
   std::lock_guard<std::mutex> lock(mu_);
+  if (auto known = known_.find(key); known != known_.end() && known->second == lib) return;
   if (auto it = slots_.find(key); it != slots_.end()) {
     total_bytes_ -= it->second->bytes;
     slots_.erase(it);

@@ -67,6 +67,7 @@ struct KnownLib {
   std::string debug_path;
   std::string code_id;
   std::string arch;
+  bool operator==(const KnownLib&) const = default;
 };
 
 struct InlineFrame {
@@ -152,6 +153,9 @@ class Symbolizer {
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
 
+  // Registers where a library's file is. Registering it again as it was keeps what is already loaded (record
+  // registers its binaries on each symbolication and hands the symbolizer on to the server); a different
+  // entry for the same key drops it.
   void add_known_lib(KnownLib lib);
 
   // Resolves lib-relative addresses of one library; an Error when the library's file cannot be found or its

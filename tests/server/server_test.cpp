@@ -806,6 +806,35 @@ TEST_CASE("fxprof load opens $BROWSER on a private redirect page, never on the t
   CHECK_FALSE(std::filesystem::exists(std::filesystem::path(page_path).parent_path()));
 }
 
+TEST_CASE("record serves with the symbolizer its summary loaded: no library is read a second time",
+          "[server][cli]") {
+  // The program is a copy that is deleted once the URL is printed: only the libraries record already loaded
+  // for its summary line can answer for it (a second load would find no file).
+  TempDir dir;
+  const std::string program = dir.file("fxprof_srv_demo");
+  REQUIRE(run({"cp", demo_path(), program}).status == 0);
+  Background rec({fxprof_bin(), "record", "-n", "-o", dir.file("p.json.gz"), "--", program, "200000"});
+  const std::string pre = "https://profiler.firefox.com/from-url/";
+  std::string line = rec.wait_for_line(pre, std::chrono::seconds(60));
+  INFO(rec.err());
+  REQUIRE(line.find(pre) != std::string::npos);
+  CHECK_THAT(rec.err(), Catch::Contains("top self: ") && Catch::Contains("inlined_helper"));
+  REQUIRE(std::filesystem::remove(program));
+  auto [profile_url, symbol_server] = split_profiler_url(line.substr(line.find(pre)));
+  const std::string origin = symbol_server.substr(0, symbol_server.rfind('/'));
+  httplib::Client cli(origin);
+  cli.set_read_timeout(30);
+  DemoAddrs d = demo_addrs();
+  auto r = cli.Post(symbol_server.substr(origin.size()) + "/symbolicate/v5",
+                    symbolicate_request({d.hot_inlined, d.second_start}), "application/json");
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK_THAT(r->body, Catch::Contains("\"compute_hot\""));
+  CHECK_THAT(r->body, Catch::Contains("inlined_helper"));
+  CHECK_THAT(r->body, Catch::Contains("\"second_fn\""));
+  CHECK(rec.stop(SIGINT) == 0);
+}
+
 TEST_CASE("a recorded profile: served by fxprof load and baked by fxprof symbolicate",
           "[server][profiler-cli]") {
   INFO("profiler-cli comes with `make test-deps`");
