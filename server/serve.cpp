@@ -268,6 +268,8 @@ Status serve_profile(const ServeOptions& options) {
       break;
     }
   }
+  // Requests waiting for libraries a reading thread may still register (load) are answered now.
+  symbols.libs_complete();
   (*server)->stop();
   if (browser > 0) waitpid(browser, nullptr, WNOHANG);
   if (result) std::fprintf(stderr, "Server stopped; the profile stays in %s\n", options.profile_path.c_str());
