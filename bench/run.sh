@@ -26,6 +26,9 @@ bash "$here/offcpu.sh" "$build"
 echo
 echo "== memory of an hour-long profile (bench/longprofile.sh; LONGPROFILE_SECONDS=60 for a quick run)"
 bash "$here/longprofile.sh" "$build"
+
+echo "== fxprof load of a big profile: time to serving (bench/load.sh)"
+bash "$here/load.sh" "$build"
 echo
 echo "== JIT names over time (bench/jit.sh)"
 bash "$here/jit.sh" "$build" 1

@@ -1,9 +1,16 @@
 // `fxprof load`: serve a saved profile again, with symbolication, like `samply load` (profiler-cli's
 // --with-samply runs `<binary> load --no-open FILE` and waits for the profiler URL on its output).
+#include <pthread.h>
+#include <signal.h>
+
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
+#include "base/signals.h"
 #include "base/temp_dir.h"
 #include "cli/commands.h"
 #include "cli/options.h"
@@ -22,6 +29,41 @@ constexpr std::string_view kUsage =
     "opens\n"
     "the Firefox Profiler on it. Stops with Ctrl+C; the file is left as it is.\n"
     "\n";
+
+// What the libraries' reading thread tells the command: the head read (serving may start), or the end.
+class LibsReading {
+ public:
+  struct State {
+    bool head = false, done = false, processed = false, presymbolicated = false;
+    std::string error;  // the read's, when it ended before its head
+  };
+  void head(bool presymbolicated) {
+    std::lock_guard<std::mutex> lock(mu_);
+    state_.head = true;
+    state_.presymbolicated = presymbolicated;
+    cv_.notify_all();
+  }
+  // True when the head had been read (the profile is being served).
+  bool done(std::string error, bool processed) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!state_.head) state_.error = std::move(error);
+    state_.processed = processed;
+    state_.done = true;
+    cv_.notify_all();
+    return state_.head;
+  }
+  // Waits for the head or the end (processed-format profiles and failures have no head).
+  State wait_head() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return state_.head || state_.done; });
+    return state_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  State state_;
+};
 
 constexpr std::string_view kCommand = "load";
 
@@ -52,37 +94,74 @@ int cmd_load(std::span<char*> args) {
   if (auto exit = parse_options(command, args)) return *exit;
   if (file.empty()) return usage_error(kCommand, "which profile? give a .json or .json.gz file");
   opts.profile_path = file;
-  // Source -> model: validates the file (one-line errors) and lists its libraries without a DOM.
   std::optional<TempFolder> resolved;  // the profile served after resolving more symbols, removed at the end
-  {
+  // A self-contained profile has no server to ask: with --symbol-dir, it is read whole (its frames are
+  // resolved with the given folders and that copy is served); it is found out below, from its head.
+  bool read_whole = false;
+  // Otherwise only what a symbol server needs is read, the libraries (not the samples), on a thread of its
+  // own: serving starts once the head (meta, the main process's libraries) is read, whatever the size, and
+  // the libraries of the other processes follow; a request for one not read yet waits for it.
+  symbolizer::Symbolizer symbols(opts.symbols);
+  LibsReading reading;
+  symbols.expect_more_libs();
+  std::jthread reader([&](std::stop_token stop) {
+    // Ctrl+C is the serving thread's (serve_profile waits for it with sigtimedwait), never this one's.
+    const sigset_t ended_by = stop_signals();
+    pthread_sigmask(SIG_BLOCK, &ended_by, nullptr);
     exporter::ReadInfo info;
-    auto profile = exporter::read_gecko_profile(file, &info);
+    info.libs_only = true;
+    info.stop = stop;
+    info.on_head = [&](const model::Profile& head) {
+      for (auto& lib : pipeline::known_libs(head)) symbols.add_known_lib(std::move(lib));
+      reading.head(head.meta.presymbolicated);
+    };
+    auto libs = exporter::read_gecko_profile(file, &info);
+    if (libs)
+      for (auto& lib : pipeline::known_libs(*libs)) symbols.add_known_lib(std::move(lib));
+    // After the head, the profile is being served: a bad end is said on one line (the front end refuses
+    // such a file too), and the libraries read so far are still served.
+    const bool served = reading.done(libs ? std::string() : libs.error(), info.processed);
+    if (!libs && served && !stop.stop_requested())
+      std::fprintf(stderr, "fxprof: %s (libraries after that point are not served)\n", libs.error().c_str());
+    symbols.libs_complete();  // after the line: a request that waited for the end finds it said
+  });
+  const LibsReading::State head = reading.wait_head();
+  if (!head.error.empty()) {  // failed before its head: nothing is served
+    std::fprintf(stderr, "fxprof: %s\n", head.error.c_str());
+    return 1;
+  }
+  opts.symbolizer = &symbols;
+  if (!head.processed) {  // processed-format profiles (samply's) are served as they are, inspected there
+    opts.libs.emplace();  // registered above, as they are read
+    // Every thread shown (any view state does it); the samples are not read, so the first thread is selected.
+    opts.view = "thread=" + exporter::url_uint(0);
+    read_whole = head.presymbolicated && !opts.symbols.symbol_dirs.empty();
+  }
+  if (read_whole) {
+    reader.request_stop();
+    reader.join();
+    auto profile = exporter::read_gecko_profile(file);
     if (!profile) {
       std::fprintf(stderr, "fxprof: %s\n", profile.error().c_str());
       return profile.exit_code();
     }
-    if (!info.processed) {  // processed-format profiles (samply's) are served as they are, inspected there
-      opts.libs = pipeline::known_libs(*profile);
-      opts.view = exporter::gecko_view_query(*profile);  // every thread shown, the busiest selected
-      // A self-contained profile has no server to ask: resolve what is still unresolved in it with the given
-      // symbol folders, and serve that copy.
-      if (profile->meta.presymbolicated && !opts.symbols.symbol_dirs.empty()) {
-        symbolizer::Symbolizer symbols(opts.symbols);
-        if (pipeline::symbolicate(*profile, symbols).resolved > 0) {
-          resolved.emplace("fxprof-load");
-          if (resolved->path().empty()) {
-            std::fprintf(stderr, "fxprof: cannot make a temporary folder\n");
-            return 1;
-          }
-          const std::string tmp = resolved->path() + "/profile.json";
-          if (auto s = exporter::write_gecko_profile(*profile, tmp); !s) {
-            std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
-            return s.exit_code();
-          }
-          opts.profile_path = tmp;
-        }
+    opts.view = exporter::gecko_view_query(*profile);  // every thread shown, the busiest selected
+    opts.libs = pipeline::known_libs(*profile);
+    symbolizer::Symbolizer baking(opts.symbols);
+    if (pipeline::symbolicate(*profile, baking).resolved > 0) {
+      resolved.emplace("fxprof-load");
+      if (resolved->path().empty()) {
+        std::fprintf(stderr, "fxprof: cannot make a temporary folder\n");
+        return 1;
       }
+      const std::string tmp = resolved->path() + "/profile.json";
+      if (auto s = exporter::write_gecko_profile(*profile, tmp); !s) {
+        std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+        return s.exit_code();
+      }
+      opts.profile_path = tmp;
     }
+    opts.symbolizer = nullptr;
   }
   if (auto s = server::serve_profile(opts); !s) {
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());

@@ -163,7 +163,7 @@ int cmd_record(std::span<char*> args) {
   // the file is complete, then take a pending one as "do not serve".
   SignalHold hold;
   // Names the model's frames (only the addresses samples use), then what needs the names: the Lock wait
-  // markers' "Held by". One symbolizer for the file, the summary and the exports (freed before serving).
+  // markers' "Held by". One symbolizer for the file, the summary, the exports and the server.
   std::optional<symbolizer::Symbolizer> symbols(std::in_place, serve.symbols);
   auto name_frames = [&] {
     pipeline::symbolicate(recording->profile, *symbols);
@@ -232,8 +232,11 @@ int cmd_record(std::span<char*> args) {
   serve.view = exporter::gecko_view_query(recording->profile);  // every thread shown, the busiest selected
   // Binaries deleted while they ran are served through the recorder's descriptors (model::Lib::read_path).
   std::vector<UniqueFd> open_files = std::move(recording->open_files);
-  recording = Error{};  // free the model and the symbolizer before serving
-  symbols.reset();
+  recording = Error{};  // free the model before serving
+  // The symbolizer goes on to the server with what it loaded for the summary (no library read twice); it is
+  // freed now only when nothing is served.
+  const bool serving = !save_only && !sharing && !hold.interrupted() && !recording_hangup;
+  if (!serving) symbols.reset();
 
   // Sent on (issue: share with teammates, push to a fleet) from the written file, symbols baked on the way.
   if (!hold.interrupted() && !recording_hangup &&
@@ -246,9 +249,10 @@ int cmd_record(std::span<char*> args) {
     if (rc != 0) return exit_status != 0 ? exit_status : rc;
   }
   // After a hangup (closed terminal, dropped SSH) nobody is there to open the URL: the profile is the result.
-  if (!save_only && !sharing && !hold.interrupted() && !recording_hangup) {
+  if (serving && !hold.interrupted()) {
     hold.release();  // the server handles Ctrl+C itself
     serve.profile_path = output;
+    serve.symbolizer = &*symbols;
     if (auto s = server::serve_profile(serve); !s) {
       std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
       return exit_status != 0 ? exit_status : 1;

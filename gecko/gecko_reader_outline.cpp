@@ -23,9 +23,12 @@ bool Reader::syntax_error() {
 bool Reader::process_member(std::string_view k, bool top) {
   if (k == "meta") return piece([&](od::value v) { return read_meta(v, top); });
   if (k == "libs") return piece([&](od::value v) { return read_libs(v); });
-  if (k == "counters") return piece([&](od::value v) { return read_counters(v); });
+  // What comes before the top level's threads (meta, libs) is the head: `load` serves from there.
+  if (top && (k == "threads" || k == "processes" || k == "counters")) head_read();
+  if (k == "counters") return info_.libs_only ? skip() : piece([&](od::value v) { return read_counters(v); });
   if (k == "threads") {
     saw_threads_ |= top && js_.peek() == '[';
+    if (info_.libs_only) return skip();
     return array([&] { return thread(); });
   }
   if (k == "processes" && top) {

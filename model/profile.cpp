@@ -1,5 +1,6 @@
 #include "model/profile.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace fxprof::model {
@@ -32,14 +33,30 @@ FrameId FrameTable::intern(const Frame& f) {
   return id;
 }
 
+size_t StackTable::slot_of(StackId prefix, FrameId frame) const {
+  uint64_t h = ((static_cast<uint64_t>(prefix) << 32) | frame) * 0x9E3779B97F4A7C15ull;
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = static_cast<size_t>(h >> 32) & mask;; i = (i + 1) & mask) {
+    const StackId id = slots_[i];
+    if (id == kNoStack || (prefix_[id] == prefix && frame_[id] == frame)) return i;
+  }
+}
+
+void StackTable::rehash(size_t n) {
+  size_t cap = 16;
+  while (cap * 3 < n * 4) cap *= 2;
+  slots_.assign(cap, kNoStack);
+  for (StackId id = 0; id < frame_.size(); ++id) slots_[slot_of(prefix_[id], frame_[id])] = id;
+}
+
 StackId StackTable::intern(StackId prefix, FrameId frame) {
-  uint64_t key = (static_cast<uint64_t>(prefix) << 32) | frame;
-  auto it = index_.find(key);
-  if (it != index_.end()) return it->second;
+  if ((frame_.size() + 1) * 4 > slots_.size() * 3) rehash(std::max<size_t>(2 * frame_.size(), 16));
+  const size_t at = slot_of(prefix, frame);
+  if (slots_[at] != kNoStack) return slots_[at];
   auto id = static_cast<StackId>(frame_.size());
   prefix_.push_back(prefix);
   frame_.push_back(frame);
-  index_.emplace(key, id);
+  slots_[at] = id;
   return id;
 }
 

@@ -107,13 +107,19 @@ class StackTable {
   void reserve(size_t n) {
     prefix_.reserve(n);
     frame_.reserve(n);
-    index_.reserve(n);
+    if (n * 4 > slots_.size() * 3) rehash(n);
   }
 
  private:
+  size_t slot_of(StackId prefix, FrameId frame) const;
+  void rehash(size_t n);
+
   std::vector<StackId> prefix_;
   std::vector<FrameId> frame_;
-  std::unordered_map<uint64_t, StackId> index_;  // key: prefix << 32 | frame
+  // The index: open addressing over the stack ids themselves (kNoStack = free), the key read back from
+  // prefix_/frame_: 4 bytes a slot, at most 3/4 full, so 5-11 bytes per distinct stack where a hash map of
+  // (prefix, frame) -> id took ~40 (a 2-minute 8-thread profile has 637k distinct stacks).
+  std::vector<StackId> slots_;
 };
 
 // 16 bytes: a profile holds one per sample (an hour of 8 busy threads at 1 kHz is 28.8M of them), so the

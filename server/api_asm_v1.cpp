@@ -12,10 +12,9 @@ struct AsmRequest {
 };
 
 // An error message for the 400 answer, or "". The views point into `parser`'s document.
-std::string parse_request(simdjson::dom::parser& parser, std::string_view request_json, AsmRequest& req) {
-  simdjson::padded_string padded(request_json);
+std::string parse_request(simdjson::dom::parser& parser, simdjson::padded_string_view body, AsmRequest& req) {
   simdjson::dom::element root;
-  if (request_json.empty() || parser.parse(padded).get(root)) return "request is not valid JSON";
+  if (std::string e = internal::parse_object(parser, body, root); !e.empty()) return e;
   std::string_view start, size;
   if (root["debugName"].get_string().get(req.debug_name) || root["debugId"].get_string().get(req.debug_id) ||
       root["startAddress"].get_string().get(start) || root["size"].get_string().get(size))
@@ -43,14 +42,18 @@ ApiResponse write_response(uint64_t start, const symbolizer::Disassembly& d) {
 
 }  // namespace
 
-ApiResponse asm_v1(symbolizer::Symbolizer& symbols, std::string_view request_json) {
+ApiResponse internal::asm_v1(symbolizer::Symbolizer& symbols, simdjson::padded_string_view body) {
   simdjson::dom::parser parser;
   AsmRequest req;
-  if (std::string e = parse_request(parser, request_json, req); !e.empty())
+  if (std::string e = parse_request(parser, body, req); !e.empty())
     return internal::error_response(400, e);
   auto d = symbols.disassemble(req.debug_name, req.debug_id, req.start, req.size, req.until_function_end);
   if (!d.ok()) return internal::error_response(internal::status_of(d.refusal()), d.refusal().message);
   return write_response(req.start, d.value());
+}
+
+ApiResponse asm_v1(symbolizer::Symbolizer& symbols, std::string_view request_json) {
+  return internal::asm_v1(symbols, simdjson::padded_string(request_json));
 }
 
 }  // namespace fxprof::server

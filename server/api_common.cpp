@@ -29,6 +29,15 @@ int status_of(const symbolizer::Refusal& refusal) {
   return 404;
 }
 
+std::string parse_object(simdjson::dom::parser& parser, simdjson::padded_string_view body,
+                         simdjson::dom::element& root) {
+  if (body.empty()) return "empty request";
+  if (auto e = parser.parse(body).get(root))
+    return std::string("malformed JSON request: ") + simdjson::error_message(e);
+  if (!root.is_object()) return "malformed request: expected a JSON object";
+  return {};
+}
+
 bool parse_address(std::string_view s, uint64_t& v) {
   if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) return parse_hex(s, v);
   if (s.empty() || s[0] < '0' || s[0] > '9') return false;  // from_chars would skip nothing, not fail

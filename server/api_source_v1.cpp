@@ -12,10 +12,9 @@ struct SourceRequest {
 };
 
 // An error message for the 400 answer, or "". The views point into `parser`'s document.
-std::string parse_request(simdjson::dom::parser& parser, std::string_view request_json, SourceRequest& req) {
-  simdjson::padded_string padded(request_json);
+std::string parse_request(simdjson::dom::parser& parser, simdjson::padded_string_view body, SourceRequest& req) {
   simdjson::dom::element root;
-  if (request_json.empty() || parser.parse(padded).get(root)) return "request is not valid JSON";
+  if (std::string e = internal::parse_object(parser, body, root); !e.empty()) return e;
   std::string_view offset;
   if (root["debugName"].get_string().get(req.debug_name) || root["debugId"].get_string().get(req.debug_id) ||
       root["moduleOffset"].get_string().get(offset) || root["file"].get_string().get(req.file))
@@ -35,15 +34,19 @@ ApiResponse write_response(std::string_view file, std::string_view text) {
 
 }  // namespace
 
-ApiResponse source_v1(symbolizer::Symbolizer& symbols, std::string_view request_json) {
+ApiResponse internal::source_v1(symbolizer::Symbolizer& symbols, simdjson::padded_string_view body) {
   simdjson::dom::parser parser;
   SourceRequest req;
-  if (std::string e = parse_request(parser, request_json, req); !e.empty())
+  if (std::string e = parse_request(parser, body, req); !e.empty())
     return internal::error_response(400, e);
   auto text = symbols.source(req.debug_name, req.debug_id, req.module_offset, req.file);
   if (!text.ok())
     return internal::error_response(internal::status_of(text.refusal()), text.refusal().message);
   return write_response(req.file, text.value());
+}
+
+ApiResponse source_v1(symbolizer::Symbolizer& symbols, std::string_view request_json) {
+  return internal::source_v1(symbols, simdjson::padded_string(request_json));
 }
 
 }  // namespace fxprof::server

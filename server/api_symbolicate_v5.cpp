@@ -58,15 +58,11 @@ std::string parse_job(simdjson::dom::element el, Job& job) {
 
 // The jobs of a request (its "jobs" array, or the request itself as the one job, as v5 allows); an error
 // message or "". The views point into `parser`'s document.
-std::string parse_request(simdjson::dom::parser& parser, std::string_view request_json,
+std::string parse_request(simdjson::dom::parser& parser, simdjson::padded_string_view body,
                           std::vector<Job>& jobs) {
-  if (request_json.empty()) return "empty request";
-  simdjson::padded_string padded(request_json);
   simdjson::dom::element root;
-  if (auto err = parser.parse(padded).get(root))
-    return std::string("request is not valid JSON: ") + simdjson::error_message(err);
-  simdjson::dom::object obj;
-  if (root.get_object().get(obj)) return "request is not a JSON object";
+  if (std::string e = internal::parse_object(parser, body, root); !e.empty()) return e;
+  simdjson::dom::object obj = root.get_object().value_unsafe();
   simdjson::dom::array jobs_el;
   if (!obj["jobs"].get_array().get(jobs_el)) {
     for (auto j : jobs_el)
@@ -190,10 +186,10 @@ void write_result(JsonWriter& w, const Job& job, std::vector<Module>& mods) {
 
 }  // namespace
 
-ApiResponse symbolicate_v5(symbolizer::Symbolizer& symbols, std::string_view request_json) {
+ApiResponse internal::symbolicate_v5(symbolizer::Symbolizer& symbols, simdjson::padded_string_view body) {
   simdjson::dom::parser parser;
   std::vector<Job> jobs;
-  if (std::string e = parse_request(parser, request_json, jobs); !e.empty()) return error_response(400, e);
+  if (std::string e = parse_request(parser, body, jobs); !e.empty()) return error_response(400, e);
   ApiResponse resp;
   JsonWriter w(resp.body);
   w.begin_object().key("results").begin_array();
@@ -204,6 +200,10 @@ ApiResponse symbolicate_v5(symbolizer::Symbolizer& symbols, std::string_view req
   }
   w.end_array().end_object();
   return resp;
+}
+
+ApiResponse symbolicate_v5(symbolizer::Symbolizer& symbols, std::string_view request_json) {
+  return internal::symbolicate_v5(symbols, simdjson::padded_string(request_json));
 }
 
 }  // namespace fxprof::server

@@ -13,12 +13,13 @@ namespace {
 constexpr size_t kTrimAbove = size_t{1} << 20;  // bodies that make the heap worth trimming
 constexpr unsigned kMaxOutsideRequests = 16;     // per connection, outside the token
 
-using ApiFn = ApiResponse (*)(symbolizer::Symbolizer&, std::string_view);
+using ApiFn = internal::Endpoint;
 
+// Each endpoint parses its body itself, once, into its typed request (malformed JSON included).
 ApiFn api_of(std::string_view route) {
-  return route == "symbolicate/v5" ? &symbolicate_v5
-         : route == "source/v1"    ? &source_v1
-         : route == "asm/v1"       ? &asm_v1
+  return route == "symbolicate/v5" ? &internal::symbolicate_v5
+         : route == "source/v1"    ? &internal::source_v1
+         : route == "asm/v1"       ? &internal::asm_v1
                                    : nullptr;
 }
 
@@ -161,23 +162,11 @@ void ProfileServer::Impl::answer_api(Conn& c) {
   bool big = c.body.capacity() > kTrimAbove;
   try {
     if (big) big_requests.acquire();  // a parse takes ~6x the body: at most two big ones at a time
-    // Malformed JSON is refused here, once, whatever the symbolizer would make of it. A parser per request:
-    // its buffers (about 6x the body) are freed with it.
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    if (auto e = parser.parse(c.body.data(), c.body.size(), false).get(doc)) {
-      r.status = 400;
-      r.body = json_error(std::string("malformed JSON request: ") + simdjson::error_message(e));
-    } else if (!doc.is_object()) {
-      r.status = 400;
-      r.body = json_error("malformed request: expected a JSON object");
-    } else {
-      parser = simdjson::dom::parser();
-      ApiResponse a = fn(*symbols, c.body);
-      r.status = a.http_status;
-      r.body = std::move(a.body);
-      r.content_type = "application/json; charset=UTF-8";
-    }
+    // The transport reserved simdjson's padding past the body: the endpoint parses it in place.
+    ApiResponse a = fn(*symbols, simdjson::padded_string_view(c.body.data(), c.body.size(), c.body.capacity()));
+    r.status = a.http_status;
+    r.body = std::move(a.body);
+    r.content_type = "application/json; charset=UTF-8";
   } catch (const std::exception& e) {  // bad_alloc from a huge answer: this request fails, not the server
     r = Reply();
     r.status = 500;

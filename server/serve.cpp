@@ -167,7 +167,8 @@ bool have_display() {
 }  // namespace
 
 Status serve_profile(const ServeOptions& options) {
-  symbolizer::Symbolizer symbols(options.symbols);
+  std::optional<symbolizer::Symbolizer> own;
+  symbolizer::Symbolizer& symbols = options.symbolizer ? *options.symbolizer : own.emplace(options.symbols);
   if (options.libs) {
     for (const auto& lib : *options.libs) symbols.add_known_lib(lib);
   } else {
@@ -232,6 +233,8 @@ Status serve_profile(const ServeOptions& options) {
       break;
     }
   }
+  // Requests waiting for libraries a reading thread may still register (load) are answered now.
+  symbols.libs_complete();
   (*server)->stop();
   if (browser > 0) waitpid(browser, nullptr, WNOHANG);
   if (result) std::fprintf(stderr, "Server stopped; the profile stays in %s\n", options.profile_path.c_str());

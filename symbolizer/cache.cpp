@@ -23,11 +23,21 @@ void LibraryCache::add_known(KnownLib lib) {
   if (lib.debug_name.empty() || lib.breakpad_id.empty()) return;
   std::string key = key_of(lib.debug_name, lib.breakpad_id);
   std::lock_guard<std::mutex> lock(mu_);
+  if (auto known = known_.find(key); known != known_.end() && known->second == lib) return;
   if (auto it = slots_.find(key); it != slots_.end()) {
     total_bytes_ -= it->second->bytes;
     slots_.erase(it);
   }
   known_[key] = std::move(lib);
+  known_cv_.notify_all();
+}
+
+void LibraryCache::expect_more(bool more) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    more_expected_ = more;
+  }
+  known_cv_.notify_all();
 }
 
 Result<LibraryCache::Handle> LibraryCache::get(std::string_view debug_name, std::string_view breakpad_id) {
@@ -35,7 +45,8 @@ Result<LibraryCache::Handle> LibraryCache::get(std::string_view debug_name, std:
   std::shared_ptr<Slot> slot;
   KnownLib k;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    known_cv_.wait(lock, [&] { return !more_expected_ || known_.count(key) != 0; });
     auto& s = slots_[key];
     if (!s) {
       s = std::make_shared<Slot>();

@@ -562,3 +562,41 @@ TEST_CASE("one string or number beyond kMaxJsonStringBytes is refused as it is r
   CHECK(load_error(gz) ==
         gz + ": a string longer than 1 MiB at byte " + std::to_string(at) + " (the limit for one name or value)");
 }
+
+TEST_CASE("libs_only reads each process's libs and no thread; on_head comes before the threads; a stop ends it",
+          "[exporter]") {
+  test::TempDir dir;
+  model::Profile p = sample_profile();
+  model::Process child = p.processes[0];  // a second process, with a library of its own
+  child.pid += 100;
+  child.libs.resize(1);
+  child.libs[0].name = child.libs[0].debug_name = "child.so";
+  p.processes.push_back(child);
+  const std::string path = dir.file("p.json.gz");
+  REQUIRE(exporter::write_gecko_profile(p, path));
+
+  exporter::ReadInfo info;
+  info.libs_only = true;
+  size_t head_calls = 0, head_libs = 0, head_threads = 0;
+  info.on_head = [&](const model::Profile& head) {
+    ++head_calls;
+    head_libs = head.processes.at(0).libs.size();
+    head_threads = head.processes.at(0).threads.size();
+  };
+  auto r = exporter::read_gecko_profile(path, &info);
+  REQUIRE(r.ok());
+  CHECK(head_calls == 1);
+  CHECK(head_libs == 2);
+  CHECK(head_threads == 0);
+  REQUIRE(r->processes.size() == p.processes.size());
+  CHECK(r->processes.back().libs.at(0).debug_name == "child.so");
+  for (const model::Process& proc : r->processes) CHECK(proc.threads.empty());
+
+  std::stop_source stop;
+  stop.request_stop();
+  exporter::ReadInfo stopped;
+  stopped.stop = stop.get_token();
+  auto s = exporter::read_gecko_profile(path, &stopped);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error() == path + ": reading stopped");
+}

@@ -46,3 +46,26 @@ TEST_CASE("a sample is 16 bytes and its CPU delta saturates instead of wrapping"
   CHECK(saturate_cpu_delta(1'000'000) == 1'000'000);
   CHECK(saturate_cpu_delta(int64_t{3} << 40) == INT32_MAX);  // an hour unsampled: not negative
 }
+
+TEST_CASE("the stack index finds every stack again across its growth, with or without reserve") {
+  for (size_t reserved : {size_t{0}, size_t{1000}, size_t{100000}}) {
+    fxprof::model::StackTable t;
+    t.reserve(reserved);
+    // 60k distinct stacks: chains and fans, so that keys share prefixes.
+    std::vector<fxprof::model::StackId> ids;
+    fxprof::model::StackId prev = fxprof::model::kNoStack;
+    size_t wrong = 0;  // counted, not asserted one by one: 120k assertions would cost seconds under ASan
+    for (uint32_t i = 0; i < 60000; ++i) {
+      const fxprof::model::StackId prefix = i % 3 == 0 ? fxprof::model::kNoStack : i % 3 == 1 ? prev : ids[i / 2];
+      const fxprof::model::StackId s = t.intern(prefix, i);
+      wrong += s != ids.size();  // each (prefix, frame) above is new
+      ids.push_back(s);
+      prev = s;
+    }
+    CHECK(wrong == 0);
+    REQUIRE(t.size() == 60000);
+    for (uint32_t i = 0; i < 60000; ++i) wrong += t.intern(t.prefix(ids[i]), t.frame(ids[i])) != ids[i];
+    CHECK(wrong == 0);
+    CHECK(t.size() == 60000);
+  }
+}

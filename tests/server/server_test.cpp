@@ -428,6 +428,44 @@ TEST_CASE("fxprof load refuses bad input with one line and serves nothing", "[se
   CHECK_THAT(help.out, Catch::Contains("--no-open"));
 }
 
+TEST_CASE("fxprof load serves from the profile's head: cut in its samples, it still answers for its libraries",
+          "[server][cli]") {
+  // load reads the libraries, not the samples, and serves once the head (meta, the main process's libs) is
+  // read: a profile cut off inside its threads is served, and its end is one line on stderr.
+  TempDir dir;
+  const std::string good = demo_profile();
+  const size_t cut = good.find("\"samples\":");
+  REQUIRE(cut != std::string::npos);
+  write_text(dir.file("cut.json"), good.substr(0, cut + 20));
+  LoadProcess load({"--no-open", "-P", "0", dir.file("cut.json")});
+  std::string url = load.wait_for_url();
+  INFO(load.err());
+  REQUIRE_FALSE(url.empty());
+  CHECK(url.size() > 9);
+  CHECK(url.substr(url.size() - 9) == "&thread=0");  // every thread shown; the samples are not read
+  auto [profile_url, symbol_server] = split_profiler_url(url);
+  const std::string origin = symbol_server.substr(0, symbol_server.rfind('/'));
+  httplib::Client cli(origin);
+  cli.set_read_timeout(30);
+  const std::string api = symbol_server.substr(origin.size()) + "/symbolicate/v5";
+  DemoAddrs d = demo_addrs();
+  auto r = cli.Post(api, symbolicate_request({d.hot_inlined, d.second_start}), "application/json");
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK_THAT(r->body, Catch::Contains("\"second_fn\""));
+  CHECK_THAT(r->body, Catch::Contains("inlined_helper"));
+  // A library the head does not name waits for the end of the read, then is not found.
+  auto other = cli.Post(api, R"({"jobs":[{"memoryMap":[["other.so","0123456789ABCDEF0123456789ABCDEF0"]],"stacks":[[[0,16]]]}]})",
+                        "application/json");
+  REQUIRE(other);
+  CHECK(other->status == 200);
+  CHECK_THAT(other->body, Catch::Contains("\"other.so/0123456789ABCDEF0123456789ABCDEF0\":false"));
+  const std::string err = load.err();
+  CHECK_THAT(err, Catch::Contains("fxprof: " + dir.file("cut.json") +
+                                  ": truncated JSON (libraries after that point are not served)\n"));
+  CHECK(load.stop(SIGINT) == 0);
+}
+
 TEST_CASE("the server answers only under its token, with CORS and preflights", "[server][http]") {
   TempDir dir;
   std::string profile = demo_profile();
@@ -805,6 +843,35 @@ TEST_CASE("fxprof load opens $BROWSER on a private redirect page, never on the t
   CHECK(std::filesystem::exists(dir.file("p.json")));
   CHECK_FALSE(std::filesystem::exists(page_path));  // gone with its folder when the server stops
   CHECK_FALSE(std::filesystem::exists(std::filesystem::path(page_path).parent_path()));
+}
+
+TEST_CASE("record serves with the symbolizer its summary loaded: no library is read a second time",
+          "[server][cli]") {
+  // The program is a copy that is deleted once the URL is printed: only the libraries record already loaded
+  // for its summary line can answer for it (a second load would find no file).
+  TempDir dir;
+  const std::string program = dir.file("fxprof_srv_demo");
+  REQUIRE(run({"cp", demo_path(), program}).status == 0);
+  Background rec({fxprof_bin(), "record", "-n", "-o", dir.file("p.json.gz"), "--", program, "200000"});
+  const std::string pre = "https://profiler.firefox.com/from-url/";
+  std::string line = rec.wait_for_line(pre, std::chrono::seconds(60));
+  INFO(rec.err());
+  REQUIRE(line.find(pre) != std::string::npos);
+  CHECK_THAT(rec.err(), Catch::Contains("top self: ") && Catch::Contains("inlined_helper"));
+  REQUIRE(std::filesystem::remove(program));
+  auto [profile_url, symbol_server] = split_profiler_url(line.substr(line.find(pre)));
+  const std::string origin = symbol_server.substr(0, symbol_server.rfind('/'));
+  httplib::Client cli(origin);
+  cli.set_read_timeout(30);
+  DemoAddrs d = demo_addrs();
+  auto r = cli.Post(symbol_server.substr(origin.size()) + "/symbolicate/v5",
+                    symbolicate_request({d.hot_inlined, d.second_start}), "application/json");
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK_THAT(r->body, Catch::Contains("\"compute_hot\""));
+  CHECK_THAT(r->body, Catch::Contains("inlined_helper"));
+  CHECK_THAT(r->body, Catch::Contains("\"second_fn\""));
+  CHECK(rec.stop(SIGINT) == 0);
 }
 
 TEST_CASE("a recorded profile: served by fxprof load and baked by fxprof symbolicate",

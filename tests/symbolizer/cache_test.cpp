@@ -1,5 +1,6 @@
 // Tests of symbolizer/cache.cpp: one load per library under concurrent use, and eviction by bytes.
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -51,4 +52,27 @@ TEST_CASE("cache: concurrent requests share one load per library and agree, with
     CHECK(out[1].find(" compute_hot(int)+") != std::string::npos);
     CHECK(out[0].find("[leaf_helper") != std::string::npos);
   }
+}
+
+TEST_CASE("cache: a library registered again as it was keeps what was loaded; a different entry drops it") {
+  Prog p = prog(test_program("sym_inline"));
+  const uint64_t hot = nm_symbols(p.path).at("_Z11compute_hoti").addr;
+  fxprof::test::TempDir dir;
+  const std::string copy = dir.file("sym_inline");
+  REQUIRE(run({"cp", p.path, copy}).status == 0);
+  sym::Symbolizer s(no_system_debug());
+  s.add_known_lib(known(p, copy));
+  auto first = s.lookup("sym_inline", p.breakpad, std::vector<uint64_t>{hot});
+  REQUIRE(first.ok());
+  REQUIRE((*first)[0].function == "compute_hot(int)");
+  // The file is gone: only what was loaded can answer (record hands its symbolizer on to the server, and
+  // registers its binaries again on each symbolication).
+  std::filesystem::remove(copy);
+  s.add_known_lib(known(p, copy));
+  auto again = s.lookup("sym_inline", p.breakpad, std::vector<uint64_t>{hot});
+  REQUIRE(again.ok());
+  CHECK((*again)[0].function == "compute_hot(int)");
+  // Another path for the same library is a new registration: the file is looked for again, and not found.
+  s.add_known_lib(known(p, dir.file("elsewhere")));
+  CHECK_FALSE(s.lookup("sym_inline", p.breakpad, std::vector<uint64_t>{hot}).ok());
 }
