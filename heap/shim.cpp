@@ -532,6 +532,9 @@ void in_child() {
 __attribute__((constructor)) void shim_init() {
   ++tls.busy;
   ready();
+  // libunwind's default (global) cache of unwind info takes a lock, blocking signals with sigprocmask around
+  // it, on every step its fast trace path cannot take; a per-thread cache needs neither (heaptrack does this).
+  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
   pthread_key_create(&exit_key, on_thread_exit);
   pthread_atfork(before_fork, nullptr, in_child);
   --tls.busy;

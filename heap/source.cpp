@@ -20,6 +20,7 @@
 
 #include "base/fd.h"
 #include "heap/heap.h"
+#include "heap/tables.h"
 #include "heap/wire.h"
 
 namespace fxprof::heap {
@@ -347,70 +348,6 @@ class ThreadCache {
   Entry* last_ = nullptr;
 };
 
-// Live blocks: (pid, address) -> the allocation's event index. Open addressing with linear probing, deletion
-// by backward shift (no tombstones), doubled at half full: std::unordered_map's node per block was a malloc,
-// a free and a cache miss per event, a third of finish() with 5M allocations.
-class LiveBlocks {
- public:
-  static constexpr size_t kNone = SIZE_MAX;
-  LiveBlocks() : slots_(size_t{1} << 16) {}
-  // The slot of (pid, addr), or kNone.
-  size_t find(uint32_t pid, uint64_t addr) const {
-    for (size_t i = home(pid, addr);; i = (i + 1) & mask()) {
-      const Slot& s = slots_[i];
-      if (s.event == kEmpty) return kNone;
-      if (s.addr == addr && s.pid == pid) return i;
-    }
-  }
-  // The slot of (pid, addr), created holding `event` when new (second: whether it was).
-  std::pair<size_t, bool> insert(uint32_t pid, uint64_t addr, uint32_t event) {
-    if ((used_ + 1) * 2 > slots_.size()) grow();
-    for (size_t i = home(pid, addr);; i = (i + 1) & mask()) {
-      Slot& s = slots_[i];
-      if (s.event == kEmpty) {
-        s = {addr, pid, event};
-        ++used_;
-        return {i, true};
-      }
-      if (s.addr == addr && s.pid == pid) return {i, false};
-    }
-  }
-  uint32_t& event(size_t slot) { return slots_[slot].event; }
-  void erase(size_t i) {
-    for (size_t j = (i + 1) & mask(); slots_[j].event != kEmpty; j = (j + 1) & mask()) {
-      const size_t h = home(slots_[j].pid, slots_[j].addr);
-      if (((j - h) & mask()) >= ((j - i) & mask())) {  // i lies on j's probe path: j moves back to i
-        slots_[i] = slots_[j];
-        i = j;
-      }
-    }
-    slots_[i].event = kEmpty;
-    --used_;
-  }
-
- private:
-  static constexpr uint32_t kEmpty = UINT32_MAX;
-  struct Slot {
-    uint64_t addr = 0;
-    uint32_t pid = 0;
-    uint32_t event = kEmpty;
-  };
-  size_t mask() const { return slots_.size() - 1; }
-  size_t home(uint32_t pid, uint64_t addr) const {
-    const uint64_t h = (addr ^ (uint64_t{pid} << 47)) * 0x9E3779B97F4A7C15ull;
-    return static_cast<size_t>(h >> 20) & mask();
-  }
-  void grow() {
-    std::vector<Slot> old(slots_.size() * 2);
-    old.swap(slots_);
-    used_ = 0;
-    for (const Slot& s : old)
-      if (s.event != kEmpty) insert(s.pid, s.addr, s.event);
-  }
-  std::vector<Slot> slots_;
-  size_t used_ = 0;
-};
-
 // The Memory counter: one sample per process and 1 ms bucket with the bucket's change; a bucket whose highest
 // point lies above both its ends is written as two samples (up to the high, then down from it), so that the
 // track's maximum is the process's exact peak however briefly it was held.
@@ -495,7 +432,7 @@ Summary HeapSource::finish(model::Profile& prof) {
   auto& ev = im.events;
   // One thread's events are in order already (its chunks are): only several threads need the sort.
   auto by_time = [](const Event& a, const Event& b) { return a.time < b.time; };
-  if (!std::is_sorted(ev.begin(), ev.end(), by_time)) std::stable_sort(ev.begin(), ev.end(), by_time);
+  merge_runs(ev, by_time);
 
   model::Meta::HeapStats stats;
   stats.sampled = im.opt.mode == Mode::Sampled;
@@ -513,7 +450,9 @@ Summary HeapSource::finish(model::Profile& prof) {
   int64_t total = 0;
   size_t peak_index = SIZE_MAX;
   std::array<model::Meta::HeapStats::SizeBin, 65> bins{};
+  constexpr uint32_t kAhead = 8;
   for (uint32_t i = 0; i < ev.size(); ++i) {
+    if (i + kAhead < ev.size()) live.prefetch(ev[i + kAhead].pid, ev[i + kAhead].addr);
     Event& e = ev[i];
     if (e.kind == wire::Kind::Alloc) {
       auto [pi, ti] = where.get(e.pid, e.tid, e.time);
@@ -607,7 +546,33 @@ Summary HeapSource::finish(model::Profile& prof) {
     int64_t bytes = 0;
     uint32_t count = 0;
   };
-  std::unordered_map<Key, uint32_t, KeyHash> index;
+  // Key -> the group being filled: open addressing over group indices, doubled at half full (a node-based
+  // map's allocation and cache miss per allocation event was a tenth of finish() on python).
+  class GroupIndex {
+   public:
+    enum : uint32_t { kEmpty = UINT32_MAX };
+    // The slot holding `k`'s group, or the empty slot where it goes.
+    uint32_t& find(const Key& k, const std::vector<Group>& groups) {
+      for (size_t i = home(k);; i = (i + 1) & (slots_.size() - 1))
+        if (slots_[i] == kEmpty || groups[slots_[i]].key == k) return slots_[i];
+    }
+    // A key was just given a slot: grow if the table is half full.
+    void added(const std::vector<Group>& groups) {
+      if (++used_ * 2 <= slots_.size()) return;
+      std::vector<uint32_t> old(slots_.size() * 2, kEmpty);
+      old.swap(slots_);
+      for (uint32_t g : old)
+        if (g != kEmpty) find(groups[g].key, groups) = g;
+    }
+
+   private:
+    size_t home(const Key& k) const {
+      return static_cast<size_t>((KeyHash()(k) * 0x9E3779B97F4A7C15ull) >> 20) & (slots_.size() - 1);
+    }
+    std::vector<uint32_t> slots_ = std::vector<uint32_t>(size_t{1} << 12, kEmpty);
+    size_t used_ = 0;
+  };
+  GroupIndex index;
   std::vector<Group> groups;
   for (uint32_t i = 0; i < ev.size(); ++i) {
     const Event& e = ev[i];
@@ -620,17 +585,20 @@ Summary HeapSource::finish(model::Profile& prof) {
           static_cast<uint32_t>((e.time - t0) / width),
           e.freed ? static_cast<uint32_t>((died_at - t0) / width) : UINT32_MAX,
           peak};
-    auto [it, fresh] = index.try_emplace(k, static_cast<uint32_t>(groups.size()));
-    if (fresh || groups[it->second].count == UINT32_MAX) {
-      it->second = static_cast<uint32_t>(groups.size());
+    uint32_t& slot = index.find(k, groups);
+    uint32_t gi = slot;
+    if (gi == GroupIndex::kEmpty || groups[gi].count == UINT32_MAX) {  // a new group (or a full one's next)
+      const bool fresh = gi == GroupIndex::kEmpty;
+      gi = slot = static_cast<uint32_t>(groups.size());
       groups.push_back({k, e.time, 0, 0, 0});
+      if (fresh) index.added(groups);  // may move the slots: `slot` is not used after this
     }
-    Group& g = groups[it->second];
+    Group& g = groups[gi];
     g.last_free = std::max(g.last_free, died_at);
     g.bytes += e.size;
     ++g.count;
   }
-  index.clear();
+  index = GroupIndex();
   ev.clear();
   ev.shrink_to_fit();
   std::vector<std::pair<uint32_t, uint32_t>> touched;
