@@ -423,8 +423,8 @@ void record_alloc(Tls& t, void* p, size_t size) {
   while (s->lock.exchange(1, std::memory_order_acquire) != 0) {
   }
   uint32_t stack = current_stack(*s);
-  Record r{static_cast<uint8_t>(Kind::Alloc), {},    stack, event_time(),
-           reinterpret_cast<uintptr_t>(p),    weight};
+  const wire::AllocRecord r{static_cast<uint8_t>(Kind::Alloc), stack, event_time(), reinterpret_cast<uintptr_t>(p),
+                            weight};
   put(*s, &r, sizeof r);
   s->lock.store(0, std::memory_order_release);
 }
@@ -444,7 +444,7 @@ void record_free(void* p) {
   if (!s) return;
   while (s->lock.exchange(1, std::memory_order_acquire) != 0) {
   }
-  Record r{static_cast<uint8_t>(Kind::Free), {}, 0, event_time(), reinterpret_cast<uintptr_t>(p), 0};
+  const wire::FreeRecord r{static_cast<uint8_t>(Kind::Free), event_time(), reinterpret_cast<uintptr_t>(p)};
   put(*s, &r, sizeof r);
   s->lock.store(0, std::memory_order_release);
 }

@@ -71,6 +71,8 @@ class EnvOverride {
 
 }  // namespace
 
+constexpr uint32_t kMaxStackIds = uint32_t{1} << 26;
+
 struct HeapSource::Impl {
   Options opt;
   UniqueFd read_fd, write_fd, stop_fd;
@@ -79,10 +81,9 @@ struct HeapSource::Impl {
   std::atomic<uint64_t> deadline{0};  // set by finish(): stop reading then even without EOF
 
   // Filled by the reader thread; read by finish() after joining it.
-  std::vector<Event> events;
+  std::vector<Event, HugeAllocator<Event>> events;
   std::vector<std::vector<uint64_t>> stacks;  // leaf first
-  std::unordered_map<uint64_t, std::unordered_map<uint32_t, uint32_t>>
-      stack_ids;  // (pid<<32|tid) -> id -> index
+  std::unordered_map<uint64_t, std::vector<uint32_t>> stack_ids;  // (pid<<32|tid) -> [id] -> index (ids are dense)
   uint64_t lost = 0;
   bool desync = false;
   std::vector<ClockPair> clocks;  // from every chunk with TSC times
@@ -91,8 +92,31 @@ struct HeapSource::Impl {
     auto& ids = stack_ids[uint64_t{h.pid} << 32 | h.tid];
     size_t off = 0;
     bool tsc = false;
-    while (off + sizeof(wire::Record) <= h.bytes) {
+    while (off < h.bytes) {
+      switch (static_cast<wire::Kind>(p[off])) {
+        case wire::Kind::Alloc: {
+          wire::AllocRecord r;
+          if (off + sizeof r > h.bytes) return;
+          std::memcpy(&r, p + off, sizeof r);
+          off += sizeof r;
+          const uint32_t s = r.stack < ids.size() ? ids[r.stack] : UINT32_MAX;
+          events.push_back(
+              {r.time, r.addr, static_cast<int64_t>(r.size), h.pid, h.tid, s, wire::Kind::Alloc, tsc, false});
+          continue;
+        }
+        case wire::Kind::Free: {
+          wire::FreeRecord r;
+          if (off + sizeof r > h.bytes) return;
+          std::memcpy(&r, p + off, sizeof r);
+          off += sizeof r;
+          events.push_back({r.time, r.addr, 0, h.pid, h.tid, UINT32_MAX, wire::Kind::Free, tsc, false});
+          continue;
+        }
+        default:
+          break;
+      }
       wire::Record r;
+      if (off + sizeof r > h.bytes) return;
       std::memcpy(&r, p + off, sizeof r);
       off += sizeof r;
       switch (static_cast<wire::Kind>(r.kind)) {
@@ -102,20 +126,12 @@ struct HeapSource::Impl {
           std::vector<uint64_t> frames(n);
           std::memcpy(frames.data(), p + off, n * 8);
           off += n * 8;
+          if (r.stack >= kMaxStackIds) break;  // not from the shim (it counts from 0 per thread): ignored
+          if (r.stack >= ids.size()) ids.resize(size_t{r.stack} + 1, UINT32_MAX);
           ids[r.stack] = static_cast<uint32_t>(stacks.size());
           stacks.push_back(std::move(frames));
           break;
         }
-        case wire::Kind::Alloc: {
-          auto it = ids.find(r.stack);
-          uint32_t s = it == ids.end() ? UINT32_MAX : it->second;
-          events.push_back(
-              {r.time, r.addr, static_cast<int64_t>(r.size), h.pid, h.tid, s, wire::Kind::Alloc, tsc, false});
-          break;
-        }
-        case wire::Kind::Free:
-          events.push_back({r.time, r.addr, 0, h.pid, h.tid, UINT32_MAX, wire::Kind::Free, tsc, false});
-          break;
         case wire::Kind::Lost:
           lost += r.size;
           break;
@@ -172,7 +188,7 @@ struct HeapSource::Impl {
 
   // After the reader is done: the whole chunks into events and stacks.
   void parse_all() {
-    events.reserve(scanned / sizeof(wire::Record));
+    events.reserve(scanned / sizeof(wire::FreeRecord));
     auto* base = static_cast<const std::byte*>(stream.data());
     size_t pos = 0, released = 0;
     while (pos + sizeof(wire::ChunkHeader) <= scanned) {
@@ -450,7 +466,7 @@ Summary HeapSource::finish(model::Profile& prof) {
   int64_t total = 0;
   size_t peak_index = SIZE_MAX;
   std::array<model::Meta::HeapStats::SizeBin, 65> bins{};
-  constexpr uint32_t kAhead = 8;
+  constexpr uint32_t kAhead = 16;
   for (uint32_t i = 0; i < ev.size(); ++i) {
     if (i + kAhead < ev.size()) live.prefetch(ev[i + kAhead].pid, ev[i + kAhead].addr);
     Event& e = ev[i];

@@ -1,19 +1,45 @@
 // fxprof heap: the tables HeapSource::finish() (heap/source.cpp) goes through the events with; internal to heap/.
 #pragma once
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
+#include "base/fd.h"
+
 namespace fxprof::heap {
+
+// std::allocator, with the storage advised MADV_HUGEPAGE before it is first touched: with transparent huge
+// pages in `madvise` mode, the event list (hundreds of MB) and the live-block table otherwise fill by 4 KiB
+// faults, and each random probe of the table missed the TLB as well as the cache (under a VM's nested paging).
+template <class T>
+struct HugeAllocator {
+  using value_type = T;
+  HugeAllocator() = default;
+  template <class U>
+  explicit HugeAllocator(const HugeAllocator<U>&) {}
+  T* allocate(size_t n) {
+    T* p = std::allocator<T>().allocate(n);
+    const size_t huge = kHugePageBytes;
+    const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + huge - 1) & ~(huge - 1);
+    const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + n * sizeof(T)) & ~(huge - 1);
+    if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+    return p;
+  }
+  void deallocate(T* p, size_t n) { std::allocator<T>().deallocate(p, n); }
+  bool operator==(const HugeAllocator&) const = default;
+};
 
 // Sorts `v` stably by `less`, merging the ascending runs it already consists of (one per chunk or longer): a
 // single-threaded program's events are one run, a parent's last chunk after its child's one more merge,
 // where std::stable_sort paid ~20 passes over every event each time.
-template <class T, class Less>
-void merge_runs(std::vector<T>& v, Less less) {
+template <class V, class Less>
+void merge_runs(V& v, Less less) {
   std::vector<size_t> bounds{0};
   for (size_t i = 1; i < v.size(); ++i)
     if (less(v[i], v[i - 1])) bounds.push_back(i);
@@ -88,13 +114,13 @@ class LiveBlocks {
     return static_cast<size_t>(h >> 20) & mask();
   }
   void grow() {
-    std::vector<Slot> old(slots_.size() * 2);
+    std::vector<Slot, HugeAllocator<Slot>> old(slots_.size() * 2);
     old.swap(slots_);
     used_ = 0;
     for (const Slot& s : old)
       if (s.event != kEmpty) insert(s.pid, s.addr, s.event);
   }
-  std::vector<Slot> slots_;
+  std::vector<Slot, HugeAllocator<Slot>> slots_;
   size_t used_ = 0;
 };
 
