@@ -151,7 +151,8 @@ struct HeapSource::Impl {
   // faults, and a program in --heap=full spent 70% of its time blocked on the full pipe.
   Mapping stream;
   size_t used = 0;     // bytes read into stream
-  size_t scanned = 0;  // of which whole chunks
+  size_t scanned = 0;     // of which whole chunks
+  size_t pipe_bytes = 0;  // the pipe's capacity
 
   void run() {
     for (;;) {
@@ -174,6 +175,12 @@ struct HeapSource::Impl {
           }
           if (used - scanned < sizeof h + h.bytes) break;
           scanned += sizeof h + h.bytes;
+        }
+        // A read that found the pipe nearly empty: let chunks gather for 1 ms (a 1 MiB pipe holds ~12 ms of
+        // python's stream) rather than wake for each 4 KiB one, switching the CPU with the program each time.
+        if (pipe_bytes >= (512 << 10) && static_cast<size_t>(n) < (64 << 10)) {
+          pollfd stop{stop_fd.get(), POLLIN, 0};
+          poll(&stop, 1, 1);
         }
         continue;
       }
@@ -275,6 +282,7 @@ Result<std::unique_ptr<HeapSource>> HeapSource::start(const Options& options) {
   // The write end goes to the program; a larger pipe lets it run ahead of the reader by 1 MiB.
   fcntl(fds[1], F_SETFD, 0);
   fcntl(fds[0], F_SETPIPE_SZ, 1 << 20);
+  impl->pipe_bytes = static_cast<size_t>(std::max(0, fcntl(fds[0], F_GETPIPE_SZ)));
   fcntl(fds[0], F_SETFL, O_NONBLOCK);
   impl->stop_fd.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 
