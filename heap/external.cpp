@@ -25,12 +25,13 @@ std::vector<std::byte> external_chunks(std::span<const ExternalCall> calls, Mode
   std::exponential_distribution<double> draw(1.0 / rate);
   auto next = [&] { return std::max<int64_t>(1, std::llround(draw(rng))); };
   std::vector<std::byte> out;
-  // One chunk per call: [header][stack definition + frames][record]. Ids from 2^31 up, apart from the
-  // shim's own (which count from 0 on the same thread).
-  auto emit = [&](const ExternalCall& c, const wire::Record& r, const std::vector<uint64_t>* frames) {
+  // One chunk per call: [header][stack definition + frames][record]. Ids from wire::kExternalStackIds up,
+  // apart from the shim's own (which count from 0 on the same thread).
+  auto emit = [&](const ExternalCall& c, const void* r, size_t r_size, uint32_t stack,
+                  const std::vector<uint64_t>* frames) {
     const size_t n = frames ? std::min<size_t>(frames->size(), wire::kMaxFrames) : 0;
     const uint32_t bytes =
-        static_cast<uint32_t>(sizeof r + (frames ? sizeof(wire::Record) + n * sizeof(uint64_t) : 0));
+        static_cast<uint32_t>(r_size + (frames ? sizeof(wire::Record) + n * sizeof(uint64_t) : 0));
     const wire::ChunkHeader h{wire::kMagic, c.pid, c.tid, bytes};
     const size_t at = out.size();
     out.resize(at + sizeof h + bytes);
@@ -38,13 +39,13 @@ std::vector<std::byte> external_chunks(std::span<const ExternalCall> calls, Mode
     std::memcpy(p, &h, sizeof h);
     p += sizeof h;
     if (frames) {
-      const wire::Record def{static_cast<uint8_t>(wire::Kind::StackDef), {}, r.stack, 0, n, 0};
+      const wire::Record def{static_cast<uint8_t>(wire::Kind::StackDef), {}, stack, 0, n, 0};
       std::memcpy(p, &def, sizeof def);
       p += sizeof def;
       std::memcpy(p, frames->data(), n * sizeof(uint64_t));
       p += n * sizeof(uint64_t);
     }
-    std::memcpy(p, &r, sizeof r);
+    std::memcpy(p, r, r_size);
   };
   for (const ExternalCall& c : calls) {
     ThreadState& t = threads[uint64_t{c.pid} << 32 | c.tid];
@@ -62,11 +63,12 @@ std::vector<std::byte> external_chunks(std::span<const ExternalCall> calls, Mode
       }
       uint64_t hash = 1469598103934665603ull;
       for (uint64_t f : c.stack) hash = (hash ^ f) * 1099511628211ull;
-      auto [it, fresh] = t.stacks.try_emplace(hash, (1u << 31) + static_cast<uint32_t>(t.stacks.size()));
-      const wire::Record r{static_cast<uint8_t>(wire::Kind::Alloc), {}, it->second, c.time, c.addr, c.size};
-      emit(c, r, fresh ? &c.stack : nullptr);
+      auto [it, fresh] =
+          t.stacks.try_emplace(hash, wire::kExternalStackIds + static_cast<uint32_t>(t.stacks.size()));
+      const wire::AllocRecord r{static_cast<uint8_t>(wire::Kind::Alloc), it->second, c.time, c.addr, c.size};
+      emit(c, &r, sizeof r, it->second, fresh ? &c.stack : nullptr);
     } else {
-      uint64_t temporary = 0;
+      bool temporary = false;
       ++t.frees;
       if (mode == Mode::Sampled) {
         if (!sampled[c.pid].erase(c.addr)) continue;
@@ -74,8 +76,8 @@ std::vector<std::byte> external_chunks(std::span<const ExternalCall> calls, Mode
             t.last_sampled == c.addr && t.allocations == t.allocations_then && t.frees == t.frees_then + 1;
         if (t.last_sampled == c.addr) t.last_sampled = 0;
       }
-      const wire::Record r{static_cast<uint8_t>(wire::Kind::Free), {}, 0, c.time, c.addr, temporary};
-      emit(c, r, nullptr);
+      const wire::FreeRecord r{static_cast<uint8_t>(wire::Kind::Free), c.time, c.addr, temporary};
+      emit(c, &r, sizeof r, 0, nullptr);
     }
   }
   return out;

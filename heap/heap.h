@@ -14,7 +14,7 @@
 // program (parsing there, into a growing event list, made the program wait on the pipe 70% of its time).
 // The chunks become events and stacks, and the model is touched, once, after recording, when the perf side
 // has built the processes, threads and libs the stacks are symbolicated through. The program can never
-// outrun fxprof's memory: what grows is the stream, 32 bytes an event.
+// outrun fxprof's memory: what grows is the stream, 29 bytes an allocation and 17 a free.
 #pragma once
 
 #include <cstdint>

@@ -433,7 +433,8 @@ void record_alloc(Tls& t, void* p, size_t size) {
   while (s->lock.exchange(1, std::memory_order_acquire) != 0) {
   }
   uint32_t stack = current_stack(*s);
-  Record r{static_cast<uint8_t>(Kind::Alloc), {}, stack, event_time(), reinterpret_cast<uintptr_t>(p), size};
+  const wire::AllocRecord r{static_cast<uint8_t>(Kind::Alloc), stack, event_time(), reinterpret_cast<uintptr_t>(p),
+                            size};
   put(*s, &r, sizeof r);
   s->lock.store(0, std::memory_order_release);
 }
@@ -442,7 +443,7 @@ void record_alloc(Tls& t, void* p, size_t size) {
 void record_free(void* p) {
   if (out_fd < 0) return;
   const auto addr = reinterpret_cast<uintptr_t>(p);
-  uint64_t temporary = 0;
+  uint8_t temporary = 0;
   if (!full_mode) {
     if (!sampled_bits) return;
     size_t bit = addr_bit(p);
@@ -459,17 +460,17 @@ void record_free(void* p) {
     temporary = t.last_sampled == addr && t.countdown == t.after_sample && t.frees == t.frees_then + 1;
     if (t.last_sampled == addr) t.last_sampled = 0;
   }
-  Record r{static_cast<uint8_t>(Kind::Free), {}, 0, event_time(), addr, temporary};
+  wire::FreeRecord r{static_cast<uint8_t>(Kind::Free), event_time(), addr, temporary};
   ThreadState* s = thread_state();
   if (!s) {
     // A thread past its exit handler (another TLS destructor freeing): the free still counts, in a chunk of
     // its own (times then CLOCK_MONOTONIC), or its block would show as leaked.
-    struct {
-      ChunkHeader h;
-      Record r;
-    } msg{{wire::kMagic, cur_pid.load(), static_cast<uint32_t>(syscall(SYS_gettid)), sizeof(Record)}, r};
-    msg.r.time = now_ns();
-    if (!write_all(&msg, sizeof msg)) lost_chunks.fetch_add(1, std::memory_order_relaxed);
+    r.time = now_ns();
+    const ChunkHeader h{wire::kMagic, cur_pid.load(), static_cast<uint32_t>(syscall(SYS_gettid)), sizeof r};
+    unsigned char msg[sizeof h + sizeof r];  // packed: the header says how many bytes follow
+    std::memcpy(msg, &h, sizeof h);
+    std::memcpy(msg + sizeof h, &r, sizeof r);
+    if (!write_all(msg, sizeof msg)) lost_chunks.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   while (s->lock.exchange(1, std::memory_order_acquire) != 0) {
@@ -572,6 +573,9 @@ void in_child() {
 __attribute__((constructor)) void shim_init() {
   ++tls.busy;
   ready();
+  // libunwind's default (global) cache of unwind info takes a lock, blocking signals with sigprocmask around
+  // it, on every step its fast trace path cannot take; a per-thread cache needs neither (heaptrack does this).
+  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
   pthread_key_create(&exit_key, on_thread_exit);
   pthread_atfork(before_fork, in_parent, in_child);
   --tls.busy;

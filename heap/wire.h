@@ -2,11 +2,13 @@
 //
 // The stream is a sequence of chunks of at most PIPE_BUF (4096) bytes, each written with one write(2), so
 // that chunks from many threads and processes sharing the pipe never interleave. A chunk is a ChunkHeader
-// then 32-byte records; a StackDef record is followed by `count` 8-byte return addresses. Stack ids are
+// then records, each starting with its Kind byte: an allocation is a packed 29-byte AllocRecord, a free an
+// 18-byte FreeRecord (the events, millions of them), the rest 32-byte Records; a StackDef record is followed
+// by `count` 8-byte return addresses. Stack ids are
 // scoped to (pid, tid): each thread interns its own call sites, so a definition always precedes its uses in
 // the stream (they travel in the same thread's chunks, in order) without any lock between threads. Numbers:
-// an event is 32 bytes, so a chunk carries ~127 of them; 1M full-mode events are 32 MB of pipe traffic, ~10
-// ms of the recorder's time to read.
+// an allocation and its free are 47 bytes (64 with 32-byte records: python's 5.2M allocations were 355 MB
+// of pipe traffic, each byte copied in and out of the pipe and held until the program ends).
 #pragma once
 
 #include <cstdint>
@@ -43,9 +45,29 @@ struct Record {
   uint32_t stack;  // Alloc/StackDef: the thread-scoped stack id
   uint64_t time;   // CLOCK_MONOTONIC ns (as perf's samples), or TSC ticks in a chunk with Clock records
   uint64_t addr;   // Alloc/Free: the block; StackDef: number of frames following
-  uint64_t size;   // Alloc: the block's bytes (the recorder weighs sampled ones); Lost: count; Free: in
-                   // sampled mode 1 for a temporary (the thread allocated nothing since the block)
+  uint64_t size;   // Lost: count
 };
 static_assert(sizeof(Record) == 32);
+
+// Alloc and Free, packed: written and read with memcpy, field by field at these offsets.
+struct __attribute__((packed)) AllocRecord {
+  uint8_t kind;  // Kind::Alloc
+  uint32_t stack;
+  uint64_t time;
+  uint64_t addr;
+  uint64_t size;  // the block's bytes (the recorder weighs sampled ones)
+};
+static_assert(sizeof(AllocRecord) == 29);
+struct __attribute__((packed)) FreeRecord {
+  uint8_t kind;  // Kind::Free
+  uint64_t time;
+  uint64_t addr;
+  uint8_t temporary;  // sampled mode: 1 when the thread allocated and freed nothing else since the block
+};
+static_assert(sizeof(FreeRecord) == 18);
+
+// The shim's stack ids count from 0 in each thread (dense: the reader indexes a vector with them); the calls
+// recorded outside the shim (uprobes, heap/external.cpp) use ids from here up, in the same threads.
+inline constexpr uint32_t kExternalStackIds = uint32_t{1} << 31;
 
 }  // namespace fxprof::heap::wire
