@@ -35,12 +35,14 @@ class LibsReading {
  public:
   struct State {
     bool head = false, done = false, processed = false, presymbolicated = false;
+    uint64_t selected_thread = 0;  // the busiest thread, as the file's meta says (else the first)
     std::string error;  // the read's, when it ended before its head
   };
-  void head(bool presymbolicated) {
+  void head(const model::Meta& meta) {
     std::lock_guard<std::mutex> lock(mu_);
     state_.head = true;
-    state_.presymbolicated = presymbolicated;
+    state_.presymbolicated = meta.presymbolicated;
+    state_.selected_thread = meta.selected_thread.value_or(0);
     cv_.notify_all();
   }
   // True when the head had been read (the profile is being served).
@@ -113,7 +115,7 @@ int cmd_load(std::span<char*> args) {
     info.stop = stop;
     info.on_head = [&](const model::Profile& head) {
       for (auto& lib : pipeline::known_libs(head)) symbols.add_known_lib(std::move(lib));
-      reading.head(head.meta.presymbolicated);
+      reading.head(head.meta);
     };
     auto libs = exporter::read_gecko_profile(file, &info);
     if (libs)
@@ -133,8 +135,9 @@ int cmd_load(std::span<char*> args) {
   opts.symbolizer = &symbols;
   if (!head.processed) {  // processed-format profiles (samply's) are served as they are, inspected there
     opts.libs.emplace();  // registered above, as they are read
-    // Every thread shown (any view state does it); the samples are not read, so the first thread is selected.
-    opts.view = "thread=" + exporter::url_uint(0);
+    // Every thread shown (any view state does it), the busiest selected as record chose it (the samples are
+    // not read: the file's meta says which).
+    opts.view = "thread=" + exporter::url_uint(head.selected_thread);
     read_whole = head.presymbolicated && !opts.symbols.symbol_dirs.empty();
   }
   if (read_whole) {

@@ -150,6 +150,9 @@ void write_meta(const Profile& p, const Process* proc, bool top, JsonWriter& w) 
     if (!m.command_line.empty()) w.key("arguments").value(m.command_line);
   }
   w.key("presymbolicated").value(p.meta.presymbolicated);
+  // The busiest thread (the printed URL's thread=N), for `fxprof load`, which serves without reading samples.
+  if (top)
+    if (auto busiest = gecko_busiest_thread(p)) w.key("fxprofSelectedThread").value(uint64_t{*busiest});
   const auto& sw = p.meta.stack_walk;
   if (top && (sw || !p.meta.data_quality.empty())) {
     auto entry = [&](std::string_view label, uint64_t v) {

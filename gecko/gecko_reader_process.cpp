@@ -158,6 +158,12 @@ bool Reader::read_meta(od::value v, bool top) {
       p_.meta.heap = std::move(h);
       return ok;
     }
+    if (k == "fxprofSelectedThread") {
+      uint64_t t = 0;
+      if (!u64(f, t)) return false;
+      p_.meta.selected_thread = t;
+      return true;
+    }
     if (k == "presymbolicated") {
       bool b = false;
       if (f.get_bool().get(b)) b = false;

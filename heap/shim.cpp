@@ -47,11 +47,6 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
-#if defined(__x86_64__)
-#include <cpuid.h>
-#include <x86intrin.h>
-#endif
-
 #include <atomic>
 #include <cerrno>
 #include <cmath>
@@ -61,6 +56,7 @@
 #include <cstring>
 #include <new>
 
+#include "heap/shim_clock.h"
 #include "heap/shim_sampling.h"
 #include "heap/wire.h"
 
@@ -127,6 +123,11 @@ std::atomic<uint64_t> lost_chunks{0};
 // path; heap/shim_sampling.h). Null unless sampled mode records: then every free takes the slow path.
 std::atomic<uint64_t>* sampled_bits = nullptr;
 using fxprof::heap::shim::addr_bit;
+using fxprof::heap::shim::clock_record;
+using fxprof::heap::shim::event_time;
+using fxprof::heap::shim::invariant_tsc;
+using fxprof::heap::shim::now_ns;
+using fxprof::heap::shim::use_tsc;
 using fxprof::heap::shim::kBitmapBits;
 using fxprof::heap::shim::set_erase;
 using fxprof::heap::shim::set_insert;
@@ -174,45 +175,6 @@ constexpr int64_t kNever = INT64_MAX;  // a countdown for threads and processes 
 pthread_key_t exit_key;
 
 int64_t next_countdown(ThreadState& s);
-
-uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-// Event times: the TSC where it is invariant (one clock for every CPU and process, ~25 ns a read on this
-// VM against ~55 ns for clock_gettime through kvm-clock: two reads per malloc+free in full mode), else
-// CLOCK_MONOTONIC. TSC chunks carry Clock records that the recorder maps the ticks through (heap/wire.h).
-bool use_tsc = false;
-
-bool invariant_tsc() {
-#if defined(__x86_64__)
-  unsigned a, b, c, d;
-  if (!__get_cpuid(0x80000000, &a, &b, &c, &d) || a < 0x80000007) return false;
-  __get_cpuid(0x80000007, &a, &b, &c, &d);
-  return (d >> 8) & 1;
-#else
-  return false;
-#endif
-}
-
-inline uint64_t event_time() {
-#if defined(__x86_64__)
-  if (use_tsc) return __rdtsc();
-#endif
-  return now_ns();
-}
-
-Record clock_record() {
-  Record r{static_cast<uint8_t>(Kind::Clock), {}, 0, 0, 0, 0};
-#if defined(__x86_64__)
-  uint64_t before = __rdtsc();
-  r.time = now_ns();
-  r.addr = before + (__rdtsc() - before) / 2;
-#endif
-  return r;
-}
 
 bool write_all(const void* data, size_t n) {
   auto* p = static_cast<const char*>(data);

@@ -288,6 +288,9 @@ struct Meta {
   };
   Machine machine;
   bool presymbolicated = false;
+  // Read back from meta.fxprofSelectedThread (written: the busiest thread's index in the Gecko file, the
+  // URL's thread=N), so that `fxprof load` selects it without reading the samples.
+  std::optional<uint64_t> selected_thread;
   // DWARF stack walking (record's default): the stacks unwound, and those whose walk stopped at the end of
   // the stack copy (truncated) or found no rule (failed), before the kernel's frame-pointer chain was
   // spliced on. Written as a meta.extra section ("Stack walking").

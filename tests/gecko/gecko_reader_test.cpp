@@ -88,7 +88,7 @@ model::Profile sample_profile() {
   t.allocations = {{kT0 + 1'234'000, a, 4096, 0x5555deadbee0, 100},
                    {kT0 + 3'001'000, a, -4096, 0x5555deadbee0, 101},
                    {kT0 + 3'002'000, a, 3000, 7, 100, 3, true}};  // 3 blocks in one row, held at the peak
-  p.meta.heap = model::Meta::HeapStats{false, 0, 12, 7096, kT0 + 3'002'000, {{64, 2, 100}, {4096, 4, 7096}}};
+  p.meta.heap = model::Meta::HeapStats{false, 0, 12, 0, 7096, kT0 + 3'002'000, {{64, 2, 100}, {4096, 4, 7096}}};
   model::Thread& w = proc.threads.emplace_back();
   w.tid = 101;
   w.name = "worker";
