@@ -31,7 +31,8 @@ int descriptor_name(const std::string& path) {
   for (std::string_view prefix : {"/dev/fd/", "/proc/self/fd/"})
     if (path.starts_with(prefix)) rest = std::string_view(path).substr(prefix.size());
   int fd = -1;
-  if (rest.empty() || std::from_chars(rest.data(), rest.data() + rest.size(), fd).ptr != rest.data() + rest.size())
+  if (rest.empty() ||
+      std::from_chars(rest.data(), rest.data() + rest.size(), fd).ptr != rest.data() + rest.size())
     return -1;
   return fd;
 }
@@ -50,7 +51,8 @@ Result<OutputTarget> resolve_output(const std::string& path) {
   if (int fd = descriptor_name(path); fd >= 0) {
     const int flags = ::fcntl(fd, F_GETFL);
     if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY)
-      return Err("cannot write " + shown(path) + ": " + (flags < 0 ? errno_text(errno) : "not open for writing"));
+      return Err("cannot write " + shown(path) + ": " +
+                 (flags < 0 ? errno_text(errno) : "not open for writing"));
     return OutputTarget{OutputKind::kStream, path, fd};
   }
   struct stat st {};
@@ -59,7 +61,8 @@ Result<OutputTarget> resolve_output(const std::string& path) {
     if (!S_ISREG(st.st_mode)) return OutputTarget{OutputKind::kStream, path};
     // A regular file, maybe behind links: replace the file, keep the links.
     char real[PATH_MAX];
-    if (::realpath(path.c_str(), real) == nullptr) return Err("cannot write " + path + ": " + errno_text(errno));
+    if (::realpath(path.c_str(), real) == nullptr)
+      return Err("cannot write " + path + ": " + errno_text(errno));
     return OutputTarget{OutputKind::kReplace, real};
   }
   if (errno != ENOENT) return Err("cannot write " + path + ": " + errno_text(errno));

@@ -37,11 +37,20 @@ std::string terminal_safe(std::string_view text) {
       ++i;
     } else if (c < 0x80) {
       switch (c) {
-        case '\n': out += "\\n"; break;
-        case '\t': out += "\\t"; break;
-        case '\r': out += "\\r"; break;
-        case 0x1B: out += "\\e"; break;
-        default: hex_byte(out, c);
+        case '\n':
+          out += "\\n";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case 0x1B:
+          out += "\\e";
+          break;
+        default:
+          hex_byte(out, c);
       }
       ++i;
     } else if (const size_t n = utf8_length(text.substr(i)); n == 0) {

@@ -39,7 +39,8 @@ bool read_answer(int fd, std::string& buf) {
     auto end = buf.find("\r\n\r\n");
     if (end != std::string::npos) {
       auto cl = buf.find("Content-Length: ");
-      size_t need = end + 4 + (cl != std::string::npos ? std::strtoul(buf.c_str() + cl + 16, nullptr, 10) : 0);
+      size_t need =
+          end + 4 + (cl != std::string::npos ? std::strtoul(buf.c_str() + cl + 16, nullptr, 10) : 0);
       if (buf.size() >= need) return true;
     }
     ssize_t n = ::recv(fd, tmp, sizeof tmp, 0);
@@ -68,14 +69,17 @@ double rate(bool nodelay, double seconds, const std::string& profile) {
   int one = 1;
   ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   std::string body = R"({"jobs":[{"memoryMap":[],"stacks":[[]]}]})";
-  std::string head = "POST /" + (*s)->token() + "/symbolicate/v5 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " +
-                     std::to_string(body.size()) + "\r\n\r\n";
+  std::string head =
+      "POST /" + (*s)->token() +
+      "/symbolicate/v5 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n\r\n";
   std::string answer;
   long done = 0;
   auto t0 = std::chrono::steady_clock::now();
   std::chrono::duration<double> elapsed{};
   while ((elapsed = std::chrono::steady_clock::now() - t0).count() < seconds) {
-    if (!send_all(fd.get(), head) || !send_all(fd.get(), body) || !read_answer(fd.get(), answer)) std::exit(1);
+    if (!send_all(fd.get(), head) || !send_all(fd.get(), body) || !read_answer(fd.get(), answer))
+      std::exit(1);
     ++done;
   }
   return static_cast<double>(done) / elapsed.count();
@@ -92,8 +96,9 @@ int main(int argc, char** argv) {
   double with = rate(true, seconds, tmpl);
   double without = rate(false, seconds, tmpl);
   ::unlink(tmpl);
-  std::printf("keep-alive /symbolicate/v5 on one connection: %.0f req/s with TCP_NODELAY, %.0f req/s without "
-              "(ratio %.2f)\n",
-              with, without, without > 0 ? with / without : 0.0);
+  std::printf(
+      "keep-alive /symbolicate/v5 on one connection: %.0f req/s with TCP_NODELAY, %.0f req/s without "
+      "(ratio %.2f)\n",
+      with, without, without > 0 ? with / without : 0.0);
   return 0;
 }

@@ -15,9 +15,9 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/profile_input.h"
-#include "sinks/diff.h"
 #include "gecko/gecko.h"
 #include "server/server.h"
+#include "sinks/diff.h"
 
 namespace fxprof::cli {
 namespace {

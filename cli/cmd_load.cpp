@@ -36,7 +36,7 @@ class LibsReading {
   struct State {
     bool head = false, done = false, processed = false, presymbolicated = false;
     uint64_t selected_thread = 0;  // the busiest thread, as the file's meta says (else the first)
-    std::string error;  // the read's, when it ended before its head
+    std::string error;             // the read's, when it ended before its head
   };
   void head(const model::Meta& meta) {
     std::lock_guard<std::mutex> lock(mu_);

@@ -12,20 +12,20 @@
 #include "cli/publish.h"
 #include "cli/record_options.h"
 #include "counters/events.h"
-#include "sinks/flamegraph_svg.h"
-#include "sinks/folded.h"
 #include "gecko/gecko.h"
-#include "sinks/heap_report.h"
-#include "sinks/output.h"
-#include "sinks/pprof.h"
-#include "sinks/report.h"
 #include "heap/heap.h"
-#include "pipeline/symbolicate.h"
 #include "pipeline/locks.h"
+#include "pipeline/symbolicate.h"
 #include "recorder/heap_uprobes.h"
 #include "recorder/quality.h"
 #include "recorder/recorder.h"
 #include "server/server.h"
+#include "sinks/flamegraph_svg.h"
+#include "sinks/folded.h"
+#include "sinks/heap_report.h"
+#include "sinks/output.h"
+#include "sinks/pprof.h"
+#include "sinks/report.h"
 
 namespace fxprof::cli {
 namespace {
@@ -188,7 +188,8 @@ int cmd_record(std::span<char*> args) {
                st.duration_s, static_cast<unsigned long long>(st.samples), st.threads, st.processes,
                static_cast<unsigned long long>(st.lost_records), output.c_str());
   if (rec.event)
-    std::fprintf(stderr, "fxprof: sampled on %s, one sample per %llu event%s: %llu samples stand for ~%llu %s%s\n",
+    std::fprintf(stderr,
+                 "fxprof: sampled on %s, one sample per %llu event%s: %llu samples stand for ~%llu %s%s\n",
                  rec.event->name.c_str(), static_cast<unsigned long long>(st.event_period),
                  st.event_period == 1 ? "" : "s", static_cast<unsigned long long>(st.samples),
                  static_cast<unsigned long long>(st.samples * st.event_period), rec.event->name.c_str(),

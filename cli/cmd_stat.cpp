@@ -115,9 +115,10 @@ int cmd_stat(std::span<char*> args) {
   };
 
   if (cache_sim) {
-    std::fputs("fxprof: --cache-sim: running the program under Cachegrind, which simulates every memory "
-               "access: expect it 20-100x slower than usual\n",
-               stderr);
+    std::fputs(
+        "fxprof: --cache-sim: running the program under Cachegrind, which simulates every memory "
+        "access: expect it 20-100x slower than usual\n",
+        stderr);
     auto sim = counters::run_cache_sim(opt.command, ll_size);
     if (!sim) {
       std::fprintf(stderr, "fxprof: %s\n", sim.error().c_str());

@@ -24,7 +24,8 @@ constexpr const char* kUsage =
     "  fxprof diff [OPTIONS] BASE NEW                   what changed between two profiles (a CI gate)\n"
     "  fxprof share [OPTIONS] FILE                      upload a profile and print a link to share\n"
     "  fxprof push --pyroscope URL|--parca ADDR FILE    send a profile as pprof to Pyroscope or Parca\n"
-    "  fxprof stat [OPTIONS] [--] COMMAND [ARGS...]     count events (page faults, cycles...) like perf stat\n"
+    "  fxprof stat [OPTIONS] [--] COMMAND [ARGS...]     count events (page faults, cycles...) like perf "
+    "stat\n"
     "\n"
     "Run `fxprof <command> --help` for the options of each command.\n";
 

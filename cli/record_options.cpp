@@ -263,7 +263,8 @@ std::optional<int> parse_record_args(std::span<char*> args, RecordArgs& a) {
   if (*output_kind == OutputKind::kStream && !a.save_only)
     return usage_error(kCommand,
                        a.output + " is not a regular file: add --save-only to write the profile to it");
-  // The exports are named after -o (profile.svg beside profile.json.gz): a stream has no name to put them beside.
+  // The exports are named after -o (profile.svg beside profile.json.gz): a stream has no name to put them
+  // beside.
   if (*output_kind == OutputKind::kStream && !a.exports.empty())
     return usage_error(kCommand, "--export writes beside -o, and " + a.output +
                                      " is not a regular file: give -o a file name");

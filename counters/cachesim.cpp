@@ -13,8 +13,8 @@
 #include <sstream>
 
 #include "base/fd.h"
-#include "base/temp_dir.h"
 #include "base/json_writer.h"
+#include "base/temp_dir.h"
 
 namespace fxprof::counters {
 
@@ -33,15 +33,24 @@ void add(CacheCounts& c, const std::vector<std::string>& events, const std::vect
   for (size_t i = 0; i < events.size() && i < values.size(); ++i) {
     const std::string& e = events[i];
     uint64_t v = values[i];
-    if (e == "Ir") c.ir += v;
-    else if (e == "I1mr") c.i1mr += v;
-    else if (e == "ILmr") c.ilmr += v;
-    else if (e == "Dr") c.dr += v;
-    else if (e == "D1mr") c.d1mr += v;
-    else if (e == "DLmr") c.dlmr += v;
-    else if (e == "Dw") c.dw += v;
-    else if (e == "D1mw") c.d1mw += v;
-    else if (e == "DLmw") c.dlmw += v;
+    if (e == "Ir")
+      c.ir += v;
+    else if (e == "I1mr")
+      c.i1mr += v;
+    else if (e == "ILmr")
+      c.ilmr += v;
+    else if (e == "Dr")
+      c.dr += v;
+    else if (e == "D1mr")
+      c.d1mr += v;
+    else if (e == "DLmr")
+      c.dlmr += v;
+    else if (e == "Dw")
+      c.dw += v;
+    else if (e == "D1mw")
+      c.d1mw += v;
+    else if (e == "DLmw")
+      c.dlmw += v;
   }
 }
 
@@ -182,7 +191,9 @@ Result<CacheSim> run_cache_sim(const std::vector<std::string>& command, uint64_t
   if (!sim) return sim;
   sim->command = command;
   sim->elapsed_s = elapsed;
-  sim->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+  sim->exit_status = WIFEXITED(status)     ? WEXITSTATUS(status)
+                     : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                                           : 1;
   return sim;
 }
 
@@ -225,12 +236,14 @@ std::string format_cache_sim(const CacheSim& c, size_t limit) {
   }
   const double d1 = pct(t.d1_misses(), drefs), lld = pct(t.dlmr + t.dlmw, drefs);
   out += "\n What they suggest:\n";
-  out += lld > 1 ? "  - Over 1% of data references miss the last-level cache: the working set is larger than the "
-                   "caches; the functions above touch memory in an order the caches cannot keep up with "
-                   "(strided or random access, large structures).\n"
-        : d1 > 5 ? "  - Data misses D1 often but is found in the last level: the working set fits the larger "
-                   "caches; tighter data (smaller structures, contiguous arrays, blocking) keeps it in D1.\n"
-                 : "  - Few simulated misses: the data fits the caches, memory is not what slows this program.\n";
+  out += lld > 1
+             ? "  - Over 1% of data references miss the last-level cache: the working set is larger than the "
+               "caches; the functions above touch memory in an order the caches cannot keep up with "
+               "(strided or random access, large structures).\n"
+         : d1 > 5
+             ? "  - Data misses D1 often but is found in the last level: the working set fits the larger "
+               "caches; tighter data (smaller structures, contiguous arrays, blocking) keeps it in D1.\n"
+             : "  - Few simulated misses: the data fits the caches, memory is not what slows this program.\n";
   return out;
 }
 

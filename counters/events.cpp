@@ -28,7 +28,8 @@ const std::array<EventSpec, 14> kEvents = {
     sw("context-switches", PERF_COUNT_SW_CONTEXT_SWITCHES, 1, "", "times a thread left the CPU"),
     sw("cpu-migrations", PERF_COUNT_SW_CPU_MIGRATIONS, 1, "", "times a thread moved to another CPU"),
     sw("page-faults", PERF_COUNT_SW_PAGE_FAULTS, 1, "", "page faults, minor and major"),
-    sw("minor-faults", PERF_COUNT_SW_PAGE_FAULTS_MIN, 1, "", "faults served from RAM (first touch, copy-on-write)"),
+    sw("minor-faults", PERF_COUNT_SW_PAGE_FAULTS_MIN, 1, "",
+       "faults served from RAM (first touch, copy-on-write)"),
     sw("major-faults", PERF_COUNT_SW_PAGE_FAULTS_MAJ, 1, "", "faults that waited for the disk"),
     hw("cycles", PERF_COUNT_HW_CPU_CYCLES, 1000003, "CPU cycles"),
     hw("instructions", PERF_COUNT_HW_INSTRUCTIONS, 1000003, "instructions retired"),
@@ -49,14 +50,16 @@ Result<EventSpec> find_tracepoint(std::string_view name, const std::string& trac
   const std::string cat(name.substr(0, colon)), ev(name.substr(colon + 1));
   if (cat.empty() || ev.empty() || ev.find(':') != std::string::npos || cat.find('/') != std::string::npos ||
       ev.find('/') != std::string::npos || cat[0] == '.' || ev[0] == '.')
-    return Err("'" + std::string(name) + "' is not a tracepoint name (CATEGORY:NAME, e.g. syscalls:sys_enter_write)");
+    return Err("'" + std::string(name) +
+               "' is not a tracepoint name (CATEGORY:NAME, e.g. syscalls:sys_enter_write)");
   std::vector<std::string> roots;
   if (!tracefs.empty()) {
     roots.push_back(tracefs);
   } else {
     roots = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
     // An unmounted tracefs (an empty /sys/kernel/tracing): mount it as perf does, when we may.
-    if (!is_dir("/sys/kernel/tracing/events") && !is_dir("/sys/kernel/debug/tracing/events") && geteuid() == 0)
+    if (!is_dir("/sys/kernel/tracing/events") && !is_dir("/sys/kernel/debug/tracing/events") &&
+        geteuid() == 0)
       mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr);
   }
   bool any_root = false;
@@ -112,7 +115,8 @@ Result<std::vector<EventSpec>> find_events(std::string_view list, const std::str
   size_t start = 0;
   while (start <= list.size()) {
     size_t comma = list.find(',', start);
-    std::string_view one = list.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    std::string_view one =
+        list.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     if (one.empty()) return Err("empty event name in '" + std::string(list) + "'");
     auto e = find_event(one, tracefs);
     if (!e) return std::move(e).take_error();
@@ -142,11 +146,14 @@ perf_event_attr counting_attr(const EventSpec& e, bool exclude_kernel, bool enab
 
 bool have_pmu(const std::string& sysfs_devices) {
   for (const char* name : {"cpu", "cpu_core", "cpu_atom", "armv8_pmuv3", "armv8_pmuv3_0"})
-    if (is_dir(sysfs_devices + "/" + name) || access((sysfs_devices + "/" + name).c_str(), F_OK) == 0) return true;
+    if (is_dir(sysfs_devices + "/" + name) || access((sysfs_devices + "/" + name).c_str(), F_OK) == 0)
+      return true;
   return false;
 }
 
-bool unsupported_errno(int err) { return err == ENOENT || err == EOPNOTSUPP || err == ENODEV || err == EINVAL; }
+bool unsupported_errno(int err) {
+  return err == ENOENT || err == EOPNOTSUPP || err == ENODEV || err == EINVAL;
+}
 
 std::string no_pmu_message(std::string_view command) {
   std::string m =
@@ -156,8 +163,9 @@ std::string no_pmu_message(std::string_view command) {
     m += "The software counts (task-clock, context switches, migrations, page faults) are exact; "
          "--cache-sim simulates the caches under Cachegrind instead.";
   else
-    m += "Sampling works on the software events (page-faults, major-faults, context-switches, cpu-migrations, "
-         "task-clock) and tracepoints.";
+    m +=
+        "Sampling works on the software events (page-faults, major-faults, context-switches, cpu-migrations, "
+        "task-clock) and tracepoints.";
   return m;
 }
 

@@ -1,5 +1,6 @@
 #include "counters/stat.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -11,8 +12,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <dirent.h>
 
 #include <algorithm>
 #include <atomic>
@@ -134,12 +133,12 @@ struct Session {
   const StatOptions& opt;
   StatResult res;
   bool exclude_kernel = false;
-  std::vector<std::vector<UniqueFd>> fds;  // [event][cpu or thread]
+  std::vector<std::vector<UniqueFd>> fds;      // [event][cpu or thread]
   std::vector<std::vector<size_t>> target_of;  // attach: per fds[e][j], the index of its thread in targets
   std::map<uint64_t, size_t> event_of_id;
   std::vector<Ring> rings;
   std::vector<UniqueFd> anchors;  // launch: a non-inherited dummy event per CPU (open_all says why)
-  rlimit nofile{};                 // the caller's fd limit, for the launched program
+  rlimit nofile{};                // the caller's fd limit, for the launched program
   // Launch mode: per-thread counts reported at exit, and the processes seen.
   struct Proc {
     std::string name;
@@ -243,7 +242,8 @@ struct Session {
           if (ioctl(fd.get(), PERF_EVENT_IOC_ID, &id) == 0) event_of_id[id] = e;
           if (ring_owner) {
             rings.emplace_back();
-            if (!rings.back().map(fd.get())) return Err("cannot map the counters' ring buffer: " + errno_text(errno));
+            if (!rings.back().map(fd.get()))
+              return Err("cannot map the counters' ring buffer: " + errno_text(errno));
           } else if (launch) {
             if (ioctl(fd.get(), PERF_EVENT_IOC_SET_OUTPUT, ring_fd(k)) != 0)
               return Err("cannot share the counters' ring buffer: " + errno_text(errno));
@@ -258,8 +258,9 @@ struct Session {
       if (exclude_kernel) {
         std::string names;
         for (size_t e = 0; e < res.events.size(); ++e)
-          if (res.events[e].type == PERF_TYPE_SOFTWARE && (res.events[e].config == PERF_COUNT_SW_CONTEXT_SWITCHES ||
-                                                           res.events[e].config == PERF_COUNT_SW_CPU_MIGRATIONS)) {
+          if (res.events[e].type == PERF_TYPE_SOFTWARE &&
+              (res.events[e].config == PERF_COUNT_SW_CONTEXT_SWITCHES ||
+               res.events[e].config == PERF_COUNT_SW_CPU_MIGRATIONS)) {
             res.total[e].available = false;
             res.total[e].kernel_only = true;  // (its fds stay open: one may own a CPU's ring buffer)
             names += (names.empty() ? "" : " and ") + res.events[e].name;
@@ -298,7 +299,8 @@ struct Session {
   }
 
   void drain() {
-    for (Ring& r : rings) r.drain([&](const perf_event_header& h, const std::vector<std::byte>& rec) { handle(h, rec); });
+    for (Ring& r : rings)
+      r.drain([&](const perf_event_header& h, const std::vector<std::byte>& rec) { handle(h, rec); });
   }
 
   // Software events never multiplex. A hardware counter the PMU shared with others counted only part of the
@@ -426,7 +428,8 @@ Result<StatResult> attach(Session& s) {
   for (size_t i = 0; i < s.opt.pids.size(); ++i) {
     const int pid = s.opt.pids[i];
     if (kill(pid, 0) != 0 && errno == ESRCH) return Err("no process with pid " + std::to_string(pid));
-    auto dir = UniqueFd(open(("/proc/" + std::to_string(pid) + "/task").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    auto dir = UniqueFd(
+        open(("/proc/" + std::to_string(pid) + "/task").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     std::vector<int> tids;
     if (dir.valid()) {
       auto* d = fdopendir(dup(dir.get()));
@@ -453,7 +456,9 @@ Result<StatResult> attach(Session& s) {
     std::vector<pollfd> pfds{{sig.fd(), POLLIN, 0}};
     for (const UniqueFd& p : pidfds) pfds.push_back({p.get(), POLLIN, 0});
     int timeout = 200;
-    if (end) timeout = static_cast<int>(std::min<uint64_t>(200, (end > now_ns() ? end - now_ns() : 0) / 1000000 + 1));
+    if (end)
+      timeout =
+          static_cast<int>(std::min<uint64_t>(200, (end > now_ns() ? end - now_ns() : 0) / 1000000 + 1));
     poll(pfds.data(), pfds.size(), timeout);
     bool user = false;
     if (sig.next(user)) break;
@@ -462,8 +467,8 @@ Result<StatResult> attach(Session& s) {
     // kill(0) finds no process.
     bool alive = false;
     for (size_t i = 0; i < s.opt.pids.size(); ++i)
-      alive |= pidfds[i].valid() ? !(pfds[1 + i].revents & POLLIN)
-                                 : kill(s.opt.pids[i], 0) == 0 || errno != ESRCH;
+      alive |=
+          pidfds[i].valid() ? !(pfds[1 + i].revents & POLLIN) : kill(s.opt.pids[i], 0) == 0 || errno != ESRCH;
     if (!alive) break;
   }
   s.res.elapsed_s = static_cast<double>(now_ns() - t0) / 1e9;
@@ -518,7 +523,8 @@ Result<StatResult> run_stat(const StatOptions& options) {
   if (r->pmu)
     for (size_t e = 0; e < r->events.size(); ++e)
       if (!r->total[e].available && r->events[e].source == Source::Hardware) {
-        r->notices.push_back("the PMU here does not count " + r->events[e].name + ": shown as <not supported>");
+        r->notices.push_back("the PMU here does not count " + r->events[e].name +
+                             ": shown as <not supported>");
       }
   if (options.command.size() && r->processes.empty()) {
     std::vector<std::pair<size_t, ProcessCounts>> v;

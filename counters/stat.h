@@ -29,9 +29,9 @@ struct StatOptions {
 };
 
 struct Count {
-  bool available = false;  // false: the event could not be opened here (no PMU...): never shown as 0
-  uint64_t value = 0;      // scaled when multiplexed
-  double running = 1.0;    // fraction of the time the counter ran (hardware multiplexing), 1 = always
+  bool available = false;    // false: the event could not be opened here (no PMU...): never shown as 0
+  uint64_t value = 0;        // scaled when multiplexed
+  double running = 1.0;      // fraction of the time the counter ran (hardware multiplexing), 1 = always
   bool kernel_only = false;  // unavailable because it happens in the kernel and only user space is counted
 };
 
@@ -44,12 +44,12 @@ struct ProcessCounts {
 struct StatResult {
   std::vector<std::string> command;  // what was run (or "pid N,M")
   std::vector<EventSpec> events;
-  std::vector<Count> total;  // parallel to events
+  std::vector<Count> total;              // parallel to events
   std::vector<ProcessCounts> processes;  // by first appearance; empty in attach mode without data
   bool pmu = false;
   bool user_only = false;  // exclude_kernel (perf_event_paranoid 2 without root)
   double elapsed_s = 0;
-  int exit_status = 0;  // launch mode: the program's (128+N when signal N killed it)
+  int exit_status = 0;               // launch mode: the program's (128+N when signal N killed it)
   std::vector<std::string> notices;  // said once each on stderr by the CLI
 };
 

@@ -85,19 +85,21 @@ std::vector<Derived> derive(const StatResult& r) {
                    : "Few switches: the threads ran without blocking much.");
   }
   if (find(r, "cpu-migrations"))
-    per_s("cpu-migrations", "Migrations move a thread to a cold cache; they matter only at thousands per second.");
+    per_s("cpu-migrations",
+          "Migrations move a thread to a cold cache; they matter only at thousands per second.");
   const Count* pf = find(r, "page-faults");
   if (pf) {
     const double mib = static_cast<double>(pf->value) * 4096.0 / (1 << 20);
     const double rate_per_s = cpu_s > 0 ? static_cast<double>(pf->value) / cpu_s : 0;
-    per_s("page-faults",
-          rate_per_s > 10000
-              ? "Each fault is a page touched for the first time (or copied on write): " + grouped(pf->value) +
-                    " faults are ~" + fmt("%.0f", mib) +
-                    " MiB at 4 KiB a page, a fault every " + fmt("%.0f", 1e6 / rate_per_s) +
-                    " us of CPU: memory allocated and freed again (reuse buffers) or a working set that grows; "
-                    "`fxprof record -e page-faults` shows where."
-              : "Few page faults for the CPU time: memory is not what this program spends its time on.");
+    per_s(
+        "page-faults",
+        rate_per_s > 10000
+            ? "Each fault is a page touched for the first time (or copied on write): " + grouped(pf->value) +
+                  " faults are ~" + fmt("%.0f", mib) + " MiB at 4 KiB a page, a fault every " +
+                  fmt("%.0f", 1e6 / rate_per_s) +
+                  " us of CPU: memory allocated and freed again (reuse buffers) or a working set that grows; "
+                  "`fxprof record -e page-faults` shows where."
+            : "Few page faults for the CPU time: memory is not what this program spends its time on.");
   }
   if (const Count* mj = find(r, "major-faults"); mj && mj->value > 0)
     out.push_back({"major-faults", "major faults", static_cast<double>(mj->value), "",
@@ -106,7 +108,8 @@ std::vector<Derived> derive(const StatResult& r) {
   const Count* cyc = find(r, "cycles");
   if (cyc && clock && clock->value)
     out.push_back({"cycles", "GHz", static_cast<double>(cyc->value) / static_cast<double>(clock->value),
-                   fmt("%8.3f GHz", static_cast<double>(cyc->value) / static_cast<double>(clock->value)), ""});
+                   fmt("%8.3f GHz", static_cast<double>(cyc->value) / static_cast<double>(clock->value)),
+                   ""});
   const Count* ins = find(r, "instructions");
   if (ins && cyc && cyc->value) {
     const double ipc = static_cast<double>(ins->value) / static_cast<double>(cyc->value);
@@ -142,8 +145,8 @@ std::vector<Derived> derive(const StatResult& r) {
 std::string format_stat(const StatResult& r) {
   std::string cmd;
   for (const std::string& a : r.command) cmd += (cmd.empty() ? "" : " ") + a;
-  std::string out = "\n Performance counter stats for '" + cmd + "'" + (r.user_only ? " (user space only)" : "") +
-                    ":\n\n";
+  std::string out =
+      "\n Performance counter stats for '" + cmd + "'" + (r.user_only ? " (user space only)" : "") + ":\n\n";
   const auto derived = derive(r);
   for (size_t i = 0; i < r.events.size(); ++i) {
     const EventSpec& e = r.events[i];
@@ -155,7 +158,8 @@ std::string format_stat(const StatResult& r) {
         line += " # " + d.annotation;
         break;
       }
-    if (r.total[i].available && r.total[i].running < 0.999) line += fmt("  (%.2f%%)", r.total[i].running * 100);
+    if (r.total[i].available && r.total[i].running < 0.999)
+      line += fmt("  (%.2f%%)", r.total[i].running * 100);
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
   }
@@ -176,7 +180,9 @@ std::string format_stat(const StatResult& r) {
       for (size_t i = 0; i < r.events.size(); ++i) {
         if (!r.total[i].available) continue;
         const EventSpec& e = r.events[i];
-        l += " " + (e.unit == "msec" ? fmt("%.2f msec", static_cast<double>(p.values[i]) / 1e6) : grouped(p.values[i])) +
+        l += " " +
+             (e.unit == "msec" ? fmt("%.2f msec", static_cast<double>(p.values[i]) / 1e6)
+                               : grouped(p.values[i])) +
              " " + e.name + (i + 1 < r.events.size() ? "," : "");
       }
       while (!l.empty() && l.back() == ',') l.pop_back();
@@ -222,8 +228,16 @@ std::string format_stat_json(const StatResult& r) {
     w.end_array();
     w.key("derived").begin_array();
     for (const Derived& d : derive(r))
-      w.begin_object().key("event").value(d.event).key("name").value(d.name).key("value").value(d.value)
-          .key("text").value(d.sentence).end_object();
+      w.begin_object()
+          .key("event")
+          .value(d.event)
+          .key("name")
+          .value(d.name)
+          .key("value")
+          .value(d.value)
+          .key("text")
+          .value(d.sentence)
+          .end_object();
     w.end_array();
     w.key("processes").begin_array();
     for (const ProcessCounts& p : r.processes) {

@@ -1,11 +1,11 @@
 // One binary's CFI read from its file (design in elf/cfi.h).
-#include "elf/cfi.h"
-
 #include <elf.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
+
+#include "elf/cfi.h"
 
 namespace fxprof::elf {
 
@@ -151,10 +151,10 @@ void load_debug_frame(CfiFile& m) {
   LocatorOptions options = m.locator != nullptr ? *m.locator : LocatorOptions{};
   options.use_debuginfod = false;
   DebugQuery q{m.path.starts_with('/') ? m.path : std::string(),
-                    m.identity.build_id,
-                    m.identity.debuglink,
-                    m.identity.debuglink_crc,
-                    {}};
+               m.identity.build_id,
+               m.identity.debuglink,
+               m.identity.debuglink_crc,
+               {}};
   locate_debug_file(q, options, [&](const std::string& p) {
     auto f = map_file(p);
     if (!f.ok()) return false;

@@ -1,9 +1,9 @@
 // The server's HTTP request parsing (server/http_request.h): whatever any local process sends, token or
 // not. The input is a head and what follows it; the body is decoded once whole and once a few bytes at a
 // time (as a slow peer sends it), and both must agree.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <string_view>

@@ -29,8 +29,8 @@
 #include <string_view>
 
 #include "base/result.h"
-#include "sinks/output.h"
 #include "model/profile.h"
+#include "sinks/output.h"
 
 namespace fxprof::exporter {
 

@@ -13,8 +13,9 @@ bool Reader::stream_error() {
 }
 bool Reader::syntax_error() {
   if (err_.empty()) {
-    err_ = name_ + ": " +
-           json_syntax_error("unexpected '" + std::string(1, static_cast<char>(js_.peek())) + "'", js_.offset());
+    err_ =
+        name_ + ": " +
+        json_syntax_error("unexpected '" + std::string(1, static_cast<char>(js_.peek())) + "'", js_.offset());
   }
   return false;
 }

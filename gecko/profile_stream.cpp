@@ -259,7 +259,7 @@ bool JsonStream::copy(PieceBuffer* out, size_t from, size_t to) {
 
 bool JsonStream::too_long(const char* what, uint64_t from) {
   const std::string limit = max_string_ % (size_t{1} << 20) == 0 ? std::to_string(max_string_ >> 20) + " MiB"
-                                                                  : std::to_string(max_string_) + " bytes";
+                                                                 : std::to_string(max_string_) + " bytes";
   return fail(std::string(what) + " longer than " + limit + " at byte " + std::to_string(from) +
               " (the limit for one name or value)");
 }

@@ -126,13 +126,13 @@ using fxprof::heap::shim::addr_bit;
 using fxprof::heap::shim::clock_record;
 using fxprof::heap::shim::event_time;
 using fxprof::heap::shim::invariant_tsc;
-using fxprof::heap::shim::now_ns;
-using fxprof::heap::shim::use_tsc;
 using fxprof::heap::shim::kBitmapBits;
+using fxprof::heap::shim::now_ns;
 using fxprof::heap::shim::set_erase;
 using fxprof::heap::shim::set_insert;
 using fxprof::heap::shim::set_lock;
 using fxprof::heap::shim::set_unlock;
+using fxprof::heap::shim::use_tsc;
 
 // The shim's own code, skipped at the top of every backtrace.
 uintptr_t self_lo = 0, self_hi = 0;
@@ -395,8 +395,8 @@ void record_alloc(Tls& t, void* p, size_t size) {
   while (s->lock.exchange(1, std::memory_order_acquire) != 0) {
   }
   uint32_t stack = current_stack(*s);
-  const wire::AllocRecord r{static_cast<uint8_t>(Kind::Alloc), stack, event_time(), reinterpret_cast<uintptr_t>(p),
-                            size};
+  const wire::AllocRecord r{static_cast<uint8_t>(Kind::Alloc), stack, event_time(),
+                            reinterpret_cast<uintptr_t>(p), size};
   put(*s, &r, sizeof r);
   s->lock.store(0, std::memory_order_release);
 }
@@ -536,7 +536,8 @@ __attribute__((constructor)) void shim_init() {
   ++tls.busy;
   ready();
   // libunwind's default (global) cache of unwind info takes a lock, blocking signals with sigprocmask around
-  // it, on every step its fast trace path cannot take; a per-thread cache needs neither (heaptrack does this).
+  // it, on every step its fast trace path cannot take; a per-thread cache needs neither (heaptrack does
+  // this).
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
   pthread_key_create(&exit_key, on_thread_exit);
   pthread_atfork(before_fork, in_parent, in_child);

@@ -86,8 +86,10 @@ struct HeapSource::Impl {
   // Filled by the reader thread; read by finish() after joining it.
   std::vector<Event, HugeAllocator<Event>> events;
   std::vector<std::vector<uint64_t>> stacks;  // leaf first
-  std::unordered_map<uint64_t, std::vector<uint32_t>> stack_ids;  // (pid<<32|tid) -> [id] -> index (ids are dense)
-  std::map<std::pair<uint64_t, uint32_t>, uint32_t> external_ids;  // (thread, id from kExternalStackIds) -> index
+  std::unordered_map<uint64_t, std::vector<uint32_t>>
+      stack_ids;  // (pid<<32|tid) -> [id] -> index (ids are dense)
+  std::map<std::pair<uint64_t, uint32_t>, uint32_t>
+      external_ids;  // (thread, id from kExternalStackIds) -> index
   uint64_t lost = 0;
   bool desync = false;
   std::vector<ClockPair> clocks;    // from every chunk with TSC times
@@ -164,7 +166,7 @@ struct HeapSource::Impl {
   // up: parsing there, into a growing event list, cost ~450 ns of CPU per event in relocations and 4 KiB page
   // faults, and a program in --heap=full spent 70% of its time blocked on the full pipe.
   Mapping stream;
-  size_t used = 0;     // bytes read into stream
+  size_t used = 0;        // bytes read into stream
   size_t scanned = 0;     // of which whole chunks
   size_t pipe_bytes = 0;  // the pipe's capacity
 

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <span>
 #include <map>
+#include <span>
 #include <unordered_map>
 #include <utility>
 #include <vector>

@@ -1,4 +1,5 @@
-// fxprof heap: the tables HeapSource::finish() (heap/source.cpp) goes through the events with; internal to heap/.
+// fxprof heap: the tables HeapSource::finish() (heap/source.cpp) goes through the events with; internal to
+// heap/.
 #pragma once
 
 #include <sys/mman.h>
@@ -16,7 +17,8 @@ namespace fxprof::heap {
 
 // std::allocator, with the storage advised MADV_HUGEPAGE before it is first touched: with transparent huge
 // pages in `madvise` mode, the event list (hundreds of MB) and the live-block table otherwise fill by 4 KiB
-// faults, and each random probe of the table missed the TLB as well as the cache (under a VM's nested paging).
+// faults, and each random probe of the table missed the TLB as well as the cache (under a VM's nested
+// paging).
 template <class T>
 struct HugeAllocator {
   using value_type = T;

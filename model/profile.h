@@ -313,9 +313,9 @@ struct Meta {
   struct HeapStats {
     bool sampled = false;  // the figures are estimates from Poisson samples every rate_bytes on average
     double rate_bytes = 0;
-    uint64_t temporary = 0;  // blocks freed by the allocating thread before it allocated anything else
+    uint64_t temporary = 0;        // blocks freed by the allocating thread before it allocated anything else
     uint64_t temporary_error = 0;  // sampled: the estimated count's standard error
-    int64_t peak_bytes = 0;  // every process's heap bytes together, at their highest
+    int64_t peak_bytes = 0;        // every process's heap bytes together, at their highest
     uint64_t peak_time_ns = 0;
     struct SizeBin {
       uint64_t max_size = 0;  // blocks of (previous bin's max_size, max_size] bytes
@@ -360,6 +360,5 @@ struct Profile {
 // idle recording costs nothing; the grid is regular where it matters because the front end draws a
 // counter of an unknown category as count per time (Gecko `count`, a line-rate graph, tooltip the count).
 void add_waiting_counters(model::Profile& profile, uint64_t interval_ns);
-
 
 }  // namespace fxprof::model

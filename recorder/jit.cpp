@@ -59,7 +59,8 @@ void read_rest(int fd, std::string& out, uint64_t already) {
   }
 }
 
-Result<std::string> read_regular(const std::string& path, std::span<const uint32_t> uids, std::string* untrusted) {
+Result<std::string> read_regular(const std::string& path, std::span<const uint32_t> uids,
+                                 std::string* untrusted) {
   struct stat st {};
   auto fd = open_regular(path, st, uids, untrusted);
   if (!fd) return std::move(fd).take_error();

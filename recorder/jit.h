@@ -73,7 +73,8 @@ std::vector<model::JitCode> merge_jit_sources(std::vector<model::JitCode> perf_m
 class PerfMapFollower {
  public:
   // `uids`: the process's users, whose map it may be (jit_file_untrusted).
-  PerfMapFollower(std::string path, std::vector<uint32_t> uids) : path_(std::move(path)), uids_(std::move(uids)) {}
+  PerfMapFollower(std::string path, std::vector<uint32_t> uids)
+      : path_(std::move(path)), uids_(std::move(uids)) {}
   void poll(uint64_t now_ns);
   // A last poll (a last line without its newline included); the entries read, in file order.
   std::vector<model::JitCode> finish();

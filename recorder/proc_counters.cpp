@@ -42,7 +42,8 @@ bool faults(const std::string& stat, uint64_t& minor, uint64_t& major) {
 }  // namespace
 
 void ProcCounters::add(Series& s, int kind, uint64_t now, uint64_t value) {
-  const int64_t delta = s.seen || !attached_ ? static_cast<int64_t>(value - std::min(value, s.last[kind])) : 0;
+  const int64_t delta =
+      s.seen || !attached_ ? static_cast<int64_t>(value - std::min(value, s.last[kind])) : 0;
   s.last[kind] = std::max(value, s.last[kind]);
   // A sample when the count moved, and one more when it stops (the front end draws straight lines).
   if (delta != 0 || s.last_delta[kind] != 0 || s.samples[kind].empty())
@@ -91,20 +92,25 @@ void ProcCounters::tick(const model::Profile& profile, uint64_t now) {
 
 void ProcCounters::finish(model::Profile& profile) {
   static const char* const kNames[kKinds][2] = {
-      {"Page faults (minor)", "Minor page faults (pages touched for the first time or copied on write) per sample"},
+      {"Page faults (minor)",
+       "Minor page faults (pages touched for the first time or copied on write) per sample"},
       {"Page faults (major)", "Page faults that waited for the disk"},
-      {"Context switches", "Times the process's threads were switched onto a CPU (/proc/PID/task/TID/schedstat)"},
-      {"Run-queue delay", "Microseconds the process's threads waited runnable for a CPU (schedstat run delay)"},
+      {"Context switches",
+       "Times the process's threads were switched onto a CPU (/proc/PID/task/TID/schedstat)"},
+      {"Run-queue delay",
+       "Microseconds the process's threads waited runnable for a CPU (schedstat run delay)"},
   };
   for (auto& [index, s] : series_) {
     if (index >= profile.processes.size()) continue;
     for (int k = 0; k < kKinds; ++k) {
       bool moved = false;
       for (const auto& c : s.samples[k]) moved |= c.delta != 0;
-      // Faults and switches always (a flat line says "none"); major faults and run delay only when they happened.
+      // Faults and switches always (a flat line says "none"); major faults and run delay only when they
+      // happened.
       if (!moved && (k == kMajor || k == kRunDelay)) continue;
       if (s.samples[k].empty()) continue;
-      profile.processes[index].counters.push_back({kNames[k][0], "Scheduling", kNames[k][1], std::move(s.samples[k])});
+      profile.processes[index].counters.push_back(
+          {kNames[k][0], "Scheduling", kNames[k][1], std::move(s.samples[k])});
     }
   }
   series_.clear();

@@ -45,8 +45,7 @@ ApiResponse write_response(uint64_t start, const symbolizer::Disassembly& d) {
 ApiResponse internal::asm_v1(symbolizer::Symbolizer& symbols, simdjson::padded_string_view body) {
   simdjson::dom::parser parser;
   AsmRequest req;
-  if (std::string e = parse_request(parser, body, req); !e.empty())
-    return internal::error_response(400, e);
+  if (std::string e = parse_request(parser, body, req); !e.empty()) return internal::error_response(400, e);
   auto d = symbols.disassemble(req.debug_name, req.debug_id, req.start, req.size, req.until_function_end);
   if (!d.ok()) return internal::error_response(internal::status_of(d.refusal()), d.refusal().message);
   return write_response(req.start, d.value());

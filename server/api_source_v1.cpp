@@ -12,7 +12,8 @@ struct SourceRequest {
 };
 
 // An error message for the 400 answer, or "". The views point into `parser`'s document.
-std::string parse_request(simdjson::dom::parser& parser, simdjson::padded_string_view body, SourceRequest& req) {
+std::string parse_request(simdjson::dom::parser& parser, simdjson::padded_string_view body,
+                          SourceRequest& req) {
   simdjson::dom::element root;
   if (std::string e = internal::parse_object(parser, body, root); !e.empty()) return e;
   std::string_view offset;
@@ -37,8 +38,7 @@ ApiResponse write_response(std::string_view file, std::string_view text) {
 ApiResponse internal::source_v1(symbolizer::Symbolizer& symbols, simdjson::padded_string_view body) {
   simdjson::dom::parser parser;
   SourceRequest req;
-  if (std::string e = parse_request(parser, body, req); !e.empty())
-    return internal::error_response(400, e);
+  if (std::string e = parse_request(parser, body, req); !e.empty()) return internal::error_response(400, e);
   auto text = symbols.source(req.debug_name, req.debug_id, req.module_offset, req.file);
   if (!text.ok())
     return internal::error_response(internal::status_of(text.refusal()), text.refusal().message);

@@ -43,18 +43,18 @@ struct ProfileServer::Impl {
     enum Phase { kHead, kBody, kWorker, kWrite, kLinger };
     UniqueFd fd;
     Phase phase = kHead;
-    std::string in;                // bytes read and not consumed yet (a head, pipelined requests)
-    Clock::time_point since;       // when it started waiting for its current head
-    Clock::time_point deadline;    // of the current phase
-    bool idle = true;              // kHead with no byte of the next head yet (an idle keep-alive connection)
+    std::string in;              // bytes read and not consumed yet (a head, pipelined requests)
+    Clock::time_point since;     // when it started waiting for its current head
+    Clock::time_point deadline;  // of the current phase
+    bool idle = true;            // kHead with no byte of the next head yet (an idle keep-alive connection)
     http::Request req;
     std::optional<http::BodyDecoder> decoder;
     std::string body;
-    size_t body_accounted = 0;     // bytes of `body` counted in body_bytes
-    uint64_t reserve = 0;          // a Content-Length body not yet taken from the budget
-    unsigned outside = 0;          // requests outside the token answered on this connection
-    bool keep = false;             // the connection stays open after this answer
-    bool linger = false;           // ... or is lingered on after it (a refused body)
+    size_t body_accounted = 0;       // bytes of `body` counted in body_bytes
+    uint64_t reserve = 0;            // a Content-Length body not yet taken from the budget
+    unsigned outside = 0;            // requests outside the token answered on this connection
+    bool keep = false;               // the connection stays open after this answer
+    bool linger = false;             // ... or is lingered on after it (a refused body)
     std::string out_head, out_body;  // the answer being written
     size_t out_sent = 0;
     uint64_t file_off = 0, file_end = 0;  // then the profile's bytes [file_off, file_end)
@@ -90,7 +90,7 @@ struct ProfileServer::Impl {
   std::condition_variable cv;
   std::deque<std::unique_ptr<Conn>> ready;
   std::vector<std::unique_ptr<Conn>> returned;
-  std::string chunk;       // the poller's buffer for reading
+  std::string chunk;          // the poller's buffer for reading
   std::vector<int> again;     // connections that used up their turn with work left
   std::vector<int> deferred;  // connections whose body waits for the budget
 

@@ -20,7 +20,9 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-bool has_token(const std::string* v, std::string_view t) { return v && lower(*v).find(t) != std::string::npos; }
+bool has_token(const std::string* v, std::string_view t) {
+  return v && lower(*v).find(t) != std::string::npos;
+}
 
 }  // namespace
 
@@ -85,8 +87,10 @@ Framing framing(const Request& req) {
     f.chunked = true;
   } else if (cl) {
     auto [end, ec] = std::from_chars(cl->data(), cl->data() + cl->size(), f.length);
-    if (cl->empty() || ec != std::errc() || end != cl->data() + cl->size()) f.refuse = 400;
-    else if (f.length > kMaxBody) f.refuse = 413;
+    if (cl->empty() || ec != std::errc() || end != cl->data() + cl->size())
+      f.refuse = 400;
+    else if (f.length > kMaxBody)
+      f.refuse = 413;
   }
   return f;
 }
@@ -130,8 +134,10 @@ BodyDecoder::Status BodyDecoder::feed(std::string& in, std::string& body) {
         state_ = size == 0 ? kTrailer : kData;
       }
     } else if (state_ == kDataEnd) {
-      if (line.empty()) state_ = kSize;
-      else status = kBad;
+      if (line.empty())
+        state_ = kSize;
+      else
+        status = kBad;
     } else if (line.empty()) {  // the end of the trailer fields (ignored)
       state_ = kFinished;
       status = kDone;

@@ -36,7 +36,7 @@ bool parse_head(std::string_view head, Request& req);
 
 // How the body of a parsed request is framed, or why it is refused.
 struct Framing {
-  int refuse = 0;       // 0, or the status to refuse the body with (400, 413, 415, 501)
+  int refuse = 0;  // 0, or the status to refuse the body with (400, 413, 415, 501)
   bool chunked = false;
   uint64_t length = 0;  // without chunked
   bool has_body() const { return chunked || length > 0; }

@@ -11,7 +11,7 @@ namespace fxprof::server {
 namespace {
 
 constexpr size_t kTrimAbove = size_t{1} << 20;  // bodies that make the heap worth trimming
-constexpr unsigned kMaxOutsideRequests = 16;     // per connection, outside the token
+constexpr unsigned kMaxOutsideRequests = 16;    // per connection, outside the token
 
 using ApiFn = internal::Endpoint;
 
@@ -28,31 +28,51 @@ std::string json_error(std::string_view message) { return internal::error_respon
 
 const char* reason(int status) {
   switch (status) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 204: return "No Content";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 411: return "Length Required";
-    case 413: return "Payload Too Large";
-    case 415: return "Unsupported Media Type";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    default: return "Error";
+    case 100:
+      return "Continue";
+    case 200:
+      return "OK";
+    case 204:
+      return "No Content";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 411:
+      return "Length Required";
+    case 413:
+      return "Payload Too Large";
+    case 415:
+      return "Unsupported Media Type";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Error";
   }
 }
 
 const char* refusal_text(int status) {
   switch (status) {
-    case 413: return "request body too large (limit 16 MiB)";
-    case 415: return "compressed request bodies are not supported";
-    case 501: return "unsupported transfer encoding";
-    case 503: return "too many request bodies at once: try again";
-    default: return "bad request";
+    case 413:
+      return "request body too large (limit 16 MiB)";
+    case 415:
+      return "compressed request bodies are not supported";
+    case 501:
+      return "unsupported transfer encoding";
+    case 503:
+      return "too many request bodies at once: try again";
+    default:
+      return "bad request";
   }
 }
 
@@ -138,8 +158,9 @@ bool ProfileServer::Impl::answer(Conn& c) {
     // response, never the server).
     std::string head = "HTTP/1.1 200 OK\r\nAccess-Control-Allow-Origin: *\r\n";
     if (profile_gzip) head += "Content-Encoding: gzip\r\n";
-    head += "Content-Type: application/json; charset=UTF-8\r\nContent-Length: " + std::to_string(profile_size) +
-            (c.keep ? "\r\nConnection: keep-alive\r\n\r\n" : "\r\nConnection: close\r\n\r\n");
+    head +=
+        "Content-Type: application/json; charset=UTF-8\r\nContent-Length: " + std::to_string(profile_size) +
+        (c.keep ? "\r\nConnection: keep-alive\r\n\r\n" : "\r\nConnection: close\r\n\r\n");
     c.out_head = std::move(head);
     c.out_body.clear();
     c.out_sent = 0;
@@ -163,7 +184,8 @@ void ProfileServer::Impl::answer_api(Conn& c) {
   try {
     if (big) big_requests.acquire();  // a parse takes ~6x the body: at most two big ones at a time
     // The transport reserved simdjson's padding past the body: the endpoint parses it in place.
-    ApiResponse a = fn(*symbols, simdjson::padded_string_view(c.body.data(), c.body.size(), c.body.capacity()));
+    ApiResponse a =
+        fn(*symbols, simdjson::padded_string_view(c.body.data(), c.body.size(), c.body.capacity()));
     r.status = a.http_status;
     r.body = std::move(a.body);
     r.content_type = "application/json; charset=UTF-8";

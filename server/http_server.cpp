@@ -17,13 +17,14 @@
 //    its answers wait in its own socket: the next head is read only once the answer is written). Past 1024
 //    connections the oldest waiting one is closed, idle keep-alive connections first.
 //  - Requests that are not for an API are answered by the poller itself (routes: http_routes.cpp). An API
-//    request, body read, goes to a pool of 8 workers (the front end sends up to 6 requests at a time per host,
-//    and one big library can take seconds to symbolicate, so others must not wait behind it); a worker only
-//    computes the answer and hands the connection back to the poller to write it.
+//    request, body read, goes to a pool of 8 workers (the front end sends up to 6 requests at a time per
+//    host, and one big library can take seconds to symbolicate, so others must not wait behind it); a worker
+//    only computes the answer and hands the connection back to the poller to write it.
 //  - Bodies are read only under the token: 16 MiB at most each, 128 MiB for all connections together (a
-//    Content-Length body waits for its share; a chunked one that finds the budget spent is refused with 503). A refused body gets its answer at once, then a short lingering close (at most 2 s /
-//    32 MiB read and discarded) so that the client sees the answer rather than a reset; the memory of a big
-//    refused or answered body is given back to the system (malloc_trim), not kept in an arena.
+//    Content-Length body waits for its share; a chunked one that finds the budget spent is refused with 503).
+//    A refused body gets its answer at once, then a short lingering close (at most 2 s / 32 MiB read and
+//    discarded) so that the client sees the answer rather than a reset; the memory of a big refused or
+//    answered body is given back to the system (malloc_trim), not kept in an arena.
 //  - TCP_NODELAY on every connection, and head + small body in one send: no 40 ms Nagle/delayed-ACK stall on
 //    keep-alive requests (bench/http_bench.cpp measures it).
 //  - Each request parses its JSON with its own parser, freed when it is answered, at most two requests over
@@ -58,7 +59,7 @@ namespace {
 
 constexpr size_t kChunk = 64 * 1024;
 constexpr size_t kBodyBudget = size_t{128} << 20;  // request bodies held, all connections together
-constexpr int kLingerMs = 2000;                      // reading and discarding after a refused body
+constexpr int kLingerMs = 2000;                    // reading and discarding after a refused body
 constexpr size_t kLingerBytes = size_t{32} << 20;
 constexpr uint64_t kMinWriteRate = 64 * 1024;  // bytes per second an answer may take beyond write_timeout
 constexpr int kLastAutoPort = 3099;
@@ -171,7 +172,8 @@ void ProfileServer::Impl::step(std::unique_ptr<Conn>& cp) {
       c.phase = Conn::kBody;
       c.deadline = now() + body_timeout;
       c.reserve = f.chunked ? 0 : f.length;
-      if (const std::string* ex = c.req.header("expect"); ex && (*ex == "100-continue" || *ex == "100-Continue"))
+      if (const std::string* ex = c.req.header("expect");
+          ex && (*ex == "100-continue" || *ex == "100-Continue"))
         (void)!::send(fd, "HTTP/1.1 100 Continue\r\n\r\n", 25, MSG_NOSIGNAL | MSG_DONTWAIT);
       continue;
     }

@@ -1,9 +1,9 @@
 // serve_profile(): validate, register libs, serve, print the URL, open a browser, wait for Ctrl+C.
 #include <fcntl.h>
 #include <pthread.h>
-#include <sys/stat.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -71,8 +71,9 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-// Starts the browser (on `url`: the redirect page's, never one with the token) in its own session with no terminal I/O and does not wait for it (a browser started
-// this way may run for hours). $BROWSER is a ':'-separated list of commands, "%s" standing for the URL.
+// Starts the browser (on `url`: the redirect page's, never one with the token) in its own session with no
+// terminal I/O and does not wait for it (a browser started this way may run for hours). $BROWSER is a
+// ':'-separated list of commands, "%s" standing for the URL.
 pid_t launch_browser(const std::string& url) {
   std::vector<std::vector<std::string>> candidates;
   if (const char* b = std::getenv("BROWSER"); b && *b) {
@@ -134,17 +135,29 @@ class RedirectPage {
     std::string href;
     for (char c : url) {
       switch (c) {
-        case '&': href += "&amp;"; break;
-        case '"': href += "&quot;"; break;
-        case '<': href += "&lt;"; break;
-        case '>': href += "&gt;"; break;
-        default: href += c;
+        case '&':
+          href += "&amp;";
+          break;
+        case '"':
+          href += "&quot;";
+          break;
+        case '<':
+          href += "&lt;";
+          break;
+        case '>':
+          href += "&gt;";
+          break;
+        default:
+          href += c;
       }
     }
-    const std::string html = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n"
-                             "<meta http-equiv=\"refresh\" content=\"0;url=" + href + "\">\n"
-                             "<title>fxprof</title></head>\n<body><p><a href=\"" + href +
-                             "\">Open the profile in the Firefox Profiler</a></p></body></html>\n";
+    const std::string html =
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n"
+        "<meta http-equiv=\"refresh\" content=\"0;url=" +
+        href +
+        "\">\n"
+        "<title>fxprof</title></head>\n<body><p><a href=\"" +
+        href + "\">Open the profile in the Firefox Profiler</a></p></body></html>\n";
     if (::write(fd.get(), html.data(), html.size()) != static_cast<ssize_t>(html.size()))
       return Err("cannot write " + page.file_ + ": " + errno_text(errno));
     return page;

@@ -36,7 +36,6 @@ std::string public_link(const std::string& token);
 // PUTs `body` to `url` with `headers` ("Name: value"); any 2xx is success.
 Status put_profile(const std::string& url, std::string_view body, const std::vector<std::string>& headers);
 
-
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
 struct PushOptions {

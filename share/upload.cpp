@@ -62,7 +62,6 @@ Result<std::string> token_from_jwt(std::string_view jwt) {
 
 std::string public_link(const std::string& token) { return profiler_origin() + "/public/" + token + "/"; }
 
-
 Result<std::string> upload_public(const std::string& upload_origin, std::string_view gzip) {
   std::string origin = upload_origin;
   while (!origin.empty() && origin.back() == '/') origin.pop_back();

@@ -16,8 +16,8 @@
 #include <functional>
 #include <vector>
 
-#include "sinks/functions.h"
 #include "model/profile.h"
+#include "sinks/functions.h"
 
 namespace fxprof::exporter {
 

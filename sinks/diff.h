@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "base/result.h"
-#include "sinks/flamegraph_svg.h"
 #include "model/profile.h"
+#include "sinks/flamegraph_svg.h"
 
 namespace fxprof::exporter {
 

@@ -11,9 +11,9 @@
 #include <string>
 
 #include "base/result.h"
+#include "model/profile.h"
 #include "sinks/call_tree.h"
 #include "sinks/output.h"
-#include "model/profile.h"
 
 namespace fxprof::exporter {
 

@@ -14,7 +14,8 @@ bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Writes to the temporary file (or the stream: base/fd.h resolve_output decides), remembering the first error.
+// Writes to the temporary file (or the stream: base/fd.h resolve_output decides), remembering the first
+// error.
 class PlainFile : public OutputFile {
  public:
   PlainFile(AtomicFile file, std::string path) : file_(std::move(file)), path_(std::move(path)) {}

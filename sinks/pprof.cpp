@@ -5,9 +5,9 @@
 #include <unordered_set>
 #include <vector>
 
+#include "model/symbols.h"
 #include "sinks/functions.h"
 #include "sinks/output.h"
-#include "model/symbols.h"
 
 namespace fxprof::exporter {
 namespace {

@@ -20,8 +20,8 @@
 #include <string>
 
 #include "base/result.h"
-#include "sinks/output.h"
 #include "model/profile.h"
+#include "sinks/output.h"
 
 namespace fxprof::exporter {
 

@@ -183,7 +183,8 @@ std::string format_report(const Report& r, const ReportOptions& options) {
   }
   for (const auto& sec : r.sections) {
     out += '\n';
-    // Names from the file: escaped, and appended rather than formatted (a long one would be cut at buf's size).
+    // Names from the file: escaped, and appended rather than formatted (a long one would be cut at buf's
+    // size).
     const std::string process = terminal_safe(sec.process_name);
     if (sec.thread_name.empty()) {
       out += "process " + process;

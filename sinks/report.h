@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "sinks/output.h"
 #include "model/profile.h"
+#include "sinks/output.h"
 
 namespace fxprof::exporter {
 

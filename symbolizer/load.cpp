@@ -78,8 +78,7 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
     }
     if (!matches(**o)) {
       notes.push_back(path + " has build ID " +
-                      ((*o)->build_id().empty() ? std::string("(none)")
-                                                : elf::hex((*o)->build_id())) +
+                      ((*o)->build_id().empty() ? std::string("(none)") : elf::hex((*o)->build_id())) +
                       ", not " + want);
       return nullptr;
     }

@@ -30,8 +30,8 @@
 //    them into plain strings for everyone else).
 //  - source() serves only files named by the line table of the unit at that address (compared after lexical
 //    normalization, so "../" cannot escape), opened without following symlinks (the folder's owner could
-//    swap the file for a link to /etc/shadow), regular files only, read with a 64 MiB cap; disassemble() decodes the binary's own bytes with capstone
-//    (Intel syntax).
+//    swap the file for a link to /etc/shadow), regular files only, read with a 64 MiB cap; disassemble()
+//    decodes the binary's own bytes with capstone (Intel syntax).
 #pragma once
 
 #include <cstddef>

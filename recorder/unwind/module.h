@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "base/fd.h"
-#include "elf/elf.h"
 #include "elf/cfi.h"
+#include "elf/elf.h"
 #include "recorder/unwind/binaries.h"
 #include "recorder/unwind/rules.h"
 #include "recorder/unwind/unwinder.h"

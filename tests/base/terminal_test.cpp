@@ -7,11 +7,14 @@ using fxprof::terminal_safe;
 
 TEST_CASE("terminal_safe escapes C0, DEL, C1 and bytes that are not UTF-8, keeps printable UTF-8") {
   CHECK(terminal_safe("main") == "main");
-  CHECK(terminal_safe("std::vector<int>::push_back(int&&) \\ ok") == "std::vector<int>::push_back(int&&) \\ ok");
-  CHECK(terminal_safe("caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x94\xa5") == "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x94\xa5");
+  CHECK(terminal_safe("std::vector<int>::push_back(int&&) \\ ok") ==
+        "std::vector<int>::push_back(int&&) \\ ok");
+  CHECK(terminal_safe("caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x94\xa5") ==
+        "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x94\xa5");
   CHECK(terminal_safe("\x1b[2J\x1b]52;c;aGk=\x07") == "\\e[2J\\e]52;c;aGk=\\x07");
   CHECK(terminal_safe(std::string_view("a\0b\n\t\r\x7f", 7)) == "a\\x00b\\n\\t\\r\\x7f");
-  CHECK(terminal_safe("\xc2\x9b" "31m \xc2\x85 \xc2\xa0") == "\\u009b31m \\u0085 \xc2\xa0");  // C1; NBSP stays
+  CHECK(terminal_safe("\xc2\x9b"
+                      "31m \xc2\x85 \xc2\xa0") == "\\u009b31m \\u0085 \xc2\xa0");  // C1; NBSP stays
   CHECK(terminal_safe("\x9b\xff\xc3(\xe0\x80\x80\xed\xa0\x80") ==
         "\\x9b\\xff\\xc3(\\xe0\\x80\\x80\\xed\\xa0\\x80");  // stray, invalid, overlong, surrogate
 }

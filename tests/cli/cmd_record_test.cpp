@@ -3,9 +3,8 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cstdio>
-
 #include <catch2/catch.hpp>
+#include <cstdio>
 
 #include "tests/cli/sink_cli.h"
 

@@ -58,8 +58,8 @@ TEST_CASE("record -s -o DEVICE writes to the device and leaves it a device") {
                           "record --help`)\n");
   CHECK(::access(marker.c_str(), F_OK) != 0);
   // The exports are named after -o: a device gives them no name (it once wrote "-.svg" for `-o -`).
-  auto exported = run({fxprof_bin(), "record", "-s", "--export", "svg", "-o", null, "--", "sh", "-c",
-                       "touch " + marker});
+  auto exported =
+      run({fxprof_bin(), "record", "-s", "--export", "svg", "-o", null, "--", "sh", "-c", "touch " + marker});
   CHECK(exported.status == 2);
   CHECK(exported.err == "fxprof record: --export writes beside -o, and " + null +
                             " is not a regular file: give -o a file name (try `fxprof record --help`)\n");
@@ -70,7 +70,8 @@ TEST_CASE("record -s -o DEVICE writes to the device and leaves it a device") {
 TEST_CASE("record -o DIRECTORY is refused before the program is launched") {
   TempDir dir;
   const std::string marker = dir.file("ran");
-  auto r = run({fxprof_bin(), "record", "--save-only", "-o", dir.path(), "--", "sh", "-c", "touch " + marker});
+  auto r =
+      run({fxprof_bin(), "record", "--save-only", "-o", dir.path(), "--", "sh", "-c", "touch " + marker});
   CHECK(r.status == 1);
   CHECK(r.err == "fxprof: cannot write " + dir.path() + ": it is a directory\n");
   CHECK(::access(marker.c_str(), F_OK) != 0);
@@ -140,8 +141,9 @@ TEST_CASE("with --heap, SIGTERM, SIGHUP and SIGINT to fxprof reach the program a
     const std::string out = dir.file("p.json");
     // The shell works ~25 ms first: a recording without a sample is (rightly) no profile, and a signal right
     // after `exec sleep` could come before any sample or sampled allocation (seen once on a fresh clone).
-    Background rec({fxprof_bin(), "record", "--heap", "--save-only", "--no-symbolicate", "-q", "-o", out, "--",
-                    "sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; echo ready; exec sleep 60"});
+    Background rec({fxprof_bin(), "record", "--heap", "--save-only", "--no-symbolicate", "-q", "-o", out,
+                    "--", "sh", "-c",
+                    "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; echo ready; exec sleep 60"});
     REQUIRE(rec.wait_for_line("ready", std::chrono::seconds(60)) == "ready");
     REQUIRE(::kill(rec.pid(), sig) == 0);  // to fxprof alone: it is passed on to the program
     const int status = rec.stop(0, std::chrono::seconds(60));

@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "counters/cachesim.h"
+
+#include <catch2/catch.hpp>
 
 using namespace fxprof::counters;
 

@@ -1,10 +1,11 @@
+#include "counters/events.h"
+
 #include <linux/perf_event.h>
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "counters/events.h"
 #include "recorder/perf.h"
 #include "tests/support/support.h"
 
@@ -42,7 +43,8 @@ TEST_CASE("the event table maps perf's names to perf_event_attr types and config
   }
   auto bad = find_event("cache-missez");
   REQUIRE(!bad);
-  CHECK(bad.error().rfind("unknown event 'cache-missez' (known: task-clock, cpu-clock, context-switches", 0) == 0);
+  CHECK(bad.error().rfind("unknown event 'cache-missez' (known: task-clock, cpu-clock, context-switches",
+                          0) == 0);
   auto list = find_events("page-faults,faults,cs");
   REQUIRE(list);
   CHECK(list->size() == 2);  // faults is page-faults again

@@ -46,7 +46,8 @@ struct Stat {
   // The total of `event`; -1 when it is null (unavailable).
   double count(const std::string& event) {
     for (simdjson::dom::element e : simdjson::dom::array(doc["events"]))
-      if (std::string_view(e["name"]) == event) return e["value"].is_null() ? -1 : double(uint64_t(e["value"]));
+      if (std::string_view(e["name"]) == event)
+        return e["value"].is_null() ? -1 : double(uint64_t(e["value"]));
     FAIL("no event " << event);
     return -2;
   }
@@ -174,8 +175,8 @@ TEST_CASE("stat -p: counts a running process until it exits") {
   // 200 sleeps of 2 ms after "touched": attaching takes a few of them at most.
   Background bg({test_program("counters_touch"), "10", "200"});
   REQUIRE(bg.wait_for_line("touched") == "touched");
-  auto r = run({fxprof_bin(), "stat", "--json", "-e", "context-switches", "-p", std::to_string(bg.pid()),
-                "-d", "60"});
+  auto r = run(
+      {fxprof_bin(), "stat", "--json", "-e", "context-switches", "-p", std::to_string(bg.pid()), "-d", "60"});
   INFO(r.err << r.out);
   REQUIRE(r.status == 0);
   simdjson::dom::parser parser;
@@ -188,7 +189,8 @@ TEST_CASE("stat -p: counts a running process until it exits") {
   CHECK(double(doc["elapsedSeconds"]) < 30);  // ended with the process, not at --duration
 }
 
-TEST_CASE("stat --cache-sim: a stride through an array larger than the caches misses, one that fits does not") {
+TEST_CASE(
+    "stat --cache-sim: a stride through an array larger than the caches misses, one that fits does not") {
   // An 8 MiB last level (this VM's host has 384 MiB of L3): 32 MiB does not fit, 16 KiB fits even D1.
   auto big = run({fxprof_bin(), "stat", "--cache-sim", "--ll-size", "8388608", "--json", "--",
                   test_program("counters_stride"), std::to_string(32 << 20), "2"});
@@ -260,17 +262,20 @@ TEST_CASE("record -e page-faults: the samples are in the function that touches t
 TEST_CASE("record -e: refused combinations and events this machine lacks say why") {
   auto two = run({fxprof_bin(), "record", "-e", "page-faults,cs", "--", "true"});
   CHECK(two.status == 2);
-  CHECK(two.err == "fxprof record: one event per recording: the stacks of two events would add up in one call "
-                   "tree (record once per event, or count several with `fxprof stat -e page-faults,cs`) (try "
-                   "`fxprof record --help`)\n");
+  CHECK(two.err ==
+        "fxprof record: one event per recording: the stacks of two events would add up in one call "
+        "tree (record once per event, or count several with `fxprof stat -e page-faults,cs`) (try "
+        "`fxprof record --help`)\n");
   auto freq = run({fxprof_bin(), "record", "-F", "99", "-e", "page-faults", "--", "true"});
   CHECK(freq.status == 2);
   CHECK(freq.err.find("with -e the samples follow the event: use -c PERIOD") != std::string::npos);
   if (!fxprof::counters::have_pmu()) {
     TempDir dir;
-    auto hw = run({fxprof_bin(), "record", "--save-only", "-o", dir.file("p.json"), "-e", "cycles", "--", "true"});
+    auto hw =
+        run({fxprof_bin(), "record", "--save-only", "-o", dir.file("p.json"), "-e", "cycles", "--", "true"});
     CHECK(hw.status == 1);
-    CHECK(hw.err.rfind("fxprof: cannot sample on cycles: no hardware counters on this machine (no PMU", 0) == 0);
+    CHECK(hw.err.rfind("fxprof: cannot sample on cycles: no hardware counters on this machine (no PMU", 0) ==
+          0);
     CHECK(hw.err.find("Sampling works on the software events") != std::string::npos);
   }
 }
@@ -292,7 +297,8 @@ TEST_CASE("every recording has page-fault and context-switch tracks per process,
     const std::string name{std::string_view(c["name"])};
     names.insert(name);
     double sum = 0;
-    for (simdjson::dom::element row : simdjson::dom::array(c["samples"]["data"])) sum += double(int64_t(row.at(1)));
+    for (simdjson::dom::element row : simdjson::dom::array(c["samples"]["data"]))
+      sum += double(int64_t(row.at(1)));
     if (name == "Page faults (minor)") faults = sum;
     if (name == "Context switches") switches = sum;
   }
@@ -326,8 +332,8 @@ TEST_CASE("tracepoints: stat counts every write(2), record -e samples each in th
   CHECK(s.count("syscalls:sys_enter_write") == 1500);
   TempDir dir;
   const std::string out = dir.file("writes.json.gz");
-  std::vector<std::string> cmd{fxprof_bin(), "record", "--save-only", "-e", "syscalls:sys_enter_write", "-o", out,
-                               "--"};
+  std::vector<std::string> cmd{fxprof_bin(), "record", "--save-only", "-e", "syscalls:sys_enter_write",
+                               "-o",         out,      "--"};
   cmd.insert(cmd.end(), prog.begin(), prog.end());
   auto r = run(cmd);
   INFO(r.err);
@@ -343,7 +349,8 @@ TEST_CASE("tracepoints: stat counts every write(2), record -e samples each in th
   CHECK(samples >= 500);
   double in_writer = 0;
   for (simdjson::dom::element f : simdjson::dom::array(doc["sections"].at(0)["topFunctionsByTotal"]))
-    if (std::string_view(f["name"]).starts_with("write_bytes(")) in_writer = double(uint64_t(f["totalSamples"]));
+    if (std::string_view(f["name"]).starts_with("write_bytes("))
+      in_writer = double(uint64_t(f["totalSamples"]));
   CHECK(in_writer >= samples * 0.95);
 }
 
@@ -357,8 +364,8 @@ TEST_CASE("stat as an ordinary user (paranoid 2): user space only, switches <not
   opts.uid = pw->pw_uid;
   opts.gid = pw->pw_gid;
   opts.cwd = dir.path();
-  auto r = run({fxprof_bin(), "stat", "-e", "page-faults,context-switches", "--", test_program("counters_touch"),
-                "3000", "5"},
+  auto r = run({fxprof_bin(), "stat", "-e", "page-faults,context-switches", "--",
+                test_program("counters_touch"), "3000", "5"},
                opts);
   INFO(r.err);
   REQUIRE(r.status == 0);

@@ -3,14 +3,14 @@
 // --perf-basic-prof. The names must reach every path: the lazily served profile (through the Firefox
 // Profiler's own code and our server), a baked profile and the exports; stacks through the JIT code
 // (frame pointers, or a scan where there are none) must reach main.
-#include <sys/stat.h>
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -182,8 +182,8 @@ TEST_CASE("a perf map or jitdump another user owns or may write is not used, and
   REQUIRE(geteuid() == 0);
   TempDir dir;
   const std::string out = dir.file("foreign.json");
-  Background rec({fxprof_bin(), "record", "--save-only", "--no-symbolicate", "--cpu-only", "-q", "-o", out, "--",
-                  test_program("jit_prog"), dir.path(), "200"});
+  Background rec({fxprof_bin(), "record", "--save-only", "--no-symbolicate", "--cpu-only", "-q", "-o", out,
+                  "--", test_program("jit_prog"), dir.path(), "200"});
   REQUIRE(rec.wait_for_line("code 0x").starts_with("code 0x"));  // both files are written
   std::string dump;
   for (const auto& e : std::filesystem::directory_iterator(dir.path()))

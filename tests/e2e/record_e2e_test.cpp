@@ -16,10 +16,11 @@ void require_lint_clean(const std::string& text) {
   REQUIRE(problems.empty());
 }
 
-// True when profiler-cli's call tree `tree` has a frame `lib!name`, inlined if `inlined`. GCC's DWARF names the
-// demo's functions plainly, clang's by their linkage names ("(anonymous namespace)::name(args)"): the sanitizer
-// build is clang's, the user's build usually GCC's, and both must pass.
-bool has_frame(const std::string& tree, const std::string& lib, const std::string& name, bool inlined = false) {
+// True when profiler-cli's call tree `tree` has a frame `lib!name`, inlined if `inlined`. GCC's DWARF names
+// the demo's functions plainly, clang's by their linkage names ("(anonymous namespace)::name(args)"): the
+// sanitizer build is clang's, the user's build usually GCC's, and both must pass.
+bool has_frame(const std::string& tree, const std::string& lib, const std::string& name,
+               bool inlined = false) {
   for (size_t at = tree.find(lib + "!"); at != std::string::npos; at = tree.find(lib + "!", at + 1)) {
     size_t p = at + lib.size() + 1;
     if (tree.compare(p, 23, "(anonymous namespace)::") == 0) p += 23;

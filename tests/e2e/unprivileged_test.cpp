@@ -74,7 +74,8 @@ TEST_CASE("an ordinary user's -p OWN,OTHER names the pid it may not attach to", 
                 std::to_string(own.pid()) + "," + root_pid},
                opts);
   CHECK(r.status == 1);
-  CHECK(r.err.find("fxprof: cannot attach to pid " + root_pid +
-                   ": it belongs to another user (Permission denied); run fxprof as that user or as root\n") !=
-        std::string::npos);
+  CHECK(
+      r.err.find("fxprof: cannot attach to pid " + root_pid +
+                 ": it belongs to another user (Permission denied); run fxprof as that user or as root\n") !=
+      std::string::npos);
 }

@@ -88,7 +88,8 @@ model::Profile sample_profile() {
   t.allocations = {{kT0 + 1'234'000, a, 4096, 0x5555deadbee0, 100},
                    {kT0 + 3'001'000, a, -4096, 0x5555deadbee0, 101},
                    {kT0 + 3'002'000, a, 3000, 7, 100, 3, true}};  // 3 blocks in one row, held at the peak
-  p.meta.heap = model::Meta::HeapStats{false, 0, 12, 0, 7096, kT0 + 3'002'000, {{64, 2, 100}, {4096, 4, 7096}}};
+  p.meta.heap =
+      model::Meta::HeapStats{false, 0, 12, 0, 7096, kT0 + 3'002'000, {{64, 2, 100}, {4096, 4, 7096}}};
   model::Thread& w = proc.threads.emplace_back();
   w.tid = 101;
   w.name = "worker";
@@ -559,12 +560,13 @@ TEST_CASE("one string or number beyond kMaxJsonStringBytes is refused as it is r
   // A huge string in gzip (a few KiB of it) is refused after about its cap, not after the inflate cap.
   const std::string gz = dir.file("long.json.gz");
   spit(gz, gzip_members(with("\"" + std::string(64 * cap, 'w') + "\""), {}));
-  CHECK(load_error(gz) ==
-        gz + ": a string longer than 1 MiB at byte " + std::to_string(at) + " (the limit for one name or value)");
+  CHECK(load_error(gz) == gz + ": a string longer than 1 MiB at byte " + std::to_string(at) +
+                              " (the limit for one name or value)");
 }
 
-TEST_CASE("libs_only reads each process's libs and no thread; on_head comes before the threads; a stop ends it",
-          "[exporter]") {
+TEST_CASE(
+    "libs_only reads each process's libs and no thread; on_head comes before the threads; a stop ends it",
+    "[exporter]") {
   test::TempDir dir;
   model::Profile p = sample_profile();
   model::Process child = p.processes[0];  // a second process, with a library of its own

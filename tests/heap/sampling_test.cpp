@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "sinks/heap_report.h"
 #include "heap/heap.h"
+#include "sinks/heap_report.h"
 #include "tests/support/support.h"
 
 namespace fxprof::test {

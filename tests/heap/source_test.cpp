@@ -538,7 +538,8 @@ TEST_CASE("heap sampled: the estimates are unbiased (within 10%)", "[heap]") {
   CHECK(double(t.retained) < expected * 1.1 + 100000);
   CHECK(t.allocations < 2000);  // sampled, not every block
   CHECK(r.err.find("leak_blocks (heap_prog)") != std::string::npos);
-  // The error bars: the 95% interval, 1.96 sqrt((T + rate) * rate) (3.2 MB here), said in the summary and the report.
+  // The error bars: the 95% interval, 1.96 sqrt((T + rate) * rate) (3.2 MB here), said in the summary and the
+  // report.
   CHECK(r.err.find("heap (estimated from samples, +- their 95% interval): peak ") != std::string::npos);
   simdjson::dom::parser parser;
   std::string json;
@@ -645,9 +646,10 @@ TEST_CASE("heap: a program with its own allocator is recorded with uprobes as ro
   auto r = record(out, {program, "2000"}, {"--heap=full"});
   INFO(r.err);
   REQUIRE(r.status == 0);
-  CHECK(r.err.find("fxprof: heap: " + program +
-                   " has its own allocator: recorded with uprobes on je_malloc, je_free (3000 calls, each a trap "
-                   "into the kernel)\n") != std::string::npos);
+  CHECK(r.err.find(
+            "fxprof: heap: " + program +
+            " has its own allocator: recorded with uprobes on je_malloc, je_free (3000 calls, each a trap "
+            "into the kernel)\n") != std::string::npos);
   CHECK(r.err.find("does not see them") == std::string::npos);
   simdjson::dom::parser parser;
   std::string json;
@@ -711,8 +713,8 @@ TEST_CASE("heap: --symbol-dir names the heap summary's sites in a stripped binar
   REQUIRE(bare.status == 0);
   CHECK(bare.err.find("blocks: heap_prog_stripped+0x") != std::string::npos);
   CHECK(bare.err.find("leak_blocks") == std::string::npos);
-  auto named =
-      record(dir.file("named.json.gz"), {program, "leak", "50", "1000"}, {"--heap=full", "--symbol-dir", syms});
+  auto named = record(dir.file("named.json.gz"), {program, "leak", "50", "1000"},
+                      {"--heap=full", "--symbol-dir", syms});
   INFO(named.err);
   REQUIRE(named.status == 0);
   CHECK(named.err.find("blocks: leak_blocks (heap_prog_stripped)") != std::string::npos);

@@ -1,11 +1,11 @@
 // The tables HeapSource::finish() goes through the events with (heap/tables.h): the merge of the stream's
 // ascending runs into time order, and the live-block table.
+#include "heap/tables.h"
+
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <utility>
 #include <vector>
-
-#include "heap/tables.h"
 
 namespace fxprof::heap {
 namespace {
@@ -17,7 +17,7 @@ TEST_CASE("heap tables: merge_runs orders runs by time, equal times in stream or
   std::vector<E> v;
   for (size_t i = 0; i < times.size(); ++i) v.push_back({times[i], static_cast<int>(i)});
   merge_runs(v, [](const E& a, const E& b) { return a.first < b.first; });
-  const std::vector<E> want{{0, 6}, {1, 0}, {2, 3}, {2, 4}, {3, 1}, {3, 11},
+  const std::vector<E> want{{0, 6}, {1, 0}, {2, 3}, {2, 4},  {3, 1}, {3, 11},
                             {4, 8}, {5, 2}, {5, 9}, {5, 10}, {6, 5}, {7, 7}};
   CHECK(v == want);
   std::vector<E> one{{1, 0}, {1, 1}, {2, 2}};  // one run: untouched

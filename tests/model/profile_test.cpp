@@ -56,7 +56,9 @@ TEST_CASE("the stack index finds every stack again across its growth, with or wi
     fxprof::model::StackId prev = fxprof::model::kNoStack;
     size_t wrong = 0;  // counted, not asserted one by one: 120k assertions would cost seconds under ASan
     for (uint32_t i = 0; i < 60000; ++i) {
-      const fxprof::model::StackId prefix = i % 3 == 0 ? fxprof::model::kNoStack : i % 3 == 1 ? prev : ids[i / 2];
+      const fxprof::model::StackId prefix = i % 3 == 0   ? fxprof::model::kNoStack
+                                            : i % 3 == 1 ? prev
+                                                         : ids[i / 2];
       const fxprof::model::StackId s = t.intern(prefix, i);
       wrong += s != ids.size();  // each (prefix, frame) above is new
       ids.push_back(s);

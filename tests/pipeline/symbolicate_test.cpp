@@ -45,8 +45,7 @@ TEST_CASE("symbolicate names the frames samples use, inlines expanded, from the 
   m::Process proc;
   proc.pid = 42;
   proc.libs.push_back({kBase + 0x1000, kBase + 0x100000, 0x1000, "sym_inline", path, "sym_inline", path,
-                       fxprof::elf::breakpad_id((*elf)->build_id()),
-                       fxprof::elf::hex((*elf)->build_id())});
+                       fxprof::elf::breakpad_id((*elf)->build_id()), fxprof::elf::hex((*elf)->build_id())});
   proc.threads.push_back({});
   uint64_t hot_size = 0;
   const uint64_t hot = nm_address(path, "_Z11compute_hoti", &hot_size);

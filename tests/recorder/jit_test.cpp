@@ -1,6 +1,5 @@
 // Tests of recorder/jit.h: perf map and jitdump parsing with times, merging, and following a perf map.
 #include "recorder/jit.h"
-#include "recorder/quality.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "recorder/quality.h"
 #include "tests/support/support.h"
 
 namespace r = fxprof::recorder;

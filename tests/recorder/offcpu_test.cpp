@@ -48,7 +48,6 @@ TEST_CASE("off-CPU reasons: the kernel frames under the scheduler name the wait"
   CHECK(reason_text(BlockReason::PageFault) == "page fault");
 }
 
-
 TEST_CASE("off-CPU: the eBPF waker tracer's records decode, and encode back for captures",
           "[recorder][offcpu]") {
   Waking w;

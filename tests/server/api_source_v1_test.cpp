@@ -89,7 +89,10 @@ TEST_CASE("api: /source/v1 never follows a symlink, and serves regular files onl
   REQUIRE(chown(dir.path().c_str(), pw->pw_uid, pw->pw_gid) == 0);
   const std::string real = dir.file("real"), src = real + "/victim.c", bin = dir.file("victim");
   REQUIRE(mkdir(real.c_str(), 0755) == 0);
-  { std::ofstream(src) << "int hot(int x) { return x * 3 + 1; }\nint main(int c, char** v) { return hot(c); }\n"; }
+  {
+    std::ofstream(src)
+        << "int hot(int x) { return x * 3 + 1; }\nint main(int c, char** v) { return hot(c); }\n";
+  }
   auto cc = run({"gcc", "-g", "-O1", "-Wl,--build-id", "-o", bin, src});
   REQUIRE(cc.status == 0);
   REQUIRE(run({"chown", "-R", std::to_string(pw->pw_uid), real}).status == 0);
@@ -132,12 +135,11 @@ TEST_CASE("api: /source/v1 never follows a symlink, and serves regular files onl
     CHECK(r.body.find("not a regular file") != std::string::npos);
   }
   SECTION("a symlink for a folder on the path") {
-    auto r = run({"sh", "-c", "mv real real.old && ln -s " + secret_dir.path() + " real"},
-                 [&] {
-                   auto o = as_user;
-                   o.cwd = dir.path();
-                   return o;
-                 }());
+    auto r = run({"sh", "-c", "mv real real.old && ln -s " + secret_dir.path() + " real"}, [&] {
+      auto o = as_user;
+      o.cwd = dir.path();
+      return o;
+    }());
     INFO(r.err);
     REQUIRE(r.status == 0);
     auto refused = fxprof::server::source_v1(s, request);

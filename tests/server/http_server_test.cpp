@@ -401,9 +401,10 @@ TEST_CASE("serving on 0.0.0.0 prints a reachable address and warns about exposur
   CHECK(load.stop(SIGTERM) == 0);
 }
 
-TEST_CASE("clients that pipeline requests and never read the answers hold up nobody, and their answers have "
-          "a write deadline",
-          "[server][http]") {
+TEST_CASE(
+    "clients that pipeline requests and never read the answers hold up nobody, and their answers have "
+    "a write deadline",
+    "[server][http]") {
   TempDir dir;
   write_text(dir.file("p.json"), "{\"pad\":\"" + std::string(64 << 10, 'p') + "\"}");
   server::ProfileServer::Config c;
@@ -545,8 +546,8 @@ TEST_CASE("the memory of refused bodies is given back", "[server][http][memory]"
   write_text(dir.file("p.json"), "{}");
   Live live(dir.file("p.json"));
   // 8 chunked bodies of 15 MiB each, all refused at their last bytes (a malformed chunk size).
-  std::string request = "POST " + live.path("/symbolicate/v5") +
-                        " HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  std::string request =
+      "POST " + live.path("/symbolicate/v5") + " HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
   for (int i = 0; i < 15; ++i) request += "100000\r\n" + std::string(1 << 20, 'x') + "\r\n";
   request += "zz\r\n";
   auto one = [&] {  // on the test's threads: no Catch assertions

@@ -8,8 +8,8 @@
 #include <httplib.h>
 #include <poll.h>
 #include <pwd.h>
-#include <sys/stat.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -428,8 +428,9 @@ TEST_CASE("fxprof load refuses bad input with one line and serves nothing", "[se
   CHECK_THAT(help.out, Catch::Contains("--no-open"));
 }
 
-TEST_CASE("fxprof load serves from the profile's head: cut in its samples, it still answers for its libraries",
-          "[server][cli]") {
+TEST_CASE(
+    "fxprof load serves from the profile's head: cut in its samples, it still answers for its libraries",
+    "[server][cli]") {
   // load reads the libraries, not the samples, and serves once the head (meta, the main process's libs) is
   // read: a profile cut off inside its threads is served, and its end is one line on stderr.
   TempDir dir;
@@ -455,8 +456,10 @@ TEST_CASE("fxprof load serves from the profile's head: cut in its samples, it st
   CHECK_THAT(r->body, Catch::Contains("\"second_fn\""));
   CHECK_THAT(r->body, Catch::Contains("inlined_helper"));
   // A library the head does not name waits for the end of the read, then is not found.
-  auto other = cli.Post(api, R"({"jobs":[{"memoryMap":[["other.so","0123456789ABCDEF0123456789ABCDEF0"]],"stacks":[[[0,16]]]}]})",
-                        "application/json");
+  auto other = cli.Post(
+      api,
+      R"({"jobs":[{"memoryMap":[["other.so","0123456789ABCDEF0123456789ABCDEF0"]],"stacks":[[[0,16]]]}]})",
+      "application/json");
   REQUIRE(other);
   CHECK(other->status == 200);
   CHECK_THAT(other->body, Catch::Contains("\"other.so/0123456789ABCDEF0123456789ABCDEF0\":false"));
@@ -805,9 +808,9 @@ TEST_CASE("fxprof load opens $BROWSER on a private redirect page, never on the t
   // The stand-in browser records its command line, the page's and its folder's modes, and the page.
   std::string script = dir.file("browser.sh");
   write_text(script, "#!/bin/sh\nf=\"${1#file://}\"\nprintf '%s\\n' \"$@\" > " + dir.file("argv") +
-                         "\necho \"$f\" > " + dir.file("file") + "\nstat -c %a \"$f\" \"$(dirname \"$f\")\" > " +
-                         dir.file("modes") + "\ncat \"$f\" > " + dir.file("page") + "\necho done > " +
-                         dir.file("fifo") + "\n");
+                         "\necho \"$f\" > " + dir.file("file") +
+                         "\nstat -c %a \"$f\" \"$(dirname \"$f\")\" > " + dir.file("modes") +
+                         "\ncat \"$f\" > " + dir.file("page") + "\necho done > " + dir.file("fifo") + "\n");
   ::chmod(script.c_str(), 0755);
   ::chmod(runtime.path().c_str(), 0755);
   LoadProcess load({"-P", "0", dir.file("p.json")},

@@ -70,7 +70,8 @@ TEST_CASE("the diff table prints function names with control characters escaped"
   std::vector<model::FrameId> path{next.label_frame("main", model::Category::User),
                                    next.label_frame("\x1b[2Jclear", model::Category::User)};
   auto s = next.stacks.intern_path(path);
-  for (int i = 0; i < 20; ++i) next.processes[0].threads[0].samples.push_back({test::kSinkT0 + 99'000'000, s, 1});
+  for (int i = 0; i < 20; ++i)
+    next.processes[0].threads[0].samples.push_back({test::kSinkT0 + 99'000'000, s, 1});
   const std::string table = exporter::format_diff(exporter::diff_profiles(test::sink_profile(), next), 10);
   INFO(table);
   CHECK(table.find('\x1b') == std::string::npos);

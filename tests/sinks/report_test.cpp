@@ -120,9 +120,12 @@ TEST_CASE("names from the file reach the terminal with their control characters 
   p.processes[0].name = "app\x1b[2J";
   p.processes[0].threads[1].name = "work\x1b]0;pwned\x07";
   std::vector<model::FrameId> path{p.label_frame("main", model::Category::User),
-                                   p.label_frame("evil\x1b]52;c;cm0gLXJm\x07\xc2\x9b" "1m", model::Category::User)};
+                                   p.label_frame("evil\x1b]52;c;cm0gLXJm\x07\xc2\x9b"
+                                                 "1m",
+                                                 model::Category::User)};
   auto s = p.stacks.intern_path(path);
-  for (int i = 0; i < 30; ++i) p.processes[0].threads[0].samples.push_back({test::kSinkT0 + 99'000'000, s, 1});
+  for (int i = 0; i < 30; ++i)
+    p.processes[0].threads[0].samples.push_back({test::kSinkT0 + 99'000'000, s, 1});
   p.meta.data_quality.push_back({"Deleted while running, not readable: /tmp/\x1b[31mx", 1});
   for (bool per_thread : {false, true}) {
     exporter::ReportOptions o;
@@ -133,7 +136,8 @@ TEST_CASE("names from the file reach the terminal with their control characters 
     for (char c : text) CHECK((c == '\n' || static_cast<unsigned char>(c) >= 0x20));
     CHECK(text.find("\xc2\x9b") == std::string::npos);
     CHECK(text.find("evil\\e]52;c;cm0gLXJm\\x07\\u009b1m") != std::string::npos);
-    CHECK(text.find("data quality: Deleted while running, not readable: /tmp/\\e[31mx (1)") != std::string::npos);
+    CHECK(text.find("data quality: Deleted while running, not readable: /tmp/\\e[31mx (1)") !=
+          std::string::npos);
     if (per_thread)
       CHECK(text.find("thread work\\e]0;pwned\\x07 (tid 11) of app\\e[2J (pid 10): ") != std::string::npos);
     else
