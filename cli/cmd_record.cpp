@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -176,8 +177,15 @@ int cmd_record(std::span<char*> args) {
   } else if (!hold.interrupted()) {
     // Served lazily: the front end names the frames, but "Held by" is a marker field, written now; only
     // the Wakeup stacks are named for it, the file keeps raw addresses.
-    pipeline::add_lock_holders_unsymbolicated(
-        recording->profile, [&](model::Profile& wakes) { pipeline::symbolicate(wakes, *symbols); });
+    pipeline::add_lock_holders_unsymbolicated(recording->profile, [&](model::Profile& wakes) {
+      pipeline::symbolicate(wakes, *symbols);
+      // The debug files found missing on the way are the recording's: kept in the file's data quality, and
+      // said once (the summary's symbolication below finds them there and stays quiet).
+      auto& dq = recording->profile.meta.data_quality;
+      for (const model::Meta::Problem& q : wakes.meta.data_quality)
+        if (std::none_of(dq.begin(), dq.end(), [&](const model::Meta::Problem& d) { return d.label == q.label; }))
+          dq.push_back(q);
+    });
   }
   if (auto s = exporter::write_gecko_profile(recording->profile, output); !s) {
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
