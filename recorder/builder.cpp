@@ -30,6 +30,13 @@ ProfileBuilder::ProfileBuilder(model::Profile& profile, Unwinder* unwinder, cons
              return it == threads_.end() ? nullptr
                                          : &profile_.processes[it->second.proc].threads[it->second.thread];
            },
+           [this](uint32_t tid) -> std::optional<uint64_t> {
+             auto it = threads_.find(tid);
+             if (it == threads_.end() || !it->second.off.out) return std::nullopt;
+             return it->second.off.out_ns;
+           },
+           unwinder,
+           false,
            {}},
       trackers_(make_trackers(ctx_)) {
   path_.reserve(2048);
@@ -165,18 +172,16 @@ void ProfileBuilder::on_sample(const SampleRecord& smp) {
 }
 
 void ProfileBuilder::finish() {
-  resolve_wakes(0, 0);  // the waits still open at the end are closed (close_off_spans): none is open now
-  pending_wakes_.clear();
+  release(0, 0);  // the waits still open at the end are closed (close_off_spans): none is open now
   kept_.read_deleted_libs(profile_);
   name_kernel_frames(profile_, procfs_);
   if (off_interned_) name_off_cpu_reasons();
   mark_interrupted_frames(profile_, reason_label(BlockReason::Preempted));
   if (off_interned_) model::add_waiting_counters(profile_, off_.interval_ns);
-  if (off_interned_ && !wakes_.empty()) name_wakers();
-  for (auto& [pid, pr] : procs_) read_jit(pid, pr);  // processes still running
+  for (const std::unique_ptr<Tracker>& t : trackers_) t->finish();  // the wakers name the off-CPU waits
+  for (auto& [pid, pr] : procs_) read_jit(pid, pr);                 // processes still running
   model::name_jit_frames(profile_);
   mark_heap_shim_frames(profile_);
-  for (const std::unique_ptr<Tracker>& t : trackers_) t->finish();
 }
 
 }  // namespace fxprof::recorder

@@ -18,8 +18,8 @@
 //
 // Its parts: builder.cpp (dispatch, samples, finish), builder_process.cpp (processes, threads),
 // builder_libs.cpp (mappings), kept_files.h (descriptors of mapped files), builder_offcpu.cpp (off-CPU
-// spans), builder_wakers.cpp (wakers), builder_jit.cpp; records.h decodes each record once, into a typed
-// struct, which handle() gives the builder's parts and then every tracker.
+// spans), builder_jit.cpp; the trackers (trackers.cpp: losses.h, wakes.h); records.h decodes each record
+// once, into a typed struct, which handle() gives the builder's parts and then every tracker.
 //
 // Adding a concern: a Tracker (tracker.h) in a file of its own, fed every typed record after the builder
 // registered its process and thread, writing what it learns into the profile; and one line in
@@ -120,8 +120,10 @@ class ProfileBuilder final : public RecordSink {
   uint64_t switch_stacks_unwound() const { return switch_stacks_unwound_; }  // of those, the ones needed
   uint64_t off_cpu_samples() const { return off_cpu_samples_; }
   uint64_t off_cpu_spans() const { return off_cpu_spans_; }  // blocked or preempted spans seen
-  uint64_t wakes() const { return wakes_.size(); }           // wakeups the waker tracer reported
-  uint64_t waker_stacks() const { return waker_stacks_; }    // of those, with the waker's stack unwound
+  uint64_t wakes() const { return ctx_.counts.wakes; }       // wakeups the waker tracer reported
+  uint64_t waker_stacks() const {
+    return ctx_.counts.waker_stacks;
+  }  // of those, with the waker's stack unwound
   // Samples taken after records were lost whose address no known mapping of their process covers (its mmap
   // or exec record was among the lost), and how many processes had them: marked "(unknown code: records
   // lost)" at the root.
@@ -226,15 +228,11 @@ class ProfileBuilder final : public RecordSink {
   void off_span_part(ThreadRef& th, uint64_t to, uint64_t whole_ns);
   void blocked_at_attach(uint32_t pid, uint32_t tid, uint64_t time_ns);
   void name_off_cpu_reasons();
-  void name_wakers();
-  // Unwinds the waker stacks of pending_wakes_ that a marker needs (wake_need): those of `pid` before
-  // `before_ns` (its exit or exec: later ones are the new program's, described by records not handled yet),
-  // or with pid 0 all whose wait has ended (the others wait for a later round).
-  void resolve_wakes(uint32_t pid, uint64_t before_ns);
-  enum class WakeNeed : uint8_t { No, Yes, Open };
-  struct Wake;
-  WakeNeed wake_need(const Wake& w) const;
-  // resolve_pending() at an exec of `pid` at `before_ns`: its waker stacks up to then (see resolve_wakes).
+  // Every tracker's release(): stacks of `pid` before `before_ns` (pid 0: of the round) are unwound now.
+  void release(uint32_t pid, uint64_t before_ns) {
+    for (const std::unique_ptr<Tracker>& t : trackers_) t->release(pid, before_ns);
+  }
+  // resolve_pending() at an exec of `pid` at `before_ns`: the trackers' stacks up to then (release()).
   void resolve_pending(uint32_t pid, uint64_t before_ns);
   void on_mmap2(const Mmap2Record& m);
   void on_comm(const CommRecord& c);
@@ -284,22 +282,9 @@ class ProfileBuilder final : public RecordSink {
                   pending_reason_ = model::kNoString, preempted_reason_ = model::kNoString,
                   unknown_reason_ = model::kNoString;
   uint64_t switch_samples_ = 0, off_cpu_samples_ = 0, off_cpu_spans_ = 0;
-  model::StringId waker_key_ = model::kNoString, wakeup_name_ = model::kNoString,
-                  wakee_key_ = model::kNoString;
-  // A wakeup as name_wakers() uses it: its waker's stack once unwound (futex wakes in DWARF mode).
-  struct Wake {
-    uint64_t time = 0;
-    uint32_t waker_pid = 0, waker_tid = 0, wakee_tid = 0;
-    uint32_t flags = 0;  // kWake*: an interrupt's or an untraced task's wake names no thread
-    uint64_t uaddr = 0;
-    model::StackId stack = model::kNoStack;
-  };
-  std::vector<Wake> wakes_;
   // Each thread's wakes not yet past (tid -> times, sorted): a blocked span that one ends is blocked up to it
   // and runnable (waiting for a CPU: [preempted]) after it. A round may hold several of a thread's waits.
   std::unordered_map<uint32_t, std::deque<uint64_t>> wake_times_;
-  std::vector<std::pair<size_t, Waking>> pending_wakes_;  // index into wakes_, the waking with its stack
-  uint64_t waker_stacks_ = 0;                             // wakes whose stack was unwound
   std::vector<uint32_t> new_pids_;
   std::vector<uint32_t> pending_tids_;  // threads whose OffState::pending is set
   uint64_t switch_stacks_unwound_ = 0;

@@ -58,10 +58,19 @@ void ProfileBuilder::on_switch(const SwitchRecord& sw) {
   }
 }
 
+void ProfileBuilder::add_wakings(std::span<Waking> w) {
+  for (const Waking& k : w) {
+    std::deque<uint64_t>& times = wake_times_[k.wakee_tid];  // in time order, but for CPUs' races
+    times.insert(std::upper_bound(times.begin(), times.end(), k.time), k.time);
+  }
+  for (const std::unique_ptr<Tracker>& t : trackers_) t->on_wakings(w);
+}
+
 void ProfileBuilder::set_off_cpu(const OffCpuConfig& c) {
   off_ = c;
   if (!off_.spans || off_interned_) return;
   off_interned_ = true;
+  ctx_.off_cpu = true;
   if (off_.interval_ns == 0) off_.interval_ns = 1;
   pending_frame_ = profile_.label_frame("[blocked: pending]", model::Category::Idle);
   preempted_frame_ = profile_.label_frame(reason_label(BlockReason::Preempted), model::Category::Idle);
@@ -84,15 +93,16 @@ void ProfileBuilder::set_off_cpu(const OffCpuConfig& c) {
   w.fields.push_back({"wakee", "Woke", "string"});
   w.fields.push_back({"lock", "Lock address", "string"});
   profile_.meta.marker_schemas.push_back(std::move(w));
-  wakeup_name_ = profile_.strings.intern("Wakeup");
-  wakee_key_ = profile_.strings.intern("wakee");
+  // Strings of the wakers tracker (wakes.h), interned here with its marker schema.
+  profile_.strings.intern("Wakeup");
+  profile_.strings.intern("wakee");
   off_type_ = profile_.strings.intern("OffCpu");
   blocked_name_ = profile_.strings.intern("Blocked");
   preempted_name_ = profile_.strings.intern("Preempted");
   lock_name_ = profile_.strings.intern("Lock wait");
   reason_key_ = profile_.strings.intern("reason");
   lock_key_ = profile_.strings.intern("lock");
-  waker_key_ = profile_.strings.intern("waker");
+  profile_.strings.intern("waker");
   pending_reason_ = profile_.strings.intern("(pending)");
   preempted_reason_ = profile_.strings.intern(reason_text(BlockReason::Preempted));
   unknown_reason_ = profile_.strings.intern("unknown (no stack)");
@@ -195,7 +205,7 @@ void ProfileBuilder::resolve_pending(uint32_t pid, uint64_t before_ns) {
       it->second.off.queued = false;
     }
   pending_tids_.clear();
-  resolve_wakes(pid, before_ns);
+  release(pid, before_ns);
   // Processes whose exec was still setting up when their EXIT was read: named while they still run.
   for (UnfollowedExec& u : unfollowed_) name_unfollowed(procfs_, u);
 }

@@ -209,7 +209,7 @@ void ProfileBuilder::on_exit(const ExitRecord& e) {
   }
   // The mappings stay until the last thread is gone (the leader may exit before its threads' last samples).
   if (pit->second.live > 0) return;
-  resolve_wakes(pid, t);  // the process's wakes before it ended, while the unwinder knows its mappings
+  release(pid, t);  // the process's wakes before it ended, while the unwinder knows its mappings
   if (unwinder_) unwinder_->on_exit(pid);
   // The JIT map files now say all they will; the pid (and the file names) may be reused from now on.
   read_jit(pid, pit->second);

@@ -1,12 +1,14 @@
 // The list of the builder's trackers (tracker.h).
 #include "recorder/losses.h"
 #include "recorder/tracker.h"
+#include "recorder/wakes.h"
 
 namespace fxprof::recorder {
 
 std::vector<std::unique_ptr<Tracker>> make_trackers(TrackerContext& context) {
   std::vector<std::unique_ptr<Tracker>> t;
   t.push_back(std::make_unique<LossTracker>(context));
+  t.push_back(std::make_unique<WakeTracker>(context));
   return t;
 }
 

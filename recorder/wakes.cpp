@@ -1,73 +1,93 @@
-// The profile builder's off-CPU wakers (builder.h, recorder/waker.h): who woke each wait, and the waker's
-// stack at a futex wake as a Wakeup marker on its thread.
+// The wakers tracker (wakes.h): who woke each off-CPU wait, and the waker's stack at a futex wake as a
+// Wakeup marker on its thread.
+#include "recorder/wakes.h"
+
 #include <algorithm>
 #include <cstdio>
+#include <unordered_map>
 
-#include "recorder/builder.h"
+#include "recorder/unwind/unwinder.h"
 
 namespace fxprof::recorder {
 
-void ProfileBuilder::add_wakings(std::span<Waking> w) {
+void WakeTracker::on_wakings(std::span<Waking> w) {
   for (Waking& k : w) {
     wakes_.push_back({k.time, k.waker_pid, k.waker_tid, k.wakee_tid, k.flags, k.uaddr, model::kNoStack});
-    std::deque<uint64_t>& times = wake_times_[k.wakee_tid];  // in time order, but for CPUs' races
-    times.insert(std::upper_bound(times.begin(), times.end(), k.time), k.time);
-    if (!k.stack.empty() && unwinder_) pending_wakes_.emplace_back(wakes_.size() - 1, std::move(k));
+    if (!k.stack.empty() && c_.unwinder) pending_.emplace_back(wakes_.size() - 1, std::move(k));
   }
+  c_.counts.wakes = wakes_.size();
 }
 
 // Whether the waker's stack of a wake may still be used: only a wait with a marker gets a Wakeup marker
 // (name_wakers), so a wake whose wakee's span ended shorter than the marker threshold needs none (at high
 // switch rates, most). Open: the wakee is still out in the span the wake ends, it may become a marker.
-ProfileBuilder::WakeNeed ProfileBuilder::wake_need(const Wake& w) const {
-  auto it = threads_.find(w.wakee_tid);
-  if (it == threads_.end()) return WakeNeed::Yes;  // gone or not seen yet: keep it to be safe
-  const ThreadRef& th = it->second;
-  const model::Thread& t = profile_.processes[th.proc].threads[th.thread];
+WakeTracker::Need WakeTracker::need(const Wake& w) const {
+  const model::Thread* t = c_.thread_of(w.wakee_tid);
+  if (!t) return Need::Yes;  // gone or not seen yet: keep it to be safe
+  // Interned already when off-CPU spans are recorded (the builder's off-CPU part): no new string.
+  const model::StringId off_type = c_.off_cpu ? c_.profile.strings.intern("OffCpu") : model::kNoString;
   // Markers are appended as spans end, in time order: the ones that could contain the wake are at the back.
-  for (auto m = t.markers.rbegin(); m != t.markers.rend(); ++m) {
-    if (m->type != off_type_) continue;
+  for (auto m = t->markers.rbegin(); m != t->markers.rend(); ++m) {
+    if (m->type != off_type) continue;
     if (m->end_ns < w.time) break;
-    if (m->start_ns <= w.time) return WakeNeed::Yes;
+    if (m->start_ns <= w.time) return Need::Yes;
   }
-  return th.off.out && th.off.out_ns <= w.time ? WakeNeed::Open : WakeNeed::No;
+  const std::optional<uint64_t> out = c_.out_since(w.wakee_tid);
+  return out && *out <= w.time ? Need::Open : Need::No;
 }
 
 // The waker's user stack at its futex system call, unwound like a CPU sample's (no kernel part: the tracer
 // sends user registers only). The leaf is the address after the `syscall` instruction.
-void ProfileBuilder::resolve_wakes(uint32_t pid, uint64_t before_ns) {
+void WakeTracker::resolve(uint32_t pid, uint64_t before_ns) {
+  model::Profile& profile = c_.profile;
   size_t kept = 0;
-  for (size_t i = 0; i < pending_wakes_.size(); ++i) {
-    auto& [index, k] = pending_wakes_[i];
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    auto& [index, k] = pending_[i];
     const bool now = pid == 0 || (k.waker_pid == pid && k.time < before_ns);
-    const WakeNeed need = wake_need(wakes_[index]);
-    if (need == WakeNeed::No) continue;
-    if (!now || (need == WakeNeed::Open && pid == 0)) {  // later: a later round may need it
-      if (kept != i) pending_wakes_[kept] = std::move(pending_wakes_[i]);
+    const Need n = need(wakes_[index]);
+    if (n == Need::No) continue;
+    if (!now || (n == Need::Open && pid == 0)) {  // later: a later round may need it
+      if (kept != i) pending_[kept] = std::move(pending_[i]);
       ++kept;
       continue;
     }
-    UnwindResult u = unwinder_->unwind(k.waker_pid, k.regs, k.stack, unwound_);
+    UnwindResult u = c_.unwinder->unwind(k.waker_pid, k.regs, k.stack, unwound_);
     if (u.count == 0) continue;
     path_.clear();
-    if (u.end != UnwindEnd::Complete) path_.push_back(profile_.label_frame("(stack truncated)"));
-    for (size_t f = u.count; f-- > 0;) path_.push_back(profile_.native_frame(unwound_[f]));
-    wakes_[index].stack = profile_.stacks.intern_path(path_);
-    ++waker_stacks_;
+    if (u.end != UnwindEnd::Complete) path_.push_back(profile.label_frame("(stack truncated)"));
+    for (size_t f = u.count; f-- > 0;) path_.push_back(profile.native_frame(unwound_[f]));
+    wakes_[index].stack = profile.stacks.intern_path(path_);
+    ++c_.counts.waker_stacks;
   }
-  pending_wakes_.resize(kept);
+  pending_.resize(kept);
+}
+
+// The waits still open at the end were closed (close_off_spans): none is open now.
+void WakeTracker::finish() {
+  resolve(0, 0);
+  pending_.clear();
+  if (c_.off_cpu && !wakes_.empty()) name_wakers();
 }
 
 // Each off-CPU marker that is not a preemption gets the last wakeup of its thread within its span: "NAME TID"
 // of the waker. A wakeup with the waker's stack also becomes a `Wakeup` marker on the waker's thread: whom
 // it woke, the lock (the futex word it woke, for a `Lock wait`), and the stack that released it.
-void ProfileBuilder::name_wakers() {
+void WakeTracker::name_wakers() {
+  model::Profile& profile = c_.profile;
+  // Interned by the builder's off-CPU part with the marker schemas (c_.off_cpu): the same ids, no new string.
+  const model::StringId off_type = profile.strings.intern("OffCpu"),
+                        preempted_name = profile.strings.intern("Preempted"),
+                        lock_name = profile.strings.intern("Lock wait"),
+                        waker_key = profile.strings.intern("waker"),
+                        wakeup_name = profile.strings.intern("Wakeup"),
+                        wakee_key = profile.strings.intern("wakee"),
+                        lock_key = profile.strings.intern("lock");
   std::sort(wakes_.begin(), wakes_.end(), [](const Wake& a, const Wake& b) {
     return a.wakee_tid != b.wakee_tid ? a.wakee_tid < b.wakee_tid : a.time < b.time;
   });
   // Threads by tid (a tid may be reused: the one alive at the time is meant).
   std::unordered_multimap<uint32_t, model::Thread*> by_tid;
-  for (model::Process& proc : profile_.processes)
+  for (model::Process& proc : profile.processes)
     for (model::Thread& t : proc.threads) by_tid.emplace(t.tid, &t);
   auto thread_at = [&](uint32_t tid, uint64_t time) -> model::Thread* {
     model::Thread *found = nullptr, *any = nullptr;
@@ -80,10 +100,10 @@ void ProfileBuilder::name_wakers() {
   };
   std::vector<std::pair<model::Thread*, model::Marker>> wakeups;
   char buf[64];
-  for (model::Process& proc : profile_.processes)
+  for (model::Process& proc : profile.processes)
     for (model::Thread& t : proc.threads)
       for (model::Marker& m : t.markers) {
-        if (m.type != off_type_ || m.name == preempted_name_) continue;
+        if (m.type != off_type || m.name == preempted_name) continue;
         // The last wakeup of this thread at or before the end of the span, if it is within the span.
         auto it = std::upper_bound(wakes_.begin(), wakes_.end(), std::make_pair(t.tid, m.end_ns),
                                    [](const std::pair<uint32_t, uint64_t>& key, const Wake& w) {
@@ -96,26 +116,26 @@ void ProfileBuilder::name_wakers() {
         model::Thread* waker = it->flags ? nullptr : thread_at(it->waker_tid, it->time);
         if (it->flags & kWakeInterrupt) {
           // The task an interrupt hit is no waker: a sleep's end is its timer, anything else an interrupt.
-          const bool sleep = !m.fields.empty() && profile_.strings.get(m.fields[0].string) == "sleep";
+          const bool sleep = !m.fields.empty() && profile.strings.get(m.fields[0].string) == "sleep";
           std::snprintf(buf, sizeof buf, "%s", sleep ? "timer" : "interrupt");
         } else if (it->flags & kWakeUntraced) {
           std::snprintf(buf, sizeof buf, "pid %u (not recorded)", it->waker_pid);
         } else {
           std::snprintf(buf, sizeof buf, "%.40s %u", waker ? waker->name.c_str() : "thread", it->waker_tid);
         }
-        m.fields.push_back({waker_key_, true, 0, profile_.strings.intern(buf)});
+        m.fields.push_back({waker_key, true, 0, profile.strings.intern(buf)});
         if (it->stack == model::kNoStack || !waker) continue;
         model::Marker w;
-        w.name = wakeup_name_;
+        w.name = wakeup_name;
         w.start_ns = it->time;
         w.phase = model::MarkerPhase::Instant;
-        w.type = wakeup_name_;
+        w.type = wakeup_name;
         w.stack = it->stack;
         std::snprintf(buf, sizeof buf, "%.40s %u", t.name.c_str(), t.tid);
-        w.fields.push_back({wakee_key_, true, 0, profile_.strings.intern(buf)});
-        if (m.name == lock_name_ && it->uaddr) {
+        w.fields.push_back({wakee_key, true, 0, profile.strings.intern(buf)});
+        if (m.name == lock_name && it->uaddr) {
           std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(it->uaddr));
-          w.fields.push_back({lock_key_, true, 0, profile_.strings.intern(buf)});
+          w.fields.push_back({lock_key, true, 0, profile.strings.intern(buf)});
         }
         wakeups.emplace_back(waker, std::move(w));
       }
