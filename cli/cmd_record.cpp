@@ -183,7 +183,8 @@ int cmd_record(std::span<char*> args) {
       // said once (the summary's symbolication below finds them there and stays quiet).
       auto& dq = recording->profile.meta.data_quality;
       for (const model::Meta::Problem& q : wakes.meta.data_quality)
-        if (std::none_of(dq.begin(), dq.end(), [&](const model::Meta::Problem& d) { return d.label == q.label; }))
+        if (std::none_of(dq.begin(), dq.end(),
+                         [&](const model::Meta::Problem& d) { return d.label == q.label; }))
           dq.push_back(q);
     });
   }

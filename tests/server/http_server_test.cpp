@@ -499,14 +499,15 @@ TEST_CASE("slow request bodies hold up nobody and have a total deadline, and sto
   int closed = 0;
   for (auto& s : slow) closed += closed_within(s.get(), 5s) ? 1 : 0;
   CHECK(closed == 16);
-  // New slow bodies and a reader that does not read: stop() returns at once all the same.
+  // New slow bodies and a reader that does not read: stop() returns at once all the same. (The trickle stops
+  // first: it sends on these descriptors, which are replaced here; TSan saw the race.)
+  done = true;
+  trickle.join();
   for (auto& s : slow) {
     s = connect_to(live.server->port());
     REQUIRE(send_all(s.get(), "POST " + live.path("/symbolicate/v5") +
                                   " HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"));
   }
-  done = true;
-  trickle.join();
   auto t1 = std::chrono::steady_clock::now();
   live.server->stop();
   CHECK(std::chrono::steady_clock::now() - t1 < 1s);
