@@ -526,10 +526,14 @@ TEST_CASE("heap full: allocations are placed on the recording's clock, with TSC 
 TEST_CASE("heap sampled: the estimates are unbiased (within 10%)", "[heap]") {
   TempDir dir;
   auto out = dir.file("p.json.gz");
-  // 40 MB leaked in 4 KiB blocks at one sample per 64 KiB: ~640 samples.
+  // 40 MB leaked in 4 KiB blocks at one sample per 64 KiB: ~640 samples. Seeded: the 95% interval is 8% of
+  // the total here, so an unseeded run falls outside 10% about once in 60 (a fresh-clone run saw +11.7%);
+  // tests/heap/sampling_test.cpp measures the bias over many seeds.
   constexpr int kBlocks = 10000, kBlock = 4096;
+  CmdOptions seeded;
+  seeded.env = {{"FXPROF_HEAP_SEED", "1"}};
   auto r = record(out, {test_program("heap_prog"), "leak", std::to_string(kBlocks), std::to_string(kBlock)},
-                  {"--heap", "--heap-rate", "65536"});
+                  {"--heap", "--heap-rate", "65536"}, seeded);
   INFO(r.err);
   REQUIRE(r.status == 0);
   HeapTotals t = totals(read_profile_text(out));
