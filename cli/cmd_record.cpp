@@ -2,7 +2,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -181,11 +180,7 @@ int cmd_record(std::span<char*> args) {
       pipeline::symbolicate(wakes, *symbols);
       // The debug files found missing on the way are the recording's: kept in the file's data quality, and
       // said once (the summary's symbolication below finds them there and stays quiet).
-      auto& dq = recording->profile.meta.data_quality;
-      for (const model::Meta::Problem& q : wakes.meta.data_quality)
-        if (std::none_of(dq.begin(), dq.end(),
-                         [&](const model::Meta::Problem& d) { return d.label == q.label; }))
-          dq.push_back(q);
+      for (const model::Meta::Problem& q : wakes.meta.data_quality) recording->profile.meta.add_problem(q);
     });
   }
   if (auto s = exporter::write_gecko_profile(recording->profile, output); !s) {

@@ -309,6 +309,14 @@ struct Meta {
     uint64_t count = 0;
   };
   std::vector<Problem> data_quality;
+  // Adds `p` unless an entry with its label is there (a profile symbolicated again, or named in two passes,
+  // keeps one); whether it was added.
+  bool add_problem(Problem p) {
+    for (const Problem& q : data_quality)
+      if (q.label == p.label) return false;
+    data_quality.push_back(std::move(p));
+    return true;
+  }
   // `record --heap`: what the aggregated allocation rows cannot give back (written as meta.fxprofHeap).
   struct HeapStats {
     bool sampled = false;  // the figures are estimates from Poisson samples every rate_bytes on average

@@ -1,6 +1,5 @@
 #include "pipeline/symbolicate.h"
 
-#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <unordered_set>
@@ -46,13 +45,8 @@ SymbolicateStats symbolicate(model::Profile& profile, symbolizer::Symbolizer& sy
     }
     // Debug files the binary names that are not there: one line and one data-quality entry each (once per
     // profile: a profile symbolicated again keeps its entries).
-    for (std::string& m : symbols.missing_files(b.debug_name, b.breakpad_id)) {
-      auto& dq = profile.meta.data_quality;
-      if (std::any_of(dq.begin(), dq.end(), [&](const model::Meta::Problem& q) { return q.label == m; }))
-        continue;
-      std::fprintf(stderr, "fxprof: %s\n", m.c_str());
-      dq.push_back({std::move(m), 1});
-    }
+    for (std::string& m : symbols.missing_files(b.debug_name, b.breakpad_id))
+      if (profile.meta.add_problem({m, 1})) std::fprintf(stderr, "fxprof: %s\n", m.c_str());
     r.answers.reserve(infos->size());
     for (symbolizer::SymbolInfo& info : *infos) {
       r.answers.push_back(to_model_symbol(std::move(info)));
