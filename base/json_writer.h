@@ -18,7 +18,7 @@
 
 namespace fxprof {
 
-// Where a streaming writer's bytes go (the exporter's files, standard output, gzip).
+// Where a streaming writer's bytes go (the sinks' files, standard output, gzip).
 class ByteSink {
  public:
   virtual ~ByteSink() = default;

@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
     rss.samples.push_back({kT0 + i * 100'000'000, static_cast<int64_t>(i % 7) * 4096 - 12288, 1});
 
   const long model_kb = peak_kb();
-  if (auto s = exporter::write_gecko_profile(p, out); !s) {
+  if (auto s = gecko::write_gecko_profile(p, out); !s) {
     std::fprintf(stderr, "fxprof_longprofile_bench: %s\n", s.error().c_str());
     return 1;
   }

@@ -48,7 +48,7 @@ int serve_both(model::Profile& base, model::Profile& next, const std::string& ad
   model::Profile* profiles[2] = {&base, &next};
   for (int i = 0; i < 2; ++i) {
     profiles[i]->meta.presymbolicated = true;  // names are in: the comparison view does not symbolicate
-    if (auto s = exporter::write_gecko_profile(*profiles[i], files[i]); !s) {
+    if (auto s = gecko::write_gecko_profile(*profiles[i], files[i]); !s) {
       std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
       return 1;
     }
@@ -75,7 +75,7 @@ int serve_both(model::Profile& base, model::Profile& next, const std::string& ad
   // Each profile of the comparison must select a thread, or the front end refuses the URL ("No thread has
   // been selected in profile 0").
   auto view = [&](const server::ProfileServer& s, const model::Profile& p) {
-    return from_url_link(s.profile_url(), "/calltree/?" + exporter::gecko_view_query(p));
+    return from_url_link(s.profile_url(), "/calltree/?" + gecko::gecko_view_query(p));
   };
   std::printf("base profile: %s\nnew profile:  %s\n%s/compare/?profiles[]=%s&profiles[]=%s\n",
               servers[0]->profile_url().c_str(), servers[1]->profile_url().c_str(), profiler_origin().c_str(),
@@ -102,7 +102,7 @@ int cmd_diff(std::span<char*> args) {
   size_t limit = 10;
   bool serve = false, markdown = false;
   std::optional<double> fail_above;
-  exporter::SvgOptions svg;
+  sinks::SvgOptions svg;
   const Command command{
       kCommand,
       kUsage,
@@ -168,11 +168,11 @@ int cmd_diff(std::span<char*> args) {
   }
   model::Profile& base = base_runs.front();
   model::Profile& next = new_runs.front();
-  exporter::Diff d = exporter::diff_runs(base_runs, new_runs, svg.tree.inlined);
+  sinks::Diff d = sinks::diff_runs(base_runs, new_runs, svg.tree.inlined);
   std::string verdict;
-  std::vector<const exporter::DiffRow*> failures;
+  std::vector<const sinks::DiffRow*> failures;
   if (fail_above) {
-    failures = exporter::gate_failures(d, *fail_above, gate_function);
+    failures = sinks::gate_failures(d, *fail_above, gate_function);
     char buf[400];
     if (!failures.empty())
       std::snprintf(buf, sizeof buf, "gate failed: %s %s grew %+.2f points (limit %.2f, spread %.2f)",
@@ -191,14 +191,14 @@ int cmd_diff(std::span<char*> args) {
   // With the SVG on standard output, the table goes to stderr.
   std::FILE* table_out = out == "-" ? stderr : stdout;
   if (markdown) {
-    std::fputs(exporter::format_diff_markdown(d, limit, verdict).c_str(), table_out);
+    std::fputs(sinks::format_diff_markdown(d, limit, verdict).c_str(), table_out);
   } else {
-    std::fputs(exporter::format_diff(d, limit).c_str(), table_out);
+    std::fputs(sinks::format_diff(d, limit).c_str(), table_out);
     if (!verdict.empty()) std::fprintf(table_out, "fxprof: %s\n", verdict.c_str());
   }
   std::fflush(table_out);
   svg.subtitle = files[0] + " -> " + new_files[0];
-  if (auto s = exporter::write_diff_svg(base, next, out, svg); !s) {
+  if (auto s = sinks::write_diff_svg(base, next, out, svg); !s) {
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
     return s.exit_code();
   }

@@ -30,8 +30,8 @@ constexpr std::string_view kCommand = "export";
 int cmd_export(std::span<char*> args) {
   InputOptions input;
   std::string format, in, out;
-  exporter::TreeOptions tree;
-  exporter::SvgOptions svg;
+  sinks::TreeOptions tree;
+  sinks::SvgOptions svg;
   bool annotate = false;
   const Take take_in = one_operand(in, "input profile");
   const Command command{
@@ -67,7 +67,7 @@ int cmd_export(std::span<char*> args) {
     return usage_error(kCommand, "unknown format '" + format + "' (folded, pprof or svg)");
   if (in.empty()) return usage_error(kCommand, "which profile? give a .json or .json.gz file");
   if (out.empty())
-    out = exporter::output_beside(in, format == "folded" ? ".folded" : format == "pprof" ? ".pb.gz" : ".svg");
+    out = sinks::output_beside(in, format == "folded" ? ".folded" : format == "pprof" ? ".pb.gz" : ".svg");
 
   auto profile = load_profile_for_sinks(in, input);
   if (!profile) {
@@ -76,13 +76,13 @@ int cmd_export(std::span<char*> args) {
   }
   Status s;
   if (format == "folded") {
-    s = exporter::write_folded(*profile, out, {tree, annotate});
+    s = sinks::write_folded(*profile, out, {tree, annotate});
   } else if (format == "pprof") {
-    s = exporter::write_pprof(*profile, out);
+    s = sinks::write_pprof(*profile, out);
   } else {
     svg.tree = tree;
     if (svg.subtitle.empty()) svg.subtitle = in;
-    s = exporter::write_flamegraph_svg(*profile, out, svg);
+    s = sinks::write_flamegraph_svg(*profile, out, svg);
   }
   if (!s) {
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());

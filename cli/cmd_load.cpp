@@ -110,14 +110,14 @@ int cmd_load(std::span<char*> args) {
     // Ctrl+C is the serving thread's (serve_profile waits for it with sigtimedwait), never this one's.
     const sigset_t ended_by = stop_signals();
     pthread_sigmask(SIG_BLOCK, &ended_by, nullptr);
-    exporter::ReadInfo info;
+    gecko::ReadInfo info;
     info.libs_only = true;
     info.stop = stop;
     info.on_head = [&](const model::Profile& head) {
       for (auto& lib : pipeline::known_libs(head)) symbols.add_known_lib(std::move(lib));
       reading.head(head.meta);
     };
-    auto libs = exporter::read_gecko_profile(file, &info);
+    auto libs = gecko::read_gecko_profile(file, &info);
     if (libs)
       for (auto& lib : pipeline::known_libs(*libs)) symbols.add_known_lib(std::move(lib));
     // After the head, the profile is being served: a bad end is said on one line (the front end refuses
@@ -137,18 +137,18 @@ int cmd_load(std::span<char*> args) {
     opts.libs.emplace();  // registered above, as they are read
     // Every thread shown (any view state does it), the busiest selected as record chose it (the samples are
     // not read: the file's meta says which).
-    opts.view = "thread=" + exporter::url_uint(head.selected_thread);
+    opts.view = "thread=" + gecko::url_uint(head.selected_thread);
     read_whole = head.presymbolicated && !opts.symbols.symbol_dirs.empty();
   }
   if (read_whole) {
     reader.request_stop();
     reader.join();
-    auto profile = exporter::read_gecko_profile(file);
+    auto profile = gecko::read_gecko_profile(file);
     if (!profile) {
       std::fprintf(stderr, "fxprof: %s\n", profile.error().c_str());
       return profile.exit_code();
     }
-    opts.view = exporter::gecko_view_query(*profile);  // every thread shown, the busiest selected
+    opts.view = gecko::gecko_view_query(*profile);  // every thread shown, the busiest selected
     opts.libs = pipeline::known_libs(*profile);
     symbolizer::Symbolizer baking(opts.symbols);
     if (pipeline::symbolicate(*profile, baking).resolved > 0) {
@@ -158,7 +158,7 @@ int cmd_load(std::span<char*> args) {
         return 1;
       }
       const std::string tmp = resolved->path() + "/profile.json";
-      if (auto s = exporter::write_gecko_profile(*profile, tmp); !s) {
+      if (auto s = gecko::write_gecko_profile(*profile, tmp); !s) {
         std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
         return s.exit_code();
       }

@@ -183,7 +183,7 @@ int cmd_record(std::span<char*> args) {
       for (const model::Meta::Problem& q : wakes.meta.data_quality) recording->profile.meta.add_problem(q);
     });
   }
-  if (auto s = exporter::write_gecko_profile(recording->profile, output); !s) {
+  if (auto s = gecko::write_gecko_profile(recording->profile, output); !s) {
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
     return exit_status != 0 ? exit_status : 1;
   }
@@ -204,11 +204,11 @@ int cmd_record(std::span<char*> args) {
   if ((!quiet || !exports.empty() || heap) && !hold.interrupted()) {
     if (!recording->profile.meta.presymbolicated) name_frames();
     if (heap)
-      std::fputs(exporter::format_heap_summary(exporter::make_heap_report(recording->profile, 5), 5).c_str(),
+      std::fputs(sinks::format_heap_summary(sinks::make_heap_report(recording->profile, 5), 5).c_str(),
                  stderr);
     std::fputs(heap_lost.c_str(), stderr);
     if (!quiet) {
-      std::string top = exporter::top_self_summary(recording->profile, 5);
+      std::string top = sinks::top_self_summary(recording->profile, 5);
       if (!top.empty()) std::fprintf(stderr, "fxprof: top self: %s\n", top.c_str());
       std::string locks = pipeline::lock_wait_summary(recording->profile, 3);
       if (!locks.empty()) std::fprintf(stderr, "fxprof: lock waits: %s\n", locks.c_str());
@@ -217,14 +217,14 @@ int cmd_record(std::span<char*> args) {
       Status s;
       std::string path;
       if (format == "folded") {
-        path = exporter::output_beside(output, ".folded");
-        s = exporter::write_folded(recording->profile, path, {});
+        path = sinks::output_beside(output, ".folded");
+        s = sinks::write_folded(recording->profile, path, {});
       } else if (format == "pprof") {
-        path = exporter::output_beside(output, ".pb.gz");
-        s = exporter::write_pprof(recording->profile, path);
+        path = sinks::output_beside(output, ".pb.gz");
+        s = sinks::write_pprof(recording->profile, path);
       } else {
-        path = exporter::output_beside(output, ".svg");
-        s = exporter::write_flamegraph_svg(recording->profile, path, {});
+        path = sinks::output_beside(output, ".svg");
+        s = sinks::write_flamegraph_svg(recording->profile, path, {});
       }
       if (!s) {
         std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
@@ -234,7 +234,7 @@ int cmd_record(std::span<char*> args) {
     }
   }
   serve.libs = pipeline::known_libs(recording->profile);        // no need to read the file back to serve it
-  serve.view = exporter::gecko_view_query(recording->profile);  // every thread shown, the busiest selected
+  serve.view = gecko::gecko_view_query(recording->profile);  // every thread shown, the busiest selected
   // Binaries deleted while they ran are served through the recorder's descriptors (model::Lib::read_path).
   std::vector<UniqueFd> open_files = std::move(recording->open_files);
   recording = Error{};  // free the model before serving

@@ -26,7 +26,7 @@ constexpr std::string_view kCommand = "report";
 
 int cmd_report(std::span<char*> args) {
   InputOptions input;
-  exporter::ReportOptions opts;
+  sinks::ReportOptions opts;
   bool json = false, heap = false;
   std::string in;
   const Command command{
@@ -63,22 +63,22 @@ int cmd_report(std::span<char*> args) {
     return profile.exit_code();
   }
   if (heap) {
-    if (!exporter::has_heap_data(*profile)) {
+    if (!sinks::has_heap_data(*profile)) {
       std::fprintf(stderr, "fxprof: %s has no heap data (record it with `fxprof record --heap`)\n",
                    in.c_str());
       return 1;
     }
-    exporter::HeapReport h = exporter::make_heap_report(*profile, opts.limit);
+    sinks::HeapReport h = sinks::make_heap_report(*profile, opts.limit);
     if (!json) {
-      std::string text = exporter::format_heap_report(h);
+      std::string text = sinks::format_heap_report(h);
       std::fwrite(text.data(), 1, text.size(), stdout);
       return std::fflush(stdout) == 0 ? 0 : 1;
     }
-    auto out = exporter::open_output("-");
+    auto out = sinks::open_output("-");
     {
       JsonWriter w(**out);
       w.begin_object().key("heap");
-      exporter::write_heap_report_json(h, w);
+      sinks::write_heap_report_json(h, w);
       w.end_object();
     }
     (*out)->write("\n");
@@ -88,12 +88,12 @@ int cmd_report(std::span<char*> args) {
     }
     return 0;
   }
-  exporter::Report report = exporter::make_report(*profile, opts);
+  sinks::Report report = sinks::make_report(*profile, opts);
   if (json) {
-    auto out = exporter::open_output("-");
+    auto out = sinks::open_output("-");
     {
       JsonWriter w(**out);
-      exporter::write_report_json(report, w);
+      sinks::write_report_json(report, w);
     }
     (*out)->write("\n");
     if (auto s = (*out)->finish(); !s) {
@@ -102,7 +102,7 @@ int cmd_report(std::span<char*> args) {
     }
     return 0;
   }
-  std::string text = exporter::format_report(report, opts);
+  std::string text = sinks::format_report(report, opts);
   std::fwrite(text.data(), 1, text.size(), stdout);
   return std::fflush(stdout) == 0 ? 0 : 1;
 }

@@ -6,8 +6,8 @@
 namespace fxprof::cli {
 
 Result<model::Profile> load_profile_for_sinks(const std::string& path, const InputOptions& options) {
-  exporter::ReadInfo info;
-  auto profile = exporter::read_gecko_profile(path, &info);
+  gecko::ReadInfo info;
+  auto profile = gecko::read_gecko_profile(path, &info);
   if (!profile) return profile;
   if (info.processed)
     return Err(path + ": a processed-format profile (as samply writes); fxprof reads Gecko profiles");

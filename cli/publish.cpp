@@ -68,7 +68,7 @@ int share_profile(const std::string& path, const InputOptions& input, const Shar
     return 1;
   }
   const std::string file = dir.path() + "/profile.json.gz";
-  if (auto s = exporter::write_gecko_profile(*profile, file); !s) {
+  if (auto s = gecko::write_gecko_profile(*profile, file); !s) {
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
     return 1;
   }
@@ -149,7 +149,7 @@ int push_profile(const std::string& path, const InputOptions& input, PushTargets
     return 1;
   }
   const std::string file = dir.path() + "/profile.pb.gz";
-  if (auto s = exporter::write_pprof(*profile, file); !s) {
+  if (auto s = sinks::write_pprof(*profile, file); !s) {
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
     return 1;
   }

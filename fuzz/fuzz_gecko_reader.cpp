@@ -26,8 +26,8 @@ void check_terminal_safe(const std::string& name) {
 }
 
 void check_readings(std::string_view json, size_t chunk, size_t cap) {
-  using fxprof::exporter::read_gecko;
-  auto whole = read_gecko(json, "fuzz", nullptr, fxprof::exporter::kReadChunkBytes, cap);
+  using fxprof::gecko::read_gecko;
+  auto whole = read_gecko(json, "fuzz", nullptr, fxprof::gecko::kReadChunkBytes, cap);
   auto chunked = read_gecko(json, "fuzz", nullptr, chunk, cap);
   if (whole.ok() != chunked.ok()) std::abort();
   if (!whole.ok() && whole.error() != chunked.error()) std::abort();
@@ -45,7 +45,7 @@ void check_readings(std::string_view json, size_t chunk, size_t cap) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view json(reinterpret_cast<const char*>(data), size);
   check_terminal_safe(std::string(json.substr(0, 4096)));  // arbitrary bytes: invalid UTF-8, C1, NUL
-  check_readings(json, 1 + size % 61, fxprof::exporter::kMaxJsonStringBytes);
+  check_readings(json, 1 + size % 61, fxprof::gecko::kMaxJsonStringBytes);
   if (size % 3 == 0) check_readings(json, 1 + size % 61, 8 + size % 256);
   return 0;
 }

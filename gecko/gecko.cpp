@@ -9,7 +9,7 @@
 
 #include "model/symbols.h"
 
-namespace fxprof::exporter {
+namespace fxprof::gecko {
 namespace {
 
 using model::Process;
@@ -296,7 +296,7 @@ void write_thread(const Profile& p, const Process& proc, PidLabel pid, const Thr
 
   w.begin_object();
   if (t.is_main && pid.superseded)
-    w.key("name").value(proc.name + std::string(exporter::kBeforeExec));
+    w.key("name").value(proc.name + std::string(gecko::kBeforeExec));
   else
     w.key("name").value(t.is_main ? std::string_view("GeckoMain") : std::string_view(t.name));
   w.key("processName").value(proc.name);
@@ -557,7 +557,7 @@ std::string gecko_view_query(const Profile& profile) {
 }
 
 Status write_gecko_profile(const Profile& profile, const std::string& path) {
-  auto out = OutputFile::create(path);
+  auto out = sinks::OutputFile::create(path);
   if (!out) return std::move(out).take_error();
   {
     JsonWriter w(**out);
@@ -567,4 +567,4 @@ Status write_gecko_profile(const Profile& profile, const std::string& path) {
   return (*out)->finish();
 }
 
-}  // namespace fxprof::exporter
+}  // namespace fxprof::gecko

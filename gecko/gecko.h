@@ -1,4 +1,4 @@
-// fxprof exporter: writes a model::Profile as a Gecko profile (meta.version 36), the stable format the
+// fxprof gecko: writes a model::Profile as a Gecko profile (meta.version 36), the stable format the
 // Firefox Profiler imports (see ../shared/docs/firefox-profiler-format.md, our spec).
 //
 // Layout decisions:
@@ -32,7 +32,7 @@
 #include "model/profile.h"
 #include "sinks/output.h"
 
-namespace fxprof::exporter {
+namespace fxprof::gecko {
 
 inline constexpr int kGeckoVersion = 36;
 // Our frameTable columns (see above).
@@ -71,4 +71,4 @@ std::string gecko_view_query(const model::Profile& profile);
 // A number as the front end's URL state writes it (its uintarray encoding: 12 is "c", 40 is "x8").
 std::string url_uint(uint64_t value);
 
-}  // namespace fxprof::exporter
+}  // namespace fxprof::gecko

@@ -1,4 +1,4 @@
-// fxprof exporter, the Gecko reader: its entry points (gecko_reader.h) and the run over a whole document;
+// fxprof gecko, the Gecko reader: its entry points (gecko_reader.h) and the run over a whole document;
 // the outline, the process members and each thread table are in gecko_reader_*.cpp.
 #include "gecko/gecko_reader.h"
 
@@ -10,7 +10,7 @@
 #include "gecko/gecko_reader_internal.h"
 #include "gecko/profile_stream.h"
 
-namespace fxprof::exporter::internal {
+namespace fxprof::gecko::internal {
 
 Result<model::Profile> Reader::run() {
   const int first = js_.peek();
@@ -36,9 +36,9 @@ Result<model::Profile> Reader::run() {
   return std::move(p_);
 }
 
-}  // namespace fxprof::exporter::internal
+}  // namespace fxprof::gecko::internal
 
-namespace fxprof::exporter {
+namespace fxprof::gecko {
 
 std::string describe_json_error(std::string_view text, int simdjson_error) {
   auto e = static_cast<simdjson::error_code>(simdjson_error);
@@ -139,4 +139,4 @@ Result<model::Profile> read_gecko_profile(const std::string& path, ReadInfo* inf
   return r.run();
 }
 
-}  // namespace fxprof::exporter
+}  // namespace fxprof::gecko

@@ -1,4 +1,4 @@
-// fxprof exporter: the Gecko reader, a source beside the Gecko writer. It reads fxprof's own Gecko output
+// fxprof gecko: the Gecko reader, a source beside the Gecko writer. It reads fxprof's own Gecko output
 // (plain or gzip) back into a model::Profile, so that `load`, `symbolicate` and the exports work from the
 // model, exactly as `record` does.
 //
@@ -43,7 +43,7 @@
 #include "base/result.h"
 #include "model/profile.h"
 
-namespace fxprof::exporter {
+namespace fxprof::gecko {
 
 inline constexpr size_t kMaxInflateRatio = 200;  // profiles compress 8-30x; bombs ~1000x
 inline constexpr size_t kMaxInflatedBytes = size_t{16} << 30;
@@ -86,4 +86,4 @@ Result<std::string> read_profile_bytes(const std::string& path, bool* was_gzip =
 // "truncated JSON", "empty file" or "not valid JSON (<reason>)" for JSON text that failed to parse.
 std::string describe_json_error(std::string_view text, int simdjson_error);
 
-}  // namespace fxprof::exporter
+}  // namespace fxprof::gecko

@@ -1,4 +1,4 @@
-// fxprof exporter (internal to the Gecko reader): the reader's state and the helpers its pieces share. The
+// fxprof gecko (internal to the Gecko reader): the reader's state and the helpers its pieces share. The
 // reader is split by concern: gecko_reader.cpp (entry points), _outline (the streamed outline and errors),
 // _process (meta, libs, counters), _thread, _samples, _stacks (stack and frame tables), _markers.
 #pragma once
@@ -19,7 +19,7 @@
 #include "gecko/profile_stream.h"
 #include "model/profile.h"
 
-namespace fxprof::exporter::internal {
+namespace fxprof::gecko::internal {
 
 namespace od = simdjson::ondemand;
 inline constexpr size_t kPadding = simdjson::SIMDJSON_PADDING;
@@ -376,4 +376,4 @@ class Reader {
   std::string err_;
 };
 
-}  // namespace fxprof::exporter::internal
+}  // namespace fxprof::gecko::internal

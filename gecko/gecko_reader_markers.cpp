@@ -1,4 +1,4 @@
-// fxprof exporter, the Gecko reader: a thread's markers table, and the allocations its `Native allocation`
+// fxprof gecko, the Gecko reader: a thread's markers table, and the allocations its `Native allocation`
 // markers stand for.
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "gecko/gecko_reader_internal.h"
 
-namespace fxprof::exporter::internal {
+namespace fxprof::gecko::internal {
 
 bool Reader::read_markers(od::value v, model::Thread& t, ThreadTables& tt) {
   return fields(v, [&](std::string_view k, od::value f) {
@@ -150,4 +150,4 @@ void Reader::take_allocations(model::Thread& t) {
   t.markers.erase(kept, t.markers.end());
 }
 
-}  // namespace fxprof::exporter::internal
+}  // namespace fxprof::gecko::internal

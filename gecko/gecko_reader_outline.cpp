@@ -1,11 +1,11 @@
-// fxprof exporter, the Gecko reader: the streamed outline (the top-level object, `threads`, `processes`),
+// fxprof gecko, the Gecko reader: the streamed outline (the top-level object, `threads`, `processes`),
 // the errors the pieces report, and {schema, data} tables' schemas.
 #include <string>
 
 #include "base/json_string.h"
 #include "gecko/gecko_reader_internal.h"
 
-namespace fxprof::exporter::internal {
+namespace fxprof::gecko::internal {
 
 bool Reader::stream_error() {
   if (err_.empty()) err_ = name_ + ": " + (js_.failed() ? js_.error() : std::string("truncated JSON"));
@@ -81,4 +81,4 @@ bool Reader::schema(od::value v, Schema& s) {
   });
 }
 
-}  // namespace fxprof::exporter::internal
+}  // namespace fxprof::gecko::internal

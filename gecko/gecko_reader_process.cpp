@@ -1,4 +1,4 @@
-// fxprof exporter, the Gecko reader: a process object's own members (meta, libs, counters) and placing
+// fxprof gecko, the Gecko reader: a process object's own members (meta, libs, counters) and placing
 // its times once it has been read.
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include "gecko/gecko.h"
 #include "gecko/gecko_reader_internal.h"
 
-namespace fxprof::exporter::internal {
+namespace fxprof::gecko::internal {
 
 // ---- document structure ----
 
@@ -300,4 +300,4 @@ bool Reader::read_counters(od::value v) {
   });
 }
 
-}  // namespace fxprof::exporter::internal
+}  // namespace fxprof::gecko::internal

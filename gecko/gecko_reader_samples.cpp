@@ -1,10 +1,10 @@
-// fxprof exporter, the Gecko reader: a thread's samples table, streamed in batches of rows.
+// fxprof gecko, the Gecko reader: a thread's samples table, streamed in batches of rows.
 #include <algorithm>
 #include <cmath>
 
 #include "gecko/gecko_reader_internal.h"
 
-namespace fxprof::exporter::internal {
+namespace fxprof::gecko::internal {
 
 struct Reader::SampleRow {
   Reader& r;
@@ -100,4 +100,4 @@ bool Reader::sample_rows(model::Thread& t, ThreadTables& tt) {
   return true;
 }
 
-}  // namespace fxprof::exporter::internal
+}  // namespace fxprof::gecko::internal

@@ -1,4 +1,4 @@
-// fxprof exporter, the Gecko reader: a thread's stack and frame tables, and its frames as the model's.
+// fxprof gecko, the Gecko reader: a thread's stack and frame tables, and its frames as the model's.
 #include <algorithm>
 #include <string>
 
@@ -6,7 +6,7 @@
 #include "gecko/gecko.h"
 #include "gecko/gecko_reader_internal.h"
 
-namespace fxprof::exporter::internal {
+namespace fxprof::gecko::internal {
 
 bool Reader::read_stacks(od::value v, ThreadTables& tt) {
   return fields(v, [&](std::string_view k, od::value f) {
@@ -134,4 +134,4 @@ model::FrameId Reader::make_frame(const model::Process& proc, const ThreadTables
   return p_.frames.intern(f);
 }
 
-}  // namespace fxprof::exporter::internal
+}  // namespace fxprof::gecko::internal

@@ -1,4 +1,4 @@
-// fxprof exporter, the Gecko reader: a thread, member by member, and its local tables interned into the
+// fxprof gecko, the Gecko reader: a thread, member by member, and its local tables interned into the
 // model once it has been read.
 #include <charconv>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include "gecko/gecko.h"
 #include "gecko/gecko_reader_internal.h"
 
-namespace fxprof::exporter::internal {
+namespace fxprof::gecko::internal {
 
 // ---- threads ----
 
@@ -126,4 +126,4 @@ bool Reader::finish_thread(const model::Process& proc, model::Thread& t, ThreadT
   return true;
 }
 
-}  // namespace fxprof::exporter::internal
+}  // namespace fxprof::gecko::internal

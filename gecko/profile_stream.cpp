@@ -14,7 +14,7 @@
 #include "base/json_string.h"
 #include "gecko/gecko_reader.h"
 
-namespace fxprof::exporter::internal {
+namespace fxprof::gecko::internal {
 namespace {
 
 constexpr size_t kGzipInputBytes = size_t{256} << 10;
@@ -360,4 +360,4 @@ bool JsonStream::value(PieceBuffer* out) {
   }
 }
 
-}  // namespace fxprof::exporter::internal
+}  // namespace fxprof::gecko::internal

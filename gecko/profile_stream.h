@@ -1,4 +1,4 @@
-// fxprof exporter (internal to the Gecko reader): a profile file's JSON text as a stream of chunks, and a
+// fxprof gecko (internal to the Gecko reader): a profile file's JSON text as a stream of chunks, and a
 // small structural scanner over it.
 //
 //  - TextSource: the text in chunks: a plain file read() a chunk at a time (never mapped: a mapped file's
@@ -21,7 +21,7 @@
 #include "base/fd.h"
 #include "base/result.h"
 
-namespace fxprof::exporter::internal {
+namespace fxprof::gecko::internal {
 
 class TextSource {
  public:
@@ -101,4 +101,4 @@ class JsonStream {
   std::string error_;
 };
 
-}  // namespace fxprof::exporter::internal
+}  // namespace fxprof::gecko::internal

@@ -73,15 +73,15 @@ std::vector<symbolizer::KnownLib> known_libs(const model::Profile& profile) {
 }
 
 Status symbolicate_file(const std::string& in, const std::string& out, symbolizer::Symbolizer& symbols) {
-  exporter::ReadInfo info;
-  auto profile = exporter::read_gecko_profile(in, &info);
+  gecko::ReadInfo info;
+  auto profile = gecko::read_gecko_profile(in, &info);
   if (!profile) return Err(profile.error());
   if (info.processed)
     return Err(in +
                ": a processed-format profile; only Gecko profiles (what fxprof writes) can be symbolicated");
   symbolicate(*profile, symbols);
   profile->meta.presymbolicated = true;
-  if (auto s = exporter::write_gecko_profile(*profile, out); !s) return s;
+  if (auto s = gecko::write_gecko_profile(*profile, out); !s) return s;
   bool local_paths = false;
   for (const model::Process& proc : profile->processes)
     for (const model::Lib& l : proc.libs) local_paths |= !l.path.empty() && l.path[0] == '/';

@@ -1,4 +1,4 @@
-// What a saved profile says about itself (its libs), read through the exporter's capped reader.
+// What a saved profile says about itself (its libs), read through the Gecko reader (capped).
 #include <simdjson.h>
 
 #include <map>
@@ -62,15 +62,15 @@ void collect_process_libs(simdjson::dom::object process,
 
 Result<ProfileInfo> inspect_profile(const std::string& path) {
   ProfileInfo info;
-  // The exporter's reader, with the caps every profile gets (gecko_reader.h: not a regular file, gzip bombs).
+  // The Gecko reader, with the caps every profile gets (gecko_reader.h: not a regular file, gzip bombs).
   // Only processed-format profiles (samply's) are inspected here: the whole text is parsed for their libs.
-  auto text = exporter::read_profile_bytes(path, &info.gzip);
+  auto text = gecko::read_profile_bytes(path, &info.gzip);
   if (!text) return Err(text.error());
   text->reserve(text->size() + simdjson::SIMDJSON_PADDING);
   simdjson::dom::parser parser;
   simdjson::dom::element root;
   if (auto e = parser.parse(text->data(), text->size(), false).get(root)) {
-    return Err(path + ": " + exporter::describe_json_error(*text, e));
+    return Err(path + ": " + gecko::describe_json_error(*text, e));
   }
   simdjson::dom::object top;
   if (root.get_object().get(top)) return Err(path + ": not a Firefox Profiler profile (not a JSON object)");

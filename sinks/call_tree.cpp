@@ -4,7 +4,7 @@
 #include <string>
 #include <unordered_map>
 
-namespace fxprof::exporter {
+namespace fxprof::sinks {
 
 CallTree CallTree::build(const model::Profile& profile, FunctionTable& functions,
                          const TreeOptions& options) {
@@ -144,4 +144,4 @@ std::vector<CallTree::FunctionStat> CallTree::function_stats(uint32_t root) cons
   return out;
 }
 
-}  // namespace fxprof::exporter
+}  // namespace fxprof::sinks

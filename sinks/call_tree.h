@@ -1,4 +1,4 @@
-// fxprof exporter: a function-level call tree built from the model, the common ground of the folded, SVG,
+// fxprof sinks: a function-level call tree built from the model, the common ground of the folded, SVG,
 // report and diff sinks.
 //
 // The model interns stacks of frames (addresses); these sinks want stacks of functions. The tree merges
@@ -19,7 +19,7 @@
 #include "model/profile.h"
 #include "sinks/functions.h"
 
-namespace fxprof::exporter {
+namespace fxprof::sinks {
 
 struct TreeOptions {
   bool inlined = true;         // inlined functions as their own frames (else merged into their caller)
@@ -87,4 +87,4 @@ class CallTree {
   uint64_t no_stack_ = 0;
 };
 
-}  // namespace fxprof::exporter
+}  // namespace fxprof::sinks

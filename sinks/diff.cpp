@@ -8,7 +8,7 @@
 #include "base/terminal.h"
 #include "sinks/output.h"
 
-namespace fxprof::exporter {
+namespace fxprof::sinks {
 namespace {
 
 double percent(uint64_t part, uint64_t whole) {
@@ -195,4 +195,4 @@ Status write_diff_svg(const model::Profile& base, const model::Profile& next, co
   return (*out)->finish();
 }
 
-}  // namespace fxprof::exporter
+}  // namespace fxprof::sinks

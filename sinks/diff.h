@@ -1,4 +1,4 @@
-// fxprof exporter: comparing two profiles (`fxprof diff BASE NEW`).
+// fxprof sinks: comparing two profiles (`fxprof diff BASE NEW`).
 //
 // Profiles of two runs have unrelated ids, so functions are matched by name and call paths by their
 // sequence of names. Shares are normalised by each profile's total samples: a run that recorded longer is
@@ -15,7 +15,7 @@
 #include "model/profile.h"
 #include "sinks/flamegraph_svg.h"
 
-namespace fxprof::exporter {
+namespace fxprof::sinks {
 
 // With several runs per side, shares are the mean over the side's runs and each spread is the range
 // (max - min) of that share across the side's runs: how far runs of the same code disagree.
@@ -57,4 +57,4 @@ std::vector<const DiffRow*> gate_failures(const Diff& diff, double threshold, co
 Status write_diff_svg(const model::Profile& base, const model::Profile& next, const std::string& path,
                       SvgOptions options);
 
-}  // namespace fxprof::exporter
+}  // namespace fxprof::sinks

@@ -6,7 +6,7 @@
 
 #include "sinks/output.h"
 
-namespace fxprof::exporter {
+namespace fxprof::sinks {
 namespace {
 
 constexpr double kFrameHeight = 16, kFontSize = 12, kCharWidth = 0.59 * kFontSize, kPad = 10;
@@ -308,4 +308,4 @@ Status write_flamegraph_svg(const model::Profile& profile, const std::string& pa
   return (*out)->finish();
 }
 
-}  // namespace fxprof::exporter
+}  // namespace fxprof::sinks

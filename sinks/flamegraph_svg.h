@@ -1,4 +1,4 @@
-// fxprof exporter: an interactive flame graph in one self-contained SVG file (no network, no external script
+// fxprof sinks: an interactive flame graph in one self-contained SVG file (no network, no external script
 // or font), in the spirit of flamegraph.pl and inferno: hover shows a frame's details, click zooms into it,
 // "Search" highlights matching functions and prints the share of samples they cover, "Reset zoom" and Ctrl+F.
 //
@@ -20,7 +20,7 @@
 #include "sinks/call_tree.h"
 #include "sinks/output.h"
 
-namespace fxprof::exporter {
+namespace fxprof::sinks {
 
 struct SvgOptions {
   TreeOptions tree;
@@ -42,4 +42,4 @@ Status write_flamegraph_svg(const model::Profile& profile, const std::string& pa
 void write_flamegraph_svg(const CallTree& tree, const FunctionTable& functions, const SvgOptions& options,
                           OutputFile& out);
 
-}  // namespace fxprof::exporter
+}  // namespace fxprof::sinks

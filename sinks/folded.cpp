@@ -2,7 +2,7 @@
 
 #include "sinks/output.h"
 
-namespace fxprof::exporter {
+namespace fxprof::sinks {
 namespace {
 
 void append_name(std::string& buf, std::string_view name) {
@@ -63,4 +63,4 @@ Status write_folded(const model::Profile& profile, const std::string& path, cons
   return (*out)->finish();
 }
 
-}  // namespace fxprof::exporter
+}  // namespace fxprof::sinks

@@ -1,4 +1,4 @@
-// fxprof exporter: Brendan Gregg's collapsed ("folded") stacks, `root;caller;callee 42`, one line per
+// fxprof sinks: Brendan Gregg's collapsed ("folded") stacks, `root;caller;callee 42`, one line per
 // distinct call path with its sample count; what flamegraph.pl, inferno and speedscope read.
 //
 // Written from the function-level call tree (sinks/call_tree.h): a depth-first walk keeps one growing path
@@ -15,7 +15,7 @@
 #include "sinks/call_tree.h"
 #include "sinks/output.h"
 
-namespace fxprof::exporter {
+namespace fxprof::sinks {
 
 struct FoldedOptions {
   TreeOptions tree;
@@ -28,4 +28,4 @@ Status write_folded(const model::Profile& profile, const std::string& path, cons
 // The same into `out`, from an existing tree.
 void write_folded(const CallTree& tree, const FunctionTable& functions, bool annotate, OutputFile& out);
 
-}  // namespace fxprof::exporter
+}  // namespace fxprof::sinks

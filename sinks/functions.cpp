@@ -6,7 +6,7 @@
 
 #include "model/symbols.h"
 
-namespace fxprof::exporter {
+namespace fxprof::sinks {
 
 FunctionTable::FunctionTable(const model::Profile& profile) : profile_(profile) {
   process_libs_.resize(profile.processes.size());
@@ -126,4 +126,4 @@ std::span<const FrameLine> FunctionTable::lines(size_t process, model::FrameId f
   return {lines_.data() + it->second.first, it->second.second};
 }
 
-}  // namespace fxprof::exporter
+}  // namespace fxprof::sinks

@@ -1,4 +1,4 @@
-// fxprof exporter: the function view of a profile that the non-Gecko sinks share (folded stacks, pprof, the
+// fxprof sinks: the function view of a profile that the non-Gecko sinks share (folded stacks, pprof, the
 // SVG flame graph, the terminal report, diff).
 //
 // The Gecko format keeps frames as the model has them (one per address); every other format speaks of
@@ -24,7 +24,7 @@
 
 #include "model/profile.h"
 
-namespace fxprof::exporter {
+namespace fxprof::sinks {
 
 using FunctionId = uint32_t;
 
@@ -88,4 +88,4 @@ class FunctionTable {
   std::vector<FrameLine> scratch_;
 };
 
-}  // namespace fxprof::exporter
+}  // namespace fxprof::sinks

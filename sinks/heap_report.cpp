@@ -9,7 +9,7 @@
 
 #include "sinks/functions.h"
 
-namespace fxprof::exporter {
+namespace fxprof::sinks {
 namespace {
 
 constexpr size_t kMaxPath = 24;
@@ -396,4 +396,4 @@ void write_heap_report_json(const HeapReport& r, JsonWriter& w) {
   w.end_object();
 }
 
-}  // namespace fxprof::exporter
+}  // namespace fxprof::sinks

@@ -1,4 +1,4 @@
-// fxprof exporter: the heap report (`fxprof report --heap`, the heap lines after `fxprof record --heap`, and
+// fxprof sinks: the heap report (`fxprof report --heap`, the heap lines after `fxprof record --heap`, and
 // their JSON form): what heaptrack_print answers, computed from a profile's allocation rows and its
 // meta.fxprofHeap (model::Meta::HeapStats): allocations and bytes, the peak and the call paths that held it,
 // bytes leaked (still allocated at the end) by site, temporary allocations, the sites that allocate most by
@@ -17,7 +17,7 @@
 #include "base/json_writer.h"
 #include "model/profile.h"
 
-namespace fxprof::exporter {
+namespace fxprof::sinks {
 
 struct HeapSite {
   std::string name;
@@ -52,4 +52,4 @@ std::string format_heap_summary(const HeapReport& r, size_t sites);
 // The `heap` object of `report --heap --json`.
 void write_heap_report_json(const HeapReport& r, JsonWriter& w);
 
-}  // namespace fxprof::exporter
+}  // namespace fxprof::sinks

@@ -7,7 +7,7 @@
 
 #include "base/fd.h"
 
-namespace fxprof::exporter {
+namespace fxprof::sinks {
 namespace {
 
 bool ends_with(const std::string& s, std::string_view suffix) {
@@ -106,4 +106,4 @@ std::string output_beside(const std::string& in, const std::string& extension) {
   return stem + extension;
 }
 
-}  // namespace fxprof::exporter
+}  // namespace fxprof::sinks

@@ -1,4 +1,4 @@
-// fxprof exporter: where a sink's bytes go: an OutputFile over base/fd.h's AtomicFile, which decides what a
+// fxprof sinks: where a sink's bytes go: an OutputFile over base/fd.h's AtomicFile, which decides what a
 // path means ("-" is standard output, for pipes: `fxprof export folded IN -o - | flamegraph.pl`; a device or
 // FIFO is a stream; a regular file or a new name is replaced atomically; a directory is refused).
 // JSON sinks write through base/json_writer.h's JsonWriter over an OutputFile.
@@ -11,7 +11,7 @@
 #include "base/json_writer.h"
 #include "base/result.h"
 
-namespace fxprof::exporter {
+namespace fxprof::sinks {
 
 // Where bytes go: a temporary file beside the target (renamed on finish()) or a stream, gzip-compressed when
 // the target name ends in ".gz". Nothing appears under a replaced file's name unless finish() succeeds.
@@ -27,4 +27,4 @@ Result<std::unique_ptr<OutputFile>> open_output(const std::string& path);
 // The default output of a format for input IN: IN without .json/.json.gz, plus `extension` (".svg").
 std::string output_beside(const std::string& in, const std::string& extension);
 
-}  // namespace fxprof::exporter
+}  // namespace fxprof::sinks

@@ -9,7 +9,7 @@
 #include "sinks/functions.h"
 #include "sinks/output.h"
 
-namespace fxprof::exporter {
+namespace fxprof::sinks {
 namespace {
 
 // Field numbers of perftools.profiles (profile.proto).
@@ -322,4 +322,4 @@ Status write_pprof(const model::Profile& profile, const std::string& path) {
   return (*out)->finish();
 }
 
-}  // namespace fxprof::exporter
+}  // namespace fxprof::sinks

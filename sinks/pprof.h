@@ -1,4 +1,4 @@
-// fxprof exporter: pprof's profile.proto (gzip), what `go tool pprof`, Pyroscope, Parca and Grafana read.
+// fxprof sinks: pprof's profile.proto (gzip), what `go tool pprof`, Pyroscope, Parca and Grafana read.
 //
 // Encoded with protozero (Debian libprotozero-dev, header-only: no generated code, no libprotobuf runtime);
 // the field numbers are those of github.com/google/pprof/proto/profile.proto, listed in pprof.cpp.
@@ -23,7 +23,7 @@
 #include "model/profile.h"
 #include "sinks/output.h"
 
-namespace fxprof::exporter {
+namespace fxprof::sinks {
 
 // Writes `profile` to `path` ("-": standard output; gzip when it ends in ".gz", as the default
 // profile.pb.gz does).
@@ -31,4 +31,4 @@ Status write_pprof(const model::Profile& profile, const std::string& path);
 
 void write_pprof(const model::Profile& profile, OutputFile& out);
 
-}  // namespace fxprof::exporter
+}  // namespace fxprof::sinks

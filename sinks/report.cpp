@@ -8,7 +8,7 @@
 #include "base/terminal.h"
 #include "sinks/call_tree.h"
 
-namespace fxprof::exporter {
+namespace fxprof::sinks {
 namespace {
 
 double percent(uint64_t part, uint64_t whole) {
@@ -310,4 +310,4 @@ std::string top_self_summary(const model::Profile& profile, size_t n) {
   return out;
 }
 
-}  // namespace fxprof::exporter
+}  // namespace fxprof::sinks

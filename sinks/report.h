@@ -1,4 +1,4 @@
-// fxprof exporter: the terminal report (`fxprof report`, the summary after `fxprof record`) and its JSON
+// fxprof sinks: the terminal report (`fxprof report`, the summary after `fxprof record`) and its JSON
 // form.
 //
 // Sections are per process, or per thread with `per_thread`; each lists the top functions by self share and
@@ -16,7 +16,7 @@
 #include "model/profile.h"
 #include "sinks/output.h"
 
-namespace fxprof::exporter {
+namespace fxprof::sinks {
 
 struct ReportOptions {
   bool per_thread = false;        // --threads: one section per thread instead of per process
@@ -71,4 +71,4 @@ void write_report_json(const Report& report, JsonWriter& w);
 // summary line after recording; "" when there are no samples.
 std::string top_self_summary(const model::Profile& profile, size_t n);
 
-}  // namespace fxprof::exporter
+}  // namespace fxprof::sinks

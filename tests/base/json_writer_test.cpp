@@ -1,4 +1,4 @@
-// The one JSON writer, in memory and over a sink (the exporter's files are tested in
+// The one JSON writer, in memory and over a sink (the sinks' files are tested in
 // tests/sinks/output_test.cpp).
 #include "base/json_writer.h"
 

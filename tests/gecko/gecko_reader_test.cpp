@@ -137,7 +137,7 @@ void spit(const std::string& path, std::string_view bytes) {
 }
 
 std::string load_error(const std::string& path) {
-  auto r = exporter::read_gecko_profile(path);
+  auto r = gecko::read_gecko_profile(path);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().find('\n') == std::string::npos);
   CHECK(r.error().rfind(path + ": ", 0) == 0);
@@ -146,18 +146,18 @@ std::string load_error(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("write -> read -> write gives the same profile, plain and gzip", "[exporter]") {
+TEST_CASE("write -> read -> write gives the same profile, plain and gzip", "[gecko]") {
   test::TempDir dir;
   for (std::string name : {"p.json", "p.json.gz"}) {
     INFO(name);
     const std::string first = dir.file("1" + name), second = dir.file("2" + name);
-    REQUIRE(exporter::write_gecko_profile(sample_profile(), first));
-    exporter::ReadInfo info;
-    auto back = exporter::read_gecko_profile(first, &info);
+    REQUIRE(gecko::write_gecko_profile(sample_profile(), first));
+    gecko::ReadInfo info;
+    auto back = gecko::read_gecko_profile(first, &info);
     REQUIRE(back.ok());
     CHECK(info.gzip == (name.back() == 'z'));
     CHECK_FALSE(info.processed);
-    REQUIRE(exporter::write_gecko_profile(*back, second));
+    REQUIRE(gecko::write_gecko_profile(*back, second));
     CHECK(test::read_profile_text(first) == test::read_profile_text(second));
     // The machine (meta CPUName, physicalCPUs, logicalCPUs, mainMemory, arguments) is read back.
     CHECK(back->meta.machine.cpu_name == "Test CPU @ 3.00GHz");
@@ -169,11 +169,11 @@ TEST_CASE("write -> read -> write gives the same profile, plain and gzip", "[exp
 }
 
 TEST_CASE("the model read back holds names, files, lines, inline depth and binaries as fields",
-          "[exporter]") {
+          "[gecko]") {
   test::TempDir dir;
   const std::string path = dir.file("p.json");
-  REQUIRE(exporter::write_gecko_profile(sample_profile(), path));
-  auto r = exporter::read_gecko_profile(path);
+  REQUIRE(gecko::write_gecko_profile(sample_profile(), path));
+  auto r = gecko::read_gecko_profile(path);
   REQUIRE(r.ok());
   const model::Profile& p = *r;
   REQUIRE(p.processes.size() == 3);
@@ -252,10 +252,10 @@ TEST_CASE("the model read back holds names, files, lines, inline depth and binar
   CHECK(p.processes[2].counters.empty());
 }
 
-TEST_CASE("hostile or broken files get one-line errors", "[exporter]") {
+TEST_CASE("hostile or broken files get one-line errors", "[gecko]") {
   test::TempDir dir;
   const std::string good = dir.file("good.json");
-  REQUIRE(exporter::write_gecko_profile(sample_profile(), good));
+  REQUIRE(gecko::write_gecko_profile(sample_profile(), good));
   const std::string text = slurp(good);
 
   const std::string empty = dir.file("empty.json");
@@ -310,10 +310,10 @@ TEST_CASE("hostile or broken files get one-line errors", "[exporter]") {
 }
 
 TEST_CASE("gzip's size trailer is a hint only: several members read whole, a wrong size is an error",
-          "[exporter]") {
+          "[gecko]") {
   test::TempDir dir;
   const std::string good = dir.file("good.json");
-  REQUIRE(exporter::write_gecko_profile(sample_profile(), good));
+  REQUIRE(gecko::write_gecko_profile(sample_profile(), good));
   const std::string text = slurp(good);
   auto gzip = [](std::string_view data) {
     std::string out(compressBound(static_cast<uLong>(data.size())) + 64, '\0');
@@ -332,10 +332,10 @@ TEST_CASE("gzip's size trailer is a hint only: several members read whole, a wro
   const std::string two = dir.file("two.json.gz");
   const size_t half = text.size() / 2;
   spit(two, gzip(std::string_view(text).substr(0, half)) + gzip(std::string_view(text).substr(half)));
-  auto read = exporter::read_profile_bytes(two);
+  auto read = gecko::read_profile_bytes(two);
   REQUIRE(read.ok());
   CHECK(*read == text);
-  CHECK(exporter::read_gecko_profile(two).ok());
+  CHECK(gecko::read_gecko_profile(two).ok());
   // A trailer that lies about the size (far larger, or smaller): zlib's length check refuses it.
   for (uint32_t lie : {0xFFFFFFF0u, 1u}) {
     std::string z = gzip(text);
@@ -346,12 +346,12 @@ TEST_CASE("gzip's size trailer is a hint only: several members read whole, a wro
   }
 }
 
-TEST_CASE("a processed-format profile is recognised, not read", "[exporter]") {
+TEST_CASE("a processed-format profile is recognised, not read", "[gecko]") {
   test::TempDir dir;
   const std::string path = dir.file("processed.json");
   spit(path, R"({"meta":{"preprocessedProfileVersion":66,"version":24},"libs":[],"threads":[]})");
-  exporter::ReadInfo info;
-  auto r = exporter::read_gecko_profile(path, &info);
+  gecko::ReadInfo info;
+  auto r = gecko::read_gecko_profile(path, &info);
   REQUIRE(r.ok());
   CHECK(info.processed);
 }
@@ -409,27 +409,27 @@ std::string gzip_members(std::string_view text, std::initializer_list<size_t> cu
 }  // namespace
 
 TEST_CASE("text read in chunks of any size gives the same profile (borders in strings, escapes, numbers)",
-          "[exporter]") {
+          "[gecko]") {
   test::TempDir dir;
   const std::string path = dir.file("p.json");
-  REQUIRE(exporter::write_gecko_profile(tricky_profile(), path));
+  REQUIRE(gecko::write_gecko_profile(tricky_profile(), path));
   const std::string text = slurp(path);
   for (size_t chunk : {size_t{1}, size_t{2}, size_t{3}, size_t{5}, size_t{7}, size_t{64}, size_t{4095},
-                       exporter::kReadChunkBytes}) {
+                       gecko::kReadChunkBytes}) {
     INFO("chunk " << chunk);
-    auto r = exporter::read_gecko(text, "chunks", nullptr, chunk);
+    auto r = gecko::read_gecko(text, "chunks", nullptr, chunk);
     REQUIRE(r.ok());
     CHECK(r->processes[0].threads[1].name == tricky_profile().processes[0].threads[1].name);
     const std::string again = dir.file("again.json");
-    REQUIRE(exporter::write_gecko_profile(*r, again));
+    REQUIRE(gecko::write_gecko_profile(*r, again));
     CHECK(test::read_profile_text(again) == text);
   }
 }
 
-TEST_CASE("a profile cut anywhere is truncated JSON, whatever the chunk borders", "[exporter]") {
+TEST_CASE("a profile cut anywhere is truncated JSON, whatever the chunk borders", "[gecko]") {
   test::TempDir dir;
   const std::string path = dir.file("p.json");
-  REQUIRE(exporter::write_gecko_profile(tricky_profile(), path));
+  REQUIRE(gecko::write_gecko_profile(tricky_profile(), path));
   const std::string text = slurp(path);
   const size_t last = text.rfind('}');
   REQUIRE(last != std::string::npos);
@@ -439,7 +439,7 @@ TEST_CASE("a profile cut anywhere is truncated JSON, whatever the chunk borders"
   size_t wrong = 0, cuts = 0;
   for (size_t k = 0, len = 1; len <= last; ++k, len = 3 * k + 1 + k % 3) {
     ++cuts;
-    auto r = exporter::read_gecko(std::string_view(text).substr(0, len), "cut", nullptr, 1 + k % 7);
+    auto r = gecko::read_gecko(std::string_view(text).substr(0, len), "cut", nullptr, 1 + k % 7);
     if (r.ok() || r.error() != "cut: truncated JSON") {
       if (++wrong <= 3) FAIL_CHECK("cut at " << len << ": " << (r.ok() ? "read" : r.error()));
     }
@@ -449,32 +449,32 @@ TEST_CASE("a profile cut anywhere is truncated JSON, whatever the chunk borders"
 }
 
 TEST_CASE("a profile larger than the read chunks: plain, gzip, several gzip members, truncated",
-          "[exporter]") {
+          "[gecko]") {
   test::TempDir dir;
   const std::string plain = dir.file("long.json"), gz = dir.file("long.json.gz");
-  REQUIRE(exporter::write_gecko_profile(long_profile(200'000), plain));
-  REQUIRE(exporter::write_gecko_profile(long_profile(200'000), gz));
+  REQUIRE(gecko::write_gecko_profile(long_profile(200'000), plain));
+  REQUIRE(gecko::write_gecko_profile(long_profile(200'000), gz));
   const std::string text = slurp(plain);
-  REQUIRE(text.size() > 3 * exporter::kReadChunkBytes);
+  REQUIRE(text.size() > 3 * gecko::kReadChunkBytes);
   const std::string again = dir.file("again.json");
   for (const std::string& in : {plain, gz}) {
     INFO(in);
-    auto r = exporter::read_gecko_profile(in);
+    auto r = gecko::read_gecko_profile(in);
     REQUIRE(r.ok());
     CHECK(r->processes[0].threads[1].samples.size() == 200'001);
-    REQUIRE(exporter::write_gecko_profile(*r, again));
+    REQUIRE(gecko::write_gecko_profile(*r, again));
     CHECK(test::read_profile_text(again) == text);
   }
   // Members that end inside a string, inside a number and at a chunk border.
   const size_t in_string = text.find("\"stringTable\"") + 3, in_number = text.find(",5.001,") + 3;
-  REQUIRE(in_number < exporter::kReadChunkBytes * 2);
+  REQUIRE(in_number < gecko::kReadChunkBytes * 2);
   const std::string members = dir.file("members.json.gz");
-  spit(members, gzip_members(text, {in_string / 2, in_string, in_number, exporter::kReadChunkBytes * 2}));
+  spit(members, gzip_members(text, {in_string / 2, in_string, in_number, gecko::kReadChunkBytes * 2}));
   {
-    auto r = exporter::read_gecko_profile(members);
+    auto r = gecko::read_gecko_profile(members);
     INFO((r.ok() ? std::string() : r.error()));
     REQUIRE(r.ok());
-    REQUIRE(exporter::write_gecko_profile(*r, again));
+    REQUIRE(gecko::write_gecko_profile(*r, again));
     CHECK(test::read_profile_text(again) == text);
   }
   // Truncated in the middle of the long thread: the plain file is truncated JSON, the gzip one truncated
@@ -487,13 +487,13 @@ TEST_CASE("a profile larger than the read chunks: plain, gzip, several gzip memb
   CHECK(load_error(cut_gz) == cut_gz + ": truncated gzip data");
 }
 
-TEST_CASE("bad structure in the outline or after it is an error", "[exporter]") {
+TEST_CASE("bad structure in the outline or after it is an error", "[gecko]") {
   test::TempDir dir;
   const std::string good = dir.file("good.json");
-  REQUIRE(exporter::write_gecko_profile(sample_profile(), good));
+  REQUIRE(gecko::write_gecko_profile(sample_profile(), good));
   const std::string text = slurp(good);
   auto error_of = [](std::string_view json) {
-    auto r = exporter::read_gecko(json, "t");
+    auto r = gecko::read_gecko(json, "t");
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().find('\n') == std::string::npos);
     return r.error();
@@ -512,7 +512,7 @@ TEST_CASE("bad structure in the outline or after it is an error", "[exporter]") 
   CHECK_THAT(load_error(gz), Catch::Contains("corrupt gzip data"));
 }
 
-TEST_CASE("times beyond 2^64 ns saturate instead of overflowing (a fuzzer's find)", "[exporter]") {
+TEST_CASE("times beyond 2^64 ns saturate instead of overflowing (a fuzzer's find)", "[gecko]") {
   // shutdownTime 1.9e13 ms is 1.9e19 ns after the start: beyond uint64 (UBSan: float-cast-overflow).
   std::string text =
       R"({"meta":{"startTime":1e300,"shutdownTime":19333333333335,"profilingEndTime":1e300,)"
@@ -522,38 +522,38 @@ TEST_CASE("times beyond 2^64 ns saturate instead of overflowing (a fuzzer's find
       R"("samples":{"schema":{"stack":0,"time":1},"data":[[null,1e300]]},"stackTable":{"schema":)"
       R"({"prefix":0,"frame":1},"data":[]},"frameTable":{"schema":{"location":0},"data":[]},)"
       R"("stringTable":[]}]}]})";
-  auto r = exporter::read_gecko(text, "t");
+  auto r = gecko::read_gecko(text, "t");
   REQUIRE(r.ok());
   CHECK(*r->processes[0].end_ns == UINT64_MAX);
   CHECK(r->processes[1].start_ns == 0);
 }
 
 TEST_CASE("one string or number beyond kMaxJsonStringBytes is refused as it is read, in any chunking",
-          "[exporter]") {
+          "[gecko]") {
   // A 1 GiB name used to be held whole, then parsed (3 GB), and accepted; a 20 MB gzip peaked at 4 GB.
   test::TempDir dir;
   const std::string good = dir.file("good.json");
-  REQUIRE(exporter::write_gecko_profile(sample_profile(), good));
+  REQUIRE(gecko::write_gecko_profile(sample_profile(), good));
   const std::string text = slurp(good);
   const size_t at = text.find("\"worker\"");
   REQUIRE(at != std::string::npos);
   auto with = [&](const std::string& value) { return text.substr(0, at) + value + text.substr(at + 8); };
-  const size_t cap = exporter::kMaxJsonStringBytes;
+  const size_t cap = gecko::kMaxJsonStringBytes;
   // At the cap, quotes included: read.
-  auto fits = exporter::read_gecko(with("\"" + std::string(cap - 2, 'w') + "\""), "t");
+  auto fits = gecko::read_gecko(with("\"" + std::string(cap - 2, 'w') + "\""), "t");
   REQUIRE(fits.ok());
   CHECK(fits->processes[0].threads[1].name.size() == cap - 2);
   const std::string too_long = with("\"" + std::string(cap - 1, 'w') + "\"");
   const std::string expected =
       "t: a string longer than 1 MiB at byte " + std::to_string(at) + " (the limit for one name or value)";
-  for (size_t chunk : {exporter::kReadChunkBytes, size_t{4096}, size_t{777}}) {
+  for (size_t chunk : {gecko::kReadChunkBytes, size_t{4096}, size_t{777}}) {
     INFO(chunk);
-    auto r = exporter::read_gecko(too_long, "t", nullptr, chunk);
+    auto r = gecko::read_gecko(too_long, "t", nullptr, chunk);
     REQUIRE_FALSE(r.ok());
     CHECK(r.error() == expected);
   }
   // A number as long, where a string is expected or not.
-  auto number = exporter::read_gecko(with(std::string(cap + 1, '7')), "t");
+  auto number = gecko::read_gecko(with(std::string(cap + 1, '7')), "t");
   REQUIRE_FALSE(number.ok());
   CHECK(number.error() ==
         "t: a number longer than 1 MiB at byte " + std::to_string(at) + " (the limit for one name or value)");
@@ -566,7 +566,7 @@ TEST_CASE("one string or number beyond kMaxJsonStringBytes is refused as it is r
 
 TEST_CASE(
     "libs_only reads each process's libs and no thread; on_head comes before the threads; a stop ends it",
-    "[exporter]") {
+    "[gecko]") {
   test::TempDir dir;
   model::Profile p = sample_profile();
   model::Process child = p.processes[0];  // a second process, with a library of its own
@@ -575,9 +575,9 @@ TEST_CASE(
   child.libs[0].name = child.libs[0].debug_name = "child.so";
   p.processes.push_back(child);
   const std::string path = dir.file("p.json.gz");
-  REQUIRE(exporter::write_gecko_profile(p, path));
+  REQUIRE(gecko::write_gecko_profile(p, path));
 
-  exporter::ReadInfo info;
+  gecko::ReadInfo info;
   info.libs_only = true;
   size_t head_calls = 0, head_libs = 0, head_threads = 0;
   info.on_head = [&](const model::Profile& head) {
@@ -585,7 +585,7 @@ TEST_CASE(
     head_libs = head.processes.at(0).libs.size();
     head_threads = head.processes.at(0).threads.size();
   };
-  auto r = exporter::read_gecko_profile(path, &info);
+  auto r = gecko::read_gecko_profile(path, &info);
   REQUIRE(r.ok());
   CHECK(head_calls == 1);
   CHECK(head_libs == 2);
@@ -596,9 +596,9 @@ TEST_CASE(
 
   std::stop_source stop;
   stop.request_stop();
-  exporter::ReadInfo stopped;
+  gecko::ReadInfo stopped;
   stopped.stop = stop.get_token();
-  auto s = exporter::read_gecko_profile(path, &stopped);
+  auto s = gecko::read_gecko_profile(path, &stopped);
   REQUIRE_FALSE(s.ok());
   CHECK(s.error() == path + ": reading stopped");
 }

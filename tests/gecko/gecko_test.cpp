@@ -95,7 +95,7 @@ int64_t i64(element e) { return int64_t(e); }
 TEST_CASE("a Gecko profile follows the format rules") {
   test::TempDir dir;
   std::string path = dir.file("p.json");
-  REQUIRE(exporter::write_gecko_profile(sample_profile(), path));
+  REQUIRE(gecko::write_gecko_profile(sample_profile(), path));
   std::string text = test::read_profile_text(path);
   INFO(text);
   auto problems = test::lint_gecko_profile(text);
@@ -188,7 +188,7 @@ TEST_CASE("a process that exec'd keeps its real pid; the program it exec'd is th
   again.start_ns += 5'000'000;
   p.processes.push_back(again);
   test::TempDir dir;
-  REQUIRE(exporter::write_gecko_profile(p, dir.file("p.json")));
+  REQUIRE(gecko::write_gecko_profile(p, dir.file("p.json")));
   std::string text = test::read_profile_text(dir.file("p.json"));
   CHECK(test::lint_gecko_profile(text).empty());
   simdjson::dom::parser parser;
@@ -203,7 +203,7 @@ TEST_CASE("a process that exec'd keeps its real pid; the program it exec'd is th
   CHECK(str(after["name"]) == "GeckoMain");
   CHECK(str(after["processName"]) == "python3");
   // Read back, the entries stay two processes, each with its main thread.
-  auto r = exporter::read_gecko_profile(dir.file("p.json"));
+  auto r = gecko::read_gecko_profile(dir.file("p.json"));
   REQUIRE(r.ok());
   REQUIRE(r->processes.size() == 3);
   CHECK(r->processes[1].name == "child");
@@ -215,44 +215,44 @@ TEST_CASE("a process that exec'd keeps its real pid; the program it exec'd is th
 
 TEST_CASE("the URL's view state selects the busiest thread by the importer's index, in its encoding") {
   // The front end's uintarray encoding (src/utils/uintarray-encoding.ts): "12" would be threads 1 and 2.
-  CHECK(exporter::url_uint(0) == "0");
-  CHECK(exporter::url_uint(12) == "c");
-  CHECK(exporter::url_uint(31) == "v");
-  CHECK(exporter::url_uint(40) == "x8");
-  CHECK(exporter::url_uint(32 * 32 + 31) == "xwv");
+  CHECK(gecko::url_uint(0) == "0");
+  CHECK(gecko::url_uint(12) == "c");
+  CHECK(gecko::url_uint(31) == "v");
+  CHECK(gecko::url_uint(40) == "x8");
+  CHECK(gecko::url_uint(32 * 32 + 31) == "xwv");
   auto p = sample_profile();
   // The main thread used the most CPU: the first thread written.
-  CHECK(exporter::gecko_busiest_thread(p) == 0u);
-  CHECK(exporter::gecko_view_query(p) == "thread=0");
+  CHECK(gecko::gecko_busiest_thread(p) == 0u);
+  CHECK(gecko::gecko_view_query(p) == "thread=0");
   // Now the child's thread: after the top process's two threads.
   p.processes[1].threads[0].samples[0].cpu_delta_ns = 5'000'000;
-  CHECK(exporter::gecko_busiest_thread(p) == 2u);
-  CHECK(exporter::gecko_view_query(p) == "thread=2");
+  CHECK(gecko::gecko_busiest_thread(p) == 2u);
+  CHECK(gecko::gecko_view_query(p) == "thread=2");
   // The worker, written after the main thread whatever the model's order.
   std::swap(p.processes[0].threads[0], p.processes[0].threads[1]);
   p.processes[0].threads[0].samples[0].cpu_delta_ns = 9'000'000;
-  CHECK(exporter::gecko_busiest_thread(p) == 1u);
-  CHECK(exporter::gecko_view_query(model::Profile{}).empty());
+  CHECK(gecko::gecko_busiest_thread(p) == 1u);
+  CHECK(gecko::gecko_view_query(model::Profile{}).empty());
 }
 
 TEST_CASE("gzip output inflates to the same profile") {
   test::TempDir dir;
   auto p = sample_profile();
-  REQUIRE(exporter::write_gecko_profile(p, dir.file("p.json")));
-  REQUIRE(exporter::write_gecko_profile(p, dir.file("p.json.gz")));
+  REQUIRE(gecko::write_gecko_profile(p, dir.file("p.json")));
+  REQUIRE(gecko::write_gecko_profile(p, dir.file("p.json.gz")));
   CHECK(test::read_profile_text(dir.file("p.json.gz")) == test::read_profile_text(dir.file("p.json")));
 }
 
 TEST_CASE("an empty profile is still a valid one") {
   test::TempDir dir;
   model::Profile p;
-  REQUIRE(exporter::write_gecko_profile(p, dir.file("e.json")));
+  REQUIRE(gecko::write_gecko_profile(p, dir.file("e.json")));
   CHECK(test::lint_gecko_profile(test::read_profile_text(dir.file("e.json"))).empty());
 }
 
 TEST_CASE("the Firefox Profiler's importer loads the exported profile") {
   test::TempDir dir;
-  REQUIRE(exporter::write_gecko_profile(sample_profile(), dir.file("p.json.gz")));
+  REQUIRE(gecko::write_gecko_profile(sample_profile(), dir.file("p.json.gz")));
   test::ProfilerCli cli;
   auto load = cli.load(dir.file("p.json.gz"));
   INFO(load.out << load.err);

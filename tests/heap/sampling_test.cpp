@@ -1,6 +1,6 @@
 // --heap=sampled's estimates against the exact figures of --heap=full on the same deterministic program, over
 // many runs with fixed seeds (FXPROF_HEAP_SEED): the recorder's side (heap::HeapSource) and the report's
-// figures (exporter/heap_report.h, what `report --heap --json` prints), without perf, so that a run costs a
+// figures (sinks/heap_report.h, what `report --heap --json` prints), without perf, so that a run costs a
 // few milliseconds.
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -17,7 +17,7 @@ namespace fxprof::test {
 namespace {
 
 struct Run {
-  exporter::HeapReport report;
+  sinks::HeapReport report;
   int64_t curve_max = 0;                         // the highest point of the Heap counter (the in-use curve)
   std::map<int64_t, uint64_t> leaked_by_weight;  // bytes per block of the leaked rows -> blocks
 };
@@ -38,7 +38,7 @@ Run heap_run(heap::Mode mode, double rate, const std::vector<std::string>& argv,
   model::Profile profile;
   (*source)->finish(profile);
   Run out;
-  out.report = exporter::make_heap_report(profile, 10);
+  out.report = sinks::make_heap_report(profile, 10);
   for (const model::Process& p : profile.processes) {
     for (const model::Counter& k : p.counters) {
       int64_t v = 0;

@@ -336,7 +336,7 @@ TEST_CASE("profiler URL encodes the profile and symbol server URLs like samply",
   CHECK(server::firefox_profiler_url("http://127.0.0.1:3000/abc/profile.json", "http://127.0.0.1:3000/abc") ==
         "https://profiler.firefox.com/from-url/http%3A%2F%2F127.0.0.1%3A3000%2Fabc%2Fprofile.json/"
         "?symbolServer=http%3A%2F%2F127.0.0.1%3A3000%2Fabc");
-  // The front end's view state follows as it is (exporter::gecko_view_query).
+  // The front end's view state follows as it is (gecko::gecko_view_query).
   CHECK(
       server::firefox_profiler_url("http://h/p.json", "http://h", "thread=c") ==
       "https://profiler.firefox.com/from-url/http%3A%2F%2Fh%2Fp.json/?symbolServer=http%3A%2F%2Fh&thread=c");

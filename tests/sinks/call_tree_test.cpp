@@ -11,7 +11,7 @@ using namespace fxprof;
 namespace {
 
 // "main;compute" -> self samples, for every node of the tree.
-std::map<std::string, uint64_t> paths(const exporter::CallTree& t, const exporter::FunctionTable& fns) {
+std::map<std::string, uint64_t> paths(const sinks::CallTree& t, const sinks::FunctionTable& fns) {
   std::map<std::string, uint64_t> out;
   std::vector<std::string> stack;
   t.walk(
@@ -28,8 +28,8 @@ std::map<std::string, uint64_t> paths(const exporter::CallTree& t, const exporte
 
 TEST_CASE("the call tree merges stacks into function paths") {
   model::Profile p = test::sink_profile();
-  exporter::FunctionTable fns(p);
-  auto t = exporter::CallTree::build(p, fns, {});
+  sinks::FunctionTable fns(p);
+  auto t = sinks::CallTree::build(p, fns, {});
   CHECK(t.total_samples() == 20);
   CHECK(t.samples_without_stack() == 1);
   auto got = paths(t, fns);
@@ -43,8 +43,8 @@ TEST_CASE("the call tree merges stacks into function paths") {
 
 TEST_CASE("function stats count a recursive function once per sample in its total") {
   model::Profile p = test::sink_profile();
-  exporter::FunctionTable fns(p);
-  auto t = exporter::CallTree::build(p, fns, {});
+  sinks::FunctionTable fns(p);
+  auto t = sinks::CallTree::build(p, fns, {});
   std::map<std::string, std::pair<uint64_t, uint64_t>> by_name;
   for (const auto& st : t.function_stats()) by_name[fns.function(st.function).name] = {st.self, st.total};
   CHECK(by_name["main"] == std::make_pair(uint64_t{0}, uint64_t{20}));
@@ -58,10 +58,10 @@ TEST_CASE("function stats count a recursive function once per sample in its tota
 
 TEST_CASE("process and thread root frames, and thread selection") {
   model::Profile p = test::sink_profile();
-  exporter::FunctionTable fns(p);
-  exporter::TreeOptions o;
+  sinks::FunctionTable fns(p);
+  sinks::TreeOptions o;
   o.process_roots = o.thread_roots = true;
-  auto t = exporter::CallTree::build(p, fns, o);
+  auto t = sinks::CallTree::build(p, fns, o);
   auto got = paths(t, fns);
   CHECK(got["app (pid 10);app (tid 10);main;compute"] == 5);
   CHECK(got["app (pid 10);worker (tid 11);main;compute"] == 4);
@@ -70,7 +70,7 @@ TEST_CASE("process and thread root frames, and thread selection") {
 
   o = {};
   o.select = [](size_t process, size_t thread) { return process == 0 && thread == 1; };
-  auto only_worker = exporter::CallTree::build(p, fns, o);
+  auto only_worker = sinks::CallTree::build(p, fns, o);
   CHECK(only_worker.total_samples() == 4);
   CHECK(paths(only_worker, fns) == std::map<std::string, uint64_t>{{"main;compute", 4}});
 }

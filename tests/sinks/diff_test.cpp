@@ -25,7 +25,7 @@ model::Profile slower_helper(int extra) {
 }  // namespace
 
 TEST_CASE("diff ranks the function that grew first, with a positive change") {
-  auto d = exporter::diff_profiles(test::sink_profile(), slower_helper(20));
+  auto d = sinks::diff_profiles(test::sink_profile(), slower_helper(20));
   CHECK(d.base_samples == 20);
   CHECK(d.new_samples == 40);
   REQUIRE(d.rows.size() >= 3);
@@ -35,7 +35,7 @@ TEST_CASE("diff ranks the function that grew first, with a positive change") {
   CHECK(d.rows[0].self_change() == Approx(37.5));
   CHECK(d.rows[1].name == "compute");  // 50% -> 25%
   CHECK(d.rows[1].self_change() == Approx(-25.0));
-  std::string table = exporter::format_diff(d, 2);
+  std::string table = sinks::format_diff(d, 2);
   INFO(table);
   CHECK(table.find("25.00%  62.50%  +37.50%") != std::string::npos);
   CHECK(table.find("compute") != std::string::npos);
@@ -43,7 +43,7 @@ TEST_CASE("diff ranks the function that grew first, with a positive change") {
 }
 
 TEST_CASE("the same profile twice changes nothing") {
-  auto d = exporter::diff_profiles(test::sink_profile(), test::sink_profile());
+  auto d = sinks::diff_profiles(test::sink_profile(), test::sink_profile());
   for (const auto& r : d.rows) {
     CHECK(r.self_change() == Approx(0));
     CHECK(r.total_change() == Approx(0));
@@ -52,9 +52,9 @@ TEST_CASE("the same profile twice changes nothing") {
 
 TEST_CASE("differential flame graph: widths from NEW, red where the share grew") {
   test::TempDir dir;
-  exporter::SvgOptions o;
+  sinks::SvgOptions o;
   o.min_width = 0;
-  REQUIRE(exporter::write_diff_svg(test::sink_profile(), slower_helper(20), dir.file("d.svg"), o));
+  REQUIRE(sinks::write_diff_svg(test::sink_profile(), slower_helper(20), dir.file("d.svg"), o));
   CHECK(test::run({"xmllint", "--noout", dir.file("d.svg")}).status == 0);
   std::string svg = test::read_profile_text(dir.file("d.svg"));
   CHECK(svg.find("Differential Flame Graph") != std::string::npos);
@@ -72,7 +72,7 @@ TEST_CASE("the diff table prints function names with control characters escaped"
   auto s = next.stacks.intern_path(path);
   for (int i = 0; i < 20; ++i)
     next.processes[0].threads[0].samples.push_back({test::kSinkT0 + 99'000'000, s, 1});
-  const std::string table = exporter::format_diff(exporter::diff_profiles(test::sink_profile(), next), 10);
+  const std::string table = sinks::format_diff(sinks::diff_profiles(test::sink_profile(), next), 10);
   INFO(table);
   CHECK(table.find('\x1b') == std::string::npos);
   CHECK(table.find("\\e[2Jclear\n") != std::string::npos);

@@ -38,8 +38,8 @@ std::vector<Box> boxes(const std::string& svg) {
   return out;
 }
 
-std::string svg_of(const model::Profile& p, const exporter::SvgOptions& o, test::TempDir& dir) {
-  REQUIRE(exporter::write_flamegraph_svg(p, dir.file("fg.svg"), o));
+std::string svg_of(const model::Profile& p, const sinks::SvgOptions& o, test::TempDir& dir) {
+  REQUIRE(sinks::write_flamegraph_svg(p, dir.file("fg.svg"), o));
   auto lint = test::run({"xmllint", "--noout", dir.file("fg.svg")});
   INFO(lint.err);
   CHECK(lint.status == 0);
@@ -50,7 +50,7 @@ std::string svg_of(const model::Profile& p, const exporter::SvgOptions& o, test:
 
 TEST_CASE("flame graph SVG: XML, every function, widths that add up") {
   test::TempDir dir;
-  exporter::SvgOptions o;
+  sinks::SvgOptions o;
   o.min_width = 0;
   std::string svg = svg_of(test::sink_profile(), o, dir);
   auto bs = boxes(svg);
@@ -92,7 +92,7 @@ TEST_CASE("flame graph SVG: XML, every function, widths that add up") {
 
 TEST_CASE("flame graph SVG: icicle, categories, narrow boxes left out, escaping") {
   test::TempDir dir;
-  exporter::SvgOptions o;
+  sinks::SvgOptions o;
   o.icicle = true;
   o.min_width = 0;
   auto bs = boxes(svg_of(test::sink_profile(), o, dir));
@@ -124,7 +124,7 @@ TEST_CASE("flame graph SVG: icicle, categories, narrow boxes left out, escaping"
 // the boxes and a search from the address (?s=) colours the matches and reports the share they cover.
 TEST_CASE("flame graph SVG: the viewer searches in headless Chromium") {
   test::TempDir dir;
-  exporter::SvgOptions o;
+  sinks::SvgOptions o;
   o.min_width = 0;
   auto bs = boxes(svg_of(test::sink_profile(), o, dir));
   // The expected share from the boxes themselves: `compute` is one box.

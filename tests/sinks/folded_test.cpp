@@ -36,9 +36,9 @@ std::map<std::string, uint64_t> parse_folded(const std::string& text) {
   return out;
 }
 
-std::string folded(const model::Profile& p, const exporter::FoldedOptions& o) {
+std::string folded(const model::Profile& p, const sinks::FoldedOptions& o) {
   test::TempDir dir;
-  REQUIRE(exporter::write_folded(p, dir.file("out.folded"), o));
+  REQUIRE(sinks::write_folded(p, dir.file("out.folded"), o));
   return test::read_profile_text(dir.file("out.folded"));
 }
 
@@ -59,7 +59,7 @@ TEST_CASE("folded stacks: exact paths and counts, sorted like flamegraph.pl") {
 }
 
 TEST_CASE("folded stacks: process and thread roots, annotations") {
-  exporter::FoldedOptions o;
+  sinks::FoldedOptions o;
   o.tree.process_roots = o.tree.thread_roots = true;
   o.annotate = true;
   auto got = parse_folded(folded(test::sink_profile(), o));
@@ -83,9 +83,9 @@ TEST_CASE("folded stacks: separators in names cannot split frames") {
 
 TEST_CASE("folded stacks to a gzip file and to an unwritable place") {
   test::TempDir dir;
-  REQUIRE(exporter::write_folded(test::sink_profile(), dir.file("out.folded.gz"), {}));
+  REQUIRE(sinks::write_folded(test::sink_profile(), dir.file("out.folded.gz"), {}));
   CHECK(test::read_profile_text(dir.file("out.folded.gz")).starts_with("main;compute 10\n"));
-  auto s = exporter::write_folded(test::sink_profile(), dir.file("missing/dir/out.folded"), {});
+  auto s = sinks::write_folded(test::sink_profile(), dir.file("missing/dir/out.folded"), {});
   REQUIRE(!s);
   CHECK(s.error().find("missing/dir") != std::string::npos);
 }

@@ -10,12 +10,12 @@ using namespace fxprof;
 
 TEST_CASE("frames become functions") {
   model::Profile p = test::sink_profile();
-  exporter::FunctionTable fns(p);
+  sinks::FunctionTable fns(p);
   model::FrameId native = p.native_frame(0x7f0000001234);  // already interned: same id
   auto in_child = fns.lines(1, native);
   REQUIRE(in_child.size() == 1);
   CHECK(fns.function(in_child[0].function).name == "libdemo.so+0x2234");
-  CHECK(fns.function(in_child[0].function).kind == exporter::FunctionKind::User);
+  CHECK(fns.function(in_child[0].function).kind == sinks::FunctionKind::User);
   REQUIRE(fns.function(in_child[0].function).lib >= 0);
   CHECK(fns.libs()[static_cast<size_t>(fns.function(in_child[0].function).lib)].code_id ==
         "ddccbbaaffee11002233445566778899");
@@ -25,7 +25,7 @@ TEST_CASE("frames become functions") {
 
   model::FrameId k = p.kernel_frame(0xffffffff81000010);
   CHECK(fns.function(fns.lines(0, k)[0].function).name == "ksys_read");
-  CHECK(fns.function(fns.lines(0, k)[0].function).kind == exporter::FunctionKind::Kernel);
+  CHECK(fns.function(fns.lines(0, k)[0].function).kind == sinks::FunctionKind::Kernel);
   model::FrameId unnamed_k = p.kernel_frame(0xffffffff81000020);
   CHECK(fns.function(fns.lines(0, unnamed_k)[0].function).name == "[kernel] 0xffffffff81000020");
 

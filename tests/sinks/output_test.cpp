@@ -12,19 +12,19 @@
 using namespace fxprof;
 
 TEST_CASE("default outputs go beside the input") {
-  CHECK(exporter::output_beside("/tmp/p.json.gz", ".svg") == "/tmp/p.svg");
-  CHECK(exporter::output_beside("p.json", ".folded") == "p.folded");
-  CHECK(exporter::output_beside("run", ".pb.gz") == "run.pb.gz");
+  CHECK(sinks::output_beside("/tmp/p.json.gz", ".svg") == "/tmp/p.svg");
+  CHECK(sinks::output_beside("p.json", ".folded") == "p.folded");
+  CHECK(sinks::output_beside("run", ".pb.gz") == "run.pb.gz");
 }
 
 TEST_CASE("a file output appears only when finished") {
   test::TempDir dir;
-  auto out = exporter::open_output(dir.file("x.txt"));
+  auto out = sinks::open_output(dir.file("x.txt"));
   REQUIRE(out);
   (*out)->write("hello\n");
   REQUIRE((*out)->finish());
   CHECK(test::read_profile_text(dir.file("x.txt")) == "hello\n");
-  auto bad = exporter::open_output(dir.file("no/such/dir/x"));
+  auto bad = sinks::open_output(dir.file("no/such/dir/x"));
   CHECK(!bad);
 }
 
@@ -32,7 +32,7 @@ TEST_CASE("a JSON writer over an output file, plain or gzip") {
   test::TempDir dir;
   for (std::string name : {"x.json", "x.json.gz"}) {
     std::string path = dir.file(name);
-    auto out = exporter::OutputFile::create(path);
+    auto out = sinks::OutputFile::create(path);
     REQUIRE(out);
     {
       JsonWriter w(**out);
@@ -50,7 +50,7 @@ TEST_CASE("an output file that is never finished leaves nothing behind") {
   test::TempDir dir;
   std::string path = dir.file("p.json.gz");
   {
-    auto out = exporter::OutputFile::create(path);
+    auto out = sinks::OutputFile::create(path);
     REQUIRE(out);
     (*out)->write("{\"partial\":");
   }
@@ -60,7 +60,7 @@ TEST_CASE("an output file that is never finished leaves nothing behind") {
 }
 
 TEST_CASE("an output file in a missing folder is a clear error") {
-  auto out = exporter::OutputFile::create("/nonexistent-dir/p.json");
+  auto out = sinks::OutputFile::create("/nonexistent-dir/p.json");
   REQUIRE_FALSE(out);
   CHECK(out.error().find("cannot create /nonexistent-dir/p.json") == 0);
   CHECK(out.error().find("No such file or directory") != std::string::npos);

@@ -45,7 +45,7 @@ std::map<std::string, std::pair<long, long>> top_rows(const std::string& out) {
 TEST_CASE("go tool pprof reads the export: top functions, totals, traces, build IDs") {
   test::TempDir dir;
   const std::string file = dir.file("profile.pb.gz");
-  REQUIRE(exporter::write_pprof(test::sink_profile(), file));
+  REQUIRE(sinks::write_pprof(test::sink_profile(), file));
   CHECK(test::read_profile_text(file).size() > 0);
 
   auto top = pprof(dir, {"-top", "-sample_index=samples", file});

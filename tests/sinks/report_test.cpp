@@ -27,8 +27,8 @@ model::Profile with_losses() {
 }  // namespace
 
 TEST_CASE("report per process: top functions, totals, losses") {
-  exporter::ReportOptions o;
-  auto r = exporter::make_report(with_losses(), o);
+  sinks::ReportOptions o;
+  auto r = sinks::make_report(with_losses(), o);
   CHECK(r.samples == 21);
   CHECK(r.samples_without_stack == 1);
   CHECK(r.lost_records == 7);
@@ -52,7 +52,7 @@ TEST_CASE("report per process: top functions, totals, losses") {
   CHECK(child.samples == 3);
   CHECK(child.by_self[0].name == "libdemo.so+0x2234");
 
-  std::string text = exporter::format_report(r, o);
+  std::string text = sinks::format_report(r, o);
   INFO(text);
   CHECK(text.find("21 samples in 3 threads of 2 processes; 7 lost records; 1 unwind failures") !=
         std::string::npos);
@@ -61,11 +61,11 @@ TEST_CASE("report per process: top functions, totals, losses") {
 }
 
 TEST_CASE("report per thread, limit, no inline, tree") {
-  exporter::ReportOptions o;
+  sinks::ReportOptions o;
   o.per_thread = true;
   o.limit = 1;
   o.tree = true;
-  auto r = exporter::make_report(test::sink_profile(), o);
+  auto r = sinks::make_report(test::sink_profile(), o);
   REQUIRE(r.sections.size() == 3);
   CHECK(r.sections[0].thread_name == "app");
   CHECK(r.sections[0].samples == 13);
@@ -81,7 +81,7 @@ TEST_CASE("report per thread, limit, no inline, tree") {
   REQUIRE(!main_node.children.empty());
   CHECK(main_node.children[0].name == "compute");  // largest first
   CHECK(main_node.children[0].total == 9);
-  std::string text = exporter::format_report(r, o);
+  std::string text = sinks::format_report(r, o);
   INFO(text);
   CHECK(text.find("  100.00%   0.00%  main\n   69.23%  38.46%    compute\n") != std::string::npos);
 }
@@ -89,11 +89,11 @@ TEST_CASE("report per thread, limit, no inline, tree") {
 TEST_CASE("report as JSON") {
   test::TempDir dir;
   {
-    auto out = exporter::OutputFile::create(dir.file("r.json"));
+    auto out = sinks::OutputFile::create(dir.file("r.json"));
     REQUIRE(out);
     {
       JsonWriter w(**out);
-      exporter::write_report_json(exporter::make_report(with_losses(), {}), w);
+      sinks::write_report_json(sinks::make_report(with_losses(), {}), w);
     }
     REQUIRE((*out)->finish());
   }
@@ -109,8 +109,8 @@ TEST_CASE("report as JSON") {
 }
 
 TEST_CASE("the summary after recording names the top self functions") {
-  CHECK(exporter::top_self_summary(test::sink_profile(), 2) == "compute 50.0%, helper 25.0%");
-  CHECK(exporter::top_self_summary(model::Profile{}, 5).empty());
+  CHECK(sinks::top_self_summary(test::sink_profile(), 2) == "compute 50.0%, helper 25.0%");
+  CHECK(sinks::top_self_summary(model::Profile{}, 5).empty());
 }
 
 TEST_CASE("names from the file reach the terminal with their control characters escaped") {
@@ -128,10 +128,10 @@ TEST_CASE("names from the file reach the terminal with their control characters 
     p.processes[0].threads[0].samples.push_back({test::kSinkT0 + 99'000'000, s, 1});
   p.meta.data_quality.push_back({"Deleted while running, not readable: /tmp/\x1b[31mx", 1});
   for (bool per_thread : {false, true}) {
-    exporter::ReportOptions o;
+    sinks::ReportOptions o;
     o.per_thread = per_thread;
     o.tree = true;
-    const std::string text = exporter::format_report(exporter::make_report(p, o), o);
+    const std::string text = sinks::format_report(sinks::make_report(p, o), o);
     INFO(text);
     for (char c : text) CHECK((c == '\n' || static_cast<unsigned char>(c) >= 0x20));
     CHECK(text.find("\xc2\x9b") == std::string::npos);
@@ -143,5 +143,5 @@ TEST_CASE("names from the file reach the terminal with their control characters 
     else
       CHECK(text.find("process app\\e[2J (pid 10): ") != std::string::npos);
   }
-  CHECK(exporter::top_self_summary(p, 1).starts_with("evil\\e]52;c;cm0gLXJm\\x07\\u009b1m "));
+  CHECK(sinks::top_self_summary(p, 1).starts_with("evil\\e]52;c;cm0gLXJm\\x07\\u009b1m "));
 }
