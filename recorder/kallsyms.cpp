@@ -13,77 +13,77 @@
 
 namespace fxprof::recorder {
 
-namespace {
-
-// For each query address (sorted), the greatest text symbol at or below it. kallsyms is streamed through a
-// small buffer: each symbol lands on the first query at or above it (best[i] = max), and a prefix maximum
-// at the end extends it to the later queries. O(lines x log queries), no copy of the 5 MB file.
-struct Best {
-  uint64_t addr = 0;
-  bool found = false;
-  std::string name;
-};
-
-void consider(std::string_view line, const std::vector<uint64_t>& queries, std::vector<Best>& best) {
-  // "ffffffff81000000 T _text\t[module]"
-  size_t i = 0;
-  uint64_t addr = 0;
-  for (; i < line.size() && line[i] != ' '; ++i) {
-    char c = line[i];
-    addr = addr * 16 + static_cast<uint64_t>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
-  }
-  if (i + 3 >= line.size()) return;
-  char type = line[i + 1];
-  if (type != 't' && type != 'T' && type != 'w' && type != 'W') return;
-  auto it = std::lower_bound(queries.begin(), queries.end(), addr);
-  if (it == queries.end()) return;
-  Best& b = best[static_cast<size_t>(it - queries.begin())];
-  // Aliases at one address (`__pi___x86_indirect_thunk_rax`, then `__x86_indirect_thunk_rax`): the last one
-  // listed wins, as in perf, whose end fixup leaves only the last alias a non-zero size.
-  if (b.found && b.addr > addr) return;
-  size_t name_start = i + 3;
-  size_t name_end = line.find_first_of(" \t", name_start);
-  if (name_end == std::string_view::npos) name_end = line.size();
-  b.addr = addr;
-  b.found = true;
-  b.name.assign(line.substr(name_start, name_end - name_start));
-}
-
-}  // namespace
-
-std::vector<std::string> read_kallsyms(std::span<const uint64_t> addrs) {
-  const std::vector<uint64_t> queries(addrs.begin(), addrs.end());
-  std::vector<Best> best(queries.size());
-  if (queries.empty()) return {};
+KernelSymbols KernelSymbols::read() {
+  KernelSymbols t;
   UniqueFd fd(open("/proc/kallsyms", O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return {};
+  if (!fd.valid()) return t;
+  t.syms_.reserve(1 << 17);
+  t.names_.reserve(size_t{3} << 20);
+  // "ffffffff81000000 T _text\t[module]": the kernel hands it out 4 KiB a read; streamed through a small
+  // buffer, no copy of the 5 MB text.
   std::vector<char> buf(1 << 17);
   size_t have = 0;
   bool any_address = false;
+  auto consider = [&](std::string_view line) {
+    size_t i = 0;
+    uint64_t addr = 0;
+    for (; i < line.size() && line[i] != ' '; ++i) {
+      char c = line[i];
+      addr = addr * 16 + static_cast<uint64_t>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+    }
+    any_address |= addr != 0;
+    if (i + 3 >= line.size()) return;
+    char type = line[i + 1];
+    if (type != 't' && type != 'T' && type != 'w' && type != 'W') return;
+    size_t name_start = i + 3;
+    size_t name_end = line.find_first_of(" \t", name_start);
+    if (name_end == std::string_view::npos) name_end = line.size();
+    t.syms_.push_back({addr, static_cast<uint32_t>(t.names_.size()), static_cast<uint32_t>(name_end - name_start)});
+    t.names_.append(line.substr(name_start, name_end - name_start));
+  };
   for (;;) {
-    ssize_t n = read(fd.get(), buf.data() + have, buf.size() - have);
+    ssize_t n = ::read(fd.get(), buf.data() + have, buf.size() - have);
     if (n <= 0) break;
     have += static_cast<size_t>(n);
     size_t pos = 0;
     for (;;) {
       auto* nl = static_cast<char*>(std::memchr(buf.data() + pos, '\n', have - pos));
       if (!nl) break;
-      std::string_view line(buf.data() + pos, static_cast<size_t>(nl - (buf.data() + pos)));
-      if (!any_address && line.size() > 16 && line.find_first_not_of('0', 0) < 16) any_address = true;
-      consider(line, queries, best);
+      consider(std::string_view(buf.data() + pos, static_cast<size_t>(nl - (buf.data() + pos))));
       pos = static_cast<size_t>(nl - buf.data()) + 1;
     }
     std::memmove(buf.data(), buf.data() + pos, have - pos);
     have -= pos;
     if (have == buf.size()) have = 0;  // an absurdly long line: drop it
   }
-  if (!any_address) return {};  // kernel.kptr_restrict hides addresses
-  for (size_t i = 1; i < best.size(); ++i)
-    if (best[i - 1].found && (!best[i].found || best[i].addr < best[i - 1].addr)) best[i] = best[i - 1];
-  std::vector<std::string> names(best.size());
-  for (size_t i = 0; i < best.size(); ++i)
-    if (best[i].found) names[i] = std::move(best[i].name);
-  return names;
+  if (!any_address) return KernelSymbols{};  // kernel.kptr_restrict hides addresses
+  // vmlinux's symbols come sorted, the modules' and BPF programs' after them. Stable: of several names at
+  // one address the last listed stays last, and names() picks it (`__pi___x86_indirect_thunk_rax`, then
+  // `__x86_indirect_thunk_rax`: perf's end fixup leaves only the last alias a non-zero size).
+  auto by_addr = [](const Sym& a, const Sym& b) { return a.addr < b.addr; };
+  if (!std::is_sorted(t.syms_.begin(), t.syms_.end(), by_addr))
+    std::stable_sort(t.syms_.begin(), t.syms_.end(), by_addr);
+  t.syms_.shrink_to_fit();
+  t.names_.shrink_to_fit();
+  return t;
+}
+
+std::vector<std::string> KernelSymbols::names(std::span<const uint64_t> addrs) const {
+  if (syms_.empty()) return {};
+  std::vector<std::string> out(addrs.size());
+  for (size_t i = 0; i < addrs.size(); ++i) {
+    auto it = std::upper_bound(syms_.begin(), syms_.end(), addrs[i],
+                               [](uint64_t a, const Sym& s) { return a < s.addr; });
+    if (it == syms_.begin()) continue;
+    --it;
+    out[i].assign(names_, it->name, it->len);
+  }
+  return out;
+}
+
+std::vector<std::string> read_kallsyms(std::span<const uint64_t> addrs) {
+  if (addrs.empty()) return {};
+  return KernelSymbols::read().names(addrs);
 }
 
 size_t name_kernel_frames(model::Profile& profile, Procfs& procfs) {
