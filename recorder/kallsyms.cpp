@@ -4,10 +4,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <unordered_map>
+#include <utility>
+#include <memory>
 #include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <libdeflate.h>
 
 #include "base/fd.h"
 
@@ -17,13 +24,31 @@ KernelSymbols KernelSymbols::read() {
   KernelSymbols t;
   UniqueFd fd(open("/proc/kallsyms", O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return t;
-  t.syms_.reserve(1 << 17);
-  t.names_.reserve(size_t{3} << 20);
+  // libdeflate's fastest level: 3 MB of names in a few ms (zlib's level 1 took 4x longer, beside the program).
+  std::unique_ptr<libdeflate_compressor, decltype(&libdeflate_free_compressor)> deflater(
+      libdeflate_alloc_compressor(1), &libdeflate_free_compressor);
+  if (!deflater) return t;
+  std::string text;  // the lines of the block being filled
+  std::string packed;
+  size_t in_block = 0;
+  Block open_block;
+  auto seal = [&] {
+    if (in_block == 0) return;
+    packed.resize(libdeflate_deflate_compress_bound(deflater.get(), text.size()));
+    packed.resize(
+        libdeflate_deflate_compress(deflater.get(), text.data(), text.size(), packed.data(), packed.size()));
+    open_block.packed.assign(packed);  // exactly its size (empty if it failed: its names read as "")
+    t.blocks_.push_back(std::move(open_block));
+    open_block = Block{};
+    text.clear();
+    in_block = 0;
+  };
   // "ffffffff81000000 T _text\t[module]": the kernel hands it out 4 KiB a read; streamed through a small
   // buffer, no copy of the 5 MB text.
-  std::vector<char> buf(1 << 17);
+  std::vector<char> buf(1 << 16);
   size_t have = 0;
   bool any_address = false;
+  uint64_t previous = 0;
   auto consider = [&](std::string_view line) {
     size_t i = 0;
     uint64_t addr = 0;
@@ -38,8 +63,18 @@ KernelSymbols KernelSymbols::read() {
     size_t name_start = i + 3;
     size_t name_end = line.find_first_of(" \t", name_start);
     if (name_end == std::string_view::npos) name_end = line.size();
-    t.syms_.push_back({addr, static_cast<uint32_t>(t.names_.size()), static_cast<uint32_t>(name_end - name_start)});
-    t.names_.append(line.substr(name_start, name_end - name_start));
+    const bool new_run = t.count_ == 0 || addr < previous;
+    if (new_run || in_block == kBlock) seal();
+    if (new_run) t.run_starts_.push_back(t.blocks_.size());
+    if (in_block == 0) open_block.first = addr;
+    open_block.last = addr;
+    previous = addr;
+    char hex[20];
+    const int n = std::snprintf(hex, sizeof hex, "%" PRIx64 " ", addr - open_block.first);
+    text.append(hex, static_cast<size_t>(n)).append(line.substr(name_start, name_end - name_start));
+    text.push_back('\n');
+    ++in_block;
+    ++t.count_;
   };
   for (;;) {
     ssize_t n = ::read(fd.get(), buf.data() + have, buf.size() - have);
@@ -56,27 +91,80 @@ KernelSymbols KernelSymbols::read() {
     have -= pos;
     if (have == buf.size()) have = 0;  // an absurdly long line: drop it
   }
+  seal();
   if (!any_address) return KernelSymbols{};  // kernel.kptr_restrict hides addresses
-  // vmlinux's symbols come sorted, the modules' and BPF programs' after them. Stable: of several names at
-  // one address the last listed stays last, and names() picks it (`__pi___x86_indirect_thunk_rax`, then
-  // `__x86_indirect_thunk_rax`: perf's end fixup leaves only the last alias a non-zero size).
-  auto by_addr = [](const Sym& a, const Sym& b) { return a.addr < b.addr; };
-  if (!std::is_sorted(t.syms_.begin(), t.syms_.end(), by_addr))
-    std::stable_sort(t.syms_.begin(), t.syms_.end(), by_addr);
-  t.syms_.shrink_to_fit();
-  t.names_.shrink_to_fit();
+  t.blocks_.shrink_to_fit();
   return t;
 }
 
+size_t KernelSymbols::memory_bytes() const {
+  size_t n = blocks_.capacity() * sizeof(Block) + run_starts_.capacity() * sizeof(size_t);
+  for (const Block& b : blocks_) n += b.packed.capacity() > 15 ? b.packed.capacity() + 1 : 0;
+  return n;
+}
+
 std::vector<std::string> KernelSymbols::names(std::span<const uint64_t> addrs) const {
-  if (syms_.empty()) return {};
+  if (blocks_.empty()) return {};
   std::vector<std::string> out(addrs.size());
+  std::unique_ptr<libdeflate_decompressor, decltype(&libdeflate_free_decompressor)> inflater(
+      libdeflate_alloc_decompressor(), &libdeflate_free_decompressor);
+  if (!inflater) return out;
+  // The inflated blocks of this call: (address, name) in the order listed.
+  std::unordered_map<size_t, std::vector<std::pair<uint64_t, std::string>>> inflated;
+  auto entries = [&](size_t b) -> const std::vector<std::pair<uint64_t, std::string>>& {
+    auto [it, fresh] = inflated.try_emplace(b);
+    if (!fresh) return it->second;
+    std::string text(kBlock * 320, '\0');
+    size_t size = 0;
+    libdeflate_result rc;
+    // Long names: inflated again with room enough.
+    while ((rc = libdeflate_deflate_decompress(inflater.get(), blocks_[b].packed.data(), blocks_[b].packed.size(),
+                                               text.data(), text.size(), &size)) ==
+               LIBDEFLATE_INSUFFICIENT_SPACE &&
+           text.size() < (size_t{64} << 20))
+      text.resize(text.size() * 4);
+    if (rc != LIBDEFLATE_SUCCESS) size = 0;
+    for (size_t pos = 0; pos < size;) {
+      size_t nl = text.find('\n', pos);
+      if (nl == std::string::npos || nl > size) nl = size;
+      const std::string_view line(text.data() + pos, nl - pos);
+      const size_t sp = line.find(' ');
+      uint64_t off = 0;
+      for (size_t i = 0; i < sp && i < line.size(); ++i) {
+        char c = line[i];
+        off = off * 16 + static_cast<uint64_t>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+      }
+      if (sp != std::string_view::npos) it->second.emplace_back(blocks_[b].first + off, line.substr(sp + 1));
+      pos = nl + 1;
+    }
+    return it->second;
+  };
   for (size_t i = 0; i < addrs.size(); ++i) {
-    auto it = std::upper_bound(syms_.begin(), syms_.end(), addrs[i],
-                               [](uint64_t a, const Sym& s) { return a < s.addr; });
-    if (it == syms_.begin()) continue;
-    --it;
-    out[i].assign(names_, it->name, it->len);
+    const uint64_t q = addrs[i];
+    bool found = false;
+    uint64_t best = 0;
+    const std::string* name = nullptr;
+    // The greatest address at or below q in each run; of equal ones the last listed (later runs win ties).
+    for (size_t r = 0; r < run_starts_.size(); ++r) {
+      const auto from = blocks_.begin() + static_cast<ptrdiff_t>(run_starts_[r]);
+      const auto to = r + 1 < run_starts_.size() ? blocks_.begin() + static_cast<ptrdiff_t>(run_starts_[r + 1])
+                                                 : blocks_.end();
+      auto it = std::upper_bound(from, to, q, [](uint64_t v, const Block& b) { return v < b.first; });
+      if (it == from) continue;
+      --it;
+      if (found && std::min(q, it->last) < best) continue;  // cannot reach the best so far
+      const auto& e = entries(static_cast<size_t>(it - blocks_.begin()));
+      auto at = std::upper_bound(e.begin(), e.end(), q,
+                                 [](uint64_t v, const std::pair<uint64_t, std::string>& s) { return v < s.first; });
+      if (at == e.begin()) continue;
+      --at;
+      if (!found || at->first >= best) {
+        found = true;
+        best = at->first;
+        name = &at->second;
+      }
+    }
+    if (found) out[i] = *name;
   }
   return out;
 }
