@@ -3,7 +3,7 @@
 // /proc/kallsyms is ~120k lines that the kernel generates on every read: ~40 ms of CPU on this VM, 150-300 ms
 // of wall time under load. A recording therefore starts reading it in the background when it begins
 // (Procfs::prefetch_kernel_symbols: the text symbols of a whole boot do not change while a program runs) and
-// the end only looks its frames up in that table; only text symbols are kept (0.9 MB for 122k symbols, freed
+// the end only looks its frames up in that table; only text symbols are kept (1 MB for 122k symbols, freed
 // once the frames are named).
 #pragma once
 
@@ -23,7 +23,7 @@ namespace fxprof::recorder {
 size_t name_kernel_frames(model::Profile& profile, Procfs& procfs);
 
 // The text symbols of /proc/kallsyms, read once. Kept deflated, in blocks of 128 symbols ("<offset from the
-// block's first address in hex> <name>" lines: 0.9 MB for 122k symbols instead of 4 MB; the table lives while
+// block's first address in hex> <name>" lines: 1 MB for 122k symbols instead of 5 MB; the table lives while
 // the program runs, at record's peak memory); only the blocks of the addresses asked are inflated.
 class KernelSymbols {
  public:

@@ -89,3 +89,11 @@ TEST_CASE("kernel frames: a prefetched kallsyms names them as a read at the end 
   live.prefetch_kernel_symbols();
   CHECK(live.kernel_symbols(addrs) == direct);
 }
+
+TEST_CASE("kernel frames: the table read while the program runs stays small", "[recorder]") {
+  // It is alive when record's memory peaks (the ring buffers): deflated blocks, not 120k strings.
+  const auto table = fxprof::recorder::KernelSymbols::read();
+  REQUIRE(table.size() > 1000);
+  WARN(table.size() << " symbols in " << table.memory_bytes() << " bytes");
+  CHECK(table.memory_bytes() < table.size() * 12);  // 122k symbols here: 1.5 MB at most
+}
