@@ -1,20 +1,19 @@
 #include "recorder/kallsyms.h"
 
 #include <fcntl.h>
+#include <libdeflate.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
-#include <unordered_map>
-#include <utility>
-#include <memory>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
-
-#include <libdeflate.h>
 
 #include "base/fd.h"
 
@@ -24,7 +23,8 @@ KernelSymbols KernelSymbols::read() {
   KernelSymbols t;
   UniqueFd fd(open("/proc/kallsyms", O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return t;
-  // libdeflate's fastest level: 3 MB of names in a few ms (zlib's level 1 took 4x longer, beside the program).
+  // libdeflate's fastest level: 3 MB of names in a few ms (zlib's level 1 took 4x longer, beside the
+  // program).
   std::unique_ptr<libdeflate_compressor, decltype(&libdeflate_free_compressor)> deflater(
       libdeflate_alloc_compressor(1), &libdeflate_free_compressor);
   if (!deflater) return t;
@@ -118,8 +118,8 @@ std::vector<std::string> KernelSymbols::names(std::span<const uint64_t> addrs) c
     size_t size = 0;
     libdeflate_result rc;
     // Long names: inflated again with room enough.
-    while ((rc = libdeflate_deflate_decompress(inflater.get(), blocks_[b].packed.data(), blocks_[b].packed.size(),
-                                               text.data(), text.size(), &size)) ==
+    while ((rc = libdeflate_deflate_decompress(inflater.get(), blocks_[b].packed.data(),
+                                               blocks_[b].packed.size(), text.data(), text.size(), &size)) ==
                LIBDEFLATE_INSUFFICIENT_SPACE &&
            text.size() < (size_t{64} << 20))
       text.resize(text.size() * 4);
@@ -147,15 +147,17 @@ std::vector<std::string> KernelSymbols::names(std::span<const uint64_t> addrs) c
     // The greatest address at or below q in each run; of equal ones the last listed (later runs win ties).
     for (size_t r = 0; r < run_starts_.size(); ++r) {
       const auto from = blocks_.begin() + static_cast<ptrdiff_t>(run_starts_[r]);
-      const auto to = r + 1 < run_starts_.size() ? blocks_.begin() + static_cast<ptrdiff_t>(run_starts_[r + 1])
-                                                 : blocks_.end();
+      const auto to = r + 1 < run_starts_.size()
+                          ? blocks_.begin() + static_cast<ptrdiff_t>(run_starts_[r + 1])
+                          : blocks_.end();
       auto it = std::upper_bound(from, to, q, [](uint64_t v, const Block& b) { return v < b.first; });
       if (it == from) continue;
       --it;
       if (found && std::min(q, it->last) < best) continue;  // cannot reach the best so far
       const auto& e = entries(static_cast<size_t>(it - blocks_.begin()));
-      auto at = std::upper_bound(e.begin(), e.end(), q,
-                                 [](uint64_t v, const std::pair<uint64_t, std::string>& s) { return v < s.first; });
+      auto at =
+          std::upper_bound(e.begin(), e.end(), q,
+                           [](uint64_t v, const std::pair<uint64_t, std::string>& s) { return v < s.first; });
       if (at == e.begin()) continue;
       --at;
       if (!found || at->first >= best) {

@@ -48,7 +48,8 @@ class KernelSymbols {
   size_t count_ = 0;
 };
 
-// /proc/kallsyms itself (live_procfs().kernel_symbols without a prefetch): KernelSymbols::read().names(addrs).
+// /proc/kallsyms itself (live_procfs().kernel_symbols without a prefetch):
+// KernelSymbols::read().names(addrs).
 std::vector<std::string> read_kallsyms(std::span<const uint64_t> addrs);
 
 }  // namespace fxprof::recorder

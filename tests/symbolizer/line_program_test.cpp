@@ -270,7 +270,8 @@ TEST_CASE("inflated debug sections: the bytes libelf's inflation gives, seen unc
       size_t n = 0;
       Dwarf_CU* cu = nullptr;
       Dwarf_Die cudie;
-      while (dwarf_get_units(dw, cu, &cu, nullptr, nullptr, &cudie, nullptr) == 0) n += dwarf_tag(&cudie) != 0;
+      while (dwarf_get_units(dw, cu, &cu, nullptr, nullptr, &cudie, nullptr) == 0)
+        n += dwarf_tag(&cudie) != 0;
       dwarf_end(dw);
       return n;
     };
