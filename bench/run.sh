@@ -10,6 +10,9 @@ cmake --build "$build" --target fxprof fxprof_demo fxprof_test_programs benches 
 echo "== recording (bench/record.sh)"
 bash "$here/record.sh" "$build"
 echo
+echo "== what the user waits for after the program's exit (bench/latency.sh)"
+bash "$here/latency.sh" "$build"
+echo
 echo "== unwinding (bench/unwind.sh)"
 sh "$here/unwind.sh" "$build"
 echo

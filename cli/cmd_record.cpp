@@ -1,7 +1,9 @@
 // `fxprof record`: launch or attach, record, write the profile, then serve it (or bake symbols in).
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -165,9 +167,26 @@ int cmd_record(std::span<char*> args) {
   // Names the model's frames (only the addresses samples use), then what needs the names: the Lock wait
   // markers' "Held by". One symbolizer for the file, the summary, the exports and the server.
   std::optional<symbolizer::Symbolizer> symbols(std::in_place, serve.symbols);
+  // -v: what the user waits for once the recording ends (the recorder's own finish is in its passes line).
+  using Clock = std::chrono::steady_clock;
+  auto ms_since = [](Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+  };
+  // CPU time of all of fxprof's threads: the wall time above is stretched by whatever else runs.
+  auto cpu_ms = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+  };
+  const Clock::time_point ended = Clock::now();
+  const double cpu_at_end = cpu_ms();
+  pipeline::SymbolicateStats named;
+  double symbols_ms = 0;
   auto name_frames = [&] {
-    pipeline::symbolicate(recording->profile, *symbols);
+    const Clock::time_point t = Clock::now();
+    named = pipeline::symbolicate(recording->profile, *symbols);
     pipeline::add_lock_holders(recording->profile);
+    symbols_ms = ms_since(t);
   };
   // Self-contained: symbolicate the model and write the file once.
   if ((symbolicate == 1 || (symbolicate == -1 && save_only)) && !hold.interrupted()) {
@@ -183,10 +202,17 @@ int cmd_record(std::span<char*> args) {
       for (const model::Meta::Problem& q : wakes.meta.data_quality) recording->profile.meta.add_problem(q);
     });
   }
+  const Clock::time_point writing = Clock::now();
   if (auto s = gecko::write_gecko_profile(recording->profile, output); !s) {
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
     return exit_status != 0 ? exit_status : 1;
   }
+  if (rec.verbose)
+    std::fprintf(stderr,
+                 "fxprof: after the recording: symbols %.1f ms (%zu binaries, %zu addresses), file %.1f ms, "
+                 "%.1f ms in all (%.1f ms of CPU)\n",
+                 symbols_ms, named.binaries, named.addresses, ms_since(writing), ms_since(ended),
+                 cpu_ms() - cpu_at_end);
   std::fprintf(stderr,
                "fxprof: recorded %.2f s, %llu samples, %u threads, %u processes, %llu lost records -> %s\n",
                st.duration_s, static_cast<unsigned long long>(st.samples), st.threads, st.processes,

@@ -3,6 +3,10 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <future>
+#include <mutex>
+#include <system_error>
+#include <thread>
 
 #include "base/fd.h"
 #include "recorder/kallsyms.h"
@@ -25,8 +29,32 @@ class LiveProcfs final : public Procfs {
     return out;
   }
   std::vector<std::string> kernel_symbols(std::span<const uint64_t> addrs) override {
-    return read_kallsyms(addrs);
+    std::future<KernelSymbols> pending;
+    {
+      std::lock_guard lock(mu_);
+      pending = std::move(prefetch_);
+    }
+    if (!pending.valid()) return read_kallsyms(addrs);
+    return pending.get().names(addrs);
   }
+  void prefetch_kernel_symbols() override {
+    // Detached, so that a recording with no kernel frame to name (or one that failed) does not wait for it
+    // at exit; a table left unused is replaced by the next recording's. The thread inherits the caller's
+    // signal mask: the recording's signals stay with the recorder.
+    std::packaged_task<KernelSymbols()> task([] { return KernelSymbols::read(); });
+    std::future<KernelSymbols> f = task.get_future();
+    try {
+      std::thread(std::move(task)).detach();
+    } catch (const std::system_error&) {
+      return;  // no thread to spare: kernel_symbols() reads kallsyms itself at the end, as without the hint
+    }
+    std::lock_guard lock(mu_);
+    prefetch_ = std::move(f);
+  }
+
+ private:
+  std::mutex mu_;
+  std::future<KernelSymbols> prefetch_;
 };
 
 }  // namespace

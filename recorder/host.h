@@ -35,6 +35,10 @@ class Procfs {
   // The kernel function that holds each of `addrs` (sorted, unique), from /proc/kallsyms: one name per
   // address, "" where none is known; empty when kallsyms hides the addresses (kernel.kptr_restrict).
   virtual std::vector<std::string> kernel_symbols(std::span<const uint64_t> addrs) = 0;
+  // A hint that kernel_symbols() will be asked at the end of this recording: the live /proc starts reading
+  // kallsyms in the background now (the kernel takes 150-300 ms to generate it under load), so the end only
+  // looks the addresses up. The next kernel_symbols() call takes the table (and frees it once answered).
+  virtual void prefetch_kernel_symbols() {}
 };
 
 // The running system's /proc.

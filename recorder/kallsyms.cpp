@@ -1,89 +1,179 @@
 #include "recorder/kallsyms.h"
 
 #include <fcntl.h>
+#include <libdeflate.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/fd.h"
 
 namespace fxprof::recorder {
 
-namespace {
-
-// For each query address (sorted), the greatest text symbol at or below it. kallsyms is streamed through a
-// small buffer: each symbol lands on the first query at or above it (best[i] = max), and a prefix maximum
-// at the end extends it to the later queries. O(lines x log queries), no copy of the 5 MB file.
-struct Best {
-  uint64_t addr = 0;
-  bool found = false;
-  std::string name;
-};
-
-void consider(std::string_view line, const std::vector<uint64_t>& queries, std::vector<Best>& best) {
-  // "ffffffff81000000 T _text\t[module]"
-  size_t i = 0;
-  uint64_t addr = 0;
-  for (; i < line.size() && line[i] != ' '; ++i) {
-    char c = line[i];
-    addr = addr * 16 + static_cast<uint64_t>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
-  }
-  if (i + 3 >= line.size()) return;
-  char type = line[i + 1];
-  if (type != 't' && type != 'T' && type != 'w' && type != 'W') return;
-  auto it = std::lower_bound(queries.begin(), queries.end(), addr);
-  if (it == queries.end()) return;
-  Best& b = best[static_cast<size_t>(it - queries.begin())];
-  // Aliases at one address (`__pi___x86_indirect_thunk_rax`, then `__x86_indirect_thunk_rax`): the last one
-  // listed wins, as in perf, whose end fixup leaves only the last alias a non-zero size.
-  if (b.found && b.addr > addr) return;
-  size_t name_start = i + 3;
-  size_t name_end = line.find_first_of(" \t", name_start);
-  if (name_end == std::string_view::npos) name_end = line.size();
-  b.addr = addr;
-  b.found = true;
-  b.name.assign(line.substr(name_start, name_end - name_start));
-}
-
-}  // namespace
-
-std::vector<std::string> read_kallsyms(std::span<const uint64_t> addrs) {
-  const std::vector<uint64_t> queries(addrs.begin(), addrs.end());
-  std::vector<Best> best(queries.size());
-  if (queries.empty()) return {};
+KernelSymbols KernelSymbols::read() {
+  KernelSymbols t;
   UniqueFd fd(open("/proc/kallsyms", O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return {};
-  std::vector<char> buf(1 << 17);
+  if (!fd.valid()) return t;
+  // libdeflate's fastest level: 3 MB of names in a few ms (zlib's level 1 took 4x longer, beside the
+  // program).
+  std::unique_ptr<libdeflate_compressor, decltype(&libdeflate_free_compressor)> deflater(
+      libdeflate_alloc_compressor(1), &libdeflate_free_compressor);
+  if (!deflater) return t;
+  std::string text;  // the lines of the block being filled
+  std::string packed;
+  size_t in_block = 0;
+  Block open_block;
+  auto seal = [&] {
+    if (in_block == 0) return;
+    packed.resize(libdeflate_deflate_compress_bound(deflater.get(), text.size()));
+    packed.resize(
+        libdeflate_deflate_compress(deflater.get(), text.data(), text.size(), packed.data(), packed.size()));
+    open_block.packed.assign(packed);  // exactly its size (empty if it failed: its names read as "")
+    t.blocks_.push_back(std::move(open_block));
+    open_block = Block{};
+    text.clear();
+    in_block = 0;
+  };
+  // "ffffffff81000000 T _text\t[module]": the kernel hands it out 4 KiB a read; streamed through a small
+  // buffer, no copy of the 5 MB text.
+  std::vector<char> buf(1 << 16);
   size_t have = 0;
   bool any_address = false;
+  uint64_t previous = 0;
+  auto consider = [&](std::string_view line) {
+    size_t i = 0;
+    uint64_t addr = 0;
+    for (; i < line.size() && line[i] != ' '; ++i) {
+      char c = line[i];
+      addr = addr * 16 + static_cast<uint64_t>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+    }
+    any_address |= addr != 0;
+    if (i + 3 >= line.size()) return;
+    char type = line[i + 1];
+    if (type != 't' && type != 'T' && type != 'w' && type != 'W') return;
+    size_t name_start = i + 3;
+    size_t name_end = line.find_first_of(" \t", name_start);
+    if (name_end == std::string_view::npos) name_end = line.size();
+    const bool new_run = t.count_ == 0 || addr < previous;
+    if (new_run || in_block == kBlock) seal();
+    if (new_run) t.run_starts_.push_back(t.blocks_.size());
+    if (in_block == 0) open_block.first = addr;
+    open_block.last = addr;
+    previous = addr;
+    char hex[20];
+    const int n = std::snprintf(hex, sizeof hex, "%" PRIx64 " ", addr - open_block.first);
+    text.append(hex, static_cast<size_t>(n)).append(line.substr(name_start, name_end - name_start));
+    text.push_back('\n');
+    ++in_block;
+    ++t.count_;
+  };
   for (;;) {
-    ssize_t n = read(fd.get(), buf.data() + have, buf.size() - have);
+    ssize_t n = ::read(fd.get(), buf.data() + have, buf.size() - have);
     if (n <= 0) break;
     have += static_cast<size_t>(n);
     size_t pos = 0;
     for (;;) {
       auto* nl = static_cast<char*>(std::memchr(buf.data() + pos, '\n', have - pos));
       if (!nl) break;
-      std::string_view line(buf.data() + pos, static_cast<size_t>(nl - (buf.data() + pos)));
-      if (!any_address && line.size() > 16 && line.find_first_not_of('0', 0) < 16) any_address = true;
-      consider(line, queries, best);
+      consider(std::string_view(buf.data() + pos, static_cast<size_t>(nl - (buf.data() + pos))));
       pos = static_cast<size_t>(nl - buf.data()) + 1;
     }
     std::memmove(buf.data(), buf.data() + pos, have - pos);
     have -= pos;
     if (have == buf.size()) have = 0;  // an absurdly long line: drop it
   }
-  if (!any_address) return {};  // kernel.kptr_restrict hides addresses
-  for (size_t i = 1; i < best.size(); ++i)
-    if (best[i - 1].found && (!best[i].found || best[i].addr < best[i - 1].addr)) best[i] = best[i - 1];
-  std::vector<std::string> names(best.size());
-  for (size_t i = 0; i < best.size(); ++i)
-    if (best[i].found) names[i] = std::move(best[i].name);
-  return names;
+  seal();
+  if (!any_address) return KernelSymbols{};  // kernel.kptr_restrict hides addresses
+  t.blocks_.shrink_to_fit();
+  return t;
+}
+
+size_t KernelSymbols::memory_bytes() const {
+  size_t n = blocks_.capacity() * sizeof(Block) + run_starts_.capacity() * sizeof(size_t);
+  for (const Block& b : blocks_) n += b.packed.capacity() > 15 ? b.packed.capacity() + 1 : 0;
+  return n;
+}
+
+std::vector<std::string> KernelSymbols::names(std::span<const uint64_t> addrs) const {
+  if (blocks_.empty()) return {};
+  std::vector<std::string> out(addrs.size());
+  std::unique_ptr<libdeflate_decompressor, decltype(&libdeflate_free_decompressor)> inflater(
+      libdeflate_alloc_decompressor(), &libdeflate_free_decompressor);
+  if (!inflater) return out;
+  // The inflated blocks of this call: (address, name) in the order listed.
+  std::unordered_map<size_t, std::vector<std::pair<uint64_t, std::string>>> inflated;
+  auto entries = [&](size_t b) -> const std::vector<std::pair<uint64_t, std::string>>& {
+    auto [it, fresh] = inflated.try_emplace(b);
+    if (!fresh) return it->second;
+    std::string text(kBlock * 320, '\0');
+    size_t size = 0;
+    libdeflate_result rc;
+    // Long names: inflated again with room enough.
+    while ((rc = libdeflate_deflate_decompress(inflater.get(), blocks_[b].packed.data(),
+                                               blocks_[b].packed.size(), text.data(), text.size(), &size)) ==
+               LIBDEFLATE_INSUFFICIENT_SPACE &&
+           text.size() < (size_t{64} << 20))
+      text.resize(text.size() * 4);
+    if (rc != LIBDEFLATE_SUCCESS) size = 0;
+    for (size_t pos = 0; pos < size;) {
+      size_t nl = text.find('\n', pos);
+      if (nl == std::string::npos || nl > size) nl = size;
+      const std::string_view line(text.data() + pos, nl - pos);
+      const size_t sp = line.find(' ');
+      uint64_t off = 0;
+      for (size_t i = 0; i < sp && i < line.size(); ++i) {
+        char c = line[i];
+        off = off * 16 + static_cast<uint64_t>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+      }
+      if (sp != std::string_view::npos) it->second.emplace_back(blocks_[b].first + off, line.substr(sp + 1));
+      pos = nl + 1;
+    }
+    return it->second;
+  };
+  for (size_t i = 0; i < addrs.size(); ++i) {
+    const uint64_t q = addrs[i];
+    bool found = false;
+    uint64_t best = 0;
+    const std::string* name = nullptr;
+    // The greatest address at or below q in each run; of equal ones the last listed (later runs win ties).
+    for (size_t r = 0; r < run_starts_.size(); ++r) {
+      const auto from = blocks_.begin() + static_cast<ptrdiff_t>(run_starts_[r]);
+      const auto to = r + 1 < run_starts_.size()
+                          ? blocks_.begin() + static_cast<ptrdiff_t>(run_starts_[r + 1])
+                          : blocks_.end();
+      auto it = std::upper_bound(from, to, q, [](uint64_t v, const Block& b) { return v < b.first; });
+      if (it == from) continue;
+      --it;
+      if (found && std::min(q, it->last) < best) continue;  // cannot reach the best so far
+      const auto& e = entries(static_cast<size_t>(it - blocks_.begin()));
+      auto at =
+          std::upper_bound(e.begin(), e.end(), q,
+                           [](uint64_t v, const std::pair<uint64_t, std::string>& s) { return v < s.first; });
+      if (at == e.begin()) continue;
+      --at;
+      if (!found || at->first >= best) {
+        found = true;
+        best = at->first;
+        name = &at->second;
+      }
+    }
+    if (found) out[i] = *name;
+  }
+  return out;
+}
+
+std::vector<std::string> read_kallsyms(std::span<const uint64_t> addrs) {
+  if (addrs.empty()) return {};
+  return KernelSymbols::read().names(addrs);
 }
 
 size_t name_kernel_frames(model::Profile& profile, Procfs& procfs) {

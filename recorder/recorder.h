@@ -28,8 +28,8 @@
 //    fits. At 1 and 4 kHz nothing is lost; at 10 kHz with DWARF on two busy threads the reader falls behind
 //    and the losses (PERF_RECORD_LOST) become "LostRecords" markers on the thread that was running.
 //  - Start-up: one fork, a probe event, one event and one mmap per CPU: 1-5 ms from record() to the exec.
-//    Exit: the pidfd wakes us at once; the only real cost is /proc/kallsyms (120k lines, ~30 ms of kernel
-//    time idle, 70+ ms on a loaded VM), paid once and only if kernel frames were seen. (perf record spends
+//    Exit: the pidfd wakes us at once; /proc/kallsyms (120k lines, ~40 ms of kernel time, 150+ ms on a
+//    loaded VM) is read by a thread while the program runs (kallsyms.h), so the end only looks names up. (perf record spends
 //    0.24 s at start and up to 1 s at exit here.) Reading, unwinding and interning cost the recording thread
 //    a few % of one CPU for the demo at 1 kHz with DWARF: ~126 ms for 1,330 samples in 2 s, kallsyms included
 //    (Stats::reader_cpu_ms; --verbose prints it).

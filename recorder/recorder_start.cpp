@@ -144,6 +144,8 @@ void Session::size_buffers() {
 // start passes need it before the first event runs.
 Status Session::prepare_builder() {
   if (auto s = choose_config(pids_[0]); !s) return s;
+  // The kernel frames are named at the end from kallsyms, which is slow to generate: read while it runs.
+  if (!cfg_.exclude_kernel) live_procfs().prefetch_kernel_symbols();
   if (opt_.off_cpu) choose_off_cpu(pids_[0]);
   if (!opt_.capture_path.empty()) {
     auto w = CaptureWriter::create(opt_.capture_path);

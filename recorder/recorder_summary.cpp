@@ -13,7 +13,8 @@
 namespace fxprof::recorder::internal {
 
 // Finish: what could only be done once every record is in: waits still open end at the exit, kernel and
-// JIT frames get their names (kallsyms is read once, here), the RSS series become counters.
+// JIT frames get their names (from the kallsyms table read while the program ran), the RSS series become
+// counters.
 Status Session::finish_profile() {
   sink_->on_end(exit_seen_ns_);
   rss_->finish(rec_.profile);

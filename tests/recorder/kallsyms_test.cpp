@@ -3,6 +3,7 @@
 // listed, e.g. `__x86_indirect_thunk_rax` rather than `__pi___x86_indirect_thunk_rax`).
 #include "recorder/kallsyms.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
@@ -62,4 +63,37 @@ TEST_CASE("kernel frames: the function around the address, the alias perf shows"
   CHECK(fxprof::recorder::name_kernel_frames(p, fxprof::recorder::live_procfs()) == 2);
   CHECK(p.strings.get(p.frames.get(fa).name) == alias_last->name);
   CHECK(p.strings.get(p.frames.get(fs).name) == "schedule");
+}
+
+TEST_CASE("kernel frames: a prefetched kallsyms names them as a read at the end does", "[recorder]") {
+  auto syms = text_symbols();
+  REQUIRE(syms.size() > 1000);
+  // Every 97th symbol, asked inside it, and one below every kernel symbol.
+  std::vector<uint64_t> addrs = {1};
+  for (size_t i = 0; i < syms.size(); i += 97) addrs.push_back(syms[i].addr + 1);
+  std::sort(addrs.begin(), addrs.end());
+  addrs.erase(std::unique(addrs.begin(), addrs.end()), addrs.end());
+  const std::vector<std::string> direct = fxprof::recorder::read_kallsyms(addrs);
+  REQUIRE(direct.size() == addrs.size());
+  CHECK(direct[0].empty());
+  size_t named = 0;
+  for (const std::string& n : direct) named += !n.empty();
+  CHECK(named + 1 == addrs.size());
+
+  fxprof::recorder::Procfs& live = fxprof::recorder::live_procfs();
+  live.prefetch_kernel_symbols();
+  CHECK(live.kernel_symbols(addrs) == direct);  // the table the background thread read
+  CHECK(live.kernel_symbols(addrs) == direct);  // taken by the first call: this one reads kallsyms again
+  // A table left unused (a recording without kernel frames) is replaced by the next one.
+  live.prefetch_kernel_symbols();
+  live.prefetch_kernel_symbols();
+  CHECK(live.kernel_symbols(addrs) == direct);
+}
+
+TEST_CASE("kernel frames: the table read while the program runs stays small", "[recorder]") {
+  // It is alive when record's memory peaks (the ring buffers): deflated blocks, not 120k strings.
+  const auto table = fxprof::recorder::KernelSymbols::read();
+  REQUIRE(table.size() > 1000);
+  WARN(table.size() << " symbols in " << table.memory_bytes() << " bytes");
+  CHECK(table.memory_bytes() < table.size() * 12);  // 122k symbols here: 1.5 MB at most
 }

@@ -213,3 +213,70 @@ TEST_CASE("line program: the line-program decoder agrees with libdw on every row
     dwarf_end(dw);
   }
 }
+
+// ElfObject::inflate_debug_sections (libdeflate, before libdw opens the file) leaves each compressed .debug_*
+// section as libelf's own elf_compress(scn, 0, 0) does: the same bytes, through elf_getdata and
+// elf_rawdata (libdw reads the latter), a header without SHF_COMPRESSED; libdw then reads the same units.
+TEST_CASE("inflated debug sections: the bytes libelf's inflation gives, seen uncompressed by libdw") {
+  const std::string libc_debug = "/usr/lib/debug/.build-id/" + [] {
+    // libc6-dbg's debug file for this machine's libc (a test dependency), by the build ID of libc.so.6.
+    auto libc = sym::ElfObject::open("/lib/x86_64-linux-gnu/libc.so.6");
+    REQUIRE(libc.ok());
+    std::string id;
+    for (uint8_t b : (*libc)->build_id()) {
+      char hex[3];
+      std::snprintf(hex, sizeof hex, "%02x", b);
+      id += hex;
+    }
+    return id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+  }();
+  for (const std::string& path : {fxprof::test::test_program("sym_inline_gz"), libc_debug}) {
+    INFO(path);
+    auto ours = sym::ElfObject::open(path);
+    auto theirs = sym::ElfObject::open(path);
+    REQUIRE(ours.ok());
+    REQUIRE(theirs.ok());
+    (*ours)->inflate_debug_sections();
+    Elf* a = (*ours)->elf();
+    Elf* b = (*theirs)->elf();
+    size_t shstrndx;
+    REQUIRE(elf_getshdrstrndx(b, &shstrndx) == 0);
+    size_t inflated = 0;
+    for (Elf_Scn *sa = elf_nextscn(a, nullptr), *sb = elf_nextscn(b, nullptr); sa != nullptr && sb != nullptr;
+         sa = elf_nextscn(a, sa), sb = elf_nextscn(b, sb)) {
+      GElf_Shdr ha, hb;
+      REQUIRE(gelf_getshdr(sa, &ha) != nullptr);
+      REQUIRE(gelf_getshdr(sb, &hb) != nullptr);
+      const std::string name = elf_strptr(b, shstrndx, hb.sh_name);
+      if (!(hb.sh_flags & SHF_COMPRESSED) || name.rfind(".debug_", 0) != 0) continue;
+      INFO(name);
+      CHECK(!(ha.sh_flags & SHF_COMPRESSED));
+      REQUIRE(elf_compress(sb, 0, 0) >= 0);
+      REQUIRE(gelf_getshdr(sb, &hb) != nullptr);
+      CHECK(ha.sh_size == hb.sh_size);
+      Elf_Data* want = elf_getdata(sb, nullptr);
+      REQUIRE(want != nullptr);
+      for (Elf_Data* got : {elf_getdata(sa, nullptr), elf_rawdata(sa, nullptr)}) {
+        REQUIRE(got != nullptr);
+        REQUIRE(got->d_size == want->d_size);
+        CHECK(std::memcmp(got->d_buf, want->d_buf, want->d_size) == 0);
+      }
+      ++inflated;
+    }
+    CHECK(inflated >= 4);  // .debug_info, .debug_abbrev, .debug_line, .debug_str at least
+    auto units = [](Elf* elf) {
+      Dwarf* dw = dwarf_begin_elf(elf, DWARF_C_READ, nullptr);
+      REQUIRE(dw != nullptr);
+      size_t n = 0;
+      Dwarf_CU* cu = nullptr;
+      Dwarf_Die cudie;
+      while (dwarf_get_units(dw, cu, &cu, nullptr, nullptr, &cudie, nullptr) == 0)
+        n += dwarf_tag(&cudie) != 0;
+      dwarf_end(dw);
+      return n;
+    };
+    const size_t n = units(a);
+    CHECK(n > 0);
+    CHECK(n == units(b));
+  }
+}
