@@ -46,7 +46,14 @@ ProfileBuilder::ThreadRef& ProfileBuilder::add_thread(uint32_t pid, uint32_t tid
   ref.pid = pid;
   ref.proc = pr.proc;
   ref.thread = static_cast<uint32_t>(proc.threads.size() - 1);
+  for (const std::unique_ptr<Tracker>& tr : trackers_) tr->forget_thread(tid);
   return threads_[tid] = ref;
+}
+
+void ProfileBuilder::erase_thread(std::unordered_map<uint32_t, ThreadRef>::iterator& it) {
+  const uint32_t tid = it->first;
+  it = threads_.erase(it);
+  for (const std::unique_ptr<Tracker>& tr : trackers_) tr->forget_thread(tid);
 }
 
 ProfileBuilder::ProcRef& ProfileBuilder::process(uint32_t pid, uint64_t t) {
@@ -77,7 +84,7 @@ void ProfileBuilder::on_attached(uint32_t pid, uint64_t time_ns) {
   if (name.empty()) name = proc_comm(pid, pid);
   new_process(pid, name, time_ns);
   add_thread(pid, pid, proc_comm(pid, pid), time_ns);
-  blocked_at_attach(pid, pid, time_ns);
+  for (const std::unique_ptr<Tracker>& t : trackers_) t->on_attached(pid, pid, time_ns);
   for (uint32_t tid : procfs_.list("/proc/" + std::to_string(pid) + "/task"))
     if (tid != pid) on_attached_thread(pid, tid, time_ns);
   // Executable file mappings, as MMAP2 records would have described them.
@@ -91,7 +98,7 @@ void ProfileBuilder::on_attached_thread(uint32_t pid, uint32_t tid, uint64_t tim
   auto it = threads_.find(tid);
   if (it != threads_.end() && it->second.pid == pid) return;
   add_thread(pid, tid, proc_comm(pid, tid), time_ns);
-  blocked_at_attach(pid, tid, time_ns);
+  for (const std::unique_ptr<Tracker>& t : trackers_) t->on_attached(pid, tid, time_ns);
 }
 
 bool ProfileBuilder::has_samples(const model::Process& p) const {
@@ -110,7 +117,7 @@ void ProfileBuilder::on_comm(const CommRecord& c) {
     return;
   }
   // exec: the pid runs a new program (stacks taken before are unwound with the old one's mappings).
-  resolve_pending(pid, t);
+  resolve_pending(pid, t, Release::Exec);
   if (unwinder_) unwinder_->on_exec(pid);
   ProcRef& pr = process(pid, t);
   model::Process* proc = &profile_.processes[pr.proc];
@@ -119,7 +126,7 @@ void ProfileBuilder::on_comm(const CommRecord& c) {
   // Threads other than the exec'ing one are gone (de_thread); forget them.
   for (auto it = threads_.begin(); it != threads_.end();) {
     if (it->second.pid == pid && it->first != pid)
-      it = threads_.erase(it);
+      erase_thread(it);
     else
       ++it;
   }
@@ -191,7 +198,7 @@ void ProfileBuilder::on_exit(const ExitRecord& e) {
   if (it != threads_.end() && it->second.pid == pid) {
     model::Thread& th = profile_.processes[it->second.proc].threads[it->second.thread];
     th.end_ns = t;
-    threads_.erase(it);  // a reused tid later is a new thread
+    erase_thread(it);  // a reused tid later is a new thread
     if (pit != procs_.end() && pit->second.live > 0) --pit->second.live;
   }
   if (pit == procs_.end()) return;
@@ -209,7 +216,8 @@ void ProfileBuilder::on_exit(const ExitRecord& e) {
   }
   // The mappings stay until the last thread is gone (the leader may exit before its threads' last samples).
   if (pit->second.live > 0) return;
-  release(pid, t);  // the process's wakes before it ended, while the unwinder knows its mappings
+  // The process's wakes before it ended, while the unwinder knows its mappings.
+  release(pid, t, Release::Exit);
   if (unwinder_) unwinder_->on_exit(pid);
   // The JIT map files now say all they will; the pid (and the file names) may be reused from now on.
   read_jit(pid, pit->second);
