@@ -33,6 +33,13 @@ ProfileBuilder::ProfileBuilder(model::Profile& profile, Unwinder* unwinder, cons
            [this](const std::function<void(uint32_t)>& f) {
              for (const auto& [tid, th] : threads_) f(tid);
            },
+           [this](uint32_t pid) -> model::Process* {
+             auto it = procs_.find(pid);
+             return it == procs_.end() ? nullptr : &profile_.processes[it->second.proc];
+           },
+           [this](const std::function<void(uint32_t)>& f) {
+             for (const auto& [pid, pr] : procs_) f(pid);
+           },
            [this](const SampleRecord& s) { return stack_of(s); },
            [](uint32_t) { return std::optional<uint64_t>(); },  // until the spans tracker gives it
            unwinder,
@@ -193,10 +200,8 @@ void ProfileBuilder::finish() {
   name_kernel_frames(profile_, procfs_);
   for (const std::unique_ptr<Tracker>& t : trackers_) t->kernel_named();  // off-CPU reasons
   mark_interrupted_frames(profile_, reason_label(BlockReason::Preempted));
-  // The off-CPU waiting counters, then the wakers name the off-CPU waits.
+  // The off-CPU waiting counters, the wakers name the off-CPU waits, the JIT frames are named.
   for (const std::unique_ptr<Tracker>& t : trackers_) t->finish();
-  for (auto& [pid, pr] : procs_) read_jit(pid, pr);  // processes still running
-  model::name_jit_frames(profile_);
   mark_heap_shim_frames(profile_);
 }
 

@@ -12,24 +12,25 @@
 // fork+exec and posix_spawn case would otherwise show one empty track per child). A fork copies the parent's
 // libs. Threads are named by their comm; renames (COMM without exec) rename them.
 //
-// JIT code (recorder/jit.h): a process's perf map is followed while it runs (follow_jit_maps), its jitdump
-// (announced by its MMAP2) read when its last thread exits, or at finish() for processes still running,
-// and finish() names the frames there, by time (builder_jit.cpp).
+// JIT code (recorder/jit.h) is a tracker's (jit_code.h): a process's perf map is followed while it runs
+// (tick()), its jitdump (announced by its MMAP2) read when its last thread exits, or at finish() for
+// processes still running, and finish() names the frames there, by time.
 //
 // Its parts: builder.cpp (dispatch, CPU samples and the unwind-this-sample service, finish),
 // builder_process.cpp (processes, threads), builder_libs.cpp (mappings), kept_files.h (descriptors of mapped
-// files), builder_jit.cpp; the trackers (trackers.cpp: offcpu_spans.h, losses.h, wakes.h); records.h
-// decodes each record once, into a typed struct, which handle() gives the builder's parts and then every
-// tracker.
+// files); the trackers (trackers.cpp: offcpu_spans.h, losses.h, wakes.h, jit_code.h); records.h decodes
+// each record once, into a typed struct, which handle() gives the builder's parts and then every tracker.
 //
 // Adding a concern: a Tracker (tracker.h) in a file of its own, fed every typed record after the builder
 // registered its process and thread, writing what it learns into the profile; and one line in
 // make_trackers() (trackers.cpp). Nothing here changes. What it may use of the builder is its
-// TrackerContext: read-only views of the threads (thread_of, for_each_thread), the unwind-this-sample
+// TrackerContext: read-only views of the threads (thread_of, for_each_thread) and processes (process_of,
+// for_each_process: the entry a pid has now), the unwind-this-sample
 // service (unwind_sample: a sample's stack as a CPU sample gets it, interned), /proc, and the facts other
-// trackers give (out_since, counts: lost() after a loss). What it keeps per thread it drops at
-// forget_thread(). Test it with synthetic records through feed_round (tests/recorder/synthetic.h,
-// losses_test.cpp), or typed records given to the tracker with a context of fakes (offcpu_spans_test.cpp).
+// trackers give (out_since, counts: lost() after a loss). What it keeps per thread or process it drops at
+// forget_thread() or forget_process(). Test it with synthetic records through feed_round
+// (tests/recorder/synthetic.h, losses_test.cpp), or typed records given to the tracker with a context of
+// fakes (offcpu_spans_test.cpp).
 #pragma once
 
 #include <array>
@@ -45,7 +46,6 @@
 #include "elf/elf.h"
 #include "model/profile.h"
 #include "recorder/host.h"
-#include "recorder/jit.h"
 #include "recorder/kept_files.h"
 #include "recorder/perf.h"
 #include "recorder/quality.h"
@@ -97,16 +97,19 @@ class ProfileBuilder final : public RecordSink {
   }
   // Processes seen since the last call, for the waker tracer to trace.
   std::vector<uint32_t> take_new_pids() { return std::exchange(new_pids_, {}); }
-  // Reads what the perf maps of the processes with JIT code gained since the last call (recorder/jit.h:
-  // new lines are stamped with the previous call's time). The recorder calls it every reading round.
-  void follow_jit_maps(uint64_t now_ns);
+  // Every tracker's tick(): the JIT tracker reads what the perf maps of the processes with JIT code gained
+  // since the last call (recorder/jit.h: new lines are stamped with the previous call's time). The
+  // recorder calls it every reading round.
+  void tick(uint64_t now_ns) {
+    for (const std::unique_ptr<Tracker>& t : trackers_) t->tick(now_ns);
+  }
   // Names kernel frames and counts; `end_ns` closes nothing (open threads stay open-ended).
   void finish();
 
   uint64_t samples() const { return samples_; }
   uint64_t lost() const { return ctx_.counts.lost; }
   uint64_t throttled() const { return ctx_.counts.throttled; }
-  uint64_t jit_functions() const { return jit_functions_; }  // named JIT ranges read (all processes)
+  uint64_t jit_functions() const { return ctx_.counts.jit_functions; }    // named JIT ranges read
   uint64_t switch_samples() const { return ctx_.counts.switch_samples; }  // context-switches samples read
   uint64_t switch_stacks_unwound() const { return ctx_.counts.switch_stacks_unwound; }  // of those, needed
   uint64_t off_cpu_samples() const { return ctx_.counts.off_cpu_samples; }
@@ -127,7 +130,7 @@ class ProfileBuilder final : public RecordSink {
   std::vector<UniqueFd> take_kept_files() { return kept_.take(); }
   // JIT files (perf maps, jitdumps) not used because another user owns them or others may write them
   // (recorder/jit.h jit_file_untrusted): "PATH: why" each.
-  const std::vector<std::string>& jit_refused() const { return jit_refused_; }
+  const std::vector<std::string>& jit_refused() const { return ctx_.refused_files; }
   // Processes the kernel stopped profiling at an exec (setuid or unreadable binary: quality.h).
   std::vector<UnfollowedExec>& unfollowed() { return unfollowed_; }
   // Launch mode: the kernel never reported the launched program's exec (its events were dropped before
@@ -165,10 +168,7 @@ class ProfileBuilder final : public RecordSink {
     // short the program's life. `exec_lost`: lost() at the exec (a loss since may have taken the mappings).
     bool exec_unmapped = false;
     uint64_t exec_lost = 0;
-    uint32_t live = 0;                        // threads not yet exited: the unwinder forgets the pid at 0
-    std::string jitdump;                      // the jit-PID.dump file the process mmapped ("" if none)
-    std::optional<PerfMapFollower> perf_map;  // /tmp/perf-PID.map, followed while the process has JIT code
-    bool jit_read = false;                    // its JIT names were read (at exit, or at the end: read_jit)
+    uint32_t live = 0;  // threads not yet exited: the unwinder forgets the pid at 0
     // Executable memory without a file (JIT code), [start, end): known code for the lost-records check.
     std::vector<std::pair<uint64_t, uint64_t>> anon_code;
   };
@@ -180,15 +180,11 @@ class ProfileBuilder final : public RecordSink {
   ThreadRef& add_thread(uint32_t pid, uint32_t tid, const std::string& name, uint64_t t);
   // Removes a thread entry; the trackers forget it.
   void erase_thread(std::unordered_map<uint32_t, ThreadRef>::iterator& it);
-  bool has_samples(const model::Process& p) const;
   // An executable mapping; `prot` (PROT_* bits) picks the ELF segment the kernel mapped there. `dev`/`ino`
   // (MMAP2, /proc/PID/maps; 0 when unknown) identify the mapped file (KeptFiles::keep).
   void add_mapping(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t prot,
                    const std::string& path, uint64_t t, uint64_t dev = 0, uint64_t ino = 0);
   const elf::Identity* elf_for(const std::string& path);
-  // Reads the process's perf map and jitdump into its model::Process::jit (recorder/jit.h), once.
-  void read_jit(uint32_t pid, ProcRef& pr);
-  std::vector<uint32_t> jit_file_owners(uint32_t pid);
 
   void on_sample(const SampleRecord& s);
   // The unwind-this-sample service (TrackerContext::unwind_sample): the sample's stack, interned; none if
@@ -241,13 +237,12 @@ class ProfileBuilder final : public RecordSink {
   std::vector<model::FrameId> path_;  // reused per sample
   std::vector<uint64_t> user_, kernel_, spliced_;
   std::array<uint64_t, 1024> unwound_{};
-  uint64_t samples_ = 0, jit_functions_ = 0;
+  uint64_t samples_ = 0;
   // The trackers (tracker.h): each record reaches them after the builder's own parts.
   TrackerContext ctx_;
   std::vector<std::unique_ptr<Tracker>> trackers_;
   std::vector<uint32_t> new_pids_;
   std::vector<UnfollowedExec> unfollowed_;
-  std::vector<std::string> jit_refused_;
   // After a loss: is `ip` inside an executable mapping of `pid` we know of?
   bool known_code(uint32_t pid, uint64_t ip) const;
   uint64_t unknown_code_samples_ = 0;

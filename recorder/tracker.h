@@ -22,6 +22,7 @@
 namespace fxprof::recorder {
 
 class Unwinder;
+struct MapsEntry;
 
 // Off-CPU time (recorder/offcpu_spans.h). `spans`: the switch records' blocked spans become markers (the
 // unprivileged case: no stacks); `stacks`: the context-switches event's samples give each span its stack, and
@@ -44,6 +45,7 @@ struct RecordCounts {
   uint64_t switch_stacks_unwound = 0;  // of those, the ones a span needed
   uint64_t off_cpu_spans = 0;          // blocked or preempted spans seen
   uint64_t off_cpu_samples = 0;        // samples made of blocked time
+  uint64_t jit_functions = 0;          // named JIT ranges read (all processes)
 };
 
 // What a tracker may use of the recording: read-only views of the builder's processes and threads, and its
@@ -55,6 +57,10 @@ struct TrackerContext {
   std::function<model::Thread*(uint32_t tid)> thread_of;
   // Calls `f` with each thread the builder knows now (alive), in the builder's own order.
   std::function<void(const std::function<void(uint32_t tid)>& f)> for_each_thread;
+  // The profile's process entry of `pid` now (an exec may have given the pid a new one; null when none),
+  // and each pid the builder has an entry for, in its own order (ended processes too).
+  std::function<model::Process*(uint32_t pid)> process_of;
+  std::function<void(const std::function<void(uint32_t pid)>& f)> for_each_process;
   // The unwind-this-sample service: the stack of a sample as the builder gives a CPU sample's (DWARF or
   // frame-pointer user part, kernel part, "(stack truncated)" when the copy cut it short), interned; none
   // when the record is malformed. Only while the record's bytes are readable (the round, release()).
@@ -65,7 +71,13 @@ struct TrackerContext {
   Unwinder* unwinder = nullptr;  // null in frame-pointer mode
   bool off_cpu = false;          // off-CPU spans are recorded (their marker schemas and names are interned)
   RecordCounts counts;
+  // Files not used because another user owns them or others may write them (the JIT code's perf maps and
+  // jitdumps, recorder/jit.h jit_file_untrusted): "PATH: why" each, for the data-quality lines.
+  std::vector<std::string> refused_files;
 };
+
+// Whether any thread of the process has a sample (an exec keeps such an entry; JIT files are read for it).
+bool has_samples(const model::Process& p);
 
 // Why release() is called.
 enum class Release : uint8_t {
@@ -85,6 +97,12 @@ class Tracker {
   // The builder's entry for thread `tid` ended (exit, another thread's exec) or was replaced by a new
   // thread's (a reused tid, a FORK): what a tracker keeps per thread ends with it.
   virtual void forget_thread(uint32_t /*tid*/) {}
+  // The pid got a new process entry (a new process, or an exec after samples): what a tracker keeps per
+  // process ends with the old one.
+  virtual void forget_process(uint32_t /*pid*/) {}
+  // Attach mode: an executable mapping of /proc/PID/maps, after the builder added it (as MMAP2 records
+  // would have described it to on_mmap2).
+  virtual void on_attached_mapping(uint32_t /*pid*/, const MapsEntry&, uint64_t /*time_ns*/) {}
   virtual void on_sample(const SampleRecord&) {}
   virtual void on_mmap2(const Mmap2Record&) {}
   virtual void on_comm(const CommRecord&) {}
@@ -99,12 +117,15 @@ class Tracker {
   // exit is next, and the unwinder forgets its mappings); pid 0: the round's records are about to be
   // released, or the recording ends.
   virtual void release(uint32_t /*pid*/, uint64_t /*before_ns*/, Release /*why*/) {}
+  // Every reading round, with the clock's time (CLOCK_MONOTONIC, the records' clock): files the recorded
+  // programs write (perf maps) are followed. A replay has no rounds' clock: it does not call it.
+  virtual void tick(uint64_t /*now_ns*/) {}
   // The recording stopped at `end_ns`: waits still open end there. finish() follows.
   virtual void on_end(uint64_t /*end_ns*/) {}
   // Every record was handled and kernel frames are named (before the interrupted-instruction pass).
   virtual void kernel_named() {}
   // Every record of the recording was handled; kernel frames and off-CPU reasons are named, interrupted
-  // instructions marked, JIT frames not named yet.
+  // instructions marked; the JIT tracker, last, names JIT frames.
   virtual void finish() {}
 };
 

@@ -79,6 +79,8 @@ struct Fixture {
       procfs,
       [this](uint32_t tid) { return tid == 7 ? &thread : nullptr; },
       [](const std::function<void(uint32_t)>& f) { f(7); },
+      [](uint32_t) -> model::Process* { return nullptr; },
+      [](const std::function<void(uint32_t)>&) {},
       [this](const recorder::SampleRecord&) -> std::optional<model::StackId> {
         ++unwound;
         return profile.stacks.intern_path(std::vector<model::FrameId>{profile.native_frame(0x1234)});
