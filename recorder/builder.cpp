@@ -30,11 +30,18 @@ ProfileBuilder::ProfileBuilder(model::Profile& profile, Unwinder* unwinder, cons
              return it == threads_.end() ? nullptr
                                          : &profile_.processes[it->second.proc].threads[it->second.thread];
            },
-           [this](uint32_t tid) -> std::optional<uint64_t> {
-             auto it = threads_.find(tid);
-             if (it == threads_.end() || !it->second.off.out) return std::nullopt;
-             return it->second.off.out_ns;
+           [this](const std::function<void(uint32_t)>& f) {
+             for (const auto& [tid, th] : threads_) f(tid);
            },
+           [this](uint32_t pid) -> model::Process* {
+             auto it = procs_.find(pid);
+             return it == procs_.end() ? nullptr : &profile_.processes[it->second.proc];
+           },
+           [this](const std::function<void(uint32_t)>& f) {
+             for (const auto& [pid, pr] : procs_) f(pid);
+           },
+           [this](const SampleRecord& s) { return stack_of(s); },
+           [](uint32_t) { return std::optional<uint64_t>(); },  // until the spans tracker gives it
            unwinder,
            false,
            {}},
@@ -47,6 +54,12 @@ ProfileBuilder::ProfileBuilder(model::Profile& profile, Unwinder* unwinder, cons
 void ProfileBuilder::on_records(std::span<const RecordRef> round) {
   for (const RecordRef& r : round) handle(r.h, r.switch_event);
   resolve_pending();  // before the records it points into are released
+}
+
+void ProfileBuilder::resolve_pending(uint32_t pid, uint64_t before_ns, Release why) {
+  release(pid, before_ns, why);
+  // Processes whose exec was still setting up when their EXIT was read: named while they still run.
+  for (UnfollowedExec& u : unfollowed_) name_unfollowed(procfs_, u);
 }
 
 namespace {
@@ -119,6 +132,11 @@ bool ProfileBuilder::sample_path(const SampleRecord& s) {
   return true;
 }
 
+std::optional<model::StackId> ProfileBuilder::stack_of(const SampleRecord& s) {
+  if (!sample_path(s)) return std::nullopt;
+  return profile_.stacks.intern_path(path_);
+}
+
 bool ProfileBuilder::known_code(uint32_t pid, uint64_t ip) const {
   auto it = procs_.find(pid);
   if (it == procs_.end()) return false;
@@ -135,20 +153,7 @@ void ProfileBuilder::on_sample(const SampleRecord& smp) {
   if (tid == 0) return;
 
   ThreadRef& th = thread(smp.pid, tid, time);
-  if (smp.switch_event) {
-    // A switch-out: its stack is for the span that the switch records will measure. Unwound only if the span
-    // needs it (end_off_span), or at the end of the round if the thread is still out then.
-    ++switch_samples_;
-    OffState& o = th.off;
-    if (!o.queued) pending_tids_.push_back(tid);
-    o.queued = true;
-    o.pending = true;
-    o.pending_sample = smp;
-    o.have_stack = true;
-    o.stack = model::kNoStack;
-    o.uaddr = 0;
-    return;
-  }
+  if (smp.switch_event) return;  // a switch-out's: the off-CPU spans tracker's (offcpu_spans.h)
   CpuState& c = th.cpu;
   int64_t delta = -1;
   if (c.known) {
@@ -156,7 +161,8 @@ void ProfileBuilder::on_sample(const SampleRecord& smp) {
     delta = static_cast<int64_t>(c.acc);
   }
   if (c.known && c.last_sample == time && time != 0) return;  // duplicate
-  if (!sample_path(smp)) return;
+  const std::optional<model::StackId> stack = stack_of(smp);
+  if (!stack) return;
   c.known = true;
   c.on = true;
   c.since = time;
@@ -165,22 +171,37 @@ void ProfileBuilder::on_sample(const SampleRecord& smp) {
 
   model::Sample s;
   s.time_ns = time;
-  s.stack = profile_.stacks.intern_path(path_);
+  s.stack = *stack;
   s.cpu_delta_ns = model::saturate_cpu_delta(delta);
   profile_.processes[th.proc].threads[th.thread].samples.push_back(s);
   ++samples_;
 }
 
+// A switch record: the thread's CPU time (threadCPUDelta) stops or starts; the off-CPU spans are the
+// tracker's (offcpu_spans.h).
+void ProfileBuilder::on_switch(const SwitchRecord& sw) {
+  auto it = threads_.find(sw.tid);
+  if (it == threads_.end()) return;
+  CpuState& c = it->second.cpu;
+  if (sw.out) {
+    if (c.on && sw.time > c.since) c.acc += sw.time - c.since;
+    c.on = false;
+    c.known = true;
+  } else {
+    c.on = true;
+    c.known = true;
+    c.since = sw.time;
+  }
+}
+
 void ProfileBuilder::finish() {
-  release(0, 0);  // the waits still open at the end are closed (close_off_spans): none is open now
+  release(0, 0, Release::End);  // the waits still open at the end were closed (on_end): none is open now
   kept_.read_deleted_libs(profile_);
   name_kernel_frames(profile_, procfs_);
-  if (off_interned_) name_off_cpu_reasons();
+  for (const std::unique_ptr<Tracker>& t : trackers_) t->kernel_named();  // off-CPU reasons
   mark_interrupted_frames(profile_, reason_label(BlockReason::Preempted));
-  if (off_interned_) model::add_waiting_counters(profile_, off_.interval_ns);
-  for (const std::unique_ptr<Tracker>& t : trackers_) t->finish();  // the wakers name the off-CPU waits
-  for (auto& [pid, pr] : procs_) read_jit(pid, pr);                 // processes still running
-  model::name_jit_frames(profile_);
+  // The off-CPU waiting counters, the wakers name the off-CPU waits, the JIT frames are named.
+  for (const std::unique_ptr<Tracker>& t : trackers_) t->finish();
   mark_heap_shim_frames(profile_);
 }
 

@@ -3,34 +3,38 @@
 // One ProfileBuilder per recording, driven by the reading thread. Per record it does a few hash lookups
 // (pid -> process entry, tid -> thread entry) and, for a sample, one stack walk (DWARF unwinding or the
 // kernel's callchain) whose addresses are interned at once: no raw stack copy outlives the ring buffer slot
-// it was in. The exception is a context switch's sample: it waits in its slot until the thread runs again
-// and is unwound only if its wait needs a stack (a sample or a marker), or at the end of the reading round
-// (resolve_pending) while the thread is still out. At 26k switches/s 5-8 % of them are unwound.
+// it was in. The exception is a context switch's sample, which the off-CPU spans tracker keeps in its slot
+// until the round's end (offcpu_spans.h): the caller keeps a round's records readable until
+// resolve_pending().
 //
 // Process model: every pid gets a model::Process; an exec gives the pid a new entry (the old one ends at
 // that time) unless the old entry has no samples yet (a fork child that execs at once: the common
 // fork+exec and posix_spawn case would otherwise show one empty track per child). A fork copies the parent's
 // libs. Threads are named by their comm; renames (COMM without exec) rename them.
 //
-// JIT code (recorder/jit.h): a process's perf map is followed while it runs (follow_jit_maps), its jitdump
-// (announced by its MMAP2) read when its last thread exits, or at finish() for processes still running,
-// and finish() names the frames there, by time (builder_jit.cpp).
+// JIT code (recorder/jit.h) is a tracker's (jit_code.h): a process's perf map is followed while it runs
+// (tick()), its jitdump (announced by its MMAP2) read when its last thread exits, or at finish() for
+// processes still running, and finish() names the frames there, by time.
 //
-// Its parts: builder.cpp (dispatch, samples, finish), builder_process.cpp (processes, threads),
-// builder_libs.cpp (mappings), kept_files.h (descriptors of mapped files), builder_offcpu.cpp (off-CPU
-// spans), builder_jit.cpp; the trackers (trackers.cpp: losses.h, wakes.h); records.h decodes each record
-// once, into a typed struct, which handle() gives the builder's parts and then every tracker.
+// Its parts: builder.cpp (dispatch, CPU samples and the unwind-this-sample service, finish),
+// builder_process.cpp (processes, threads), builder_libs.cpp (mappings), kept_files.h (descriptors of mapped
+// files); the trackers (trackers.cpp: offcpu_spans.h, losses.h, wakes.h, jit_code.h); records.h decodes
+// each record once, into a typed struct, which handle() gives the builder's parts and then every tracker.
 //
 // Adding a concern: a Tracker (tracker.h) in a file of its own, fed every typed record after the builder
 // registered its process and thread, writing what it learns into the profile; and one line in
-// make_trackers() (trackers.cpp). Nothing here changes. Facts other parts need (lost() after a loss) go
-// through TrackerContext::counts. Test it with synthetic records through feed_round
-// (tests/recorder/synthetic.h, losses_test.cpp).
+// make_trackers() (trackers.cpp). Nothing here changes. What it may use of the builder is its
+// TrackerContext: read-only views of the threads (thread_of, for_each_thread) and processes (process_of,
+// for_each_process: the entry a pid has now), the unwind-this-sample
+// service (unwind_sample: a sample's stack as a CPU sample gets it, interned), /proc, and the facts other
+// trackers give (out_since, counts: lost() after a loss). What it keeps per thread or process it drops at
+// forget_thread() or forget_process(). Test it with synthetic records through feed_round
+// (tests/recorder/synthetic.h, losses_test.cpp), or typed records given to the tracker with a context of
+// fakes (offcpu_spans_test.cpp).
 #pragma once
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -42,9 +46,7 @@
 #include "elf/elf.h"
 #include "model/profile.h"
 #include "recorder/host.h"
-#include "recorder/jit.h"
 #include "recorder/kept_files.h"
-#include "recorder/offcpu.h"
 #include "recorder/perf.h"
 #include "recorder/quality.h"
 #include "recorder/records.h"
@@ -54,17 +56,6 @@
 
 namespace fxprof::recorder {
 
-// Off-CPU time (recorder/offcpu.h). `spans`: the switch records' blocked spans become markers (the
-// unprivileged case: no stacks); `stacks`: the context-switches event's samples give each span its stack, and
-// blocked time becomes samples at the sampling interval (accumulated per thread: at most one per interval of
-// blocked time) with threadCPUDelta 0, the Idle category and a `[blocked: reason]` leaf.
-struct OffCpuConfig {
-  bool spans = false;
-  bool stacks = false;
-  uint64_t interval_ns = 1000000;   // one off-CPU sample per this much blocked time
-  uint64_t threshold_ns = 1000000;  // a marker per blocked span at least this long
-};
-
 class ProfileBuilder final : public RecordSink {
  public:
   // `unwinder` is null in frame-pointer mode. Names, task lists, mappings of attached processes and kernel
@@ -72,55 +63,58 @@ class ProfileBuilder final : public RecordSink {
   ProfileBuilder(model::Profile& profile, Unwinder* unwinder, const EventConfig& events, Procfs& procfs);
 
   // The recording's input (recorder/host.h). on_records() handles each record, then resolve_pending();
-  // on_end() is close_off_spans() and finish().
+  // on_end() is every tracker's on_end() (off-CPU waits still open end then), then finish().
   void on_launched(uint32_t pid, const std::string& name, uint64_t time_ns) override;
   void on_attached(uint32_t pid, uint64_t time_ns) override;  // name, threads, mappings from /proc
   void on_attached_thread(uint32_t pid, uint32_t tid, uint64_t time_ns) override;
-  void on_wakings(std::span<Waking> w) override { add_wakings(w); }
+  // Off-CPU wakers (waker.h): wakeups as the tracer reported them, in any order, for the trackers (the
+  // spans' wake times, wakes.h); their stacks are moved out. Given before the round of records they
+  // happened in: their stacks are unwound at the end of that round (resolve_pending), or before the waker's
+  // process exits or execs, with the mappings the round's records described.
+  void on_wakings(std::span<Waking> w) override {
+    for (const std::unique_ptr<Tracker>& t : trackers_) t->on_wakings(w);
+  }
   void on_records(std::span<const RecordRef> round) override;
   void on_end(uint64_t end_ns) override {
-    close_off_spans(end_ns);
+    for (const std::unique_ptr<Tracker>& t : trackers_) t->on_end(end_ns);
     finish();
   }
 
   // `switch_event`: the record came from a context-switches event's ring buffer (OffCpuConfig::stacks).
-  // A switch-out's sample is unwound only when its span turns out to need the stack (see end_off_span): the
+  // A switch-out's sample is unwound only when its span turns out to need the stack (offcpu_spans.h): the
   // record stays where it is until then, so the caller keeps every record it handled readable until it
   // calls resolve_pending(), which unwinds the stacks of threads still switched out.
   // The record is decoded once (recorder/records.h) and dispatched by type.
   void handle(const perf_event_header* h, bool switch_event = false);
-  // Unwinds the switch-out samples of threads still out (their spans may need the stacks): call it before
-  // the records handled since the last call go away (the ring buffer space is released). Also names the
-  // processes of unfollowed() not named yet.
-  void resolve_pending() { resolve_pending(0, 0); }
-  void set_off_cpu(const OffCpuConfig& c);
-  // Off-CPU wakers (waker.h): wakeups as the tracer reported them, in any order; each off-CPU marker gets
-  // the thread that woke it in finish(), and a wake with the waker's stack (a futex wake) a `Wakeup` marker
-  // on the waker's thread with that stack. Give them before the round of records they happened in: their
-  // stacks are unwound at the end of that round (resolve_pending), or before the waker's process exits or
-  // execs, with the mappings the round's records described. take_new_pids(): processes seen since the last
-  // call, to trace.
-  void add_wakings(std::span<Waking> w);  // moves their stacks out
+  // The trackers' release(Round): the switch-out samples of threads still out are unwound (their spans may
+  // need the stacks), and the waker stacks whose waits ended: call it before the records handled since the
+  // last call go away (the ring buffer space is released). Also names the processes of unfollowed() not
+  // named yet.
+  void resolve_pending() { resolve_pending(0, 0, Release::Round); }
+  // The off-CPU options (the spans tracker's, offcpu_spans.h), before any record.
+  void set_off_cpu(const OffCpuConfig& c) {
+    for (const std::unique_ptr<Tracker>& t : trackers_) t->set_off_cpu(c);
+  }
+  // Processes seen since the last call, for the waker tracer to trace.
   std::vector<uint32_t> take_new_pids() { return std::exchange(new_pids_, {}); }
-
-  // Off-CPU: threads still switched out when the recording stops (attach mode, --duration: a server blocked
-  // in accept) get their wait up to `end_ns`.
-  void close_off_spans(uint64_t end_ns);
-  // Reads what the perf maps of the processes with JIT code gained since the last call (recorder/jit.h:
-  // new lines are stamped with the previous call's time). The recorder calls it every reading round.
-  void follow_jit_maps(uint64_t now_ns);
+  // Every tracker's tick(): the JIT tracker reads what the perf maps of the processes with JIT code gained
+  // since the last call (recorder/jit.h: new lines are stamped with the previous call's time). The
+  // recorder calls it every reading round.
+  void tick(uint64_t now_ns) {
+    for (const std::unique_ptr<Tracker>& t : trackers_) t->tick(now_ns);
+  }
   // Names kernel frames and counts; `end_ns` closes nothing (open threads stay open-ended).
   void finish();
 
   uint64_t samples() const { return samples_; }
   uint64_t lost() const { return ctx_.counts.lost; }
   uint64_t throttled() const { return ctx_.counts.throttled; }
-  uint64_t jit_functions() const { return jit_functions_; }    // named JIT ranges read (all processes)
-  uint64_t switch_samples() const { return switch_samples_; }  // context-switches samples read
-  uint64_t switch_stacks_unwound() const { return switch_stacks_unwound_; }  // of those, the ones needed
-  uint64_t off_cpu_samples() const { return off_cpu_samples_; }
-  uint64_t off_cpu_spans() const { return off_cpu_spans_; }  // blocked or preempted spans seen
-  uint64_t wakes() const { return ctx_.counts.wakes; }       // wakeups the waker tracer reported
+  uint64_t jit_functions() const { return ctx_.counts.jit_functions; }    // named JIT ranges read
+  uint64_t switch_samples() const { return ctx_.counts.switch_samples; }  // context-switches samples read
+  uint64_t switch_stacks_unwound() const { return ctx_.counts.switch_stacks_unwound; }  // of those, needed
+  uint64_t off_cpu_samples() const { return ctx_.counts.off_cpu_samples; }
+  uint64_t off_cpu_spans() const { return ctx_.counts.off_cpu_spans; }  // blocked or preempted spans seen
+  uint64_t wakes() const { return ctx_.counts.wakes; }                  // wakeups the waker tracer reported
   uint64_t waker_stacks() const {
     return ctx_.counts.waker_stacks;
   }  // of those, with the waker's stack unwound
@@ -136,7 +130,7 @@ class ProfileBuilder final : public RecordSink {
   std::vector<UniqueFd> take_kept_files() { return kept_.take(); }
   // JIT files (perf maps, jitdumps) not used because another user owns them or others may write them
   // (recorder/jit.h jit_file_untrusted): "PATH: why" each.
-  const std::vector<std::string>& jit_refused() const { return jit_refused_; }
+  const std::vector<std::string>& jit_refused() const { return ctx_.refused_files; }
   // Processes the kernel stopped profiling at an exec (setuid or unreadable binary: quality.h).
   std::vector<UnfollowedExec>& unfollowed() { return unfollowed_; }
   // Launch mode: the kernel never reported the launched program's exec (its events were dropped before
@@ -160,27 +154,11 @@ class ProfileBuilder final : public RecordSink {
     uint64_t since = 0, acc = 0;
     uint64_t last_sample = 0;
   };
-  // Off-CPU: the current switch-out, and the stack its context-switches sample took.
-  struct OffState {
-    bool out = false, preempted = false, have_stack = false;
-    uint64_t out_ns = 0;
-    model::StackId stack = model::kNoStack;  // the blocking stack (no reason leaf)
-    // The switch-out's sample, not unwound yet (have_stack is set): resolve_stack() or end_off_span unwind
-    // it when the span needs its stack; most spans at high switch rates are shorter than the sampling
-    // interval and the marker threshold and never do.
-    bool pending = false;
-    SampleRecord pending_sample;              // its spans point into the ring buffer until the round's end
-    bool queued = false;                      // in pending_tids_
-    uint64_t uaddr = 0;                       // RDI at the system call: a futex wait's lock address
-    uint64_t acc = 0;                         // blocked ns not yet given a sample
-    BlockReason hint = BlockReason::Unknown;  // attach mode: the wait channel of a thread found asleep
-  };
   struct ThreadRef {
     uint32_t pid = 0;
     uint32_t proc = 0;    // index into profile.processes
     uint32_t thread = 0;  // index into that process's threads
     CpuState cpu;
-    OffState off;
   };
   struct ProcRef {
     uint32_t proc = 0;
@@ -190,10 +168,7 @@ class ProfileBuilder final : public RecordSink {
     // short the program's life. `exec_lost`: lost() at the exec (a loss since may have taken the mappings).
     bool exec_unmapped = false;
     uint64_t exec_lost = 0;
-    uint32_t live = 0;                        // threads not yet exited: the unwinder forgets the pid at 0
-    std::string jitdump;                      // the jit-PID.dump file the process mmapped ("" if none)
-    std::optional<PerfMapFollower> perf_map;  // /tmp/perf-PID.map, followed while the process has JIT code
-    bool jit_read = false;                    // its JIT names were read (at exit, or at the end: read_jit)
+    uint32_t live = 0;  // threads not yet exited: the unwinder forgets the pid at 0
     // Executable memory without a file (JIT code), [start, end): known code for the lost-records check.
     std::vector<std::pair<uint64_t, uint64_t>> anon_code;
   };
@@ -201,18 +176,20 @@ class ProfileBuilder final : public RecordSink {
   uint32_t new_process(uint32_t pid, const std::string& name, uint64_t t);
   ProcRef& process(uint32_t pid, uint64_t t);
   ThreadRef& thread(uint32_t pid, uint32_t tid, uint64_t t);
+  // A new thread entry (replacing any of `tid`: the trackers forget it).
   ThreadRef& add_thread(uint32_t pid, uint32_t tid, const std::string& name, uint64_t t);
-  bool has_samples(const model::Process& p) const;
+  // Removes a thread entry; the trackers forget it.
+  void erase_thread(std::unordered_map<uint32_t, ThreadRef>::iterator& it);
   // An executable mapping; `prot` (PROT_* bits) picks the ELF segment the kernel mapped there. `dev`/`ino`
   // (MMAP2, /proc/PID/maps; 0 when unknown) identify the mapped file (KeptFiles::keep).
   void add_mapping(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t prot,
                    const std::string& path, uint64_t t, uint64_t dev = 0, uint64_t ino = 0);
   const elf::Identity* elf_for(const std::string& path);
-  // Reads the process's perf map and jitdump into its model::Process::jit (recorder/jit.h), once.
-  void read_jit(uint32_t pid, ProcRef& pr);
-  std::vector<uint32_t> jit_file_owners(uint32_t pid);
 
   void on_sample(const SampleRecord& s);
+  // The unwind-this-sample service (TrackerContext::unwind_sample): the sample's stack, interned; none if
+  // the record is malformed.
+  std::optional<model::StackId> stack_of(const SampleRecord& s);
   // Unwinds a sample into path_ (root first; "(stack truncated)" first if the copy cut it short). False if
   // the record is malformed.
   bool sample_path(const SampleRecord& s);
@@ -220,20 +197,13 @@ class ProfileBuilder final : public RecordSink {
   // (true when the stack copy cut it short).
   void split_callchain(const SampleRecord& s);
   bool unwind_user(const SampleRecord& s);
-  // Off-CPU: the pending switch-out sample of `th` becomes its blocking stack.
-  void resolve_stack(ThreadRef& th);
-  void end_off_span(ThreadRef& th, uint64_t in_ns);
-  // One part of a span, from o.out_ns to `to`, as o.preempted says: samples and, above the threshold, a
-  // marker. `whole_ns`: the whole span's length, which decides whether its stack is unwound.
-  void off_span_part(ThreadRef& th, uint64_t to, uint64_t whole_ns);
-  void blocked_at_attach(uint32_t pid, uint32_t tid, uint64_t time_ns);
-  void name_off_cpu_reasons();
   // Every tracker's release(): stacks of `pid` before `before_ns` (pid 0: of the round) are unwound now.
-  void release(uint32_t pid, uint64_t before_ns) {
-    for (const std::unique_ptr<Tracker>& t : trackers_) t->release(pid, before_ns);
+  void release(uint32_t pid, uint64_t before_ns, Release why) {
+    for (const std::unique_ptr<Tracker>& t : trackers_) t->release(pid, before_ns, why);
   }
-  // resolve_pending() at an exec of `pid` at `before_ns`: the trackers' stacks up to then (release()).
-  void resolve_pending(uint32_t pid, uint64_t before_ns);
+  // release(), then the unfollowed processes are named while they still run (at the end of a round, and
+  // at an exec of `pid` at `before_ns`).
+  void resolve_pending(uint32_t pid, uint64_t before_ns, Release why);
   void on_mmap2(const Mmap2Record& m);
   void on_comm(const CommRecord& c);
   void on_fork(const ForkRecord& f);
@@ -267,29 +237,12 @@ class ProfileBuilder final : public RecordSink {
   std::vector<model::FrameId> path_;  // reused per sample
   std::vector<uint64_t> user_, kernel_, spliced_;
   std::array<uint64_t, 1024> unwound_{};
-  uint64_t samples_ = 0, jit_functions_ = 0;
+  uint64_t samples_ = 0;
   // The trackers (tracker.h): each record reaches them after the builder's own parts.
   TrackerContext ctx_;
   std::vector<std::unique_ptr<Tracker>> trackers_;
-  OffCpuConfig off_;
-  // Off-CPU samples and markers get their reason in finish(), once kernel frames have names: until then the
-  // samples' leaf is `pending_frame_` and the markers' reason is `pending_reason_`.
-  model::FrameId pending_frame_ = 0, preempted_frame_ = 0;
-  bool off_interned_ = false;
-  model::StringId off_type_ = model::kNoString, blocked_name_ = model::kNoString,
-                  preempted_name_ = model::kNoString, lock_name_ = model::kNoString,
-                  reason_key_ = model::kNoString, lock_key_ = model::kNoString,
-                  pending_reason_ = model::kNoString, preempted_reason_ = model::kNoString,
-                  unknown_reason_ = model::kNoString;
-  uint64_t switch_samples_ = 0, off_cpu_samples_ = 0, off_cpu_spans_ = 0;
-  // Each thread's wakes not yet past (tid -> times, sorted): a blocked span that one ends is blocked up to it
-  // and runnable (waiting for a CPU: [preempted]) after it. A round may hold several of a thread's waits.
-  std::unordered_map<uint32_t, std::deque<uint64_t>> wake_times_;
   std::vector<uint32_t> new_pids_;
-  std::vector<uint32_t> pending_tids_;  // threads whose OffState::pending is set
-  uint64_t switch_stacks_unwound_ = 0;
   std::vector<UnfollowedExec> unfollowed_;
-  std::vector<std::string> jit_refused_;
   // After a loss: is `ip` inside an executable mapping of `pid` we know of?
   bool known_code(uint32_t pid, uint64_t ip) const;
   uint64_t unknown_code_samples_ = 0;

@@ -14,6 +14,7 @@
 #include "base/path.h"
 #include "elf/elf.h"
 #include "recorder/builder.h"
+#include "recorder/jit.h"
 
 namespace fxprof::recorder {
 
@@ -49,8 +50,8 @@ const elf::Identity* ProfileBuilder::elf_for(const std::string& path) {
 void ProfileBuilder::add_mapping(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t prot,
                                  const std::string& path, uint64_t t, uint64_t dev, uint64_t ino) {
   if (path.empty() || (path[0] != '/' && path != "[vdso]")) return;  // no file to name it
-  if (jitdump_pid(path) != 0) {  // a JIT runtime announcing its jitdump file: names, not code
-    process(pid, t).jitdump = path;
+  if (jitdump_pid(path) != 0) {  // a JIT runtime announcing its jitdump file: names, not code (jit_code.h)
+    process(pid, t);
     return;
   }
   const std::string from =

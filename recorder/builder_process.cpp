@@ -27,6 +27,7 @@ uint32_t ProfileBuilder::new_process(uint32_t pid, const std::string& name, uint
   profile_.processes.push_back(std::move(p));
   auto idx = static_cast<uint32_t>(profile_.processes.size() - 1);
   procs_[pid] = ProcRef{idx, false};
+  for (const std::unique_ptr<Tracker>& tr : trackers_) tr->forget_process(pid);
   new_pids_.push_back(pid);
   return idx;
 }
@@ -46,7 +47,14 @@ ProfileBuilder::ThreadRef& ProfileBuilder::add_thread(uint32_t pid, uint32_t tid
   ref.pid = pid;
   ref.proc = pr.proc;
   ref.thread = static_cast<uint32_t>(proc.threads.size() - 1);
+  for (const std::unique_ptr<Tracker>& tr : trackers_) tr->forget_thread(tid);
   return threads_[tid] = ref;
+}
+
+void ProfileBuilder::erase_thread(std::unordered_map<uint32_t, ThreadRef>::iterator& it) {
+  const uint32_t tid = it->first;
+  it = threads_.erase(it);
+  for (const std::unique_ptr<Tracker>& tr : trackers_) tr->forget_thread(tid);
 }
 
 ProfileBuilder::ProcRef& ProfileBuilder::process(uint32_t pid, uint64_t t) {
@@ -77,27 +85,23 @@ void ProfileBuilder::on_attached(uint32_t pid, uint64_t time_ns) {
   if (name.empty()) name = proc_comm(pid, pid);
   new_process(pid, name, time_ns);
   add_thread(pid, pid, proc_comm(pid, pid), time_ns);
-  blocked_at_attach(pid, pid, time_ns);
+  for (const std::unique_ptr<Tracker>& t : trackers_) t->on_attached(pid, pid, time_ns);
   for (uint32_t tid : procfs_.list("/proc/" + std::to_string(pid) + "/task"))
     if (tid != pid) on_attached_thread(pid, tid, time_ns);
   // Executable file mappings, as MMAP2 records would have described them.
   auto maps = procfs_.read("/proc/" + std::to_string(pid) + "/maps");
   if (!maps) return;
-  for (const MapsEntry& e : executable_mappings(*maps))
+  for (const MapsEntry& e : executable_mappings(*maps)) {
     add_mapping(pid, e.start, e.end - e.start, e.offset, e.prot, e.path, time_ns, e.dev, e.ino);
+    for (const std::unique_ptr<Tracker>& t : trackers_) t->on_attached_mapping(pid, e, time_ns);
+  }
 }
 
 void ProfileBuilder::on_attached_thread(uint32_t pid, uint32_t tid, uint64_t time_ns) {
   auto it = threads_.find(tid);
   if (it != threads_.end() && it->second.pid == pid) return;
   add_thread(pid, tid, proc_comm(pid, tid), time_ns);
-  blocked_at_attach(pid, tid, time_ns);
-}
-
-bool ProfileBuilder::has_samples(const model::Process& p) const {
-  for (const model::Thread& t : p.threads)
-    if (!t.samples.empty()) return true;
-  return false;
+  for (const std::unique_ptr<Tracker>& t : trackers_) t->on_attached(pid, tid, time_ns);
 }
 
 void ProfileBuilder::on_comm(const CommRecord& c) {
@@ -110,7 +114,7 @@ void ProfileBuilder::on_comm(const CommRecord& c) {
     return;
   }
   // exec: the pid runs a new program (stacks taken before are unwound with the old one's mappings).
-  resolve_pending(pid, t);
+  resolve_pending(pid, t, Release::Exec);
   if (unwinder_) unwinder_->on_exec(pid);
   ProcRef& pr = process(pid, t);
   model::Process* proc = &profile_.processes[pr.proc];
@@ -119,7 +123,7 @@ void ProfileBuilder::on_comm(const CommRecord& c) {
   // Threads other than the exec'ing one are gone (de_thread); forget them.
   for (auto it = threads_.begin(); it != threads_.end();) {
     if (it->second.pid == pid && it->first != pid)
-      it = threads_.erase(it);
+      erase_thread(it);
     else
       ++it;
   }
@@ -148,9 +152,7 @@ void ProfileBuilder::on_comm(const CommRecord& c) {
   procs_[pid].live = 1;
   procs_[pid].exec_unmapped = true;
   procs_[pid].exec_lost = lost();
-  procs_[pid].jitdump.clear();  // the old image's
-  procs_[pid].perf_map.reset();
-  procs_[pid].anon_code.clear();
+  procs_[pid].anon_code.clear();  // the old image's
   // The exec'ing thread is on a CPU right now: its CPU time counts from here.
   ThreadRef& th = threads_[pid];
   th.cpu = CpuState{true, true, t, 0, 0};
@@ -191,7 +193,7 @@ void ProfileBuilder::on_exit(const ExitRecord& e) {
   if (it != threads_.end() && it->second.pid == pid) {
     model::Thread& th = profile_.processes[it->second.proc].threads[it->second.thread];
     th.end_ns = t;
-    threads_.erase(it);  // a reused tid later is a new thread
+    erase_thread(it);  // a reused tid later is a new thread
     if (pit != procs_.end() && pit->second.live > 0) --pit->second.live;
   }
   if (pit == procs_.end()) return;
@@ -209,10 +211,10 @@ void ProfileBuilder::on_exit(const ExitRecord& e) {
   }
   // The mappings stay until the last thread is gone (the leader may exit before its threads' last samples).
   if (pit->second.live > 0) return;
-  release(pid, t);  // the process's wakes before it ended, while the unwinder knows its mappings
+  // The process's wakes before it ended, while the unwinder knows its mappings; its JIT files, which now
+  // say all they will (the pid and the file names may be reused from now on).
+  release(pid, t, Release::Exit);
   if (unwinder_) unwinder_->on_exit(pid);
-  // The JIT map files now say all they will; the pid (and the file names) may be reused from now on.
-  read_jit(pid, pit->second);
 }
 
 }  // namespace fxprof::recorder

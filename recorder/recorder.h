@@ -47,7 +47,7 @@
 //    CPU event, into its own ring buffers (4x larger, waking the reader at a quarter: waking it every ~15
 //    switches preempted the program and lost 40k of 60k records at 100k switches/s), sampling the outgoing
 //    thread with the same callchain plus RDI and an 8 KiB user stack copy (--off-cpu-stack-size, perf's
-//    default; CPU samples copy 32 KiB); the CPU event's switch records time the spans (builder.h
+//    default; CPU samples copy 32 KiB); the CPU event's switch records time the spans (tracker.h
 //    OffCpuConfig, offcpu.h for the reasons). The copy is most of the cost, paid in the program's time at
 //    every switch: program kernel time, 100k switches, this VM: +7 us per switch with 8 KiB, +10 us with
 //    32 KiB, +4 us with 4 KiB; the reader's unwinding was not the cost (lazy since: only stacks a sample or

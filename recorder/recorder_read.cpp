@@ -66,12 +66,12 @@ Status Session::read_until_stop() {
     // Perf map lines are stamped with the follower's previous look (recorder/jit.h): looking before and after
     // the round halves how long a reused address is ambiguous when the round is slow (a loaded machine: an
     // attached node had 69% of its comparator samples named right instead of 95%).
-    builder_->follow_jit_maps(now_ns(CLOCK_MONOTONIC));
+    builder_->tick(now_ns(CLOCK_MONOTONIC));
     for (size_t b = 0; b < rings_.size(); ++b)
       if (pfds[1 + pidfds_.size() + b].revents & (POLLHUP | POLLERR)) hung[b] = true;
     read_round();
     const uint64_t now = now_ns(CLOCK_MONOTONIC);
-    builder_->follow_jit_maps(now);  // perf map lines stamped as they appear (recorder/jit.h)
+    builder_->tick(now);  // perf map lines stamped as they appear (recorder/jit.h)
     if (capture_) capture_->rss_tick(now);
     rss_->tick(rec_.profile, now);
     counters_->tick(rec_.profile, now);

@@ -62,7 +62,7 @@ void WakeTracker::resolve(uint32_t pid, uint64_t before_ns) {
   pending_.resize(kept);
 }
 
-// The waits still open at the end were closed (close_off_spans): none is open now.
+// The waits still open at the end were closed (the off-CPU spans tracker's on_end): none is open now.
 void WakeTracker::finish() {
   resolve(0, 0);
   pending_.clear();
