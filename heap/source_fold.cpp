@@ -82,10 +82,7 @@ void Fold::Groups::rekey(const std::function<Key(const Key&)>& f) {
 }
 
 Fold::Fold(bool sampled, double rate, uint64_t unit_per_ms)
-    : sampled_(sampled),
-      rate_(rate),
-      unit_per_ms_(std::max<uint64_t>(1, unit_per_ms)),
-      width_(unit_per_ms_) {}
+    : sampled_(sampled), rate_(rate), unit_per_ms_(std::max<uint64_t>(1, unit_per_ms)) {}
 
 // Sampled mode: a block of s bytes was taken with probability p = 1 - exp(-s/rate) and stands for s/p bytes
 // and 1/p blocks (Horvitz-Thompson: unbiased for every total). The records carry s; weighed here.
@@ -109,6 +106,7 @@ int Fold::half_of(uint64_t seq) const {
   return static_cast<int>((h ^ (h >> 31)) & 1);
 }
 void Fold::move_halves(uint64_t seq, int64_t d) {
+  if (!sampled_) return;  // (full mode's peak is the maximum itself)
   const int k = half_of(seq);
   half_[k] += 2 * d;
   if (half_[k] > half_high_[k]) {
@@ -120,14 +118,14 @@ void Fold::move_halves(uint64_t seq, int64_t d) {
 // The Memory counter: one sample per process and 1 ms bucket with the bucket's change; a bucket whose highest
 // point lies above both its ends is written as two samples (up to the high, then down from it), so that the
 // track's maximum is the process's exact peak however briefly it was held.
-void Fold::counter_add(uint32_t inst, uint32_t tid, uint64_t t, int64_t d) {
+void Fold::counter_add(uint32_t inst, uint32_t tid, uint64_t t, uint64_t ms, int64_t d) {
   if (inst >= counters_.size()) counters_.resize(size_t{inst} + 1);
   CounterState& c = counters_[inst];
   if (c.bucket == UINT64_MAX) {
     c.first_tid = tid;
     c.first_time = t;
   }
-  const uint64_t bucket = t / unit_per_ms_;
+  const uint64_t bucket = ms;
   if (c.bucket != bucket) {
     counter_flush(c);
     c.bucket = bucket;
@@ -144,7 +142,7 @@ void Fold::counter_add(uint32_t inst, uint32_t tid, uint64_t t, int64_t d) {
 }
 void Fold::counter_flush(CounterState& c) {
   if (c.count == 0) return;
-  const uint64_t start = c.bucket * unit_per_ms_;
+  const uint64_t start = t0_ + c.bucket * unit_per_ms_;
   if (c.high > c.written && c.high > c.value) {
     c.samples.push_back({start, c.high - c.written, c.high_count});
     const uint64_t after = start + std::max<uint64_t>(1, unit_per_ms_ / 1000000);  // 1 ns on
@@ -169,9 +167,9 @@ uint64_t& Fold::last_alloc(uint32_t inst, uint32_t tid) {
 // the front end and `report --heap` take stays exact, and a profile of millions of allocations keeps a few
 // rows per call site and bucket. The buckets are 1 ms to start with, doubled (the rows re-keyed) whenever
 // the recording passes 256 of them, and at the end to at most 128 over the recording.
-void Fold::widen(uint64_t t, uint64_t buckets) {
-  while ((t < t0_ ? 0 : t - t0_) / width_ >= buckets) {
-    width_ *= 2;
+void Fold::widen(uint64_t ms, uint64_t buckets) {
+  while ((ms >> shift_) >= buckets) {
+    ++shift_;
     auto half = [](const Key& k) {
       return Key{k.inst, k.tid, k.stack, k.born / 2, k.died == UINT32_MAX ? UINT32_MAX : k.died / 2, k.peak};
     };
@@ -195,7 +193,7 @@ void Fold::merge(Groups& into, Groups& from, bool peak) {
 }
 
 void Fold::add_to(Groups& g, const Block& b, uint32_t died, bool peak, uint64_t died_time) {
-  Group& r = g.at({b.inst, b.tid, b.stack, bucket(b.time), died, peak}, b.time);
+  Group& r = g.at({b.inst, b.tid, b.stack, bucket(b.ms), died, peak}, b.time);
   r.first = std::min(r.first, b.time);
   r.last_free = std::max(r.last_free, died_time);
   r.bytes += bytes(b.size);
@@ -204,11 +202,11 @@ void Fold::add_to(Groups& g, const Block& b, uint32_t died, bool peak, uint64_t 
 
 // A block ends at `t`: into its row. Live at the peak when allocated by it (and it is freed after it): at
 // the final peak only if no higher one comes, so such rows wait in pending_ until the peak moves on.
-void Fold::end_block(uint32_t bi, uint64_t t) {
+void Fold::end_block(uint32_t bi, uint64_t t, uint64_t ms) {
   const Block b = blocks_[bi];
-  counter_add(b.inst, b.tid, t, -bytes(b.size));
+  counter_add(b.inst, b.tid, t, ms, -bytes(b.size));
   const bool at_peak = peak_seq_ != UINT64_MAX && b.seq <= peak_seq_;
-  add_to(at_peak ? pending_ : groups_, b, bucket(t), at_peak, t);
+  add_to(at_peak ? pending_ : groups_, b, bucket(ms), at_peak, t);
   free_blocks_.push_back(bi);
 }
 
@@ -216,14 +214,15 @@ void Fold::add(const FoldEvent& e) {
   const uint64_t i = seq_++;
   if (i == 0) t0_ = e.time;
   last_time_ = std::max(last_time_, e.time);
-  widen(e.time, 256);
+  const uint64_t ms = ms_of(e.time);
+  widen(ms, 256);
   if (e.alloc) {
     auto [slot, fresh] = live_.insert(e.inst, e.addr, 0);
     if (!fresh) {  // its free was not seen (reentrant)
       const uint32_t old = live_.event(slot);
       total_ -= bytes(blocks_[old].size);
       move_halves(blocks_[old].seq, -bytes(blocks_[old].size));
-      end_block(old, e.time);
+      end_block(old, e.time, ms);
       --live_blocks_;
     }
     uint32_t bi;
@@ -234,11 +233,17 @@ void Fold::add(const FoldEvent& e) {
       bi = static_cast<uint32_t>(blocks_.size());
       blocks_.emplace_back();
     }
-    blocks_[bi] = {e.time, i, static_cast<int64_t>(e.size), e.inst, e.tid, e.stack};
+    blocks_[bi] = {e.time,
+                   i,
+                   static_cast<int64_t>(e.size),
+                   e.inst,
+                   e.tid,
+                   e.stack,
+                   static_cast<uint32_t>(std::min<uint64_t>(ms, UINT32_MAX))};
     live_.event(slot) = bi;
     last_alloc(e.inst, e.tid) = e.addr;
     const int64_t w = bytes(static_cast<int64_t>(e.size));
-    counter_add(e.inst, e.tid, e.time, w);
+    counter_add(e.inst, e.tid, e.time, ms, w);
     ++live_blocks_;
     total_ += w;
     move_halves(i, w);
@@ -270,7 +275,7 @@ void Fold::add(const FoldEvent& e) {
     temporary_var_ += c * (c - 1);
   }
   last = 0;
-  end_block(bi, e.time);
+  end_block(bi, e.time, ms);
   live_.erase(slot);
   --live_blocks_;
 }
@@ -297,7 +302,7 @@ void Fold::finish(model::Profile& prof, const std::function<uint64_t(uint64_t)>&
   prof.meta.heap = std::move(stats);
 
   // What is still allocated: rows without a free row, at the peak when allocated by it.
-  widen(last_time_, 128);
+  widen(ms_of(last_time_), 128);
   std::vector<bool> freed(blocks_.size(), false);  // blocks_ holds the freed blocks' slots too
   for (uint32_t bi : free_blocks_) freed[bi] = true;
   for (uint32_t bi = 0; bi < blocks_.size(); ++bi) {

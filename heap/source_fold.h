@@ -67,6 +67,7 @@ class Fold {
     uint64_t time = 0, seq = 0;
     int64_t size = 0;
     uint32_t inst = 0, tid = 0, stack = 0;
+    uint32_t ms = 0;  // ms_of(time)
   };
   struct Key {
     uint32_t inst, tid, stack, born, died;
@@ -108,11 +109,21 @@ class Fold {
   double chance(int64_t size) const;
   int half_of(uint64_t seq) const;
   void move_halves(uint64_t seq, int64_t d);
-  void counter_add(uint32_t inst, uint32_t tid, uint64_t t, int64_t d);
+  void counter_add(uint32_t inst, uint32_t tid, uint64_t t, uint64_t ms, int64_t d);
   void counter_flush(CounterState& c);
-  uint32_t bucket(uint64_t t) const { return static_cast<uint32_t>((t < t0_ ? 0 : t - t0_) / width_); }
-  void widen(uint64_t t, uint64_t buckets);
-  void end_block(uint32_t bi, uint64_t t);
+  // Milliseconds since the first event (one division per new millisecond, not per event).
+  uint64_t ms_of(uint64_t t) {
+    if (t >= ms_lo_ && t < ms_hi_) return ms_;
+    ms_ = (t < t0_ ? 0 : t - t0_) / unit_per_ms_;
+    ms_lo_ = t0_ + ms_ * unit_per_ms_;
+    ms_hi_ = ms_lo_ + unit_per_ms_;
+    return ms_;
+  }
+  uint32_t bucket(uint64_t ms) const {
+    return static_cast<uint32_t>(std::min<uint64_t>(ms >> shift_, UINT32_MAX - 1));
+  }
+  void widen(uint64_t ms, uint64_t buckets);
+  void end_block(uint32_t bi, uint64_t t, uint64_t ms);
   static void merge(Groups& into, Groups& from, bool peak);
   void add_to(Groups& g, const Block& b, uint32_t died, bool peak, uint64_t died_time);
   uint64_t& last_alloc(uint32_t inst, uint32_t tid);
@@ -120,7 +131,9 @@ class Fold {
   const bool sampled_;
   const double rate_;
   const uint64_t unit_per_ms_;
-  uint64_t seq_ = 0, t0_ = 0, last_time_ = 0, width_ = 0;
+  uint64_t seq_ = 0, t0_ = 0, last_time_ = 0;
+  uint64_t ms_ = 0, ms_lo_ = 0, ms_hi_ = 0;
+  unsigned shift_ = 0;  // the rows' time buckets are 1 << shift_ ms
   LiveBlocks live_;
   std::vector<Block> blocks_;
   std::vector<uint32_t> free_blocks_;
