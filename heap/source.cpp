@@ -82,7 +82,7 @@ constexpr uint64_t kNever = UINT64_MAX;
 // The stream's records, decoded: stack definitions per thread (ids scoped to (pid, tid)), process instances
 // (a pid's stack ids starting again at 0 on its main thread: it exec'd), lost counts.
 struct Parser {
-  std::vector<std::vector<uint64_t>> stacks;                       // leaf first
+  StackTrie stacks;  // every stack defined (a stack id's value: its node)
   std::unordered_map<uint64_t, std::vector<uint32_t>> stack_ids;   // (pid<<32|tid) -> [id] -> index (dense)
   std::map<std::pair<uint64_t, uint32_t>, uint32_t> external_ids;  // (thread, id from kExternalStackIds)
   std::unordered_map<uint32_t, uint32_t> inst_of_pid;
@@ -152,10 +152,11 @@ struct Parser {
         const size_t n = std::min<uint64_t>(r.addr, wire::kMaxFrames);
         if (off + sizeof r + n * 8 > chunk.size()) return false;
         size = sizeof r + n * 8;
-        std::vector<uint64_t> frames(n);
-        std::memcpy(frames.data(), chunk.data() + off + sizeof r, n * 8);
+        uint64_t frames[wire::kMaxFrames];
+        std::memcpy(frames, chunk.data() + off + sizeof r, n * 8);
+        const uint32_t node = stacks.intern({frames, n});
         if (r.stack >= wire::kExternalStackIds) {
-          external_ids[{thread, r.stack}] = static_cast<uint32_t>(stacks.size());
+          external_ids[{thread, r.stack}] = node;
         } else if (r.stack < kMaxStackIds) {  // the shim's (it counts from 0 per thread); others ignored
           auto& ids = stack_ids[thread];
           if (r.stack == 0 && h.tid == h.pid && !ids.empty()) {  // the main thread starts again: an exec
@@ -163,11 +164,10 @@ struct Parser {
             inst_pid.push_back(h.pid);
           }
           if (r.stack >= ids.size()) ids.resize(size_t{r.stack} + 1, UINT32_MAX);
-          ids[r.stack] = static_cast<uint32_t>(stacks.size());
+          ids[r.stack] = node;
         } else {
           return false;
         }
-        stacks.push_back(std::move(frames));
         return false;
       }
       case wire::Kind::Lost:
@@ -456,7 +456,7 @@ struct HeapSource::Impl {
   // After a broken order (or calls recorded outside the shim, whose times interleave with the shim's): the
   // whole stream, from the start, into one list sorted by time, folded in that order. The stream's pages go
   // back as they are parsed (the list and the stream were both held, 760 MB for python's 10.4M events).
-  internal::Fold fold_sorted(std::vector<uint32_t>& inst_pid, std::vector<std::vector<uint64_t>>& stacks) {
+  internal::Fold fold_sorted(std::vector<uint32_t>& inst_pid, StackTrie& stacks) {
     parser = Parser();
     lanes.clear();
     lane_of.clear();
@@ -585,7 +585,7 @@ Summary HeapSource::finish(model::Profile& prof) {
   if (im.worker.joinable()) im.worker.join();  // it folds what the reader read last, then stops
 
   std::vector<uint32_t> inst_pid;
-  std::vector<std::vector<uint64_t>> stacks;
+  StackTrie stacks;
   std::optional<internal::Fold> fold;
   std::optional<TimeMap> map;
   if (im.broken || !im.external.empty()) {

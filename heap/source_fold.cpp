@@ -61,11 +61,10 @@ Fold::Group& Fold::Groups::at(const Key& k, uint64_t first) {
 }
 
 void Fold::Groups::rekey(const std::function<Key(const Key&)>& f) {
-  if (!f) {  // emptied: only the slots in use are cleared (pending_ is emptied at every new peak)
-    std::vector<uint32_t*> used;
-    used.reserve(groups_.size());
-    for (const Group& g : groups_) used.push_back(&slot(g.key));
-    for (uint32_t* s : used) *s = kEmpty;
+  if (!f) {            // emptied: only the slots in use are cleared (pending_ is emptied at every new peak)
+    scratch_.clear();  // (kept: no allocation per new peak)
+    for (const Group& g : groups_) scratch_.push_back(&slot(g.key));
+    for (uint32_t* s : scratch_) *s = kEmpty;
     groups_.clear();
     return;
   }
@@ -281,7 +280,7 @@ void Fold::add(const FoldEvent& e) {
 }
 
 void Fold::finish(model::Profile& prof, const std::function<uint64_t(uint64_t)>& to_ns,
-                  std::span<const uint32_t> inst_pid, const std::vector<std::vector<uint64_t>>& stacks) {
+                  std::span<const uint32_t> inst_pid, const StackTrie& stacks) {
   model::Meta::HeapStats stats;
   stats.sampled = sampled_;
   stats.rate_bytes = sampled_ ? rate_ : 0;
@@ -340,31 +339,23 @@ void Fold::finish(model::Profile& prof, const std::function<uint64_t(uint64_t)>&
         k.samples.push_back({end, 0, 0});
   }
 
-  // The rows, in the order of their first allocation. Model stacks are interned as the rows come: each
-  // starts from the longest root-side prefix it shares with the previous one, so a deep stack costs the
-  // frames it does not share (interning every frame of every stack was 17% of cc1plus's recording).
+  // The rows, in the order of their first allocation. Each node of the stacks used becomes a model stack
+  // once, its parent first.
   std::vector<Group>& groups = groups_.all();
   std::sort(groups.begin(), groups.end(), [](const Group& a, const Group& b) { return a.first < b.first; });
-  std::vector<model::StackId> model_stack(stacks.size(), model::kNoStack);
-  std::vector<uint64_t> prev_addrs;      // the previous stack, root first
-  std::vector<model::StackId> prev_ids;  // its prefixes
+  const auto& nodes = stacks.nodes();
+  std::vector<model::StackId> model_stack(nodes.size(), model::kNoStack);
+  std::vector<uint32_t> path;
   auto stack_of = [&](uint32_t s) {
-    if (s >= stacks.size()) return model::kNoStack;
-    if (model_stack[s] != model::kNoStack) return model_stack[s];
-    const auto& f = stacks[s];  // leaf first
-    const size_t n = f.size();
-    size_t k = 0;
-    while (k < n && k < prev_addrs.size() && prev_addrs[k] == f[n - 1 - k]) ++k;
-    prev_addrs.resize(k);
-    prev_ids.resize(k);
-    model::StackId id = k ? prev_ids[k - 1] : model::kNoStack;
-    for (size_t d = k; d < n; ++d) {
-      id = prof.stacks.intern(id, prof.native_frame(f[n - 1 - d]));
-      prev_addrs.push_back(f[n - 1 - d]);
-      prev_ids.push_back(id);
+    if (s >= nodes.size()) return model::kNoStack;
+    for (uint32_t n = s; n != StackTrie::kRoot && model_stack[n] == model::kNoStack; n = nodes[n].parent)
+      path.push_back(n);
+    for (; !path.empty(); path.pop_back()) {
+      const StackTrie::Node& n = nodes[path.back()];
+      const model::StackId parent = n.parent == StackTrie::kRoot ? model::kNoStack : model_stack[n.parent];
+      model_stack[path.back()] = prof.stacks.intern(parent, prof.native_frame(n.addr));
     }
-    model_stack[s] = id;
-    return id;
+    return model_stack[s];
   };
   std::vector<std::pair<uint32_t, uint32_t>> touched;
   uint64_t tag = 0;  // a row's "address": pairs it with its free row, nothing else

@@ -24,7 +24,7 @@ struct FoldEvent {
   uint64_t size = 0;  // an allocation's bytes; a free's temporary flag (sampled mode)
   uint32_t inst = 0;  // the process instance (a pid until it execs)
   uint32_t tid = 0;
-  uint32_t stack = 0;  // an allocation's stack (index into the stacks finish() gets), UINT32_MAX: none
+  uint32_t stack = 0;  // an allocation's stack: its node in the StackTrie finish() gets (kRoot: none)
   bool alloc = false;
   bool tsc = false;  // (the stream's reader: time still in TSC ticks)
 };
@@ -58,9 +58,9 @@ class Fold {
   uint64_t events() const { return seq_; }
   uint64_t last_time() const { return last_time_; }
   // Writes the rows, the Memory counters and meta.heap: `to_ns` maps the fold's times, `inst_pid` gives each
-  // instance's pid, `stacks` the frames (leaf first) of each stack index.
+  // instance's pid, `stacks` the stacks' nodes.
   void finish(model::Profile& prof, const std::function<uint64_t(uint64_t)>& to_ns,
-              std::span<const uint32_t> inst_pid, const std::vector<std::vector<uint64_t>>& stacks);
+              std::span<const uint32_t> inst_pid, const StackTrie& stacks);
 
  private:
   struct Block {
@@ -94,6 +94,7 @@ class Fold {
     static constexpr uint32_t kEmpty = UINT32_MAX;
     uint32_t& slot(const Key& k);
     std::vector<Group> groups_;
+    std::vector<uint32_t*> scratch_;
     std::vector<uint32_t> slots_ = std::vector<uint32_t>(size_t{1} << 12, kEmpty);
   };
   struct CounterState {
