@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -543,7 +544,11 @@ Result<std::unique_ptr<HeapSource>> HeapSource::start(const Options& options) {
   impl->stop_fd.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   // The stream's room: reserved, not committed (MAP_NORESERVE: only the pages the stream fills count), so
   // that it never moves under the worker; the largest the address space allows, up to 64 GiB.
-  for (size_t size = size_t{64} << 30; !impl->stream.data() && size >= (size_t{64} << 20); size /= 2) {
+  // Under an address-space limit (ulimit -v), a quarter of it at most: the rest is the profile's.
+  size_t most = size_t{64} << 30;
+  if (rlimit as{}; getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+    most = std::min<size_t>(most, std::max<size_t>(as.rlim_cur / 4, size_t{64} << 20));
+  for (size_t size = most; !impl->stream.data() && size >= (size_t{64} << 20); size /= 2) {
     void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) continue;
     madvise(p, size, MADV_HUGEPAGE);  // filled 2 MiB per fault
