@@ -71,9 +71,11 @@ asan-build:
 test-asan: asan-build
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest -j $(JOBS) --output-on-failure
 
-# ThreadSanitizer for the multi-threaded parts: only the in-process tests of the server and the symbolizer
-# (tests/CMakeLists.txt), built by clang -O1 (TSan's own advice: -O0 runs several times slower).
-TSAN_TESTS := test_symbolizer test_symbolizer_line_program test_symbolizer_demangle test_server_api test_http_server
+# ThreadSanitizer for the multi-threaded parts: only the in-process tests of the server, the symbolizer and the
+# heap recorder's reader and worker (tests/CMakeLists.txt), built by clang -O1 (TSan's own advice: -O0 runs
+# several times slower).
+TSAN_TESTS := test_symbolizer test_symbolizer_line_program test_symbolizer_demangle test_server_api test_http_server \
+              test_heap_worker
 tsan-build:
 	@[ -f $(TSAN_BUILD)/build.ninja ] || CC=clang CXX=clang++ cmake -S . -B $(TSAN_BUILD) -G Ninja \
 	  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -gline-tables-only" \

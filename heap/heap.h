@@ -1,22 +1,25 @@
 // fxprof heap: the recorder's side of `fxprof record --heap`.
 //
-// HeapSource::start() opens a pipe, starts one reader thread and puts the interposition library
+// HeapSource::start() opens a pipe, starts a reader and a worker thread and puts the interposition library
 // (libfxprof_heap.so, next to the fxprof binary; heap/shim.cpp) into this process's environment as
 // LD_PRELOAD, with the pipe's write end in FXPROF_HEAP_FD, so that the program launched next (and everything
 // it forks and execs) inherits both. finish() takes them out of the environment again (so nothing fxprof runs
-// later, such as the browser, is recorded), closes our write end, reads to the end of the stream and turns
-// the events into the profile: `Native allocation` rows on the allocating thread (blocks of one stack and
+// later, such as the browser, is recorded), closes our write end, waits for the end of the stream and puts
+// the result in the profile: `Native allocation` rows on the allocating thread (blocks of one stack and
 // time bucket aggregated, frees matched to their row), a `Memory` counter per process and meta.heap.
 //
-// The reader thread only copies the stream (heap/wire.h) into one anonymous mapping (8 MiB first, doubled
-// by mremap, filled with huge pages), as fast as the program writes it: a full pipe blocks the program
-// (rather than dropping events), so every cycle the reader spends per event is paid by a --heap=full
-// program (parsing there, into a growing event list, made the program wait on the pipe 70% of its time).
-// The chunks become events and stacks, and the model is touched, once, after recording, when the perf side
-// has built the processes, threads and libs the stacks are symbolicated through. The program can never
-// outrun fxprof's memory: what grows is the stream, 29 bytes an allocation and 17 a free.
+// The reader only copies the stream (heap/wire.h) into one reserved mapping, as fast as the program writes
+// it: a full pipe blocks the program (rather than dropping events), so every cycle the reader spent per event
+// was paid by a --heap=full program. The worker, on the other core, folds the copied chunks behind it while
+// the program runs (heap/source_fold.h: frees matched to live blocks, rows and counters filled), merging the
+// threads' chunks in time order; finish() folds only the tail and translates to the model, once perf has
+// built the processes, threads and libs the stacks are symbolicated through. When a thread's events arrive
+// after later ones were folded (its first chunk, sent when full), finish() folds the whole stream again,
+// sorted, from the copy. The program can never outrun fxprof's memory: what grows is the stream, 29 bytes an
+// allocation and 18 a free, and the fold's tables, a few per live block and row.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -53,6 +56,8 @@ struct Summary {
   Mode mode = Mode::Sampled;
   uint64_t lost_chunks = 0;  // chunks the program could not write (pipe closed)
   uint64_t events = 0;
+  uint64_t folded_while_running = 0;  // of the events, folded by the worker before finish() was called
+  bool refolded = false;  // threads' events came out of order: the stream was folded again, sorted
 };
 
 class HeapSource {
@@ -68,6 +73,9 @@ class HeapSource {
 
   // Restores the environment, reads what is left and adds markers and counters to `profile`.
   Summary finish(model::Profile& profile);
+
+  // Waits until the worker has folded `events` events (or the timeout passes): for tests.
+  bool wait_folded(uint64_t events, std::chrono::milliseconds timeout);
 
  private:
   struct Impl;

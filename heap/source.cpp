@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -12,16 +13,24 @@
 #include <bit>
 #include <cerrno>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include "base/byte_reader.h"
 #include "base/fd.h"
 #include "heap/heap.h"
+#include "heap/source_fold.h"
 #include "heap/source_internal.h"
 #include "heap/tables.h"
 #include "heap/wire.h"
@@ -30,26 +39,22 @@ namespace fxprof::heap {
 
 namespace {
 
+using internal::FoldEvent;
+using internal::TimeMap;
+
 uint64_t now_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-struct Event {
-  uint64_t time;
-  uint64_t addr;
-  int64_t size;
-  uint32_t pid, tid;
-  uint32_t stack;  // index into Impl::stacks
-  wire::Kind kind;
-  bool tsc;    // time is in TSC ticks until map_tsc()
-  bool freed;  // finish(): an allocation whose free was seen; `addr` then holds the free's event index
-};
-
-struct ClockPair {
-  uint64_t tsc, ns;
-};
+uint64_t now_tsc() {
+#if defined(__x86_64__)
+  return __rdtsc();
+#else
+  return 0;
+#endif
+}
 
 // Saves an environment variable and restores it on destruction.
 class EnvOverride {
@@ -72,126 +77,194 @@ class EnvOverride {
   std::optional<std::string> old_;
 };
 
-}  // namespace
-
 constexpr uint32_t kMaxStackIds = uint32_t{1} << 26;
+constexpr uint64_t kNever = UINT64_MAX;
+
+// The stream's records, decoded: stack definitions per thread (ids scoped to (pid, tid)), process instances
+// (a pid's stack ids starting again at 0 on its main thread: it exec'd), lost counts.
+struct Parser {
+  StackTrie stacks;  // every stack defined (a stack id's value: its node)
+  std::unordered_map<uint64_t, std::vector<uint32_t>> stack_ids;   // (pid<<32|tid) -> [id] -> index (dense)
+  std::map<std::pair<uint64_t, uint32_t>, uint32_t> external_ids;  // (thread, id from kExternalStackIds)
+  std::unordered_map<uint32_t, uint32_t> inst_of_pid;
+  std::vector<uint32_t> inst_pid;
+  uint64_t lost = 0;
+
+  uint32_t inst(uint32_t pid) {
+    auto [it, fresh] = inst_of_pid.try_emplace(pid, static_cast<uint32_t>(inst_pid.size()));
+    if (fresh) inst_pid.push_back(pid);
+    return it->second;
+  }
+  // The thread's stack ids and instance, remembered for the thread asked for last (records come in runs of
+  // one thread): two hash lookups per event were a tenth of the fold.
+  struct Thread {
+    std::vector<uint32_t>* ids;
+    uint32_t inst;
+  };
+  Thread& thread(uint32_t pid, uint32_t tid) {
+    const uint64_t key = uint64_t{pid} << 32 | tid;
+    if (key != last_key || inst_pid.size() != last_insts) {
+      last_key = key;
+      last = {&stack_ids[key], inst(pid)};
+      last_insts = inst_pid.size();
+    }
+    return last;
+  }
+  uint64_t last_key = UINT64_MAX;
+  size_t last_insts = 0;
+  Thread last{nullptr, 0};
+
+  // The record at `off` of a chunk: an allocation or free into `e` (true), or a stack definition or lost
+  // count applied, a clock pair added to `clocks` when given (false). `size`: the record's, 0 when it is
+  // cut short or unknown (the chunk's rest is then skipped).
+  bool record(const wire::ChunkHeader& h, std::span<const std::byte> chunk, size_t off, FoldEvent& e,
+              size_t& size, std::vector<TimeMap::Pair>* clocks) {
+    size = 0;
+    const uint64_t thread = uint64_t{h.pid} << 32 | h.tid;
+    switch (static_cast<wire::Kind>(chunk[off])) {
+      case wire::Kind::Alloc: {
+        wire::AllocRecord r;
+        if (!read_at(chunk, off, r)) return false;
+        size = sizeof r;
+        const Thread& t = this->thread(h.pid, h.tid);
+        const auto& ids = *t.ids;
+        uint32_t s = r.stack < ids.size() ? ids[r.stack] : UINT32_MAX;
+        if (r.stack >= wire::kExternalStackIds) {
+          auto it = external_ids.find({thread, uint32_t{r.stack}});
+          if (it != external_ids.end()) s = it->second;
+        }
+        e = {r.time, r.addr, r.size, t.inst, h.tid, s, true, false};
+        return true;
+      }
+      case wire::Kind::Free: {
+        wire::FreeRecord r;
+        if (!read_at(chunk, off, r)) return false;
+        size = sizeof r;
+        e = {r.time, r.addr, r.temporary, this->thread(h.pid, h.tid).inst, h.tid, UINT32_MAX, false, false};
+        return true;
+      }
+      default:
+        break;
+    }
+    wire::Record r;
+    if (!read_at(chunk, off, r)) return false;
+    switch (static_cast<wire::Kind>(r.kind)) {
+      case wire::Kind::StackDef: {
+        const size_t n = std::min<uint64_t>(r.addr, wire::kMaxFrames);
+        if (off + sizeof r + n * 8 > chunk.size()) return false;
+        size = sizeof r + n * 8;
+        uint64_t frames[wire::kMaxFrames];
+        std::memcpy(frames, chunk.data() + off + sizeof r, n * 8);
+        const uint32_t node = stacks.intern({frames, n});
+        if (r.stack >= wire::kExternalStackIds) {
+          external_ids[{thread, r.stack}] = node;
+        } else if (r.stack < kMaxStackIds) {  // the shim's (it counts from 0 per thread); others ignored
+          auto& ids = stack_ids[thread];
+          if (r.stack == 0 && h.tid == h.pid && !ids.empty()) {  // the main thread starts again: an exec
+            inst_of_pid[h.pid] = static_cast<uint32_t>(inst_pid.size());
+            inst_pid.push_back(h.pid);
+          }
+          if (r.stack >= ids.size()) ids.resize(size_t{r.stack} + 1, UINT32_MAX);
+          ids[r.stack] = node;
+        } else {
+          return false;
+        }
+        return false;
+      }
+      case wire::Kind::Lost:
+        size = sizeof r;
+        lost += r.size;
+        return false;
+      case wire::Kind::Clock:
+        size = sizeof r;
+        if (clocks) clocks->push_back({r.addr, r.time});
+        return false;
+      default:
+        return false;
+    }
+  }
+};
+
+}  // namespace
 
 struct HeapSource::Impl {
   Options opt;
   UniqueFd read_fd, write_fd, stop_fd;
   std::vector<std::unique_ptr<EnvOverride>> env;
-  std::thread reader;
+  std::thread reader, worker;
   std::atomic<uint64_t> deadline{0};  // set by finish(): stop reading then even without EOF
+  std::vector<std::byte> external;    // chunks of calls recorded outside the shim (add_external)
+  TimeMap::Pair start_clock{0, 0};    // (TSC, ns) when recording started: the TSC's rate
 
-  // Filled by the reader thread; read by finish() after joining it.
-  std::vector<Event, HugeAllocator<Event>> events;
-  std::vector<std::vector<uint64_t>> stacks;  // leaf first
-  std::unordered_map<uint64_t, std::vector<uint32_t>>
-      stack_ids;  // (pid<<32|tid) -> [id] -> index (ids are dense)
-  std::map<std::pair<uint64_t, uint32_t>, uint32_t>
-      external_ids;  // (thread, id from kExternalStackIds) -> index
-  uint64_t lost = 0;
-  bool desync = false;
-  std::vector<ClockPair> clocks;    // from every chunk with TSC times
-  std::vector<std::byte> external;  // chunks of calls recorded outside the shim (add_external)
-
-  void parse_chunk(const wire::ChunkHeader& h, const std::byte* p) {
-    const uint64_t thread = uint64_t{h.pid} << 32 | h.tid;
-    auto& ids = stack_ids[thread];
-    const std::span<const std::byte> chunk(p, h.bytes);
-    size_t off = 0;
-    bool tsc = false;
-    while (off < h.bytes) {
-      switch (static_cast<wire::Kind>(p[off])) {
-        case wire::Kind::Alloc: {
-          wire::AllocRecord r;
-          if (!read_at(chunk, off, r)) return;
-          off += sizeof r;
-          uint32_t s = r.stack < ids.size() ? ids[r.stack] : UINT32_MAX;
-          if (r.stack >= wire::kExternalStackIds) {
-            auto it = external_ids.find({thread, uint32_t{r.stack}});
-            if (it != external_ids.end()) s = it->second;
-          }
-          events.push_back(
-              {r.time, r.addr, static_cast<int64_t>(r.size), h.pid, h.tid, s, wire::Kind::Alloc, tsc, false});
-          continue;
-        }
-        case wire::Kind::Free: {
-          wire::FreeRecord r;
-          if (!read_at(chunk, off, r)) return;
-          off += sizeof r;
-          events.push_back({r.time, r.addr, static_cast<int64_t>(r.temporary), h.pid, h.tid, UINT32_MAX,
-                            wire::Kind::Free, tsc, false});  // size: the temporary flag
-          continue;
-        }
-        default:
-          break;
-      }
-      wire::Record r;
-      if (!read_at(chunk, off, r)) return;
-      off += sizeof r;
-      switch (static_cast<wire::Kind>(r.kind)) {
-        case wire::Kind::StackDef: {
-          size_t n = std::min<uint64_t>(r.addr, wire::kMaxFrames);
-          if (off + n * 8 > h.bytes) return;
-          std::vector<uint64_t> frames(n);
-          std::memcpy(frames.data(), p + off, n * 8);
-          off += n * 8;
-          if (r.stack >= wire::kExternalStackIds) {
-            external_ids[{thread, r.stack}] = static_cast<uint32_t>(stacks.size());
-          } else if (r.stack < kMaxStackIds) {  // the shim's (it counts from 0 per thread); others ignored
-            if (r.stack >= ids.size()) ids.resize(size_t{r.stack} + 1, UINT32_MAX);
-            ids[r.stack] = static_cast<uint32_t>(stacks.size());
-          } else {
-            break;
-          }
-          stacks.push_back(std::move(frames));
-          break;
-        }
-        case wire::Kind::Lost:
-          lost += r.size;
-          break;
-        case wire::Kind::Clock:
-          tsc = true;
-          clocks.push_back({r.addr, r.time});
-          break;
-        default:
-          return;
-      }
-    }
-  }
-
-  // The stream as read, parsed after recording. The reader does nothing else while the program runs (one
-  // copy per byte, into a mapping that grows by mremap and fills with one fault per 2 MiB), so that it keeps
-  // up: parsing there, into a growing event list, cost ~450 ns of CPU per event in relocations and 4 KiB page
-  // faults, and a program in --heap=full spent 70% of its time blocked on the full pipe.
+  // The stream as read: one mapping reserved once (never moved, so the worker reads it while the reader
+  // fills it), whose pages are only touched, 2 MiB at a time, as the stream grows. The reader does nothing
+  // else while the program runs (one copy per byte), so that it keeps up: a full pipe blocks the program.
   Mapping stream;
-  size_t used = 0;        // bytes read into stream
-  size_t scanned = 0;     // of which whole chunks
-  size_t pipe_bytes = 0;  // the pipe's capacity
+  size_t used = 0;     // bytes read into stream (reader)
+  size_t scanned = 0;  // of which whole chunks (reader)
+  size_t pipe_bytes = 0;
+  bool desync = false;               // the reader stopped early (read by finish() after joining it)
+  std::atomic<size_t> published{0};  // whole chunks, for the worker
+  std::atomic<uint32_t> signal{0};   // bumped when published or reader_done changes
+  std::atomic<bool> reader_done{false}, abandon{false};
+  std::atomic<uint64_t> folded{0};  // events the worker has folded
+  std::mutex folded_mu;
+  std::condition_variable folded_cv;
+
+  // The worker: folds the events, in time order, while the program runs. Each thread's chunks come in its
+  // order; across threads they are merged, an event folded once every thread seen has sent something later
+  // (its lane's mark). An event that arrives earlier than one already folded (a thread's first chunk, sent
+  // when full, after other threads' later events were folded) cannot be folded in order: the worker stops,
+  // and finish() folds the whole stream again, sorted (`broken`).
+  struct Lane {
+    uint32_t pid = 0, tid = 0;
+    struct Chunk {
+      size_t off;
+      bool tsc;  // times in TSC ticks; else ns, converted through `base`
+      TimeMap::Pair base;
+    };
+    std::deque<Chunk> chunks;  // whole chunks not folded yet
+    size_t pos = 0;            // in the front chunk: the next record
+    uint64_t mark = 0;         // the lane has sent everything before this time
+    // Decoded ahead (up to a chunk's events), so that the fold can be asked to prefetch.
+    std::vector<FoldEvent> ahead;
+    size_t next = 0;
+    bool has_head = false;
+    FoldEvent head;
+  };
+  Parser parser;
+  std::vector<Lane> lanes;
+  std::unordered_map<uint64_t, uint32_t> lane_of;
+  std::vector<TimeMap::Pair> clocks;  // from every chunk with TSC times
+  std::optional<internal::Fold> fold;
+  bool tsc_mode = false, broken = false;
+  double ticks_per_ns = 1;
+  TimeMap::Pair latest{0, 0};  // the latest clock pair seen
+
+  const std::byte* base() const { return static_cast<const std::byte*>(stream.data()); }
 
   void run() {
     for (;;) {
       if (stream.size() - used < 16 * wire::kChunkMax) {
-        if (!grow_anonymous(stream, std::max<size_t>(4 * kHugePageBytes, 2 * stream.size()))) {
-          desync = true;  // out of memory: stop reading (the program then waits on the pipe until the end)
-          break;
-        }
+        desync = true;  // the reservation is full: stop reading (the program then waits until the end)
+        break;
       }
-      auto* base = static_cast<std::byte*>(stream.data());
-      ssize_t n = read(read_fd.get(), base + used, stream.size() - used);
+      auto* p = static_cast<std::byte*>(stream.data());
+      ssize_t n = read(read_fd.get(), p + used, stream.size() - used);
       if (n > 0) {
         used += static_cast<size_t>(n);
         while (used - scanned >= sizeof(wire::ChunkHeader)) {
           wire::ChunkHeader h;
-          std::memcpy(&h, base + scanned, sizeof h);
+          std::memcpy(&h, p + scanned, sizeof h);
           if (h.magic != wire::kMagic || h.bytes > wire::kChunkMax) {
             desync = true;  // cannot happen with atomic chunk writes; never misread what follows
-            return;
+            break;
           }
           if (used - scanned < sizeof h + h.bytes) break;
           scanned += sizeof h + h.bytes;
         }
+        publish();
+        if (desync) break;
         // A read that found the pipe nearly empty: let chunks gather for 1 ms (a 1 MiB pipe holds ~12 ms of
         // python's stream) rather than wake for each 4 KiB one, switching the CPU with the program each time.
         if (pipe_bytes >= (512 << 10) && static_cast<size_t>(n) < (64 << 10)) {
@@ -200,87 +273,248 @@ struct HeapSource::Impl {
         }
         continue;
       }
-      if (n == 0) return;  // every writer is gone
-      if (n < 0 && errno != EAGAIN && errno != EINTR) return;
+      if (n == 0) break;  // every writer is gone
+      if (n < 0 && errno != EAGAIN && errno != EINTR) break;
       uint64_t d = deadline.load();
-      if (d != 0 && now_ns() > d) return;  // a process that outlives the recording still holds the pipe
+      if (d != 0 && now_ns() > d) break;  // a process that outlives the recording still holds the pipe
       pollfd fds[2] = {{read_fd.get(), POLLIN, 0}, {stop_fd.get(), POLLIN, 0}};
       poll(fds, 2, 50);
     }
+    reader_done.store(true, std::memory_order_release);
+    signal.fetch_add(1, std::memory_order_release);
+    signal.notify_one();
+  }
+  void publish() {
+    if (published.load(std::memory_order_relaxed) == scanned) return;
+    published.store(scanned, std::memory_order_release);
+    signal.fetch_add(1, std::memory_order_release);
+    signal.notify_one();
   }
 
-  // After the reader is done: the whole chunks into events and stacks.
-  void parse_all() {
-    events.reserve(scanned / sizeof(wire::FreeRecord));
-    auto* base = static_cast<const std::byte*>(stream.data());
-    size_t pos = 0, released = 0;
-    const std::span<const std::byte> chunks(base, scanned);
+  void work() {
+    size_t upto = 0;
+    for (;;) {
+      const uint32_t sig = signal.load(std::memory_order_acquire);
+      const bool last = reader_done.load(std::memory_order_acquire);
+      const size_t pub = published.load(std::memory_order_acquire);
+      if (abandon.load(std::memory_order_relaxed)) return;
+      for (; upto < pub && !broken;) upto += scan(upto);
+      if (!broken) fold_ready(last ? kNever : mark());
+      if (last || broken) return;
+      if (upto == pub) signal.wait(sig, std::memory_order_acquire);
+    }
+  }
+
+  // A whole chunk the reader has published: its clock pairs, its place in its lane; its size.
+  size_t scan(size_t off) {
     wire::ChunkHeader h;
-    while (read_at(chunks, pos, h)) {
-      parse_chunk(h, base + pos + sizeof h);
-      pos += sizeof h + h.bytes;
-      // The stream's pages go back as they are parsed: the events (40 bytes each) and the stream (32) were
-      // both held, 760 MB for python's 10.4M events.
-      if (pos - released >= 4 * kHugePageBytes) {
-        const size_t upto = pos / kHugePageBytes * kHugePageBytes;
-        madvise(const_cast<std::byte*>(base) + released, upto - released, MADV_DONTNEED);
-        released = upto;
+    std::memcpy(&h, base() + off, sizeof h);
+    const std::span<const std::byte> chunk(base() + off + sizeof h, h.bytes);
+    bool tsc = false, events = false;
+    uint64_t first = 0, last = 0, close = 0;
+    for (size_t at = 0; at < chunk.size();) {
+      const auto kind = static_cast<wire::Kind>(chunk[at]);
+      if (kind == wire::Kind::Alloc || kind == wire::Kind::Free) {
+        uint64_t t;
+        if (at + 1 + (kind == wire::Kind::Alloc ? 4 : 0) + 8 > chunk.size()) break;
+        std::memcpy(&t, chunk.data() + at + 1 + (kind == wire::Kind::Alloc ? 4 : 0), 8);
+        if (!events) first = t;
+        last = t;
+        events = true;
+        at += kind == wire::Kind::Alloc ? sizeof(wire::AllocRecord) : sizeof(wire::FreeRecord);
+        continue;
+      }
+      wire::Record r;
+      if (!read_at(chunk, at, r)) break;
+      at += sizeof r;
+      if (kind == wire::Kind::StackDef) at += std::min<uint64_t>(r.addr, wire::kMaxFrames) * 8;
+      if (kind == wire::Kind::Clock) {
+        tsc = true;
+        close = r.addr;
+        clocks.push_back({r.addr, r.time});
+        if (r.time >= latest.ns) latest = {r.addr, r.time};
       }
     }
-    stream = Mapping();
-    used = scanned = 0;
-    for (size_t at = 0; at + sizeof(wire::ChunkHeader) <= external.size();) {
-      wire::ChunkHeader h;
-      std::memcpy(&h, external.data() + at, sizeof h);
-      parse_chunk(h, external.data() + at + sizeof h);
-      at += sizeof h + h.bytes;
+    const size_t size = sizeof h + h.bytes;
+    if (!fold && events) {  // the first events say the clock's unit
+      tsc_mode = tsc;
+      uint64_t per_ms = 1000000;
+      if (tsc && latest.ns > start_clock.ns + 100000 && latest.tsc > start_clock.tsc) {
+        ticks_per_ns = double(latest.tsc - start_clock.tsc) / double(latest.ns - start_clock.ns);
+        per_ms = static_cast<uint64_t>(ticks_per_ns * 1e6);
+      }
+      fold.emplace(opt.mode == Mode::Sampled, opt.rate_bytes, per_ms);
     }
-    external = {};
-    map_tsc();
+    if (fold && tsc && !tsc_mode) {  // ticks in a stream of ns: no order between them yet
+      broken = true;
+      return size;
+    }
+    Lane::Chunk c{off, tsc, latest};
+    auto key = [&](uint64_t t) { return to_key(c, t); };
+    if (events && fold->events() > 0 && key(first) < fold->last_time()) {
+      broken = true;  // earlier than what is folded: the stream is folded again, sorted, in finish()
+      return size;
+    }
+    const uint64_t thread = uint64_t{h.pid} << 32 | h.tid;
+    auto [it, fresh] = lane_of.try_emplace(thread, static_cast<uint32_t>(lanes.size()));
+    if (fresh) {
+      lanes.emplace_back();
+      lanes.back().pid = h.pid;
+      lanes.back().tid = h.tid;
+    }
+    Lane& lane = lanes[it->second];
+    lane.mark = std::max(lane.mark, tsc ? close : events ? key(last) : lane.mark);
+    lane.chunks.push_back(c);
+    return size;
+  }
+  uint64_t to_key(const Lane::Chunk& c, uint64_t t) const {
+    if (c.tsc || !tsc_mode) return t;
+    const double k = double(c.base.tsc) + (double(t) - double(c.base.ns)) * ticks_per_ns;
+    return k <= 0 ? 0 : static_cast<uint64_t>(k);
+  }
+  uint64_t mark() const {
+    uint64_t m = kNever;
+    for (const Lane& l : lanes) m = std::min(m, l.mark);
+    return m;
   }
 
-  // TSC times to CLOCK_MONOTONIC: piecewise linear through the clock pairs of all chunks, thinned to pairs
-  // at least 1 ms apart (a pair's two reads are ~100 ns apart, so a slope over 1 ms is right to 1e-4) and
-  // increasing in both clocks, so the mapping increases and keeps the events' order; outside the pairs the
-  // nearest segment's slope continues.
-  void map_tsc() {
-    if (clocks.empty()) return;
-    std::sort(clocks.begin(), clocks.end(),
-              [](const ClockPair& a, const ClockPair& b) { return a.tsc < b.tsc; });
-    std::vector<ClockPair> knots{clocks.front()};
-    for (size_t i = 1; i < clocks.size(); ++i) {
-      const ClockPair& c = clocks[i];
-      const ClockPair& k = knots.back();
-      if (c.tsc > k.tsc && c.ns > k.ns && (c.ns - k.ns >= 1000000 || i + 1 == clocks.size()))
-        knots.push_back(c);
+  // The lane's next event into its head; false when it has none yet.
+  bool advance(Lane& l) {
+    if (l.next == l.ahead.size()) {
+      l.ahead.clear();
+      l.next = 0;
+      decode(l);
+      if (l.ahead.empty()) return l.has_head = false;
     }
-    auto map = [&](uint64_t t) -> uint64_t {
-      if (knots.size() == 1) return knots[0].ns;  // one instant: nothing to scale by
-      auto it = std::upper_bound(knots.begin(), knots.end(), t,
-                                 [](uint64_t v, const ClockPair& k) { return v < k.tsc; });
-      size_t hi = std::clamp<size_t>(static_cast<size_t>(it - knots.begin()), 1, knots.size() - 1);
-      const ClockPair& a = knots[hi - 1];
-      const ClockPair& b = knots[hi];
-      const double slope = double(b.ns - a.ns) / double(b.tsc - a.tsc);
-      const double ns = double(a.ns) + (double(t) - double(a.tsc)) * slope;
-      return ns <= 0 ? 0 : static_cast<uint64_t>(ns);
-    };
-    for (Event& e : events)
-      if (e.tsc) {
-        e.time = map(e.time);
-        e.tsc = false;
+    l.head = l.ahead[l.next++];
+    if (l.next + kAhead < l.ahead.size()) fold->prefetch(l.ahead[l.next + kAhead]);
+    return l.has_head = true;
+  }
+  static constexpr size_t kAhead = 12;
+  // The events of the lane's next chunk (with any before them) into `ahead`, applying the other records.
+  void decode(Lane& l) {
+    FoldEvent e;
+    while (!l.chunks.empty()) {
+      const Lane::Chunk& c = l.chunks.front();
+      wire::ChunkHeader h;
+      std::memcpy(&h, base() + c.off, sizeof h);
+      const std::span<const std::byte> chunk(base() + c.off + sizeof h, h.bytes);
+      while (l.pos < chunk.size()) {
+        size_t size;
+        const bool event = parser.record(h, chunk, l.pos, e, size, nullptr);
+        if (size == 0) {
+          l.pos = chunk.size();
+          break;
+        }
+        l.pos += size;
+        if (event) {
+          e.time = to_key(c, e.time);
+          l.ahead.push_back(e);
+        }
       }
-    clocks.clear();
+      l.chunks.pop_front();
+      l.pos = 0;
+      if (!l.ahead.empty()) break;
+    }
+    for (size_t i = 0; i < std::min(kAhead, l.ahead.size()); ++i) fold->prefetch(l.ahead[i]);
+  }
+
+  // Folds every event before `until`, in time order across the lanes.
+  void fold_ready(uint64_t until) {
+    std::vector<std::pair<uint64_t, uint32_t>> ready;  // a min-heap of (head time, lane)
+    for (uint32_t i = 0; i < lanes.size(); ++i)
+      if (lanes[i].has_head || advance(lanes[i])) ready.push_back({lanes[i].head.time, i});
+    auto later = [](const auto& a, const auto& b) { return a > b; };
+    std::make_heap(ready.begin(), ready.end(), later);
+    uint64_t n = 0;
+    while (!ready.empty()) {
+      if (ready.front().first > until) break;
+      const uint32_t i = ready.front().second;
+      std::pop_heap(ready.begin(), ready.end(), later);
+      ready.pop_back();
+      Lane& l = lanes[i];
+      // One lane alone (or the earliest until another's head): no heap work per event.
+      const uint64_t stop = std::min(until, ready.empty() ? kNever : ready.front().first);
+      while (l.has_head && l.head.time <= stop) {
+        fold->add(l.head);
+        if ((++n & 0xffff) == 0) {
+          folded.store(fold->events(), std::memory_order_release);
+          if (abandon.load(std::memory_order_relaxed)) return;
+        }
+        advance(l);
+      }
+      if (l.has_head && l.head.time <= until) {
+        ready.push_back({l.head.time, i});
+        std::push_heap(ready.begin(), ready.end(), later);
+      }
+      if (!ready.empty() && ready.front().first > until) break;  // every head is past `until`
+    }
+    folded.store(fold ? fold->events() : 0, std::memory_order_release);
+    { std::lock_guard<std::mutex> lock(folded_mu); }
+    folded_cv.notify_all();
+  }
+
+  // After a broken order (or calls recorded outside the shim, whose times interleave with the shim's): the
+  // whole stream, from the start, into one list sorted by time, folded in that order. The stream's pages go
+  // back as they are parsed (the list and the stream were both held, 760 MB for python's 10.4M events).
+  internal::Fold fold_sorted(std::vector<uint32_t>& inst_pid, StackTrie& stacks) {
+    parser = Parser();
+    lanes.clear();
+    lane_of.clear();
+    fold.reset();
+    std::vector<FoldEvent, HugeAllocator<FoldEvent>> ev;
+    ev.reserve(scanned / sizeof(wire::FreeRecord));
+    std::vector<TimeMap::Pair> pairs;
+    auto walk = [&](const std::byte* p, size_t n, bool release) {
+      size_t pos = 0, released = 0;
+      const std::span<const std::byte> chunks(p, n);
+      wire::ChunkHeader h;
+      while (read_at(chunks, pos, h)) {
+        const std::span<const std::byte> chunk(p + pos + sizeof h, h.bytes);
+        bool tsc = false;
+        FoldEvent e;
+        for (size_t at = 0, size = 0; at < chunk.size(); at += size) {
+          const size_t had = pairs.size();
+          if (parser.record(h, chunk, at, e, size, &pairs)) {
+            e.tsc = tsc;
+            ev.push_back(e);
+          }
+          tsc |= pairs.size() > had;
+          if (size == 0) break;
+        }
+        pos += sizeof h + h.bytes;
+        if (release && pos - released >= 4 * kHugePageBytes) {
+          const size_t upto = pos / kHugePageBytes * kHugePageBytes;
+          madvise(const_cast<std::byte*>(p) + released, upto - released, MADV_DONTNEED);
+          released = upto;
+        }
+      }
+    };
+    walk(base(), scanned, true);
+    stream = Mapping();
+    walk(external.data(), external.size(), false);
+    external = {};
+    const TimeMap map(std::move(pairs));
+    for (FoldEvent& e : ev)
+      if (e.tsc) e.time = map(e.time);
+    // One thread's events are in order already (its chunks are): only several threads need the sort.
+    merge_runs(ev, [](const FoldEvent& a, const FoldEvent& b) { return a.time < b.time; });
+    internal::Fold f(opt.mode == Mode::Sampled, opt.rate_bytes, 1000000);
+    for (const FoldEvent& e : ev) f.add(e);
+    inst_pid = std::move(parser.inst_pid);
+    stacks = std::move(parser.stacks);
+    return f;
   }
 };
 
 HeapSource::HeapSource(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 HeapSource::~HeapSource() {
-  if (impl_ && impl_->reader.joinable()) {
-    impl_->deadline.store(1);
-    impl_->reader.join();
-  }
+  if (!impl_) return;
+  impl_->abandon.store(true);
+  impl_->deadline.store(1);
+  if (impl_->reader.joinable()) impl_->reader.join();
+  if (impl_->worker.joinable()) impl_->worker.join();
 }
 
 Result<std::unique_ptr<HeapSource>> HeapSource::start(const Options& options) {
@@ -308,6 +542,20 @@ Result<std::unique_ptr<HeapSource>> HeapSource::start(const Options& options) {
   impl->pipe_bytes = static_cast<size_t>(std::max(0, fcntl(fds[0], F_GETPIPE_SZ)));
   fcntl(fds[0], F_SETFL, O_NONBLOCK);
   impl->stop_fd.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  // The stream's room: reserved, not committed (MAP_NORESERVE: only the pages the stream fills count), so
+  // that it never moves under the worker; the largest the address space allows, up to 64 GiB.
+  // Under an address-space limit (ulimit -v), a quarter of it at most: the rest is the profile's.
+  size_t most = size_t{64} << 30;
+  if (rlimit as{}; getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+    most = std::min<size_t>(most, std::max<size_t>(as.rlim_cur / 4, size_t{64} << 20));
+  for (size_t size = most; !impl->stream.data() && size >= (size_t{64} << 20); size /= 2) {
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) continue;
+    madvise(p, size, MADV_HUGEPAGE);  // filled 2 MiB per fault
+    impl->stream = Mapping(p, size);
+  }
+  if (!impl->stream.data()) return Err("cannot reserve memory for the heap stream: " + errno_text(errno));
+  impl->start_clock = {now_tsc(), now_ns()};
 
   std::string preload = shim;
   if (const char* old = getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
@@ -320,11 +568,9 @@ Result<std::unique_ptr<HeapSource>> HeapSource::start(const Options& options) {
   impl->env.push_back(std::make_unique<EnvOverride>(wire::kRateEnv, rate));
   Impl* raw = impl.get();
   impl->reader = std::thread([raw] { raw->run(); });
+  impl->worker = std::thread([raw] { raw->work(); });
   return std::unique_ptr<HeapSource>(new HeapSource(std::move(impl)));
 }
-
-using internal::Counters;
-using internal::ThreadCache;
 
 void HeapSource::add_external(std::span<const ExternalCall> calls) {
   std::vector<std::byte> chunks = external_chunks(calls, impl_->opt.mode, impl_->opt.rate_bytes);
@@ -333,262 +579,51 @@ void HeapSource::add_external(std::span<const ExternalCall> calls) {
 
 Summary HeapSource::finish(model::Profile& prof) {
   Impl& im = *impl_;
+  Summary sum;
+  sum.mode = im.opt.mode;
+  sum.folded_while_running = im.folded.load(std::memory_order_acquire);
+  const uint64_t entered_ns = now_ns();
   im.env.clear();       // nothing fxprof starts from now on is recorded
   im.write_fd.reset();  // our copy: EOF comes when the program and its children are gone
   im.deadline.store(now_ns() + 1000000000ull);
   if (im.reader.joinable()) im.reader.join();
-  im.parse_all();
+  if (im.worker.joinable()) im.worker.join();  // it folds what the reader read last, then stops
 
-  Summary sum;
-  sum.mode = im.opt.mode;
-  sum.lost_chunks = im.lost;
-  sum.events = im.events.size();
-  auto& ev = im.events;
-  // One thread's events are in order already (its chunks are): only several threads need the sort.
-  auto by_time = [](const Event& a, const Event& b) { return a.time < b.time; };
-  merge_runs(ev, by_time);
-
-  model::Meta::HeapStats stats;
-  stats.sampled = im.opt.mode == Mode::Sampled;
-  stats.rate_bytes = stats.sampled ? im.opt.rate_bytes : 0;
-  Counters counters(prof);
-  ThreadCache where(prof);
-  // Pass 1, in time order: match frees to their blocks (an allocation event then holds its process and
-  // thread indices and the index of its free), the Memory counters, the peak, temporaries, sizes.
-  LiveBlocks live;
-  // Sampled mode: a block of s bytes was taken with probability p = 1 - exp(-s/rate) and stands for s/p
-  // bytes and 1/p blocks (Horvitz-Thompson: unbiased for every total). The records carry s; weighed here.
-  const bool sampled = stats.sampled;
-  const double rate = im.opt.rate_bytes;
-  auto chance = [&](int64_t s) { return -std::expm1(-static_cast<double>(std::max<int64_t>(s, 1)) / rate); };
-  auto bytes = [&](const Event& e) {
-    return sampled ? std::llround(static_cast<double>(std::max<int64_t>(e.size, 1)) / chance(e.size))
-                   : e.size;
-  };
-  auto end_block = [&](Event& a, uint32_t at, uint64_t t) {
-    a.freed = true;
-    a.addr = at;
-    counters.add(a.pid, t, -bytes(a));
-  };
-  // The peak of a noisy in-use estimate is the highest of its noise too: the plain maximum was 17% high on a
-  // plateau whose blocks turn over (tests/heap/sampling_test.cpp). Cross-fitted instead: the samples split at
-  // random into two halves (each weighed twice), the time of one half's highest point is read off the other
-  // half, which did not choose it, and the two readings are averaged. That leans low only by how far the
-  // chosen times are from the true peak.
-  int64_t total = 0, half[2] = {0, 0}, half_high[2] = {0, 0}, cross[2] = {0, 0};
-  int64_t live_blocks = 0, live_at_peak = 0;
-  // By the allocation's place in the events (a hash of it): the same split for the same samples.
-  auto half_of = [&](const Event& e) {
-    uint64_t h = static_cast<uint64_t>(&e - ev.data()) + 0x9E3779B97F4A7C15ull;  // splitmix64: no pattern
-    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
-    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
-    return static_cast<int>((h ^ (h >> 31)) & 1);
-  };
-  auto move_halves = [&](const Event& a, int64_t d) {
-    const int k = half_of(a);
-    half[k] += 2 * d;
-    if (half[k] > half_high[k]) {
-      half_high[k] = half[k];
-      cross[k] = half[1 - k];
-    }
-  };
-  double temporary = 0, temporary_var = 0;
-  size_t peak_index = SIZE_MAX;
-  std::array<model::Meta::HeapStats::SizeBin, 65> bins{};
-  std::array<double, 65> bin_counts{};
-  constexpr uint32_t kAhead = 16;
-  for (uint32_t i = 0; i < ev.size(); ++i) {
-    if (i + kAhead < ev.size()) live.prefetch(ev[i + kAhead].pid, ev[i + kAhead].addr);
-    Event& e = ev[i];
-    if (e.kind == wire::Kind::Alloc) {
-      auto [pi, ti] = where.get(e.pid, e.tid, e.time);
-      if (auto [slot, fresh] = live.insert(e.pid, e.addr, i); !fresh) {  // its free was not seen (reentrant)
-        Event& old = ev[live.event(slot)];
-        total -= bytes(old);
-        move_halves(old, -bytes(old));
-        end_block(old, i, e.time);
-        --live_blocks;
-        live.event(slot) = i;
-      }
-      where.entry(e.pid, e.tid).last_alloc = e.addr;
-      e.pid = pi;
-      e.tid = ti;
-      const int64_t w = bytes(e);
-      counters.add(pi, e.time, w);
-      ++live_blocks;
-      total += w;
-      move_halves(e, w);
-      if (total > stats.peak_bytes) {
-        stats.peak_bytes = total;
-        stats.peak_time_ns = e.time;
-        peak_index = i;
-        live_at_peak = live_blocks;
-      }
-      const size_t b =
-          static_cast<size_t>(std::bit_width(static_cast<uint64_t>(std::max<int64_t>(e.size, 1) - 1)));
-      bin_counts[b] += sampled ? 1 / chance(e.size) : 1;
-      bins[b].bytes += static_cast<uint64_t>(w);
-    } else if (e.kind == wire::Kind::Free) {
-      const size_t slot = live.find(e.pid, e.addr);
-      if (slot == LiveBlocks::kNone) continue;  // not seen allocated (before the shim, or unsampled)
-      Event& a = ev[live.event(slot)];
-      total -= bytes(a);
-      move_halves(a, -bytes(a));
-      // Temporary: the thread's next event after allocating the block is its free (as heaptrack counts). In
-      // sampled mode the shim, which sees the allocations between, says so in the free.
-      uint64_t& last = where.entry(e.pid, e.tid).last_alloc;
-      if (sampled ? e.size == 1 : last == e.addr) {
-        const double c = sampled ? 1 / chance(a.size) : 1;
-        temporary += c;
-        temporary_var += c * (c - 1);
-      }
-      last = 0;
-      end_block(a, i, e.time);
-      live.erase(slot);
-      --live_blocks;
-    }
+  std::vector<uint32_t> inst_pid;
+  StackTrie stacks;
+  std::optional<internal::Fold> fold;
+  std::optional<TimeMap> map;
+  if (im.broken || !im.external.empty()) {
+    sum.refolded = im.broken;
+    fold.emplace(im.fold_sorted(inst_pid, stacks));
+  } else {
+    im.stream = Mapping();
+    if (!im.fold) im.fold.emplace(im.opt.mode == Mode::Sampled, im.opt.rate_bytes, 1000000);
+    fold.emplace(std::move(*im.fold));
+    im.fold.reset();
+    inst_pid = std::move(im.parser.inst_pid);
+    stacks = std::move(im.parser.stacks);
+    if (im.tsc_mode) map.emplace(std::move(im.clocks));
   }
-  stats.temporary = static_cast<uint64_t>(std::llround(temporary));
-  stats.temporary_error = static_cast<uint64_t>(std::llround(std::sqrt(temporary_var)));
-  // With few samples held at the peak the halves are too thin (one can hold none then): sqlite3's 5 MB peak
-  // (~10 samples) came out 20% low and once 0, where the plain maximum was 12% high. Below 64 the maximum.
-  if (sampled && live_at_peak >= 64) stats.peak_bytes = (cross[0] + cross[1]) / 2;
-  for (size_t b = 0; b < bins.size(); ++b)
-    if (bin_counts[b] > 0)
-      bins[b].count = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(bin_counts[b])));
-  if (sampled)  // the rows carry weighed bytes from here on
-    for (Event& e : ev)
-      if (e.kind == wire::Kind::Alloc) e.size = bytes(e);
-  counters.finish();
-  for (size_t b = 0; b < bins.size(); ++b) {
-    if (bins[b].count == 0) continue;
-    bins[b].max_size = b == 0 ? 1 : b >= 64 ? UINT64_MAX : uint64_t{1} << b;
-    stats.sizes.push_back(bins[b]);
-  }
-  prof.meta.heap = std::move(stats);
-  live = LiveBlocks();
-
-  // Pass 2: the rows. Blocks of one thread and stack allocated in one time bucket and freed in one (or not
-  // freed) share a row and its free row (model::Allocation), split by whether they were live at the peak:
-  // every per-stack sum the front end and `report --heap` take stays exact, and a profile of millions of
-  // allocations keeps a few rows per call site and bucket. 128 buckets over the recording (at least 1 ms).
-  // Model stacks, interned as the groups come (in time order): each starts from the longest root-side prefix
-  // it shares with the previous one, so a deep stack costs the frames it does not share (interning every
-  // frame of every stack was 17% of cc1plus's recording).
-  std::vector<model::StackId> model_stack(im.stacks.size(), model::kNoStack);
-  std::vector<uint64_t> prev_addrs;      // the previous stack, root first
-  std::vector<model::StackId> prev_ids;  // its prefixes
-  auto stack_of = [&](uint32_t s) {
-    if (s == UINT32_MAX) return model::kNoStack;
-    if (model_stack[s] != model::kNoStack) return model_stack[s];
-    const auto& f = im.stacks[s];  // leaf first
-    const size_t n = f.size();
-    size_t k = 0;
-    while (k < n && k < prev_addrs.size() && prev_addrs[k] == f[n - 1 - k]) ++k;
-    prev_addrs.resize(k);
-    prev_ids.resize(k);
-    model::StackId id = k ? prev_ids[k - 1] : model::kNoStack;
-    for (size_t d = k; d < n; ++d) {
-      id = prof.stacks.intern(id, prof.native_frame(f[n - 1 - d]));
-      prev_addrs.push_back(f[n - 1 - d]);
-      prev_ids.push_back(id);
-    }
-    model_stack[s] = id;
-    return id;
-  };
-  const uint64_t t0 = ev.empty() ? 0 : ev.front().time;
-  const uint64_t width = std::max<uint64_t>(1000000, ev.empty() ? 1 : (ev.back().time - t0) / 128 + 1);
-  struct Key {
-    uint32_t proc, thread, stack, born, died;
-    bool peak;
-    bool operator==(const Key&) const = default;
-  };
-  struct KeyHash {
-    size_t operator()(const Key& k) const noexcept {
-      uint64_t h = (uint64_t{k.proc} << 40) ^ (uint64_t{k.thread} << 20) ^ k.stack;
-      h = (h ^ (uint64_t{k.born} << 32 | k.died)) * 0x9E3779B97F4A7C15ull;
-      return static_cast<size_t>(h ^ (h >> 29) ^ k.peak);
-    }
-  };
-  struct Group {
-    Key key;
-    uint64_t first = 0, last_free = 0;
-    int64_t bytes = 0;
-    uint32_t count = 0;
-  };
-  // Key -> the group being filled: open addressing over group indices, doubled at half full (a node-based
-  // map's allocation and cache miss per allocation event was a tenth of finish() on python).
-  class GroupIndex {
-   public:
-    enum : uint32_t { kEmpty = UINT32_MAX };
-    // The slot holding `k`'s group, or the empty slot where it goes.
-    uint32_t& find(const Key& k, const std::vector<Group>& groups) {
-      for (size_t i = home(k);; i = (i + 1) & (slots_.size() - 1))
-        if (slots_[i] == kEmpty || groups[slots_[i]].key == k) return slots_[i];
-    }
-    // A key was just given a slot: grow if the table is half full.
-    void added(const std::vector<Group>& groups) {
-      if (++used_ * 2 <= slots_.size()) return;
-      std::vector<uint32_t> old(slots_.size() * 2, kEmpty);
-      old.swap(slots_);
-      for (uint32_t g : old)
-        if (g != kEmpty) find(groups[g].key, groups) = g;
-    }
-
-   private:
-    size_t home(const Key& k) const {
-      return static_cast<size_t>((KeyHash()(k) * 0x9E3779B97F4A7C15ull) >> 20) & (slots_.size() - 1);
-    }
-    std::vector<uint32_t> slots_ = std::vector<uint32_t>(size_t{1} << 12, kEmpty);
-    size_t used_ = 0;
-  };
-  GroupIndex index;
-  std::vector<Group> groups;
-  for (uint32_t i = 0; i < ev.size(); ++i) {
-    const Event& e = ev[i];
-    if (e.kind != wire::Kind::Alloc) continue;
-    const uint64_t died_at = e.freed ? ev[e.addr].time : 0;
-    const bool peak = peak_index != SIZE_MAX && i <= peak_index && (!e.freed || e.addr > peak_index);
-    Key k{e.pid,
-          e.tid,
-          e.stack,
-          static_cast<uint32_t>((e.time - t0) / width),
-          e.freed ? static_cast<uint32_t>((died_at - t0) / width) : UINT32_MAX,
-          peak};
-    uint32_t& slot = index.find(k, groups);
-    uint32_t gi = slot;
-    if (gi == GroupIndex::kEmpty || groups[gi].count == UINT32_MAX) {  // a new group (or a full one's next)
-      const bool fresh = gi == GroupIndex::kEmpty;
-      gi = slot = static_cast<uint32_t>(groups.size());
-      groups.push_back({k, e.time, 0, 0, 0});
-      if (fresh) index.added(groups);  // may move the slots: `slot` is not used after this
-    }
-    Group& g = groups[gi];
-    g.last_free = std::max(g.last_free, died_at);
-    g.bytes += e.size;
-    ++g.count;
-  }
-  index = GroupIndex();
-  ev.clear();
-  ev.shrink_to_fit();
-  std::vector<std::pair<uint32_t, uint32_t>> touched;
-  for (size_t gi = 0; gi < groups.size(); ++gi) {
-    const Group& g = groups[gi];
-    model::Thread& th = prof.processes[g.key.proc].threads[g.key.thread];
-    if (th.allocations.empty()) touched.push_back({g.key.proc, g.key.thread});
-    const model::StackId stack = stack_of(g.key.stack);
-    const uint64_t tag = gi + 1;  // the row's "address": pairs it with its free row, nothing else
-    th.allocations.push_back({g.first, stack, g.bytes, tag, th.tid, g.count, g.key.peak});
-    if (g.key.died != UINT32_MAX)
-      th.allocations.push_back({g.last_free, stack, -g.bytes, tag, th.tid, g.count, false});
-  }
-  for (auto [pi, ti] : touched) {
-    auto& rows = prof.processes[pi].threads[ti].allocations;
-    std::stable_sort(rows.begin(), rows.end(), [](const model::Allocation& a, const model::Allocation& b) {
-      return a.time_ns < b.time_ns;
-    });
-  }
+  sum.lost_chunks = im.parser.lost;
+  sum.events = fold->events();
+  const uint64_t folded_ns = now_ns();
+  fold->finish(
+      prof, [&](uint64_t t) { return map ? (*map)(t) : t; }, inst_pid, stacks);
+  if (getenv("FXPROF_HEAP_DEBUG"))  // where finish()'s time goes (bench/heap_real.sh's breakdown)
+    std::fprintf(stderr,
+                 "fxprof: heap debug: %llu events, %llu folded while running%s; %.3f s to join and fold the "
+                 "rest, %.3f s to the model\n",
+                 static_cast<unsigned long long>(sum.events),
+                 static_cast<unsigned long long>(sum.folded_while_running), sum.refolded ? " (refolded)" : "",
+                 double(folded_ns - entered_ns) / 1e9, double(now_ns() - folded_ns) / 1e9);
   return sum;
+}
+
+bool HeapSource::wait_folded(uint64_t events, std::chrono::milliseconds timeout) {
+  Impl& im = *impl_;
+  std::unique_lock<std::mutex> lock(im.folded_mu);
+  return im.folded_cv.wait_for(lock, timeout, [&] { return im.folded.load() >= events; });
 }
 
 }  // namespace fxprof::heap

@@ -1,6 +1,6 @@
-// fxprof heap recorder internals (heap/source.cpp): where finish() puts the events in the profile (process
-// and thread entries, the Memory counter), and the encoding of calls recorded outside the shim
-// (heap/external.cpp) into the shim's stream format. (The tables finish() matches frees with: heap/tables.h.)
+// fxprof heap recorder internals: where the rows and counters go in the profile (process and thread entries,
+// heap/source_fold.cpp), and the encoding of calls recorded outside the shim (heap/external.cpp) into the
+// shim's stream format. (The fold of the events: heap/source_fold.h; its tables: heap/tables.h.)
 #pragma once
 
 #include <algorithm>
@@ -57,7 +57,6 @@ class ThreadCache {
     bool valid = false;
     uint32_t proc = 0, thread = 0;
     uint64_t from = 0, until = 0;
-    uint64_t last_alloc = 0;  // the address the thread allocated last (temporaries)
   };
   explicit ThreadCache(model::Profile& prof) : prof_(prof) {}
   // The thread's entry; the last one asked for is remembered (events come in runs of one thread).
@@ -87,73 +86,6 @@ class ThreadCache {
   std::unordered_map<uint64_t, Entry> cache_;
   uint64_t last_key_ = 0;
   Entry* last_ = nullptr;
-};
-
-// The Memory counter: one sample per process and 1 ms bucket with the bucket's change; a bucket whose highest
-// point lies above both its ends is written as two samples (up to the high, then down from it), so that the
-// track's maximum is the process's exact peak however briefly it was held.
-class Counters {
- public:
-  explicit Counters(model::Profile& prof) : prof_(prof) {}
-  void add(uint32_t proc, uint64_t t, int64_t d) {
-    State& c = state_[proc];
-    uint64_t bucket = t / 1000000;
-    if (c.bucket != bucket) {
-      flush(proc, c);
-      c.bucket = bucket;
-      c.high = c.written;
-      c.high_count = 0;
-    }
-    c.value += d;
-    ++c.count;
-    c.last_time = t;
-    if (c.value > c.high) {
-      c.high = c.value;
-      c.high_count = c.count;
-    }
-  }
-  void finish() {
-    for (auto& [proc, c] : state_) {
-      flush(proc, c);
-      // The last value holds to the process's end (or the recording's), as the RSS track's does: the track
-      // does not stop at the last allocation or free.
-      const model::Process& p = prof_.processes[proc];
-      const uint64_t end = p.end_ns ? *p.end_ns : prof_.meta.end_monotonic_ns.value_or(0);
-      for (model::Counter& k : prof_.processes[proc].counters)
-        if (k.name == "Heap" && !k.samples.empty() && end > k.samples.back().time_ns)
-          k.samples.push_back({end, 0, 0});
-    }
-  }
-
- private:
-  struct State {
-    uint64_t bucket = UINT64_MAX;
-    int64_t value = 0;    // the process's heap bytes after its last event
-    int64_t written = 0;  // what the samples written so far add up to
-    int64_t high = 0;     // the bucket's highest value, reached after high_count of its count events
-    uint64_t high_count = 0, count = 0, last_time = 0;
-  };
-  void flush(uint32_t proc, State& c) {
-    if (c.count == 0) return;
-    auto& samples = prof_.processes[proc].counters;
-    auto it = std::find_if(samples.begin(), samples.end(),
-                           [](const model::Counter& k) { return k.name == "Heap"; });
-    if (it == samples.end()) {
-      samples.push_back({"Heap", "Memory", "Heap bytes in use (fxprof --heap)", {}});
-      it = samples.end() - 1;
-    }
-    const uint64_t start_ns = c.bucket * 1000000;
-    if (c.high > c.written && c.high > c.value) {
-      it->samples.push_back({start_ns, c.high - c.written, c.high_count});
-      it->samples.push_back({std::max(c.last_time, start_ns + 1), c.value - c.high, c.count - c.high_count});
-    } else {
-      it->samples.push_back({start_ns, c.value - c.written, c.count});
-    }
-    c.written = c.value;
-    c.count = 0;
-  }
-  model::Profile& prof_;
-  std::map<uint32_t, State> state_;  // process index -> its counter's state
 };
 
 }  // namespace internal

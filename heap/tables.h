@@ -1,5 +1,5 @@
-// fxprof heap: the tables HeapSource::finish() (heap/source.cpp) goes through the events with; internal to
-// heap/.
+// fxprof heap: the tables the recorder folds the events with (heap/source.cpp, heap/source_fold.cpp);
+// internal to heap/.
 #pragma once
 
 #include <sys/mman.h>
@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -124,6 +125,56 @@ class LiveBlocks {
   }
   std::vector<Slot, HugeAllocator<Slot>> slots_;
   size_t used_ = 0;
+};
+
+// The stacks the shim defines, as paths in one tree of call sites: (parent node, return address) -> node,
+// root side first. The worker interns each definition as it comes (the threads' and processes' definitions of
+// one call path become one node), so that finish() translates each distinct prefix into the model once:
+// interning every frame of every stack there was most of finish() on cc1plus's deep stacks.
+class StackTrie {
+ public:
+  static constexpr uint32_t kRoot = UINT32_MAX;  // the empty stack (also: no stack)
+  struct Node {
+    uint64_t addr;
+    uint32_t parent;
+  };
+  // The node of `frames`, leaf first.
+  uint32_t intern(std::span<const uint64_t> frames) {
+    uint32_t n = kRoot;
+    for (size_t i = frames.size(); i-- > 0;) n = child(n, frames[i]);
+    return n;
+  }
+  const std::vector<Node>& nodes() const { return nodes_; }
+
+ private:
+  static constexpr uint32_t kEmpty = UINT32_MAX;
+  size_t home(uint32_t parent, uint64_t addr) const {
+    const uint64_t h = (addr ^ (uint64_t{parent} << 40 | parent)) * 0x9E3779B97F4A7C15ull;
+    return static_cast<size_t>(h >> 24) & (slots_.size() - 1);
+  }
+  uint32_t child(uint32_t parent, uint64_t addr) {
+    for (size_t i = home(parent, addr);; i = (i + 1) & (slots_.size() - 1)) {
+      const uint32_t n = slots_[i];
+      if (n == kEmpty) {
+        slots_[i] = static_cast<uint32_t>(nodes_.size());
+        nodes_.push_back({addr, parent});
+        if (nodes_.size() * 2 > slots_.size()) grow();
+        return static_cast<uint32_t>(nodes_.size() - 1);
+      }
+      if (nodes_[n].addr == addr && nodes_[n].parent == parent) return n;
+    }
+  }
+  void grow() {
+    std::vector<uint32_t>(slots_.size() * 2, kEmpty).swap(slots_);
+    for (uint32_t n = 0; n < nodes_.size(); ++n)
+      for (size_t i = home(nodes_[n].parent, nodes_[n].addr);; i = (i + 1) & (slots_.size() - 1))
+        if (slots_[i] == kEmpty) {
+          slots_[i] = n;
+          break;
+        }
+  }
+  std::vector<Node> nodes_;
+  std::vector<uint32_t> slots_ = std::vector<uint32_t>(size_t{1} << 12, kEmpty);
 };
 
 }  // namespace fxprof::heap
