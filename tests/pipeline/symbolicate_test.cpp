@@ -7,7 +7,6 @@
 
 #include "base/fd.h"
 #include "elf/elf.h"
-#include "symbolizer/elf_file.h"
 #include "tests/support/support.h"
 
 namespace m = fxprof::model;
@@ -38,14 +37,14 @@ uint64_t nm_address(const std::string& path, const std::string& symbol, uint64_t
 
 TEST_CASE("symbolicate names the frames samples use, inlines expanded, from the real binary", "[pipeline]") {
   const std::string path = test_program("sym_inline");
-  auto elf = fxprof::symbolizer::ElfObject::open(path);
-  REQUIRE(elf.ok());
+  auto elf = fxprof::elf::read_file(path);
+  REQUIRE(elf);
   constexpr uint64_t kBase = 0x555555554000;
   m::Profile p;
   m::Process proc;
   proc.pid = 42;
   proc.libs.push_back({kBase + 0x1000, kBase + 0x100000, 0x1000, "sym_inline", path, "sym_inline", path,
-                       fxprof::elf::breakpad_id((*elf)->build_id()), fxprof::elf::hex((*elf)->build_id())});
+                       fxprof::elf::breakpad_id(elf->build_id), fxprof::elf::hex(elf->build_id)});
   proc.threads.push_back({});
   uint64_t hot_size = 0;
   const uint64_t hot = nm_address(path, "_Z11compute_hoti", &hot_size);
