@@ -49,14 +49,20 @@ demo: build
 test: test-deps
 	@$(MAKE) --no-print-directory test-asan
 	@$(MAKE) --no-print-directory test-tsan
-	@$(MAKE) --no-print-directory test-release
+	@$(MAKE) --no-print-directory test-release UNIT_TESTS=OFF
 	@$(MAKE) --no-print-directory fuzz-smoke
 
 # The test builds link with lld (a test dependency): it links the test binaries 4x faster than ld.bfd.
 LLD_FLAGS  := -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld
 
+# UNIT_TESTS=OFF (what `make test` passes): the optimised build has only the tests of the fxprof command, the
+# unit tests ran in the sanitizer build (tests/CMakeLists.txt, FXPROF_UNIT_TESTS). Changing it reconfigures.
+UNIT_TESTS ?= ON
 test-release:
-	@[ -f $(BUILD)/build.ninja ] || cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LLD_FLAGS) >/dev/null
+	@[ -f $(BUILD)/build.ninja ] || cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LLD_FLAGS) \
+	  -DFXPROF_UNIT_TESTS=$(UNIT_TESTS) >/dev/null
+	@grep -qx 'FXPROF_UNIT_TESTS:BOOL=$(UNIT_TESTS)' $(BUILD)/CMakeCache.txt || \
+	  cmake -S . -B $(BUILD) -DFXPROF_UNIT_TESTS=$(UNIT_TESTS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 	@cd $(BUILD) && ctest -j $(JOBS) --output-on-failure
 
@@ -71,16 +77,14 @@ asan-build:
 test-asan: asan-build
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest -j $(JOBS) --output-on-failure
 
-# ThreadSanitizer for the multi-threaded parts: only the in-process tests of the server, the symbolizer and the
-# heap recorder's reader and worker (tests/CMakeLists.txt), built by clang -O1 (TSan's own advice: -O0 runs
-# several times slower).
-TSAN_TESTS := test_symbolizer test_symbolizer_line_program test_symbolizer_demangle test_server_api test_http_server \
-              test_heap_worker
+# ThreadSanitizer for the multi-threaded parts: only the in-process tests of the server, the symbolizer and
+# the heap recorder's worker that start threads (tests/CMakeLists.txt, FXPROF_TSAN_TESTS), built by clang -O1
+# (TSan's own advice: -O0 runs several times slower).
 tsan-build:
 	@[ -f $(TSAN_BUILD)/build.ninja ] || CC=clang CXX=clang++ cmake -S . -B $(TSAN_BUILD) -G Ninja \
 	  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -gline-tables-only" \
 	  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only" -DFXPROF_TSAN=ON $(LLD_FLAGS) >/dev/null
-	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target $(TSAN_TESTS)
+	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target fxprof_tests
 
 test-tsan: tsan-build
 	@cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest -j $(JOBS) --output-on-failure

@@ -5,9 +5,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
+#include "fuzz/record_stream.h"
 #include "model/profile.h"
 #include "recorder/builder.h"
 #include "recorder/unwind/unwinder.h"
@@ -27,18 +27,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                    recorder::live_procfs());
   builder.on_launched(100, "fuzz", 0);
   // Records are copied to aligned storage one at a time: the builder reads them in place, as in the ring.
-  std::vector<uint64_t> record;
-  size_t at = 1;
-  while (at + sizeof(perf_event_header) <= size) {
-    perf_event_header h;
-    std::memcpy(&h, data + at, sizeof h);
-    if (h.size < sizeof h || h.size > size - at) break;
-    record.assign((h.size + 7) / 8, 0);
-    std::memcpy(record.data(), data + at, h.size);
-    builder.handle(reinterpret_cast<const perf_event_header*>(record.data()));
+  fuzz::for_each_record(data, size, [&](const perf_event_header* h, const std::vector<uint64_t>&) {
+    builder.handle(h);
     builder.resolve_pending();  // the record's storage is reused for the next one
-    at += h.size;
-  }
+  });
   builder.on_end(0);
   return 0;
 }

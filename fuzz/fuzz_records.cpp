@@ -7,14 +7,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <variant>
 #include <vector>
 
+#include "fuzz/record_stream.h"
 #include "recorder/records.h"
 #include "recorder/unwind/unwinder.h"
 
 using namespace fxprof::recorder;
+namespace fuzz = fxprof::fuzz;
 
 namespace {
 
@@ -40,36 +41,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   layout.regs_mask = layout.dwarf ? user_regs_mask() : 0;
   layout.switch_regs_mask = layout.regs_mask | kPerfRegDiBit;
   const bool switch_event = (data[0] & 4) != 0;
-  std::vector<uint64_t> record;  // aligned, as in the ring buffer
   uint64_t sum = 0;
-  size_t at = 1;
-  while (at + sizeof(perf_event_header) <= size) {
-    perf_event_header h;
-    std::memcpy(&h, data + at, sizeof h);
-    if (h.size < sizeof h || h.size > size - at) break;
-    record.assign((h.size + 7) / 8, 0);
-    std::memcpy(record.data(), data + at, h.size);
-    auto* hp = reinterpret_cast<const perf_event_header*>(record.data());
+  fuzz::for_each_record(data, size, [&](const perf_event_header* hp, const std::vector<uint64_t>& record) {
+    const size_t rsize = hp->size;
     sum += record_time(hp);
     std::visit(Visit{[&](const SampleRecord& s) {
-                       inside(s.chain, record, h.size);
-                       inside(s.stack, record, h.size);
+                       inside(s.chain, record, rsize);
+                       inside(s.stack, record, rsize);
                        for (size_t i = 0; i < s.chain_size(); ++i) sum += s.chain_at(i);
                        for (size_t i = 0; i < s.n_regs; ++i) sum += s.regs[i];
                        for (std::byte b : s.stack) sum += static_cast<uint8_t>(b);
                      },
                      [&](const Mmap2Record& m) {
-                       inside(std::as_bytes(std::span(m.path.data(), m.path.size())), record, h.size);
+                       inside(std::as_bytes(std::span(m.path.data(), m.path.size())), record, rsize);
                        sum += m.addr + m.len + m.path.size();
                      },
                      [&](const CommRecord& c) {
-                       inside(std::as_bytes(std::span(c.comm.data(), c.comm.size())), record, h.size);
+                       inside(std::as_bytes(std::span(c.comm.data(), c.comm.size())), record, rsize);
                        sum += c.comm.size();
                      },
                      [&](const auto& other) { sum += sizeof other; }},
                decode(hp, layout, switch_event));
-    at += h.size;
-  }
+  });
   volatile uint64_t keep = sum;
   (void)keep;
   return 0;

@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <cstdio>
+#include <map>
+#include <string_view>
 #include <unordered_set>
 #include <utility>
 
@@ -10,6 +12,46 @@
 #include "model/symbols.h"
 
 namespace fxprof::pipeline {
+namespace {
+
+// A function of a stripped binary that the symbolizer named after its .eh_frame FDE for want of symbols:
+// "<debugName>+0x<start>" (symbolizer/lookup.cpp, Library::fde_name).
+bool is_fde_name(std::string_view name, std::string_view debug_name) {
+  if (debug_name.empty() || !name.starts_with(debug_name)) return false;
+  name.remove_prefix(debug_name.size());
+  return name.size() > 3 && name.starts_with("+0x") &&
+         name.find_first_not_of("0123456789abcdef", 3) == std::string_view::npos;
+}
+
+// Frames named so by an earlier symbolication (a profile symbolicated at record time, read back) are asked
+// again: symbols may be there now (--symbol-dir, a debug package installed since). Unnames them and
+// returns their names by (binary, address), for the ones that stay unresolved to get back.
+using FdeNames = std::map<std::pair<model::BinaryId, uint64_t>, model::StringId>;
+FdeNames unname_fde_frames(model::Profile& profile) {
+  FdeNames names;
+  for (size_t i = 0; i < profile.frames.size(); ++i) {
+    model::Frame& f = profile.frames.mutable_frame(static_cast<model::FrameId>(i));
+    if (f.kind != model::FrameKind::Native || f.binary == model::kNoBinary || f.name == model::kNoString ||
+        f.inline_depth != 0 || f.file != model::kNoString)
+      continue;
+    if (!is_fde_name(profile.strings.get(f.name), profile.binaries[f.binary].debug_name)) continue;
+    names.emplace(std::pair(f.binary, f.address), f.name);
+    f.name = model::kNoString;
+  }
+  return names;
+}
+
+void rename_unresolved(model::Profile& profile, const FdeNames& names) {
+  if (names.empty()) return;
+  for (size_t i = 0; i < profile.frames.size(); ++i) {
+    model::Frame& f = profile.frames.mutable_frame(static_cast<model::FrameId>(i));
+    if (f.kind != model::FrameKind::Native || f.binary == model::kNoBinary || f.name != model::kNoString)
+      continue;
+    if (auto it = names.find({f.binary, f.address}); it != names.end()) f.name = it->second;
+  }
+}
+
+}  // namespace
 
 model::Symbol to_model_symbol(symbolizer::SymbolInfo&& info) {
   model::Symbol out;
@@ -25,6 +67,7 @@ model::Symbol to_model_symbol(symbolizer::SymbolInfo&& info) {
 
 SymbolicateStats symbolicate(model::Profile& profile, symbolizer::Symbolizer& symbols) {
   SymbolicateStats stats;
+  const FdeNames fde_names = unname_fde_frames(profile);
   std::vector<model::SymbolRequest> requests = model::symbol_requests(profile);
   for (model::SymbolRequest& r : requests) {
     const model::Binary& b = profile.binaries[r.binary];
@@ -54,6 +97,7 @@ SymbolicateStats symbolicate(model::Profile& profile, symbolizer::Symbolizer& sy
     }
   }
   model::apply_symbols(profile, requests);
+  rename_unresolved(profile, fde_names);
   return stats;
 }
 

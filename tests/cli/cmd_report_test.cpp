@@ -96,3 +96,23 @@ TEST_CASE("report in the terminal: tables, tree, inline or not") {
   CHECK(bad.status == 2);
   CHECK(bad.err == "fxprof report: --limit needs a positive number (try `fxprof report --help`)\n");
 }
+
+TEST_CASE(
+    "report --heap --symbol-dir names a stripped binary's sites in a profile recorded without symbols") {
+  TempDir dir;
+  const std::string profile = dir.file("bare.json.gz");
+  // Recorded without the folder: the stripped binary's sites are named by their FDEs ("...+0x2cd0").
+  auto r = run({fxprof_bin(), "record", "--heap=full", "--save-only", "-o", profile, "--",
+                test_program("heap_prog_stripped"), "leak", "50", "1000"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto bare = run({fxprof_bin(), "report", "--heap", profile});
+  REQUIRE(bare.status == 0);
+  CHECK(bare.out.find(" 50 blocks: heap_prog_stripped+0x") != std::string::npos);
+  auto named = run({fxprof_bin(), "report", "--heap", "--symbol-dir", test_program("heap_syms"), profile});
+  INFO(named.out << named.err);
+  REQUIRE(named.status == 0);
+  CHECK(named.out.find(" 50 blocks: leak_blocks (heap_prog_stripped)\n        from main\n") !=
+        std::string::npos);
+  CHECK(named.out.find("heap_prog_stripped+0x") == std::string::npos);
+}
