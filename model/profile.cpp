@@ -33,30 +33,59 @@ FrameId FrameTable::intern(const Frame& f) {
   return id;
 }
 
-size_t StackTable::slot_of(StackId prefix, FrameId frame) const {
-  uint64_t h = ((static_cast<uint64_t>(prefix) << 32) | frame) * 0x9E3779B97F4A7C15ull;
-  const size_t mask = slots_.size() - 1;
-  for (size_t i = static_cast<size_t>(h >> 32) & mask;; i = (i + 1) & mask) {
-    const StackId id = slots_[i];
-    if (id == kNoStack || (prefix_[id] == prefix && frame_[id] == frame)) return i;
-  }
+namespace {
+// (prefix, frame) through murmur3's 64-bit finaliser: the slot from the top bits, the tag from the low ones.
+uint64_t stack_hash(StackId prefix, FrameId frame) {
+  uint64_t h = (static_cast<uint64_t>(prefix) << 32) | frame;
+  h = (h ^ (h >> 33)) * 0xFF51AFD7ED558CCDull;
+  h = (h ^ (h >> 33)) * 0xC4CEB9FE1A85EC53ull;
+  return h ^ (h >> 33);
 }
+constexpr uint32_t kFreeSlot = UINT32_MAX;
+}  // namespace
 
 void StackTable::rehash(size_t n) {
   size_t cap = 16;
-  while (cap * 3 < n * 4) cap *= 2;
-  slots_.assign(cap, kNoStack);
-  for (StackId id = 0; id < frame_.size(); ++id) slots_[slot_of(prefix_[id], frame_[id])] = id;
+  int bits = 4;
+  while (cap * 3 < n * 4) {
+    cap *= 2;
+    ++bits;
+  }
+  slots_.assign(cap, kFreeSlot);
+  id_mask_ = static_cast<uint32_t>(cap - 1);
+  shift_ = 64 - bits;
+  const size_t mask = cap - 1;
+  for (StackId id = 0; id < nodes_.size(); ++id) {
+    const uint64_t h = stack_hash(nodes_[id].prefix, nodes_[id].frame);
+    size_t i = static_cast<size_t>(h >> shift_);
+    while (slots_[i] != kFreeSlot) i = (i + 1) & mask;
+    slots_[i] = (static_cast<uint32_t>(h) & ~id_mask_) | id;
+  }
 }
 
 StackId StackTable::intern(StackId prefix, FrameId frame) {
-  if ((frame_.size() + 1) * 4 > slots_.size() * 3) rehash(std::max<size_t>(2 * frame_.size(), 16));
-  const size_t at = slot_of(prefix, frame);
-  if (slots_[at] != kNoStack) return slots_[at];
-  auto id = static_cast<StackId>(frame_.size());
-  prefix_.push_back(prefix);
-  frame_.push_back(frame);
-  slots_[at] = id;
+  if ((nodes_.size() + 1) * 4 > slots_.size() * 3) rehash(std::max<size_t>(2 * nodes_.size(), 16));
+  const uint64_t h = stack_hash(prefix, frame);
+  const uint32_t tag = static_cast<uint32_t>(h) & ~id_mask_;
+  const size_t mask = slots_.size() - 1;
+  size_t i = static_cast<size_t>(h >> shift_);
+  if (prefix + size_t{1} == nodes_.size()) {
+    // The newest stack has no children yet (a child's id is larger): no lookup, only a free slot. A new
+    // path (a deeper stack, a symbolicated one) is made this way, each id known before its slot is found,
+    // so the slots' cache misses overlap instead of waiting on each other.
+    while (slots_[i] != kFreeSlot) i = (i + 1) & mask;
+  } else {
+    for (;; i = (i + 1) & mask) {
+      const uint32_t slot = slots_[i];
+      if (slot == kFreeSlot) break;
+      if ((slot & ~id_mask_) != tag) continue;
+      const Node& n = nodes_[slot & id_mask_];
+      if (n.prefix == prefix && n.frame == frame) return slot & id_mask_;
+    }
+  }
+  auto id = static_cast<StackId>(nodes_.size());
+  nodes_.push_back({prefix, frame});
+  slots_[i] = tag | id;
   return id;
 }
 
