@@ -41,7 +41,7 @@ uint64_t stack_hash(StackId prefix, FrameId frame) {
   h = (h ^ (h >> 33)) * 0xC4CEB9FE1A85EC53ull;
   return h ^ (h >> 33);
 }
-constexpr uint32_t kFreeSlot = UINT32_MAX;
+constexpr uint64_t kFreeSlot = UINT64_MAX;
 }  // namespace
 
 void StackTable::rehash(size_t n) {
@@ -52,40 +52,55 @@ void StackTable::rehash(size_t n) {
     ++bits;
   }
   slots_.assign(cap, kFreeSlot);
-  id_mask_ = static_cast<uint32_t>(cap - 1);
   shift_ = 64 - bits;
-  const size_t mask = cap - 1;
-  for (StackId id = 0; id < nodes_.size(); ++id) {
+  for (StackId id : wide_) {
     const uint64_t h = stack_hash(nodes_[id].prefix, nodes_[id].frame);
     size_t i = static_cast<size_t>(h >> shift_);
-    while (slots_[i] != kFreeSlot) i = (i + 1) & mask;
-    slots_[i] = (static_cast<uint32_t>(h) & ~id_mask_) | id;
+    while (slots_[i] != kFreeSlot) i = (i + 1) & (cap - 1);
+    slots_[i] = (h << 32) | id;
+  }
+}
+
+StackId StackTable::find_wide(StackId prefix, FrameId frame, uint64_t h, size_t& free_slot) const {
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = static_cast<size_t>(h >> shift_);; i = (i + 1) & mask) {
+    const uint64_t slot = slots_[i];
+    if (slot == kFreeSlot) {
+      free_slot = i;
+      return kNoStack;
+    }
+    if ((slot >> 32) != (h & 0xFFFFFFFFu)) continue;
+    const Node& n = nodes_[static_cast<StackId>(slot)];
+    if (n.prefix == prefix && n.frame == frame) return static_cast<StackId>(slot);
   }
 }
 
 StackId StackTable::intern(StackId prefix, FrameId frame) {
-  if ((nodes_.size() + 1) * 4 > slots_.size() * 3) rehash(std::max<size_t>(2 * nodes_.size(), 16));
-  const uint64_t h = stack_hash(prefix, frame);
-  const uint32_t tag = static_cast<uint32_t>(h) & ~id_mask_;
-  const size_t mask = slots_.size() - 1;
-  size_t i = static_cast<size_t>(h >> shift_);
-  if (prefix + size_t{1} == nodes_.size()) {
-    // The newest stack has no children yet (a child's id is larger): no lookup, only a free slot. A new
-    // path (a deeper stack, a symbolicated one) is made this way, each id known before its slot is found,
-    // so the slots' cache misses overlap instead of waiting on each other.
-    while (slots_[i] != kFreeSlot) i = (i + 1) & mask;
-  } else {
-    for (;; i = (i + 1) & mask) {
-      const uint32_t slot = slots_[i];
-      if (slot == kFreeSlot) break;
-      if ((slot & ~id_mask_) != tag) continue;
-      const Node& n = nodes_[slot & id_mask_];
-      if (n.prefix == prefix && n.frame == frame) return slot & id_mask_;
+  const auto id = static_cast<StackId>(nodes_.size());
+  StackId& head = prefix == kNoStack ? first_root_ : nodes_[prefix].first_child;
+  int listed = 0;
+  for (StackId c = head, before = kNoStack; c != kNoStack; before = c, c = nodes_[c].next_sibling, ++listed) {
+    if (nodes_[c].frame != frame) continue;
+    if (before != kNoStack) {  // to the front: a stack found once is usually found again soon
+      nodes_[before].next_sibling = nodes_[c].next_sibling;
+      nodes_[c].next_sibling = head;
+      head = c;
     }
+    return c;
   }
-  auto id = static_cast<StackId>(nodes_.size());
-  nodes_.push_back({prefix, frame});
-  slots_[i] = tag | id;
+  if (listed < kListed) {
+    const StackId next = head;
+    head = id;  // before push_back, which may move the node `head` is in
+    nodes_.push_back({prefix, frame, kNoStack, next});
+    return id;
+  }
+  if ((wide_.size() + 1) * 4 > slots_.size() * 3) rehash(std::max<size_t>(2 * wide_.size(), 16));
+  const uint64_t h = stack_hash(prefix, frame);
+  size_t at = 0;
+  if (StackId found = find_wide(prefix, frame, h, at); found != kNoStack) return found;
+  nodes_.push_back({prefix, frame, kNoStack, kNoStack});
+  wide_.push_back(id);
+  slots_[at] = (h << 32) | id;
   return id;
 }
 

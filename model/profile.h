@@ -104,27 +104,30 @@ class StackTable {
   StackId prefix(StackId s) const { return nodes_[s].prefix; }
   FrameId frame(StackId s) const { return nodes_[s].frame; }
   size_t size() const { return nodes_.size(); }
-  void reserve(size_t n) {
-    nodes_.reserve(n);
-    if (n * 4 > slots_.size() * 3) rehash(n);
-  }
+  void reserve(size_t n) { nodes_.reserve(n); }
 
  private:
+  // The table is a tree: each stack links its first few children (callees), the last found first.
+  // Interning follows the parent it was just given (in cache: it was just made or found) to its children,
+  // so a deep stack costs no hash-table cache miss per frame (a random slot in an index of 1M+ stacks was
+  // 8% of a cc1plus recording with --heap=full), and a new chain below a new stack no lookup at all.
   struct Node {
     StackId prefix;
     FrameId frame;
+    StackId first_child = kNoStack;
+    StackId next_sibling = kNoStack;
   };
+  // A stack's children past the first kListed (wide fans: the roots of truncated stacks, a dispatcher) go
+  // to an open-addressing index: a slot is a stack id and 32 bits of its key's hash (so that a probe passes
+  // other stacks without reading them), UINT64_MAX when free.
+  static constexpr int kListed = 8;
+  StackId find_wide(StackId prefix, FrameId frame, uint64_t h, size_t& free_slot) const;
   void rehash(size_t n);
 
-  std::vector<Node> nodes_;  // the key of a stack in one 8-byte read (one cache miss, not two)
-  // The index: open addressing over the stack ids themselves, the key read back from nodes_: 4 bytes a
-  // slot, at most 3/4 full, so 5-11 bytes per distinct stack where a hash map of (prefix, frame) -> id took
-  // ~40 (a 2-minute 8-thread profile has 637k distinct stacks). Ids stay under 3/4 of the capacity, so a
-  // slot's high bits, which the id never uses, hold a tag of the key's hash: a probe that meets another
-  // stack passes it without reading its key (with 1M+ stacks each read was a cache miss: interning was
-  // 8% of a cc1plus recording with --heap=full). UINT32_MAX: a free slot (no id reaches it).
-  std::vector<uint32_t> slots_;
-  uint32_t id_mask_ = 0;  // capacity - 1: the id's bits in a slot; the others are the tag's
+  std::vector<Node> nodes_;
+  StackId first_root_ = kNoStack;  // the roots' list (prefix kNoStack)
+  std::vector<StackId> wide_;      // the stacks in the index, for rehash
+  std::vector<uint64_t> slots_;
   int shift_ = 64;        // 64 - log2(capacity): a slot's home is the hash's top bits
 };
 
