@@ -128,7 +128,7 @@ class StackTable {
   StackId first_root_ = kNoStack;  // the roots' list (prefix kNoStack)
   std::vector<StackId> wide_;      // the stacks in the index, for rehash
   std::vector<uint64_t> slots_;
-  int shift_ = 64;        // 64 - log2(capacity): a slot's home is the hash's top bits
+  int shift_ = 64;  // 64 - log2(capacity): a slot's home is the hash's top bits
 };
 
 // 16 bytes: a profile holds one per sample (an hour of 8 busy threads at 1 kHz is 28.8M of them), so the
