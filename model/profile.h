@@ -111,6 +111,7 @@ class StackTable {
   // Interning follows the parent it was just given (in cache: it was just made or found) to its children,
   // so a deep stack costs no hash-table cache miss per frame (a random slot in an index of 1M+ stacks was
   // 8% of a cc1plus recording with --heap=full), and a new chain below a new stack no lookup at all.
+  // 16 bytes a stack (the index it replaces took 13-19 with its 8-byte key: reading profiles costs the same).
   struct Node {
     StackId prefix;
     FrameId frame;
