@@ -294,9 +294,23 @@ uint32_t current_stack(ThreadState& s) {
     ++first;
   int count = n - first;
   if (count > static_cast<int>(wire::kMaxFrames)) count = static_cast<int>(wire::kMaxFrames);
-  uint64_t h = 1469598103934665603ull;
-  for (int i = 0; i < count; ++i) h = (h ^ reinterpret_cast<uintptr_t>(frames[first + i])) * 1099511628211ull;
-  h ^= static_cast<uint64_t>(count);
+  // Four independent multiply chains, folded at the end: one chain over ~45 frames waited on each multiply
+  // in turn (half of this function's time on python).
+  constexpr uint64_t kMul = 0xFF51AFD7ED558CCDull;
+  auto at = [&](int i) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(frames[first + i])); };
+  uint64_t a = 1469598103934665603ull, b = 0x9E3779B97F4A7C15ull, c = 0xC2B2AE3D27D4EB4Full,
+           d = 0x165667B19E3779F9ull;
+  int i = 0;
+  for (; i + 4 <= count; i += 4) {
+    a = (a ^ at(i)) * kMul;
+    b = (b ^ at(i + 1)) * kMul;
+    c = (c ^ at(i + 2)) * kMul;
+    d = (d ^ at(i + 3)) * kMul;
+  }
+  for (; i < count; ++i) a = (a ^ at(i)) * kMul;
+  uint64_t h = static_cast<uint64_t>(count);
+  for (uint64_t l : {a, b, c, d}) h = (h ^ l ^ (l >> 29)) * 0xC4CEB9FE1A85EC53ull;
+  h ^= h >> 32;
   size_t slot = static_cast<size_t>(h) & (kCacheSlots - 1);
   for (size_t probe = 0; probe < 16; ++probe) {
     CacheSlot& c = s.cache[(slot + probe) & (kCacheSlots - 1)];

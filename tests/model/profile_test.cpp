@@ -71,3 +71,36 @@ TEST_CASE("the stack index finds every stack again across its growth, with or wi
     CHECK(t.size() == 60000);
   }
 }
+
+TEST_CASE("the stack table gives the ids of first use, whatever order its children are found in") {
+  // A parent with 40 children (past the few it links; the rest go to the index), found again in a varying
+  // order, and under each child a chain: every id stays the one it got when first made, in that order.
+  fxprof::model::StackTable t;
+  const fxprof::model::StackId root = t.intern(fxprof::model::kNoStack, 7);
+  CHECK(root == 0);
+  std::vector<fxprof::model::StackId> child, leaf;
+  for (uint32_t f = 0; f < 40; ++f) {
+    child.push_back(t.intern(root, 100 + f));
+    leaf.push_back(t.intern(child.back(), 1000 + f));
+    CHECK(child.back() == 1 + 2 * f);
+    CHECK(leaf.back() == 2 + 2 * f);
+  }
+  std::vector<fxprof::model::StackId> other(40, fxprof::model::kNoStack);  // a second leaf under each child
+  size_t wrong = 0;
+  for (uint32_t round = 0; round < 5; ++round)
+    for (uint32_t k = 0; k < 40; ++k) {
+      const uint32_t f = (k * 17 + round * 11) % 40;  // every child, in another order each round
+      const fxprof::model::StackId c = t.intern(root, 100 + f);
+      wrong += c != child[f];
+      wrong += t.intern(c, 1000 + f) != leaf[f];
+      const fxprof::model::StackId o = t.intern(c, 2000 + f);
+      if (round == 0) wrong += o != t.size() - 1;  // new: the last id
+      if (round == 0) other[f] = o;
+      wrong += o != other[f];
+    }
+  CHECK(wrong == 0);
+  CHECK(t.intern(fxprof::model::kNoStack, 7) == root);
+  for (fxprof::model::StackId s = 1; s < t.size(); ++s) wrong += t.prefix(s) >= s;  // prefixes come first
+  CHECK(wrong == 0);
+  CHECK(t.size() == 81 + 40);
+}
