@@ -3,7 +3,6 @@
 #include <atomic>
 #include <cstdio>
 #include <map>
-#include <string_view>
 #include <unordered_set>
 #include <utility>
 
@@ -13,15 +12,6 @@
 
 namespace fxprof::pipeline {
 namespace {
-
-// A function of a stripped binary that the symbolizer named after its .eh_frame FDE for want of symbols:
-// "<debugName>+0x<start>" (symbolizer/lookup.cpp, Library::fde_name).
-bool is_fde_name(std::string_view name, std::string_view debug_name) {
-  if (debug_name.empty() || !name.starts_with(debug_name)) return false;
-  name.remove_prefix(debug_name.size());
-  return name.size() > 3 && name.starts_with("+0x") &&
-         name.find_first_not_of("0123456789abcdef", 3) == std::string_view::npos;
-}
 
 // Frames named so by an earlier symbolication (a profile symbolicated at record time, read back) are asked
 // again: symbols may be there now (--symbol-dir, a debug package installed since). Unnames them and
@@ -34,7 +24,8 @@ FdeNames unname_fde_frames(model::Profile& profile) {
     if (f.kind != model::FrameKind::Native || f.binary == model::kNoBinary || f.name == model::kNoString ||
         f.inline_depth != 0 || f.file != model::kNoString)
       continue;
-    if (!is_fde_name(profile.strings.get(f.name), profile.binaries[f.binary].debug_name)) continue;
+    if (!symbolizer::is_fde_function_name(profile.strings.get(f.name), profile.binaries[f.binary].debug_name))
+      continue;
     names.emplace(std::pair(f.binary, f.address), f.name);
     f.name = model::kNoString;
   }

@@ -68,12 +68,23 @@ std::optional<Library::Range> Library::fde_range(uint64_t rel) {
   return Range{fde.pc_begin - base_svma, fde.pc_end - base_svma};
 }
 
+std::string fde_function_name(std::string_view debug_name, uint64_t start) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "+0x%" PRIx64, start);
+  return std::string(debug_name) + buf;
+}
+
+bool is_fde_function_name(std::string_view name, std::string_view debug_name) {
+  if (debug_name.empty() || !name.starts_with(debug_name)) return false;
+  name.remove_prefix(debug_name.size());
+  return name.size() > 3 && name.starts_with("+0x") &&
+         name.find_first_not_of("0123456789abcdef", 3) == std::string_view::npos;
+}
+
 const Name* Library::fde_name(uint64_t start) {
   auto [it, inserted] = fde_names.try_emplace(start);
   if (inserted) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "+0x%" PRIx64, start);
-    it->second.text = debug_name + buf;
+    it->second.text = fde_function_name(debug_name, start);
     append_json_string(it->second.json, it->second.text);
     names_bytes += it->second.text.capacity() + it->second.json.capacity() + 96;
   }

@@ -70,6 +70,11 @@ struct KnownLib {
   bool operator==(const KnownLib&) const = default;
 };
 
+// A function of a stripped binary without symbols is named after its .eh_frame FDE: "<debugName>+0x<start>"
+// (start lib-relative, lower-case hex). Such a name is asked again when symbols may have come since.
+std::string fde_function_name(std::string_view debug_name, uint64_t start);
+bool is_fde_function_name(std::string_view name, std::string_view debug_name);
+
 struct InlineFrame {
   std::string function;
   std::string file;
