@@ -14,7 +14,8 @@
 //   heap_prog first N            N threads, one after the other, each leaks one 64-byte block in
 //                                first_block() as its only allocation.
 //   heap_prog churn N            churn(N) only: N temporary 64-byte blocks.
-//   heap_prog gap MS             leaks 7777 bytes, sleeps MS milliseconds, leaks 8888 bytes.
+//   heap_prog gap MS             leaks 7777 bytes, sleeps MS milliseconds, leaks 8888 bytes; prints
+//                                "gap_ms G", G the CLOCK_MONOTONIC time between the two calls.
 //   heap_prog estimate           sampled mode's known figures: hold_blocks() holds 3000 x 1200 bytes at once
 //                                and replaces each 10 times (a plateau at the peak, 3,600,000 bytes), frees
 //                                them; churn_small() makes 20000 temporary 100-byte blocks; leak_blocks()
@@ -292,9 +293,13 @@ int main(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "threads") == 0) return threads_mode();
   if (argc >= 3 && strcmp(argv[1], "first") == 0) return first_mode(atoi(argv[2]));
   if (argc >= 3 && strcmp(argv[1], "gap") == 0) {
+    timespec a{}, b{};
     g_sink = malloc(7777);
+    clock_gettime(CLOCK_MONOTONIC, &a);
     usleep(static_cast<useconds_t>(atoi(argv[2])) * 1000);  // the time between the two markers
+    clock_gettime(CLOCK_MONOTONIC, &b);
     g_sink = malloc(8888);
+    printf("gap_ms %.3f\n", double(b.tv_sec - a.tv_sec) * 1e3 + double(b.tv_nsec - a.tv_nsec) / 1e6);
     return 0;
   }
   if (argc >= 3 && strcmp(argv[1], "churn") == 0) {
