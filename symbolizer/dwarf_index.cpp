@@ -50,9 +50,6 @@ struct Builder {
 std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj, const ElfObject* alt,
                                              const std::vector<std::string>& dwp_paths) {
   if (!obj.has_section(".debug_info") && !obj.has_section(".zdebug_info")) return nullptr;
-  // libdw would inflate each compressed debug section with zlib, on this thread: done faster first.
-  obj.inflate_debug_sections();
-  if (alt != nullptr) alt->inflate_debug_sections();
   Dwarf* dw = dwarf_begin_elf(obj.elf(), DWARF_C_READ, nullptr);
   if (dw == nullptr) return nullptr;
   std::unique_ptr<DwarfIndex> idx(new DwarfIndex());

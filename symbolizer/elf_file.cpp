@@ -3,7 +3,6 @@
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>
 #include <gelf.h>
-#include <libdeflate.h>
 #include <lzma.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -11,10 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <functional>
 #include <mutex>
-#include <system_error>
-#include <thread>
 
 namespace fxprof::symbolizer {
 namespace {
@@ -107,81 +103,6 @@ std::optional<std::pair<std::string, std::vector<uint8_t>>> ElfObject::debugaltl
   if (len == 0 || len + 1 >= d->d_size) return std::nullopt;
   const uint8_t* id = reinterpret_cast<const uint8_t*>(p) + len + 1;
   return std::make_pair(std::string(p, len), std::vector<uint8_t>(id, id + (d->d_size - len - 1)));
-}
-
-void ElfObject::inflate_debug_sections() const {
-  if (inflate_tried_) return;
-  inflate_tried_ = true;
-  struct Job {
-    Elf_Scn* scn;
-    GElf_Shdr sh;
-    GElf_Chdr ch;
-    std::span<const uint8_t> in;     // the zlib stream after the compression header
-    std::unique_ptr<uint8_t[]> out;  // not zeroed first: inflating writes every byte
-    bool ok = false;
-  };
-  std::vector<Job> jobs;
-  size_t shstrndx;
-  if (elf_getshdrstrndx(elf_, &shstrndx) != 0) return;
-  const size_t chdr_size = gelf_getclass(elf_) == ELFCLASS32 ? sizeof(Elf32_Chdr) : sizeof(Elf64_Chdr);
-  for (Elf_Scn* scn = elf_nextscn(elf_, nullptr); scn != nullptr; scn = elf_nextscn(elf_, scn)) {
-    Job j{scn, {}, {}, {}, {}};
-    if (gelf_getshdr(scn, &j.sh) == nullptr || !(j.sh.sh_flags & SHF_COMPRESSED)) continue;
-    const char* name = elf_strptr(elf_, shstrndx, j.sh.sh_name);
-    if (name == nullptr || std::strncmp(name, ".debug_", 7) != 0) continue;
-    if (gelf_getchdr(scn, &j.ch) == nullptr || j.ch.ch_type != ELFCOMPRESS_ZLIB) continue;
-    if (j.ch.ch_size == 0 || j.ch.ch_size > (uint64_t{1} << 32)) continue;  // libdw's to judge
-    Elf_Data* raw = elf_rawdata(scn, nullptr);
-    if (raw == nullptr || raw->d_buf == nullptr || raw->d_size <= chdr_size) continue;
-    j.in = {static_cast<const uint8_t*>(raw->d_buf) + chdr_size, raw->d_size - chdr_size};
-    jobs.push_back(std::move(j));
-  }
-  if (jobs.empty()) return;
-  auto inflate = [](Job& j) {
-    libdeflate_decompressor* d = libdeflate_alloc_decompressor();
-    if (d == nullptr) return;
-    j.out = std::make_unique_for_overwrite<uint8_t[]>(j.ch.ch_size);
-    size_t got = 0;
-    j.ok = libdeflate_zlib_decompress(d, j.in.data(), j.in.size(), j.out.get(), j.ch.ch_size, &got) ==
-               LIBDEFLATE_SUCCESS &&
-           got == j.ch.ch_size;
-    libdeflate_free_decompressor(d);
-    if (!j.ok) j.out.reset();
-  };
-  // The largest (.debug_info) on a second thread while this one does the others.
-  std::sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.ch.ch_size > b.ch.ch_size; });
-  std::thread helper;
-  if (jobs.size() > 1 && jobs[0].ch.ch_size >= (size_t{1} << 20)) {
-    try {
-      helper = std::thread(inflate, std::ref(jobs[0]));
-    } catch (const std::system_error&) {
-      // no thread to spare: all on this one
-    }
-  }
-  for (size_t i = helper.joinable() ? 1 : 0; i < jobs.size(); ++i) inflate(jobs[i]);
-  if (helper.joinable()) helper.join();
-  for (Job& j : jobs) {
-    if (!j.ok) continue;  // left compressed: libdw inflates it, or says why not
-    // What elf_compress(scn, 0, 0) leaves: the raw data and the converted data are the inflated bytes and
-    // the header says uncompressed. The data list is made first (from the compressed bytes), then both
-    // descriptors are pointed at the inflated ones, so libelf never converts the compressed bytes again.
-    Elf_Data* data = elf_getdata(j.scn, nullptr);
-    Elf_Data* raw = elf_rawdata(j.scn, nullptr);
-    if (data == nullptr || raw == nullptr) continue;
-    GElf_Shdr sh = j.sh;
-    sh.sh_flags &= ~static_cast<GElf_Xword>(SHF_COMPRESSED);
-    sh.sh_size = j.ch.ch_size;
-    sh.sh_addralign = j.ch.ch_addralign;
-    if (gelf_update_shdr(j.scn, &sh) == 0) continue;
-    for (Elf_Data* d : {data, raw}) {
-      d->d_buf = j.out.get();
-      d->d_size = j.ch.ch_size;
-      d->d_type = ELF_T_BYTE;
-      d->d_align = j.ch.ch_addralign;
-      d->d_off = 0;
-    }
-    inflated_.push_back(std::move(j.out));
-  }
 }
 
 Result<std::string> ElfObject::mini_debug_info() const {

@@ -41,12 +41,6 @@ class ElfObject {
   std::optional<std::pair<std::string, std::vector<uint8_t>>> debugaltlink() const;
   // The decompressed .gnu_debugdata image, if present.
   Result<std::string> mini_debug_info() const;
-  // Inflates the zlib-compressed (SHF_COMPRESSED) .debug_* sections now, as libdw's dwarf_begin_elf would
-  // (it inflates every one with zlib through elf_compress: libc6-dbg's 10 MB, most of the time a recording
-  // waits for its symbols), but with libdeflate (2.5x faster) and the largest on a second thread. libelf
-  // then holds them uncompressed, so libdw finds nothing left to do; any section this cannot inflate is left
-  // to libdw. Once per object.
-  void inflate_debug_sections() const;
   // Bytes of the file image backing [svma, svma+size) through PT_LOAD segments (clipped to the segment),
   // read with pread: empty when the file changed since it was opened (rewritten in place by a new build).
   std::vector<uint8_t> code_bytes(uint64_t svma, uint64_t size) const;
@@ -63,10 +57,6 @@ class ElfObject {
   std::vector<uint8_t> build_id_;
   uint64_t base_svma_ = 0;
   uint16_t machine_ = 0;
-  // The inflated sections that libelf's descriptors point into (inflate_debug_sections): libelf changes under
-  // a const object, as libdw's own inflation would.
-  mutable std::vector<std::unique_ptr<uint8_t[]>> inflated_;
-  mutable bool inflate_tried_ = false;
 };
 
 // A sorted, deduplicated function-symbol table with lib-relative addresses.
