@@ -50,6 +50,8 @@ struct Builder {
 std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj, const ElfObject* alt,
                                              const std::vector<std::string>& dwp_paths) {
   if (!obj.has_section(".debug_info") && !obj.has_section(".zdebug_info")) return nullptr;
+  if (!obj.decompress_debug_sections()) return nullptr;  // names from the symbol table only
+  if (alt != nullptr && !alt->decompress_debug_sections()) alt = nullptr;
   Dwarf* dw = dwarf_begin_elf(obj.elf(), DWARF_C_READ, nullptr);
   if (dw == nullptr) return nullptr;
   std::unique_ptr<DwarfIndex> idx(new DwarfIndex());

@@ -105,6 +105,35 @@ std::optional<std::pair<std::string, std::vector<uint8_t>>> ElfObject::debugaltl
   return std::make_pair(std::string(p, len), std::vector<uint8_t>(id, id + (d->d_size - len - 1)));
 }
 
+bool ElfObject::decompress_debug_sections() const {
+  size_t shstrndx;
+  if (elf_getshdrstrndx(elf_, &shstrndx) != 0) return false;
+  for (Elf_Scn* scn = elf_nextscn(elf_, nullptr); scn != nullptr; scn = elf_nextscn(elf_, scn)) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) == nullptr || (sh.sh_flags & SHF_COMPRESSED) == 0) continue;
+    const char* name = elf_strptr(elf_, shstrndx, sh.sh_name);
+    if (name == nullptr || std::strncmp(name, ".debug_", 7) != 0) continue;
+    if (elf_compress(scn, 0, 0) < 0) return false;
+  }
+  return true;
+}
+
+uint64_t ElfObject::debug_sections_bytes() const {
+  size_t shstrndx;
+  if (elf_getshdrstrndx(elf_, &shstrndx) != 0) return 0;
+  uint64_t total = 0;
+  for (Elf_Scn* scn = elf_nextscn(elf_, nullptr); scn != nullptr; scn = elf_nextscn(elf_, scn)) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type == SHT_NOBITS) continue;
+    const char* name = elf_strptr(elf_, shstrndx, sh.sh_name);
+    if (name == nullptr || std::strncmp(name, ".debug_", 7) != 0) continue;
+    GElf_Chdr ch;
+    total +=
+        (sh.sh_flags & SHF_COMPRESSED) != 0 && gelf_getchdr(scn, &ch) != nullptr ? ch.ch_size : sh.sh_size;
+  }
+  return total;
+}
+
 Result<std::string> ElfObject::mini_debug_info() const {
   Elf_Scn* scn = section(".gnu_debugdata");
   if (scn == nullptr) return Err(path_ + " has no .gnu_debugdata");

@@ -39,6 +39,12 @@ class ElfObject {
   std::optional<std::pair<std::string, uint32_t>> debuglink() const;
   // .gnu_debugaltlink (dwz): the alt file's path as recorded and its build ID, if present.
   std::optional<std::pair<std::string, std::vector<uint8_t>>> debugaltlink() const;
+  // Decompresses the SHF_COMPRESSED .debug_* sections in place (libelf's elf_compress, what libdw does when
+  // it opens the file) and says whether all of them were: libdw 0.188 skips a section it cannot
+  // decompress (out of memory) and then reads through the missing section (a crash in dwarf_attr).
+  bool decompress_debug_sections() const;
+  // The .debug_* sections' bytes once decompressed (what libdw will hold of them).
+  uint64_t debug_sections_bytes() const;
   // The decompressed .gnu_debugdata image, if present.
   Result<std::string> mini_debug_info() const;
   // Bytes of the file image backing [svma, svma+size) through PT_LOAD segments (clipped to the segment),

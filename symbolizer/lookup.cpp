@@ -1,8 +1,12 @@
 // Resolving addresses in a loaded library: the symbol table and the DWARF index, each name demangled and
 // interned once per library with its JSON literal.
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <optional>
 
 #include "base/json_string.h"
 #include "symbolizer/cache.h"
@@ -20,11 +24,42 @@ size_t Library::memory_bytes() const {
   return n;
 }
 
+namespace {
+
+// Address space left under `ulimit -v` (RLIMIT_AS), or nullopt when there is no limit. libdw does not survive
+// running out of memory (a failed allocation ends in an assertion or a read through a missing section), so
+// under a limit DWARF is read only with room to spare.
+std::optional<uint64_t> address_space_left() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_AS, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return std::nullopt;
+  uint64_t pages = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "re")) {
+    if (std::fscanf(f, "%" SCNu64, &pages) != 1) pages = 0;
+    std::fclose(f);
+  }
+  const uint64_t used = pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  return used < lim.rlim_cur ? lim.rlim_cur - used : 0;
+}
+
+}  // namespace
+
 DwarfIndex* Library::dwarf_index() {
   if (!dwarf_tried) {
     dwarf_tried = true;
-    for (size_t i = 0; i < 2 && !dwarf; ++i)
-      if (dwarf_files[i] != nullptr) dwarf = DwarfIndex::open(*dwarf_files[i], dwarf_alts[i], dwp_paths);
+    for (size_t i = 0; i < 2 && !dwarf; ++i) {
+      if (dwarf_files[i] == nullptr) continue;
+      // Sections decompressed, libdw's tables and our index: libc6-dbg (10 MB of sections) took ~11 MiB
+      // beyond the file's mapping; twice the sections' bytes and 8 MiB leave room for files less regular.
+      const uint64_t need = 2 * dwarf_files[i]->debug_sections_bytes() + (uint64_t{8} << 20);
+      if (auto left = address_space_left(); left && *left < need) {
+        missing.push_back("Debug info of " + dwarf_files[i]->path() +
+                          " not read: the address-space limit (ulimit -v) leaves " +
+                          std::to_string(*left >> 20) + " MiB, it needs about " + std::to_string(need >> 20) +
+                          " MiB");
+        break;
+      }
+      dwarf = DwarfIndex::open(*dwarf_files[i], dwarf_alts[i], dwp_paths);
+    }
   }
   return dwarf.get();
 }
