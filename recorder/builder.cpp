@@ -1,5 +1,5 @@
 // The profile builder's core (builder.h): records dispatched by type, CPU samples and the stacks they
-// unwind, lost records, and finish(). Its other parts are the builder_*.cpp files.
+// unwind, and finish(). Its processes and threads are builder_process.cpp.
 #include "recorder/builder.h"
 
 #include <array>
@@ -21,8 +21,6 @@ ProfileBuilder::ProfileBuilder(model::Profile& profile, Unwinder* unwinder, cons
       procfs_(procfs),
       events_(events),
       layout_(RecordLayout::of(events)),
-      binaries_(unwinder ? &unwinder->binaries() : &own_binaries_),
-      kept_(*binaries_),
       ctx_{profile,
            procfs,
            [this](uint32_t tid) -> model::Thread* {
@@ -45,6 +43,10 @@ ProfileBuilder::ProfileBuilder(model::Profile& profile, Unwinder* unwinder, cons
            unwinder,
            false,
            {}},
+      libs_(ctx_, unwinder,
+            [this](uint32_t pid, uint64_t t) -> model::Process& {
+              return profile_.processes[process(pid, t).proc];
+            }),
       trackers_(make_trackers(ctx_)) {
   path_.reserve(2048);
   user_.reserve(1024);
@@ -81,6 +83,7 @@ void ProfileBuilder::handle(const perf_event_header* h, bool switch_event) {
   std::visit(
       [this](const auto& r) {
         on_record(r);
+        to_tracker(libs_, r);
         for (const std::unique_ptr<Tracker>& t : trackers_) to_tracker(*t, r);
       },
       decode(h, layout_, switch_event));
@@ -121,7 +124,7 @@ bool ProfileBuilder::sample_path(const SampleRecord& s) {
   path_.clear();
   // Records were lost: a sample in code none of the process's known mappings covers ran code whose mmap or
   // exec record was lost (a child may be taken for its parent). Marked, counted, never guessed.
-  if (lost() > 0 && !s.switch_event && !user_.empty() && !known_code(s.pid, user_.front())) {
+  if (lost() > 0 && !s.switch_event && !user_.empty() && !libs_.known_code(s.pid, user_.front())) {
     path_.push_back(profile_.label_frame("(unknown code: records lost)"));
     ++unknown_code_samples_;
     unknown_code_pids_.insert(s.pid);
@@ -135,16 +138,6 @@ bool ProfileBuilder::sample_path(const SampleRecord& s) {
 std::optional<model::StackId> ProfileBuilder::stack_of(const SampleRecord& s) {
   if (!sample_path(s)) return std::nullopt;
   return profile_.stacks.intern_path(path_);
-}
-
-bool ProfileBuilder::known_code(uint32_t pid, uint64_t ip) const {
-  auto it = procs_.find(pid);
-  if (it == procs_.end()) return false;
-  for (const model::Lib& l : profile_.processes[it->second.proc].libs)
-    if (ip >= l.start && ip < l.end) return true;
-  for (const auto& [start, end] : it->second.anon_code)
-    if (ip >= start && ip < end) return true;
-  return false;
 }
 
 void ProfileBuilder::on_sample(const SampleRecord& smp) {
@@ -177,6 +170,12 @@ void ProfileBuilder::on_sample(const SampleRecord& smp) {
   ++samples_;
 }
 
+// A mapping after an exec: the process runs its new program (an EXIT now is not a dropped exec). The
+// mapping itself is the libraries tracker's (libraries.h).
+void ProfileBuilder::on_mmap2(const Mmap2Record& m) {
+  if (auto pr = procs_.find(m.pid); pr != procs_.end()) pr->second.exec_unmapped = false;
+}
+
 // A switch record: the thread's CPU time (threadCPUDelta) stops or starts; the off-CPU spans are the
 // tracker's (offcpu_spans.h).
 void ProfileBuilder::on_switch(const SwitchRecord& sw) {
@@ -196,7 +195,8 @@ void ProfileBuilder::on_switch(const SwitchRecord& sw) {
 
 void ProfileBuilder::finish() {
   release(0, 0, Release::End);  // the waits still open at the end were closed (on_end): none is open now
-  kept_.read_deleted_libs(profile_);
+  // The libs of binaries deleted while they ran get their read_path.
+  libs_.finish();
   name_kernel_frames(profile_, procfs_);
   for (const std::unique_ptr<Tracker>& t : trackers_) t->kernel_named();  // off-CPU reasons
   mark_interrupted_frames(profile_, reason_label(BlockReason::Preempted));

@@ -9,23 +9,30 @@
 //
 // Process model: every pid gets a model::Process; an exec gives the pid a new entry (the old one ends at
 // that time) unless the old entry has no samples yet (a fork child that execs at once: the common
-// fork+exec and posix_spawn case would otherwise show one empty track per child). A fork copies the parent's
-// libs. Threads are named by their comm; renames (COMM without exec) rename them.
+// fork+exec and posix_spawn case would otherwise show one empty track per child). Threads are named by
+// their comm; renames (COMM without exec) rename them.
+//
+// Libraries are a tracker's (libraries.h): executable mappings (MMAP2, the /proc/PID/maps snapshot when
+// attaching) become libs and the unwinder's mappings, a fork copies the parent's, an exec drops them, and
+// the mapped files are kept open (kept_files.h). Each record reaches it right after the builder's processes
+// and threads and before the list of trackers (they see the mappings as the record left them); the sample
+// path asks it known_code() after a loss. Its add_mapping() is the one place a mapped library is seen.
 //
 // JIT code (recorder/jit.h) is a tracker's (jit_code.h): a process's perf map is followed while it runs
 // (tick()), its jitdump (announced by its MMAP2) read when its last thread exits, or at finish() for
 // processes still running, and finish() names the frames there, by time.
 //
 // Its parts: builder.cpp (dispatch, CPU samples and the unwind-this-sample service, finish),
-// builder_process.cpp (processes, threads), builder_libs.cpp (mappings), kept_files.h (descriptors of mapped
-// files); the trackers (trackers.cpp: offcpu_spans.h, losses.h, wakes.h, jit_code.h); records.h decodes
-// each record once, into a typed struct, which handle() gives the builder's parts and then every tracker.
+// builder_process.cpp (processes, threads); the libraries tracker (libraries.h, with kept_files.h); the
+// trackers (trackers.cpp: offcpu_spans.h, losses.h, wakes.h, jit_code.h); records.h decodes each record
+// once, into a typed struct, which handle() gives the builder's processes and threads, the libraries, and
+// then every tracker.
 //
 // Adding a concern: a Tracker (tracker.h) in a file of its own, fed every typed record after the builder
-// registered its process and thread, writing what it learns into the profile; and one line in
-// make_trackers() (trackers.cpp). Nothing here changes. What it may use of the builder is its
-// TrackerContext: read-only views of the threads (thread_of, for_each_thread) and processes (process_of,
-// for_each_process: the entry a pid has now), the unwind-this-sample
+// registered its process and thread and the libraries tracker its mappings, writing what it learns into
+// the profile; and one line in make_trackers() (trackers.cpp). Nothing here changes. What it may use of the
+// builder is its TrackerContext: read-only views of the threads (thread_of, for_each_thread) and processes
+// (process_of, for_each_process: the entry a pid has now, with its libs), the unwind-this-sample
 // service (unwind_sample: a sample's stack as a CPU sample gets it, interned), /proc, and the facts other
 // trackers give (out_since, counts: lost() after a loss). What it keeps per thread or process it drops at
 // forget_thread() or forget_process(). Test it with synthetic records through feed_round
@@ -46,7 +53,7 @@
 #include "elf/elf.h"
 #include "model/profile.h"
 #include "recorder/host.h"
-#include "recorder/kept_files.h"
+#include "recorder/libraries.h"
 #include "recorder/perf.h"
 #include "recorder/quality.h"
 #include "recorder/records.h"
@@ -125,9 +132,9 @@ class ProfileBuilder final : public RecordSink {
   size_t unknown_code_processes() const { return unknown_code_pids_.size(); }
   // Binaries deleted (or replaced) while they ran: read through kept descriptors (read), or not (unreadable).
   // finish() gives their libs a read_path; the descriptors go with the recording (take_kept_files).
-  const std::vector<std::string>& deleted_read() const { return kept_.deleted_read(); }
-  const std::vector<std::string>& deleted_unreadable() const { return kept_.unreadable(); }
-  std::vector<UniqueFd> take_kept_files() { return kept_.take(); }
+  const std::vector<std::string>& deleted_read() const { return libs_.deleted_read(); }
+  const std::vector<std::string>& deleted_unreadable() const { return libs_.deleted_unreadable(); }
+  std::vector<UniqueFd> take_kept_files() { return libs_.take_kept_files(); }
   // JIT files (perf maps, jitdumps) not used because another user owns them or others may write them
   // (recorder/jit.h jit_file_untrusted): "PATH: why" each.
   const std::vector<std::string>& jit_refused() const { return ctx_.refused_files; }
@@ -169,8 +176,6 @@ class ProfileBuilder final : public RecordSink {
     bool exec_unmapped = false;
     uint64_t exec_lost = 0;
     uint32_t live = 0;  // threads not yet exited: the unwinder forgets the pid at 0
-    // Executable memory without a file (JIT code), [start, end): known code for the lost-records check.
-    std::vector<std::pair<uint64_t, uint64_t>> anon_code;
   };
 
   uint32_t new_process(uint32_t pid, const std::string& name, uint64_t t);
@@ -180,11 +185,6 @@ class ProfileBuilder final : public RecordSink {
   ThreadRef& add_thread(uint32_t pid, uint32_t tid, const std::string& name, uint64_t t);
   // Removes a thread entry; the trackers forget it.
   void erase_thread(std::unordered_map<uint32_t, ThreadRef>::iterator& it);
-  // An executable mapping; `prot` (PROT_* bits) picks the ELF segment the kernel mapped there. `dev`/`ino`
-  // (MMAP2, /proc/PID/maps; 0 when unknown) identify the mapped file (KeptFiles::keep).
-  void add_mapping(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t prot,
-                   const std::string& path, uint64_t t, uint64_t dev = 0, uint64_t ino = 0);
-  const elf::Identity* elf_for(const std::string& path);
 
   void on_sample(const SampleRecord& s);
   // The unwind-this-sample service (TrackerContext::unwind_sample): the sample's stack, interned; none if
@@ -229,22 +229,17 @@ class ProfileBuilder final : public RecordSink {
   RecordLayout layout_;
   std::unordered_map<uint32_t, ProcRef> procs_;
   std::unordered_map<uint32_t, ThreadRef> threads_;
-  // The recording's opened binaries: the unwinder's table (each binary opened and parsed once), or, in
-  // frame-pointer mode, one of the builder's own.
-  Binaries own_binaries_;
-  Binaries* binaries_;
-  KeptFiles kept_;                    // descriptors of the mapped files (kept_files.h)
   std::vector<model::FrameId> path_;  // reused per sample
   std::vector<uint64_t> user_, kernel_, spliced_;
   std::array<uint64_t, 1024> unwound_{};
   uint64_t samples_ = 0;
   // The trackers (tracker.h): each record reaches them after the builder's own parts.
   TrackerContext ctx_;
+  // The libraries (libraries.h): each record reaches it after the processes and threads, before the list.
+  LibraryTracker libs_;
   std::vector<std::unique_ptr<Tracker>> trackers_;
   std::vector<uint32_t> new_pids_;
   std::vector<UnfollowedExec> unfollowed_;
-  // After a loss: is `ip` inside an executable mapping of `pid` we know of?
-  bool known_code(uint32_t pid, uint64_t ip) const;
   uint64_t unknown_code_samples_ = 0;
   std::unordered_set<uint32_t> unknown_code_pids_;
 };

@@ -27,6 +27,7 @@ uint32_t ProfileBuilder::new_process(uint32_t pid, const std::string& name, uint
   profile_.processes.push_back(std::move(p));
   auto idx = static_cast<uint32_t>(profile_.processes.size() - 1);
   procs_[pid] = ProcRef{idx, false};
+  libs_.forget_process(pid);
   for (const std::unique_ptr<Tracker>& tr : trackers_) tr->forget_process(pid);
   new_pids_.push_back(pid);
   return idx;
@@ -88,13 +89,9 @@ void ProfileBuilder::on_attached(uint32_t pid, uint64_t time_ns) {
   for (const std::unique_ptr<Tracker>& t : trackers_) t->on_attached(pid, pid, time_ns);
   for (uint32_t tid : procfs_.list("/proc/" + std::to_string(pid) + "/task"))
     if (tid != pid) on_attached_thread(pid, tid, time_ns);
-  // Executable file mappings, as MMAP2 records would have described them.
-  auto maps = procfs_.read("/proc/" + std::to_string(pid) + "/maps");
-  if (!maps) return;
-  for (const MapsEntry& e : executable_mappings(*maps)) {
-    add_mapping(pid, e.start, e.end - e.start, e.offset, e.prot, e.path, time_ns, e.dev, e.ino);
+  // Executable file mappings (the libraries tracker's), as MMAP2 records would have described them.
+  for (const MapsEntry& e : libs_.attach(pid, time_ns))
     for (const std::unique_ptr<Tracker>& t : trackers_) t->on_attached_mapping(pid, e, time_ns);
-  }
 }
 
 void ProfileBuilder::on_attached_thread(uint32_t pid, uint32_t tid, uint64_t time_ns) {
@@ -114,8 +111,7 @@ void ProfileBuilder::on_comm(const CommRecord& c) {
     return;
   }
   // exec: the pid runs a new program (stacks taken before are unwound with the old one's mappings).
-  resolve_pending(pid, t, Release::Exec);
-  if (unwinder_) unwinder_->on_exec(pid);
+  resolve_pending(pid, t, Release::Exec);  // the unwinder forgets the old program next (libraries.h)
   ProcRef& pr = process(pid, t);
   model::Process* proc = &profile_.processes[pr.proc];
   bool keep_name = pr.launch_exec_pending;
@@ -134,8 +130,7 @@ void ProfileBuilder::on_comm(const CommRecord& c) {
     new_process(pid, comm, t);
     add_thread(pid, pid, comm, t);
     proc = &profile_.processes[procs_[pid].proc];
-  } else {
-    proc->libs.clear();
+  } else {  // its libs are the old program's: the libraries tracker drops them
     if (!keep_name) proc->name = comm;
     std::erase_if(proc->threads, [&](const model::Thread& th) { return th.tid != pid; });
     if (proc->threads.empty()) {
@@ -152,7 +147,6 @@ void ProfileBuilder::on_comm(const CommRecord& c) {
   procs_[pid].live = 1;
   procs_[pid].exec_unmapped = true;
   procs_[pid].exec_lost = lost();
-  procs_[pid].anon_code.clear();  // the old image's
   // The exec'ing thread is on a CPU right now: its CPU time counts from here.
   ThreadRef& th = threads_[pid];
   th.cpu = CpuState{true, true, t, 0, 0};
@@ -165,20 +159,12 @@ void ProfileBuilder::on_fork(const ForkRecord& f) {
   if (auto it = threads_.find(ptid); it != threads_.end())
     parent_name = profile_.processes[it->second.proc].threads[it->second.thread].name;
   if (pid != ppid) {
-    // A new process (fork, vfork, clone without CLONE_THREAD): it starts with its parent's mappings.
-    if (unwinder_) unwinder_->on_fork(ppid, pid);
+    // A new process (fork, vfork, clone without CLONE_THREAD); the libraries tracker gives it its parent's
+    // mappings.
     std::string pname;
-    std::vector<model::Lib> libs;
-    std::vector<std::pair<uint64_t, uint64_t>> anon;
-    if (auto it = procs_.find(ppid); it != procs_.end()) {
-      pname = profile_.processes[it->second.proc].name;
-      libs = profile_.processes[it->second.proc].libs;
-      anon = it->second.anon_code;
-    }
+    if (auto it = procs_.find(ppid); it != procs_.end()) pname = profile_.processes[it->second.proc].name;
     if (pname.empty()) pname = parent_name.empty() ? proc_comm(pid, pid) : parent_name;
-    uint32_t idx = new_process(pid, pname, t);
-    profile_.processes[idx].libs = std::move(libs);
-    procs_[pid].anon_code = std::move(anon);
+    new_process(pid, pname, t);
     add_thread(pid, tid, parent_name.empty() ? pname : parent_name, t);
   } else {
     add_thread(pid, tid, parent_name.empty() ? proc_comm(pid, tid) : parent_name, t);
@@ -214,7 +200,7 @@ void ProfileBuilder::on_exit(const ExitRecord& e) {
   // The process's wakes before it ended, while the unwinder knows its mappings; its JIT files, which now
   // say all they will (the pid and the file names may be reused from now on).
   release(pid, t, Release::Exit);
-  if (unwinder_) unwinder_->on_exit(pid);
+  libs_.process_ended(pid);
 }
 
 }  // namespace fxprof::recorder
