@@ -1,5 +1,5 @@
 // The profile builder's core (builder.h): records dispatched by type, CPU samples and the stacks they
-// unwind, and finish(). Its processes and threads are builder_process.cpp.
+// unwind, CPU time, the launched and attached processes handed on, and finish().
 #include "recorder/builder.h"
 
 #include <array>
@@ -23,30 +23,33 @@ ProfileBuilder::ProfileBuilder(model::Profile& profile, Unwinder* unwinder, cons
       layout_(RecordLayout::of(events)),
       ctx_{profile,
            procfs,
-           [this](uint32_t tid) -> model::Thread* {
-             auto it = threads_.find(tid);
-             return it == threads_.end() ? nullptr
-                                         : &profile_.processes[it->second.proc].threads[it->second.thread];
-           },
-           [this](const std::function<void(uint32_t)>& f) {
-             for (const auto& [tid, th] : threads_) f(tid);
-           },
-           [this](uint32_t pid) -> model::Process* {
-             auto it = procs_.find(pid);
-             return it == procs_.end() ? nullptr : &profile_.processes[it->second.proc];
-           },
-           [this](const std::function<void(uint32_t)>& f) {
-             for (const auto& [pid, pr] : procs_) f(pid);
-           },
+           [this](uint32_t tid) { return tasks_.thread_of(tid); },
+           [this](const std::function<void(uint32_t)>& f) { tasks_.for_each_thread(f); },
+           [this](uint32_t pid) { return tasks_.process_of(pid); },
+           [this](const std::function<void(uint32_t)>& f) { tasks_.for_each_process(f); },
            [this](const SampleRecord& s) { return stack_of(s); },
            [](uint32_t) { return std::optional<uint64_t>(); },  // until the spans tracker gives it
            unwinder,
            false,
            {}},
+      tasks_(profile, procfs,
+             {[this](uint32_t pid) {
+                libs_.forget_process(pid);
+                for (const std::unique_ptr<Tracker>& t : trackers_) t->forget_process(pid);
+              },
+              [this](uint32_t tid) {
+                for (const std::unique_ptr<Tracker>& t : trackers_) t->forget_thread(tid);
+              },
+              // At an exec, the unfollowed processes are also named while they still run.
+              [this](uint32_t pid, uint64_t before_ns, Release why) {
+                if (why == Release::Exec)
+                  resolve_pending(pid, before_ns, why);
+                else
+                  release(pid, before_ns, why);
+              },
+              [this](uint32_t pid) { libs_.process_ended(pid); }, [this] { return lost(); }}),
       libs_(ctx_, unwinder,
-            [this](uint32_t pid, uint64_t t) -> model::Process& {
-              return profile_.processes[process(pid, t).proc];
-            }),
+            [this](uint32_t pid, uint64_t t) -> model::Process& { return tasks_.process_at(pid, t); }),
       trackers_(make_trackers(ctx_)) {
   path_.reserve(2048);
   user_.reserve(1024);
@@ -61,7 +64,7 @@ void ProfileBuilder::on_records(std::span<const RecordRef> round) {
 void ProfileBuilder::resolve_pending(uint32_t pid, uint64_t before_ns, Release why) {
   release(pid, before_ns, why);
   // Processes whose exec was still setting up when their EXIT was read: named while they still run.
-  for (UnfollowedExec& u : unfollowed_) name_unfollowed(procfs_, u);
+  for (UnfollowedExec& u : tasks_.unfollowed()) name_unfollowed(procfs_, u);
 }
 
 namespace {
@@ -82,6 +85,7 @@ void to_tracker(Tracker& t, const ThrottleRecord& r) { t.on_throttle(r); }
 void ProfileBuilder::handle(const perf_event_header* h, bool switch_event) {
   std::visit(
       [this](const auto& r) {
+        to_tracker(tasks_, r);
         on_record(r);
         to_tracker(libs_, r);
         for (const std::unique_ptr<Tracker>& t : trackers_) to_tracker(*t, r);
@@ -145,9 +149,9 @@ void ProfileBuilder::on_sample(const SampleRecord& smp) {
   const uint64_t time = smp.time;
   if (tid == 0) return;
 
-  ThreadRef& th = thread(smp.pid, tid, time);
+  TaskTracker::ThreadRef& th = tasks_.thread(smp.pid, tid, time);
   if (smp.switch_event) return;  // a switch-out's: the off-CPU spans tracker's (offcpu_spans.h)
-  CpuState& c = th.cpu;
+  TaskTracker::CpuState& c = th.cpu;
   int64_t delta = -1;
   if (c.known) {
     if (c.on && time > c.since) c.acc += time - c.since;
@@ -170,18 +174,12 @@ void ProfileBuilder::on_sample(const SampleRecord& smp) {
   ++samples_;
 }
 
-// A mapping after an exec: the process runs its new program (an EXIT now is not a dropped exec). The
-// mapping itself is the libraries tracker's (libraries.h).
-void ProfileBuilder::on_mmap2(const Mmap2Record& m) {
-  if (auto pr = procs_.find(m.pid); pr != procs_.end()) pr->second.exec_unmapped = false;
-}
-
 // A switch record: the thread's CPU time (threadCPUDelta) stops or starts; the off-CPU spans are the
 // tracker's (offcpu_spans.h).
 void ProfileBuilder::on_switch(const SwitchRecord& sw) {
-  auto it = threads_.find(sw.tid);
-  if (it == threads_.end()) return;
-  CpuState& c = it->second.cpu;
+  TaskTracker::ThreadRef* th = tasks_.find_thread(sw.tid);
+  if (!th) return;
+  TaskTracker::CpuState& c = th->cpu;
   if (sw.out) {
     if (c.on && sw.time > c.since) c.acc += sw.time - c.since;
     c.on = false;
@@ -191,6 +189,25 @@ void ProfileBuilder::on_switch(const SwitchRecord& sw) {
     c.known = true;
     c.since = sw.time;
   }
+}
+
+void ProfileBuilder::on_launched(uint32_t pid, const std::string& name, uint64_t time_ns) {
+  tasks_.launched(pid, name, time_ns);
+}
+
+void ProfileBuilder::on_attached(uint32_t pid, uint64_t time_ns) {
+  tasks_.attach_process(pid, time_ns);
+  for (const std::unique_ptr<Tracker>& t : trackers_) t->on_attached(pid, pid, time_ns);
+  for (uint32_t tid : procfs_.list("/proc/" + std::to_string(pid) + "/task"))
+    if (tid != pid) on_attached_thread(pid, tid, time_ns);
+  // Executable file mappings (the libraries tracker's), as MMAP2 records would have described them.
+  for (const MapsEntry& e : libs_.attach(pid, time_ns))
+    for (const std::unique_ptr<Tracker>& t : trackers_) t->on_attached_mapping(pid, e, time_ns);
+}
+
+void ProfileBuilder::on_attached_thread(uint32_t pid, uint32_t tid, uint64_t time_ns) {
+  if (!tasks_.attach_thread(pid, tid, time_ns)) return;
+  for (const std::unique_ptr<Tracker>& t : trackers_) t->on_attached(pid, tid, time_ns);
 }
 
 void ProfileBuilder::finish() {
