@@ -1,5 +1,5 @@
 // The profile builder's core (builder.h): records dispatched by type, CPU samples and the stacks they
-// unwind, lost records, and finish(). Its other parts are the builder_*.cpp files.
+// unwind, CPU time, the launched and attached processes handed on, and finish().
 #include "recorder/builder.h"
 
 #include <array>
@@ -21,30 +21,35 @@ ProfileBuilder::ProfileBuilder(model::Profile& profile, Unwinder* unwinder, cons
       procfs_(procfs),
       events_(events),
       layout_(RecordLayout::of(events)),
-      binaries_(unwinder ? &unwinder->binaries() : &own_binaries_),
-      kept_(*binaries_),
       ctx_{profile,
            procfs,
-           [this](uint32_t tid) -> model::Thread* {
-             auto it = threads_.find(tid);
-             return it == threads_.end() ? nullptr
-                                         : &profile_.processes[it->second.proc].threads[it->second.thread];
-           },
-           [this](const std::function<void(uint32_t)>& f) {
-             for (const auto& [tid, th] : threads_) f(tid);
-           },
-           [this](uint32_t pid) -> model::Process* {
-             auto it = procs_.find(pid);
-             return it == procs_.end() ? nullptr : &profile_.processes[it->second.proc];
-           },
-           [this](const std::function<void(uint32_t)>& f) {
-             for (const auto& [pid, pr] : procs_) f(pid);
-           },
+           [this](uint32_t tid) { return tasks_.thread_of(tid); },
+           [this](const std::function<void(uint32_t)>& f) { tasks_.for_each_thread(f); },
+           [this](uint32_t pid) { return tasks_.process_of(pid); },
+           [this](const std::function<void(uint32_t)>& f) { tasks_.for_each_process(f); },
            [this](const SampleRecord& s) { return stack_of(s); },
            [](uint32_t) { return std::optional<uint64_t>(); },  // until the spans tracker gives it
            unwinder,
            false,
            {}},
+      tasks_(profile, procfs,
+             {[this](uint32_t pid) {
+                libs_.forget_process(pid);
+                for (const std::unique_ptr<Tracker>& t : trackers_) t->forget_process(pid);
+              },
+              [this](uint32_t tid) {
+                for (const std::unique_ptr<Tracker>& t : trackers_) t->forget_thread(tid);
+              },
+              // At an exec, the unfollowed processes are also named while they still run.
+              [this](uint32_t pid, uint64_t before_ns, Release why) {
+                if (why == Release::Exec)
+                  resolve_pending(pid, before_ns, why);
+                else
+                  release(pid, before_ns, why);
+              },
+              [this](uint32_t pid) { libs_.process_ended(pid); }, [this] { return lost(); }}),
+      libs_(ctx_, unwinder,
+            [this](uint32_t pid, uint64_t t) -> model::Process& { return tasks_.process_at(pid, t); }),
       trackers_(make_trackers(ctx_)) {
   path_.reserve(2048);
   user_.reserve(1024);
@@ -59,7 +64,7 @@ void ProfileBuilder::on_records(std::span<const RecordRef> round) {
 void ProfileBuilder::resolve_pending(uint32_t pid, uint64_t before_ns, Release why) {
   release(pid, before_ns, why);
   // Processes whose exec was still setting up when their EXIT was read: named while they still run.
-  for (UnfollowedExec& u : unfollowed_) name_unfollowed(procfs_, u);
+  for (UnfollowedExec& u : tasks_.unfollowed()) name_unfollowed(procfs_, u);
 }
 
 namespace {
@@ -80,7 +85,9 @@ void to_tracker(Tracker& t, const ThrottleRecord& r) { t.on_throttle(r); }
 void ProfileBuilder::handle(const perf_event_header* h, bool switch_event) {
   std::visit(
       [this](const auto& r) {
+        to_tracker(tasks_, r);
         on_record(r);
+        to_tracker(libs_, r);
         for (const std::unique_ptr<Tracker>& t : trackers_) to_tracker(*t, r);
       },
       decode(h, layout_, switch_event));
@@ -121,7 +128,7 @@ bool ProfileBuilder::sample_path(const SampleRecord& s) {
   path_.clear();
   // Records were lost: a sample in code none of the process's known mappings covers ran code whose mmap or
   // exec record was lost (a child may be taken for its parent). Marked, counted, never guessed.
-  if (lost() > 0 && !s.switch_event && !user_.empty() && !known_code(s.pid, user_.front())) {
+  if (lost() > 0 && !s.switch_event && !user_.empty() && !libs_.known_code(s.pid, user_.front())) {
     path_.push_back(profile_.label_frame("(unknown code: records lost)"));
     ++unknown_code_samples_;
     unknown_code_pids_.insert(s.pid);
@@ -137,24 +144,14 @@ std::optional<model::StackId> ProfileBuilder::stack_of(const SampleRecord& s) {
   return profile_.stacks.intern_path(path_);
 }
 
-bool ProfileBuilder::known_code(uint32_t pid, uint64_t ip) const {
-  auto it = procs_.find(pid);
-  if (it == procs_.end()) return false;
-  for (const model::Lib& l : profile_.processes[it->second.proc].libs)
-    if (ip >= l.start && ip < l.end) return true;
-  for (const auto& [start, end] : it->second.anon_code)
-    if (ip >= start && ip < end) return true;
-  return false;
-}
-
 void ProfileBuilder::on_sample(const SampleRecord& smp) {
   const uint32_t tid = smp.tid;
   const uint64_t time = smp.time;
   if (tid == 0) return;
 
-  ThreadRef& th = thread(smp.pid, tid, time);
+  TaskTracker::ThreadRef& th = tasks_.thread(smp.pid, tid, time);
   if (smp.switch_event) return;  // a switch-out's: the off-CPU spans tracker's (offcpu_spans.h)
-  CpuState& c = th.cpu;
+  TaskTracker::CpuState& c = th.cpu;
   int64_t delta = -1;
   if (c.known) {
     if (c.on && time > c.since) c.acc += time - c.since;
@@ -180,9 +177,9 @@ void ProfileBuilder::on_sample(const SampleRecord& smp) {
 // A switch record: the thread's CPU time (threadCPUDelta) stops or starts; the off-CPU spans are the
 // tracker's (offcpu_spans.h).
 void ProfileBuilder::on_switch(const SwitchRecord& sw) {
-  auto it = threads_.find(sw.tid);
-  if (it == threads_.end()) return;
-  CpuState& c = it->second.cpu;
+  TaskTracker::ThreadRef* th = tasks_.find_thread(sw.tid);
+  if (!th) return;
+  TaskTracker::CpuState& c = th->cpu;
   if (sw.out) {
     if (c.on && sw.time > c.since) c.acc += sw.time - c.since;
     c.on = false;
@@ -194,9 +191,29 @@ void ProfileBuilder::on_switch(const SwitchRecord& sw) {
   }
 }
 
+void ProfileBuilder::on_launched(uint32_t pid, const std::string& name, uint64_t time_ns) {
+  tasks_.launched(pid, name, time_ns);
+}
+
+void ProfileBuilder::on_attached(uint32_t pid, uint64_t time_ns) {
+  tasks_.attach_process(pid, time_ns);
+  for (const std::unique_ptr<Tracker>& t : trackers_) t->on_attached(pid, pid, time_ns);
+  for (uint32_t tid : procfs_.list("/proc/" + std::to_string(pid) + "/task"))
+    if (tid != pid) on_attached_thread(pid, tid, time_ns);
+  // Executable file mappings (the libraries tracker's), as MMAP2 records would have described them.
+  for (const MapsEntry& e : libs_.attach(pid, time_ns))
+    for (const std::unique_ptr<Tracker>& t : trackers_) t->on_attached_mapping(pid, e, time_ns);
+}
+
+void ProfileBuilder::on_attached_thread(uint32_t pid, uint32_t tid, uint64_t time_ns) {
+  if (!tasks_.attach_thread(pid, tid, time_ns)) return;
+  for (const std::unique_ptr<Tracker>& t : trackers_) t->on_attached(pid, tid, time_ns);
+}
+
 void ProfileBuilder::finish() {
   release(0, 0, Release::End);  // the waits still open at the end were closed (on_end): none is open now
-  kept_.read_deleted_libs(profile_);
+  // The libs of binaries deleted while they ran get their read_path.
+  libs_.finish();
   name_kernel_frames(profile_, procfs_);
   for (const std::unique_ptr<Tracker>& t : trackers_) t->kernel_named();  // off-CPU reasons
   mark_interrupted_frames(profile_, reason_label(BlockReason::Preempted));

@@ -7,25 +7,34 @@
 // until the round's end (offcpu_spans.h): the caller keeps a round's records readable until
 // resolve_pending().
 //
-// Process model: every pid gets a model::Process; an exec gives the pid a new entry (the old one ends at
-// that time) unless the old entry has no samples yet (a fork child that execs at once: the common
-// fork+exec and posix_spawn case would otherwise show one empty track per child). A fork copies the parent's
-// libs. Threads are named by their comm; renames (COMM without exec) rename them.
+// Process model (the task tracker's, tasks.h): every pid gets a model::Process; an exec gives the pid a new
+// entry (the old one ends at that time) unless the old entry has no samples yet (a fork child that execs at
+// once: the common fork+exec and posix_spawn case would otherwise show one empty track per child). Threads
+// are named by their comm; renames (COMM without exec) rename them. Each record reaches the task tracker
+// first; the context's views of threads and processes are served from it, and it tells the builder when a
+// thread or process entry ends (the trackers forget it) and when a pid's stacks must be released.
+//
+// Libraries are a tracker's (libraries.h): executable mappings (MMAP2, the /proc/PID/maps snapshot when
+// attaching) become libs and the unwinder's mappings, a fork copies the parent's, an exec drops them, and
+// the mapped files are kept open (kept_files.h). Each record reaches it right after the builder's processes
+// and threads and before the list of trackers (they see the mappings as the record left them); the sample
+// path asks it known_code() after a loss. Its add_mapping() is the one place a mapped library is seen.
 //
 // JIT code (recorder/jit.h) is a tracker's (jit_code.h): a process's perf map is followed while it runs
 // (tick()), its jitdump (announced by its MMAP2) read when its last thread exits, or at finish() for
 // processes still running, and finish() names the frames there, by time.
 //
-// Its parts: builder.cpp (dispatch, CPU samples and the unwind-this-sample service, finish),
-// builder_process.cpp (processes, threads), builder_libs.cpp (mappings), kept_files.h (descriptors of mapped
-// files); the trackers (trackers.cpp: offcpu_spans.h, losses.h, wakes.h, jit_code.h); records.h decodes
-// each record once, into a typed struct, which handle() gives the builder's parts and then every tracker.
+// Its parts: builder.cpp (dispatch, CPU samples and the unwind-this-sample service, finish); the task
+// tracker (tasks.h: processes, threads); the libraries tracker (libraries.h, with kept_files.h); the
+// trackers (trackers.cpp: offcpu_spans.h, losses.h, wakes.h, jit_code.h); records.h decodes each record
+// once, into a typed struct, which handle() gives the task tracker, the builder's samples and CPU time, the
+// libraries, and then every tracker.
 //
 // Adding a concern: a Tracker (tracker.h) in a file of its own, fed every typed record after the builder
-// registered its process and thread, writing what it learns into the profile; and one line in
-// make_trackers() (trackers.cpp). Nothing here changes. What it may use of the builder is its
-// TrackerContext: read-only views of the threads (thread_of, for_each_thread) and processes (process_of,
-// for_each_process: the entry a pid has now), the unwind-this-sample
+// registered its process and thread and the libraries tracker its mappings, writing what it learns into
+// the profile; and one line in make_trackers() (trackers.cpp). Nothing here changes. What it may use of the
+// builder is its TrackerContext: read-only views of the threads (thread_of, for_each_thread) and processes
+// (process_of, for_each_process: the entry a pid has now, with its libs), the unwind-this-sample
 // service (unwind_sample: a sample's stack as a CPU sample gets it, interned), /proc, and the facts other
 // trackers give (out_since, counts: lost() after a loss). What it keeps per thread or process it drops at
 // forget_thread() or forget_process(). Test it with synthetic records through feed_round
@@ -46,10 +55,11 @@
 #include "elf/elf.h"
 #include "model/profile.h"
 #include "recorder/host.h"
-#include "recorder/kept_files.h"
+#include "recorder/libraries.h"
 #include "recorder/perf.h"
 #include "recorder/quality.h"
 #include "recorder/records.h"
+#include "recorder/tasks.h"
 #include "recorder/tracker.h"
 #include "recorder/unwind/unwinder.h"
 #include "recorder/waker.h"
@@ -96,7 +106,7 @@ class ProfileBuilder final : public RecordSink {
     for (const std::unique_ptr<Tracker>& t : trackers_) t->set_off_cpu(c);
   }
   // Processes seen since the last call, for the waker tracer to trace.
-  std::vector<uint32_t> take_new_pids() { return std::exchange(new_pids_, {}); }
+  std::vector<uint32_t> take_new_pids() { return std::exchange(tasks_.new_pids(), {}); }
   // Every tracker's tick(): the JIT tracker reads what the perf maps of the processes with JIT code gained
   // since the last call (recorder/jit.h: new lines are stamped with the previous call's time). The
   // recorder calls it every reading round.
@@ -125,67 +135,23 @@ class ProfileBuilder final : public RecordSink {
   size_t unknown_code_processes() const { return unknown_code_pids_.size(); }
   // Binaries deleted (or replaced) while they ran: read through kept descriptors (read), or not (unreadable).
   // finish() gives their libs a read_path; the descriptors go with the recording (take_kept_files).
-  const std::vector<std::string>& deleted_read() const { return kept_.deleted_read(); }
-  const std::vector<std::string>& deleted_unreadable() const { return kept_.unreadable(); }
-  std::vector<UniqueFd> take_kept_files() { return kept_.take(); }
+  const std::vector<std::string>& deleted_read() const { return libs_.deleted_read(); }
+  const std::vector<std::string>& deleted_unreadable() const { return libs_.deleted_unreadable(); }
+  std::vector<UniqueFd> take_kept_files() { return libs_.take_kept_files(); }
   // JIT files (perf maps, jitdumps) not used because another user owns them or others may write them
   // (recorder/jit.h jit_file_untrusted): "PATH: why" each.
   const std::vector<std::string>& jit_refused() const { return ctx_.refused_files; }
   // Processes the kernel stopped profiling at an exec (setuid or unreadable binary: quality.h).
-  std::vector<UnfollowedExec>& unfollowed() { return unfollowed_; }
+  std::vector<UnfollowedExec>& unfollowed() { return tasks_.unfollowed(); }
   // Launch mode: the kernel never reported the launched program's exec (its events were dropped before
   // they were enabled: no EXIT record either). `binary` and `reason` say what it executed and why.
   // It may also have been seen (its exec reported, then an EXIT before it mapped anything): then `binary`
   // and `reason` name it better than its comm.
   void launch_not_followed(uint32_t pid, const std::string& binary, const std::string& reason) {
-    for (UnfollowedExec& u : unfollowed_)
-      if (u.pid == pid && u.reason.empty()) {
-        u.binary = binary;
-        u.reason = reason;
-        return;
-      }
-    auto it = procs_.find(pid);
-    if (it != procs_.end() && it->second.launch_exec_pending) unfollowed_.push_back({pid, binary, reason});
+    tasks_.launch_not_followed(pid, binary, reason);
   }
 
  private:
-  struct CpuState {
-    bool known = false, on = false;
-    uint64_t since = 0, acc = 0;
-    uint64_t last_sample = 0;
-  };
-  struct ThreadRef {
-    uint32_t pid = 0;
-    uint32_t proc = 0;    // index into profile.processes
-    uint32_t thread = 0;  // index into that process's threads
-    CpuState cpu;
-  };
-  struct ProcRef {
-    uint32_t proc = 0;
-    bool launch_exec_pending = false;  // launched: the first exec keeps the entry and the command's name
-    // Exec'd, and no mapping of the new program reported since: an EXIT now is the kernel dropping our
-    // events at a setuid/setgid or unreadable exec (it comes before the new program maps anything), however
-    // short the program's life. `exec_lost`: lost() at the exec (a loss since may have taken the mappings).
-    bool exec_unmapped = false;
-    uint64_t exec_lost = 0;
-    uint32_t live = 0;  // threads not yet exited: the unwinder forgets the pid at 0
-    // Executable memory without a file (JIT code), [start, end): known code for the lost-records check.
-    std::vector<std::pair<uint64_t, uint64_t>> anon_code;
-  };
-
-  uint32_t new_process(uint32_t pid, const std::string& name, uint64_t t);
-  ProcRef& process(uint32_t pid, uint64_t t);
-  ThreadRef& thread(uint32_t pid, uint32_t tid, uint64_t t);
-  // A new thread entry (replacing any of `tid`: the trackers forget it).
-  ThreadRef& add_thread(uint32_t pid, uint32_t tid, const std::string& name, uint64_t t);
-  // Removes a thread entry; the trackers forget it.
-  void erase_thread(std::unordered_map<uint32_t, ThreadRef>::iterator& it);
-  // An executable mapping; `prot` (PROT_* bits) picks the ELF segment the kernel mapped there. `dev`/`ino`
-  // (MMAP2, /proc/PID/maps; 0 when unknown) identify the mapped file (KeptFiles::keep).
-  void add_mapping(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t prot,
-                   const std::string& path, uint64_t t, uint64_t dev = 0, uint64_t ino = 0);
-  const elf::Identity* elf_for(const std::string& path);
-
   void on_sample(const SampleRecord& s);
   // The unwind-this-sample service (TrackerContext::unwind_sample): the sample's stack, interned; none if
   // the record is malformed.
@@ -204,47 +170,29 @@ class ProfileBuilder final : public RecordSink {
   // release(), then the unfollowed processes are named while they still run (at the end of a round, and
   // at an exec of `pid` at `before_ns`).
   void resolve_pending(uint32_t pid, uint64_t before_ns, Release why);
-  void on_mmap2(const Mmap2Record& m);
-  void on_comm(const CommRecord& c);
-  void on_fork(const ForkRecord& f);
-  void on_exit(const ExitRecord& e);
   void on_switch(const SwitchRecord& s);
-  void on_record(const OtherRecord&) {}
+  // The builder's own part of a record, after the tasks': CPU samples and CPU time (the rest is the
+  // trackers').
   void on_record(const SampleRecord& r) { on_sample(r); }
-  void on_record(const Mmap2Record& r) { on_mmap2(r); }
-  void on_record(const CommRecord& r) { on_comm(r); }
-  void on_record(const ForkRecord& r) { on_fork(r); }
-  void on_record(const ExitRecord& r) { on_exit(r); }
   void on_record(const SwitchRecord& r) { on_switch(r); }
-  void on_record(const LostRecord&) {}      // the trackers' (losses.h)
-  void on_record(const ThrottleRecord&) {}  // the trackers' (losses.h)
-
-  // A thread's name from /proc, "Thread TID" when it is gone.
-  std::string proc_comm(uint32_t pid, uint32_t tid);
+  void on_record(const auto&) {}
 
   model::Profile& profile_;
   Unwinder* unwinder_;
   Procfs& procfs_;
   EventConfig events_;
   RecordLayout layout_;
-  std::unordered_map<uint32_t, ProcRef> procs_;
-  std::unordered_map<uint32_t, ThreadRef> threads_;
-  // The recording's opened binaries: the unwinder's table (each binary opened and parsed once), or, in
-  // frame-pointer mode, one of the builder's own.
-  Binaries own_binaries_;
-  Binaries* binaries_;
-  KeptFiles kept_;                    // descriptors of the mapped files (kept_files.h)
   std::vector<model::FrameId> path_;  // reused per sample
   std::vector<uint64_t> user_, kernel_, spliced_;
   std::array<uint64_t, 1024> unwound_{};
   uint64_t samples_ = 0;
   // The trackers (tracker.h): each record reaches them after the builder's own parts.
   TrackerContext ctx_;
+  // The processes and threads (tasks.h): each record reaches them first.
+  TaskTracker tasks_;
+  // The libraries (libraries.h): each record reaches it after the processes and threads, before the list.
+  LibraryTracker libs_;
   std::vector<std::unique_ptr<Tracker>> trackers_;
-  std::vector<uint32_t> new_pids_;
-  std::vector<UnfollowedExec> unfollowed_;
-  // After a loss: is `ip` inside an executable mapping of `pid` we know of?
-  bool known_code(uint32_t pid, uint64_t ip) const;
   uint64_t unknown_code_samples_ = 0;
   std::unordered_set<uint32_t> unknown_code_pids_;
 };

@@ -1,5 +1,6 @@
 // fxprof recorder internals: a tracker is one concern of the profile builder (builder.h), fed the typed
-// records (records.h) in time order, after the builder has registered their processes and threads.
+// records (records.h) in time order, after the builder has registered their processes and threads and the
+// libraries tracker (libraries.h, the first, outside the list) their mappings.
 //
 // A new concern: a Tracker subclass in a file of its own that writes what it learns into the profile (in its
 // hooks or at finish()), and one line in make_trackers() (trackers.cpp), the list of trackers in the order

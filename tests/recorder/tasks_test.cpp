@@ -1,5 +1,8 @@
-// The builder's processes and threads (builder_process.cpp): FORK, COMM and EXIT records, synthetic, through
+// The builder's processes and threads (recorder/tasks.h): FORK, COMM and EXIT records, synthetic, through
 // the RecordSource boundary (tests/recorder/synthetic.h) with a /proc that knows nothing: no perf, no root.
+#include "recorder/tasks.h"
+
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -69,4 +72,67 @@ TEST_CASE("tasks: forks, renames, execs and exits shape processes and threads", 
   REQUIRE(gzip.threads.size() == 1);
   CHECK(gzip.threads[0].samples.size() == 1);
   CHECK(builder.samples() == 2);
+}
+
+namespace {
+
+recorder::ForkRecord fork_of(uint32_t pid, uint32_t ppid, uint32_t tid, uint32_t ptid, uint64_t time) {
+  recorder::ForkRecord f;
+  f.pid = pid;
+  f.ppid = ppid;
+  f.tid = tid;
+  f.ptid = ptid;
+  f.time = time;
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("tasks: the task tracker tells the builder what ended, in order, and serves the context's views",
+          "[recorder]") {
+  // The tracker alone, typed records in, its hooks recorded: what the builder's trackers and libraries
+  // are told, and when the stacks of a pid are released.
+  model::Profile profile;
+  test::NoProcfs procfs;
+  std::vector<std::string> told;
+  recorder::TaskTracker tasks(
+      profile, procfs,
+      {[&](uint32_t pid) { told.push_back("forget process " + std::to_string(pid)); },
+       [&](uint32_t tid) { told.push_back("forget thread " + std::to_string(tid)); },
+       [&](uint32_t pid, uint64_t t, recorder::Release why) {
+         told.push_back(std::string(why == recorder::Release::Exec ? "exec" : "exit") + " release " +
+                        std::to_string(pid) + " before " + std::to_string(t));
+       },
+       [&](uint32_t pid) { told.push_back("ended " + std::to_string(pid)); }, [] { return uint64_t{0}; }});
+  tasks.launched(100, "sh", 0);
+  tasks.on_fork(fork_of(100, 100, 101, 100, 10));  // a thread
+  tasks.on_fork(fork_of(200, 100, 200, 101, 12));  // a child process
+  tasks.thread(200, 200, 13);                      // a sample's: known already
+  recorder::CommRecord ex;
+  ex.pid = ex.tid = 200;
+  ex.exec = true;
+  ex.comm = "gzip";
+  ex.time = 20;
+  tasks.on_comm(ex);  // no samples yet: the same entry
+  recorder::ExitRecord ex1;
+  static_cast<recorder::TaskRecord&>(ex1) = fork_of(200, 100, 200, 101, 30);
+  tasks.on_exit(ex1);
+
+  CHECK(told == std::vector<std::string>{"forget process 100", "forget thread 100", "forget thread 101",
+                                         "forget process 200", "forget thread 200",
+                                         "exec release 200 before 20", "forget thread 200",
+                                         "exit release 200 before 30", "ended 200"});
+  REQUIRE(tasks.process_of(200) == &profile.processes.at(1));
+  CHECK(profile.processes[1].name == "gzip");
+  CHECK(profile.processes[1].end_ns == 30);
+  CHECK(tasks.thread_of(101) == &profile.processes[0].threads.at(1));
+  CHECK(tasks.thread_of(200) == nullptr);  // exited
+  std::vector<uint32_t> pids, tids;
+  tasks.for_each_process([&](uint32_t pid) { pids.push_back(pid); });
+  tasks.for_each_thread([&](uint32_t tid) { tids.push_back(tid); });
+  std::sort(pids.begin(), pids.end());
+  std::sort(tids.begin(), tids.end());
+  CHECK(pids == std::vector<uint32_t>{100, 200});
+  CHECK(tids == std::vector<uint32_t>{100, 101});
+  CHECK(tasks.new_pids() == std::vector<uint32_t>{100, 200});
 }

@@ -1,17 +1,44 @@
-// The profile builder's processes and threads (builder.h): launched and attached ones, and the COMM, FORK and
-// EXIT records (exec, renames, new processes and threads, exits).
-#include <sys/mman.h>
-#include <sys/sysmacros.h>
+// The builder's processes and threads (tasks.h): launched and attached ones, and the COMM, FORK and EXIT
+// records (exec, renames, new processes and threads, exits).
+#include "recorder/tasks.h"
 
 #include <cstdio>
+#include <utility>
 
 #include "base/path.h"
-#include "recorder/builder.h"
-#include "recorder/quality.h"
 
 namespace fxprof::recorder {
 
-std::string ProfileBuilder::proc_comm(uint32_t pid, uint32_t tid) {
+TaskTracker::TaskTracker(model::Profile& profile, Procfs& procfs, Hooks hooks)
+    : profile_(profile), procfs_(procfs), hooks_(std::move(hooks)) {}
+
+model::Thread* TaskTracker::thread_of(uint32_t tid) {
+  auto it = threads_.find(tid);
+  return it == threads_.end() ? nullptr : &profile_.processes[it->second.proc].threads[it->second.thread];
+}
+
+model::Process* TaskTracker::process_of(uint32_t pid) {
+  auto it = procs_.find(pid);
+  return it == procs_.end() ? nullptr : &profile_.processes[it->second.proc];
+}
+
+void TaskTracker::launch_not_followed(uint32_t pid, const std::string& binary, const std::string& reason) {
+  for (UnfollowedExec& u : unfollowed_)
+    if (u.pid == pid && u.reason.empty()) {
+      u.binary = binary;
+      u.reason = reason;
+      return;
+    }
+  auto it = procs_.find(pid);
+  if (it != procs_.end() && it->second.launch_exec_pending) unfollowed_.push_back({pid, binary, reason});
+}
+
+// A mapping after an exec: the process runs its new program (an EXIT now is not a dropped exec).
+void TaskTracker::on_mmap2(const Mmap2Record& m) {
+  if (auto pr = procs_.find(m.pid); pr != procs_.end()) pr->second.exec_unmapped = false;
+}
+
+std::string TaskTracker::proc_comm(uint32_t pid, uint32_t tid) {
   auto s = procfs_.read("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
   if (!s || s->empty()) return "Thread " + std::to_string(tid);
   std::string v = std::move(*s);
@@ -19,7 +46,7 @@ std::string ProfileBuilder::proc_comm(uint32_t pid, uint32_t tid) {
   return v;
 }
 
-uint32_t ProfileBuilder::new_process(uint32_t pid, const std::string& name, uint64_t t) {
+uint32_t TaskTracker::new_process(uint32_t pid, const std::string& name, uint64_t t) {
   model::Process p;
   p.pid = pid;
   p.name = name;
@@ -27,13 +54,13 @@ uint32_t ProfileBuilder::new_process(uint32_t pid, const std::string& name, uint
   profile_.processes.push_back(std::move(p));
   auto idx = static_cast<uint32_t>(profile_.processes.size() - 1);
   procs_[pid] = ProcRef{idx, false};
-  for (const std::unique_ptr<Tracker>& tr : trackers_) tr->forget_process(pid);
+  hooks_.forget_process(pid);
   new_pids_.push_back(pid);
   return idx;
 }
 
-ProfileBuilder::ThreadRef& ProfileBuilder::add_thread(uint32_t pid, uint32_t tid, const std::string& name,
-                                                      uint64_t t) {
+TaskTracker::ThreadRef& TaskTracker::add_thread(uint32_t pid, uint32_t tid, const std::string& name,
+                                                uint64_t t) {
   ProcRef& pr = process(pid, t);
   model::Process& proc = profile_.processes[pr.proc];
   model::Thread th;
@@ -47,17 +74,17 @@ ProfileBuilder::ThreadRef& ProfileBuilder::add_thread(uint32_t pid, uint32_t tid
   ref.pid = pid;
   ref.proc = pr.proc;
   ref.thread = static_cast<uint32_t>(proc.threads.size() - 1);
-  for (const std::unique_ptr<Tracker>& tr : trackers_) tr->forget_thread(tid);
+  hooks_.forget_thread(tid);
   return threads_[tid] = ref;
 }
 
-void ProfileBuilder::erase_thread(std::unordered_map<uint32_t, ThreadRef>::iterator& it) {
+void TaskTracker::erase_thread(std::unordered_map<uint32_t, ThreadRef>::iterator& it) {
   const uint32_t tid = it->first;
   it = threads_.erase(it);
-  for (const std::unique_ptr<Tracker>& tr : trackers_) tr->forget_thread(tid);
+  hooks_.forget_thread(tid);
 }
 
-ProfileBuilder::ProcRef& ProfileBuilder::process(uint32_t pid, uint64_t t) {
+TaskTracker::ProcRef& TaskTracker::process(uint32_t pid, uint64_t t) {
   auto it = procs_.find(pid);
   if (it != procs_.end()) return it->second;
   // A process we saw no FORK for (attach-mode races): name it from /proc while it still exists.
@@ -66,45 +93,35 @@ ProfileBuilder::ProcRef& ProfileBuilder::process(uint32_t pid, uint64_t t) {
   return procs_[pid];
 }
 
-ProfileBuilder::ThreadRef& ProfileBuilder::thread(uint32_t pid, uint32_t tid, uint64_t t) {
+TaskTracker::ThreadRef& TaskTracker::thread(uint32_t pid, uint32_t tid, uint64_t t) {
   auto it = threads_.find(tid);
   if (it != threads_.end() && it->second.pid == pid) return it->second;
   return add_thread(pid, tid, proc_comm(pid, tid), t);
 }
 
-void ProfileBuilder::on_launched(uint32_t pid, const std::string& name, uint64_t time_ns) {
+void TaskTracker::launched(uint32_t pid, const std::string& name, uint64_t time_ns) {
   new_process(pid, name, time_ns);
   procs_[pid].launch_exec_pending = true;
   add_thread(pid, pid, name, time_ns);
 }
 
-void ProfileBuilder::on_attached(uint32_t pid, uint64_t time_ns) {
+void TaskTracker::attach_process(uint32_t pid, uint64_t time_ns) {
   std::string name;
   if (auto cmd = procfs_.read("/proc/" + std::to_string(pid) + "/cmdline"); cmd && !cmd->empty())
     name = base_name(cmd->c_str());
   if (name.empty()) name = proc_comm(pid, pid);
   new_process(pid, name, time_ns);
   add_thread(pid, pid, proc_comm(pid, pid), time_ns);
-  for (const std::unique_ptr<Tracker>& t : trackers_) t->on_attached(pid, pid, time_ns);
-  for (uint32_t tid : procfs_.list("/proc/" + std::to_string(pid) + "/task"))
-    if (tid != pid) on_attached_thread(pid, tid, time_ns);
-  // Executable file mappings, as MMAP2 records would have described them.
-  auto maps = procfs_.read("/proc/" + std::to_string(pid) + "/maps");
-  if (!maps) return;
-  for (const MapsEntry& e : executable_mappings(*maps)) {
-    add_mapping(pid, e.start, e.end - e.start, e.offset, e.prot, e.path, time_ns, e.dev, e.ino);
-    for (const std::unique_ptr<Tracker>& t : trackers_) t->on_attached_mapping(pid, e, time_ns);
-  }
 }
 
-void ProfileBuilder::on_attached_thread(uint32_t pid, uint32_t tid, uint64_t time_ns) {
+bool TaskTracker::attach_thread(uint32_t pid, uint32_t tid, uint64_t time_ns) {
   auto it = threads_.find(tid);
-  if (it != threads_.end() && it->second.pid == pid) return;
+  if (it != threads_.end() && it->second.pid == pid) return false;
   add_thread(pid, tid, proc_comm(pid, tid), time_ns);
-  for (const std::unique_ptr<Tracker>& t : trackers_) t->on_attached(pid, tid, time_ns);
+  return true;
 }
 
-void ProfileBuilder::on_comm(const CommRecord& c) {
+void TaskTracker::on_comm(const CommRecord& c) {
   const uint32_t pid = c.pid, tid = c.tid;
   const std::string comm(c.comm);
   const uint64_t t = c.time;
@@ -114,8 +131,7 @@ void ProfileBuilder::on_comm(const CommRecord& c) {
     return;
   }
   // exec: the pid runs a new program (stacks taken before are unwound with the old one's mappings).
-  resolve_pending(pid, t, Release::Exec);
-  if (unwinder_) unwinder_->on_exec(pid);
+  hooks_.release(pid, t, Release::Exec);  // the unwinder forgets the old program next (libraries.h)
   ProcRef& pr = process(pid, t);
   model::Process* proc = &profile_.processes[pr.proc];
   bool keep_name = pr.launch_exec_pending;
@@ -134,8 +150,7 @@ void ProfileBuilder::on_comm(const CommRecord& c) {
     new_process(pid, comm, t);
     add_thread(pid, pid, comm, t);
     proc = &profile_.processes[procs_[pid].proc];
-  } else {
-    proc->libs.clear();
+  } else {  // its libs are the old program's: the libraries tracker drops them
     if (!keep_name) proc->name = comm;
     std::erase_if(proc->threads, [&](const model::Thread& th) { return th.tid != pid; });
     if (proc->threads.empty()) {
@@ -151,41 +166,32 @@ void ProfileBuilder::on_comm(const CommRecord& c) {
   }
   procs_[pid].live = 1;
   procs_[pid].exec_unmapped = true;
-  procs_[pid].exec_lost = lost();
-  procs_[pid].anon_code.clear();  // the old image's
+  procs_[pid].exec_lost = hooks_.lost();
   // The exec'ing thread is on a CPU right now: its CPU time counts from here.
   ThreadRef& th = threads_[pid];
   th.cpu = CpuState{true, true, t, 0, 0};
 }
 
-void ProfileBuilder::on_fork(const ForkRecord& f) {
+void TaskTracker::on_fork(const ForkRecord& f) {
   const uint32_t pid = f.pid, ppid = f.ppid, tid = f.tid, ptid = f.ptid;
   const uint64_t t = f.time;
   std::string parent_name;
   if (auto it = threads_.find(ptid); it != threads_.end())
     parent_name = profile_.processes[it->second.proc].threads[it->second.thread].name;
   if (pid != ppid) {
-    // A new process (fork, vfork, clone without CLONE_THREAD): it starts with its parent's mappings.
-    if (unwinder_) unwinder_->on_fork(ppid, pid);
+    // A new process (fork, vfork, clone without CLONE_THREAD); the libraries tracker gives it its parent's
+    // mappings.
     std::string pname;
-    std::vector<model::Lib> libs;
-    std::vector<std::pair<uint64_t, uint64_t>> anon;
-    if (auto it = procs_.find(ppid); it != procs_.end()) {
-      pname = profile_.processes[it->second.proc].name;
-      libs = profile_.processes[it->second.proc].libs;
-      anon = it->second.anon_code;
-    }
+    if (auto it = procs_.find(ppid); it != procs_.end()) pname = profile_.processes[it->second.proc].name;
     if (pname.empty()) pname = parent_name.empty() ? proc_comm(pid, pid) : parent_name;
-    uint32_t idx = new_process(pid, pname, t);
-    profile_.processes[idx].libs = std::move(libs);
-    procs_[pid].anon_code = std::move(anon);
+    new_process(pid, pname, t);
     add_thread(pid, tid, parent_name.empty() ? pname : parent_name, t);
   } else {
     add_thread(pid, tid, parent_name.empty() ? proc_comm(pid, tid) : parent_name, t);
   }
 }
 
-void ProfileBuilder::on_exit(const ExitRecord& e) {
+void TaskTracker::on_exit(const ExitRecord& e) {
   const uint32_t pid = e.pid, tid = e.tid;
   const uint64_t t = e.time;
   auto pit = procs_.find(pid);
@@ -204,7 +210,7 @@ void ProfileBuilder::on_exit(const ExitRecord& e) {
     if (auto u = exec_not_followed(procfs_, pid)) {
       u->time_ns = t;
       unfollowed_.push_back(std::move(*u));
-    } else if (pit->second.exec_unmapped && pit->second.exec_lost == lost()) {
+    } else if (pit->second.exec_unmapped && pit->second.exec_lost == hooks_.lost()) {
       unfollowed_.push_back(exec_without_mappings(pid, profile_.processes[pit->second.proc].name));
       unfollowed_.back().time_ns = t;
     }
@@ -213,8 +219,8 @@ void ProfileBuilder::on_exit(const ExitRecord& e) {
   if (pit->second.live > 0) return;
   // The process's wakes before it ended, while the unwinder knows its mappings; its JIT files, which now
   // say all they will (the pid and the file names may be reused from now on).
-  release(pid, t, Release::Exit);
-  if (unwinder_) unwinder_->on_exit(pid);
+  hooks_.release(pid, t, Release::Exit);
+  hooks_.process_ended(pid);
 }
 
 }  // namespace fxprof::recorder

@@ -1,0 +1,110 @@
+// fxprof recorder internals: the builder's processes and threads (builder.h's process model). Every pid gets
+// a model::Process entry and every tid a model::Thread: launched and attached ones, and from the COMM, FORK
+// and EXIT records (an exec, a rename, a new process or thread, an exit). The context's views of threads and
+// processes (tracker.h TrackerContext) are served from here, and each thread's CPU state (threadCPUDelta)
+// lives beside its entry for the builder's samples and switches.
+//
+// It is the first to see each record: what it changes is told to the rest of the builder through Hooks
+// (forget a thread or a process, release the stacks before an exec or an exit, the process has ended).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "model/profile.h"
+#include "recorder/host.h"
+#include "recorder/quality.h"
+#include "recorder/tracker.h"
+
+namespace fxprof::recorder {
+
+class TaskTracker final : public Tracker {
+ public:
+  struct CpuState {
+    bool known = false, on = false;
+    uint64_t since = 0, acc = 0;
+    uint64_t last_sample = 0;
+  };
+  struct ThreadRef {
+    uint32_t pid = 0;
+    uint32_t proc = 0;    // index into profile.processes
+    uint32_t thread = 0;  // index into that process's threads
+    CpuState cpu;
+  };
+  // What the rest of the builder does when the tasks change.
+  struct Hooks {
+    std::function<void(uint32_t pid)> forget_process;  // the pid got a new entry
+    std::function<void(uint32_t tid)> forget_thread;   // the tid's entry ended or was replaced
+    // Stacks of `pid` taken before `before_ns` are unwound now (its exec or its last thread's exit is next).
+    std::function<void(uint32_t pid, uint64_t before_ns, Release why)> release;
+    std::function<void(uint32_t pid)> process_ended;  // its last thread exited, after release(Exit)
+    std::function<uint64_t()> lost;                   // records lost so far
+  };
+  TaskTracker(model::Profile& profile, Procfs& procfs, Hooks hooks);
+
+  void on_mmap2(const Mmap2Record& m) override;
+  void on_comm(const CommRecord& c) override;
+  void on_fork(const ForkRecord& f) override;
+  void on_exit(const ExitRecord& e) override;
+
+  void launched(uint32_t pid, const std::string& name, uint64_t time_ns);
+  // Attach mode: the process and its main thread, named from /proc.
+  void attach_process(uint32_t pid, uint64_t time_ns);
+  // Attach mode: a thread running when fxprof attached; false when the builder knew it already.
+  bool attach_thread(uint32_t pid, uint32_t tid, uint64_t time_ns);
+
+  // The entry of `pid` (made, named from /proc, when it has none), of thread `tid` of `pid` (likewise).
+  model::Process& process_at(uint32_t pid, uint64_t t) { return profile_.processes[process(pid, t).proc]; }
+  ThreadRef& thread(uint32_t pid, uint32_t tid, uint64_t t);
+  ThreadRef* find_thread(uint32_t tid) {
+    auto it = threads_.find(tid);
+    return it == threads_.end() ? nullptr : &it->second;
+  }
+  // The context's views (tracker.h).
+  model::Thread* thread_of(uint32_t tid);
+  model::Process* process_of(uint32_t pid);
+  void for_each_thread(const std::function<void(uint32_t)>& f) const {
+    for (const auto& [tid, th] : threads_) f(tid);
+  }
+  void for_each_process(const std::function<void(uint32_t)>& f) const {
+    for (const auto& [pid, pr] : procs_) f(pid);
+  }
+
+  std::vector<uint32_t>& new_pids() { return new_pids_; }
+  std::vector<UnfollowedExec>& unfollowed() { return unfollowed_; }
+  void launch_not_followed(uint32_t pid, const std::string& binary, const std::string& reason);
+
+ private:
+  struct ProcRef {
+    uint32_t proc = 0;
+    bool launch_exec_pending = false;  // launched: the first exec keeps the entry and the command's name
+    // Exec'd, and no mapping of the new program reported since: an EXIT now is the kernel dropping our
+    // events at a setuid/setgid or unreadable exec (it comes before the new program maps anything), however
+    // short the program's life. `exec_lost`: lost() at the exec (a loss since may have taken the mappings).
+    bool exec_unmapped = false;
+    uint64_t exec_lost = 0;
+    uint32_t live = 0;  // threads not yet exited: the unwinder forgets the pid at 0
+  };
+
+  uint32_t new_process(uint32_t pid, const std::string& name, uint64_t t);
+  ProcRef& process(uint32_t pid, uint64_t t);
+  // A new thread entry (replacing any of `tid`: the trackers forget it).
+  ThreadRef& add_thread(uint32_t pid, uint32_t tid, const std::string& name, uint64_t t);
+  // Removes a thread entry; the trackers forget it.
+  void erase_thread(std::unordered_map<uint32_t, ThreadRef>::iterator& it);
+  // A thread's name from /proc, "Thread TID" when it is gone.
+  std::string proc_comm(uint32_t pid, uint32_t tid);
+
+  model::Profile& profile_;
+  Procfs& procfs_;
+  Hooks hooks_;
+  std::unordered_map<uint32_t, ProcRef> procs_;
+  std::unordered_map<uint32_t, ThreadRef> threads_;
+  std::vector<uint32_t> new_pids_;
+  std::vector<UnfollowedExec> unfollowed_;
+};
+
+}  // namespace fxprof::recorder
