@@ -6,7 +6,9 @@
 // on_binary_mapped, on the recording thread); a second thread loads each one once through the Symbolizer
 // (thread-safe: a lookup of a library being preloaded waits for that one load). Only what a sample can use is
 // loaded: file-backed executable mappings of ELF files with a build ID, never pseudo-libraries ([vdso]).
-// The libraries loaded are the ones symbolication loads at the end anyway, so record's peak memory stays.
+// They are the libraries symbolication loads at the end anyway, but now held beside the recording's buffers
+// (freed before the end): record's peak RSS rose 46.5 -> 61.6 MB for gzip as root (a 16 MiB eBPF ring mapped
+// twice), 27.7 -> 29.3 MB with --cpu-only (README, "What you wait for after the program exits").
 #pragma once
 
 #include <condition_variable>
