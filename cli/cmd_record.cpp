@@ -17,6 +17,7 @@
 #include "gecko/gecko.h"
 #include "heap/heap.h"
 #include "pipeline/locks.h"
+#include "pipeline/preload.h"
 #include "pipeline/symbolicate.h"
 #include "recorder/heap_uprobes.h"
 #include "recorder/quality.h"
@@ -105,7 +106,17 @@ int cmd_record(std::span<char*> args) {
         uprobes_error = u.error();
     }
   }
+  // One symbolizer for the file, the summary, the exports and the server. Unless the frames stay raw, it
+  // loads the binaries' symbols while the program runs (pipeline/preload.h): after the exit only lookups
+  // remain.
+  std::optional<symbolizer::Symbolizer> symbols(std::in_place, serve.symbols);
+  std::optional<pipeline::SymbolPreloader> preloader;
+  if (symbolicate != 0) {
+    preloader.emplace(*symbols);
+    rec.on_binary_mapped = [&](const model::Lib& lib) { preloader->mapped(lib); };
+  }
   auto recording = recorder::record(rec);
+  const size_t preloaded = preloader ? preloader->stop() : 0;
   std::string heap_lost;
   if (heap_source) {
     if (recording) {
@@ -165,8 +176,7 @@ int cmd_record(std::span<char*> args) {
   // the file is complete, then take a pending one as "do not serve".
   SignalHold hold;
   // Names the model's frames (only the addresses samples use), then what needs the names: the Lock wait
-  // markers' "Held by". One symbolizer for the file, the summary, the exports and the server.
-  std::optional<symbolizer::Symbolizer> symbols(std::in_place, serve.symbols);
+  // markers' "Held by".
   // -v: what the user waits for once the recording ends (the recorder's own finish is in its passes line).
   using Clock = std::chrono::steady_clock;
   auto ms_since = [](Clock::time_point t) {
@@ -209,9 +219,9 @@ int cmd_record(std::span<char*> args) {
   }
   if (rec.verbose)
     std::fprintf(stderr,
-                 "fxprof: after the recording: symbols %.1f ms (%zu binaries, %zu addresses), file %.1f ms, "
-                 "%.1f ms in all (%.1f ms of CPU)\n",
-                 symbols_ms, named.binaries, named.addresses, ms_since(writing), ms_since(ended),
+                 "fxprof: after the recording: symbols %.1f ms (%zu binaries, %zu addresses; %zu binaries "
+                 "loaded while it ran), file %.1f ms, %.1f ms in all (%.1f ms of CPU)\n",
+                 symbols_ms, named.binaries, named.addresses, preloaded, ms_since(writing), ms_since(ended),
                  cpu_ms() - cpu_at_end);
   std::fprintf(stderr,
                "fxprof: recorded %.2f s, %llu samples, %u threads, %u processes, %llu lost records -> %s\n",
@@ -259,7 +269,7 @@ int cmd_record(std::span<char*> args) {
       std::fprintf(stderr, "fxprof: wrote %s\n", path.c_str());
     }
   }
-  serve.libs = pipeline::known_libs(recording->profile);        // no need to read the file back to serve it
+  serve.libs = pipeline::known_libs(recording->profile);     // no need to read the file back to serve it
   serve.view = gecko::gecko_view_query(recording->profile);  // every thread shown, the busiest selected
   // Binaries deleted while they ran are served through the recorder's descriptors (model::Lib::read_path).
   std::vector<UniqueFd> open_files = std::move(recording->open_files);
@@ -267,7 +277,10 @@ int cmd_record(std::span<char*> args) {
   // The symbolizer goes on to the server with what it loaded for the summary (no library read twice); it is
   // freed now only when nothing is served.
   const bool serving = !save_only && !sharing && !hold.interrupted() && !recording_hangup;
-  if (!serving) symbols.reset();
+  if (!serving) {
+    preloader.reset();  // its thread uses the symbolizer
+    symbols.reset();
+  }
 
   // Sent on (issue: share with teammates, push to a fleet) from the written file, symbols baked on the way.
   if (!hold.interrupted() && !recording_hangup &&

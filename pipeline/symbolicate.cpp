@@ -42,7 +42,18 @@ void rename_unresolved(model::Profile& profile, const FdeNames& names) {
   }
 }
 
+// A binary deleted while it ran is read through the recorder's descriptor (Lib::read_path); model::Binary
+// carries the same fields as the Lib it came from.
+template <class LibOrBinary>
+symbolizer::KnownLib known_lib_of(const LibOrBinary& l) {
+  const std::string& path = l.read_path.empty() ? l.path : l.read_path;
+  const std::string& debug_path = l.read_path.empty() ? l.debug_path : l.read_path;
+  return {l.debug_name, l.breakpad_id, l.name, path, debug_path, l.code_id, l.arch};
+}
+
 }  // namespace
+
+symbolizer::KnownLib known_lib(const model::Lib& lib) { return known_lib_of(lib); }
 
 model::Symbol to_model_symbol(symbolizer::SymbolInfo&& info) {
   model::Symbol out;
@@ -62,10 +73,7 @@ SymbolicateStats symbolicate(model::Profile& profile, symbolizer::Symbolizer& sy
   std::vector<model::SymbolRequest> requests = model::symbol_requests(profile);
   for (model::SymbolRequest& r : requests) {
     const model::Binary& b = profile.binaries[r.binary];
-    // A binary deleted while it ran is read through the recorder's descriptor (Lib::read_path).
-    const std::string& path = b.read_path.empty() ? b.path : b.read_path;
-    const std::string& debug_path = b.read_path.empty() ? b.debug_path : b.read_path;
-    symbols.add_known_lib({b.debug_name, b.breakpad_id, b.name, path, debug_path, b.code_id, b.arch});
+    symbols.add_known_lib(known_lib_of(b));
     ++stats.binaries;
     stats.addresses += r.addresses.size();
     auto infos = symbols.lookup(b.debug_name, b.breakpad_id, r.addresses);
@@ -99,9 +107,7 @@ std::vector<symbolizer::KnownLib> known_libs(const model::Profile& profile) {
     for (const model::Lib& l : proc.libs) {
       if (l.debug_name.empty() || l.breakpad_id.empty()) continue;  // never requested by the front end
       if (!seen.insert(l.debug_name + '\n' + l.breakpad_id).second) continue;
-      const std::string& path = l.read_path.empty() ? l.path : l.read_path;
-      const std::string& debug_path = l.read_path.empty() ? l.debug_path : l.read_path;
-      out.push_back({l.debug_name, l.breakpad_id, l.name, path, debug_path, l.code_id, l.arch});
+      out.push_back(known_lib_of(l));
     }
   }
   return out;

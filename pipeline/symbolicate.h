@@ -39,6 +39,9 @@ Status symbolicate_file(const std::string& in, const std::string& out, symbolize
 
 // The libraries a symbol server must answer for: every mapping with a debugName and breakpadId, once.
 std::vector<symbolizer::KnownLib> known_libs(const model::Profile& profile);
+// Where the symbolizer finds one mapping's binary, as symbolicate() registers it (an entry registered again
+// differently would drop what was loaded).
+symbolizer::KnownLib known_lib(const model::Lib& lib);
 
 // Converts one symbolizer answer to the model's plain form (outermost function first).
 model::Symbol to_model_symbol(symbolizer::SymbolInfo&& info);

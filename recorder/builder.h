@@ -44,6 +44,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -113,6 +114,8 @@ class ProfileBuilder final : public RecordSink {
   void tick(uint64_t now_ns) {
     for (const std::unique_ptr<Tracker>& t : trackers_) t->tick(now_ns);
   }
+  // Told each lib as it enters the profile (recorder::Options::on_binary_mapped).
+  void on_binary_mapped(std::function<void(const model::Lib&)> f) { libs_.on_binary_mapped = std::move(f); }
   // Names kernel frames and counts; `end_ns` closes nothing (open threads stay open-ended).
   void finish();
 

@@ -64,6 +64,7 @@ void LibraryTracker::add_mapping(uint32_t pid, uint64_t start, uint64_t len, uin
       return;  // attach: /proc/maps and MMAP2 overlap
   proc.libs.push_back(make_lib(start, start + len, elf->lib_offset(pgoff, prot), path, *elf));
   if (from != path) proc.libs.back().read_path = from;
+  if (on_binary_mapped) on_binary_mapped(proc.libs.back());
 }
 
 void LibraryTracker::on_mmap2(const Mmap2Record& m) {

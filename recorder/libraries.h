@@ -50,6 +50,10 @@ class LibraryTracker final : public Tracker {
   // Every record was handled: the libs of binaries deleted while they ran get their read_path.
   void finish() override { kept_.read_deleted_libs(c_.profile); }
 
+  // Told each lib as it enters the profile (recorder::Options::on_binary_mapped): the one place every
+  // executable mapping, from MMAP2 or /proc/PID/maps, becomes a lib.
+  std::function<void(const model::Lib&)> on_binary_mapped;
+
   // Whether `ip` is inside an executable mapping of `pid` (a lib, or code without a file) known now.
   bool known_code(uint32_t pid, uint64_t ip) const;
 

@@ -29,10 +29,10 @@
 //    and the losses (PERF_RECORD_LOST) become "LostRecords" markers on the thread that was running.
 //  - Start-up: one fork, a probe event, one event and one mmap per CPU: 1-5 ms from record() to the exec.
 //    Exit: the pidfd wakes us at once; /proc/kallsyms (120k lines, ~40 ms of kernel time, 150+ ms on a
-//    loaded VM) is read by a thread while the program runs (kallsyms.h), so the end only looks names up. (perf record spends
-//    0.24 s at start and up to 1 s at exit here.) Reading, unwinding and interning cost the recording thread
-//    a few % of one CPU for the demo at 1 kHz with DWARF: ~126 ms for 1,330 samples in 2 s, kallsyms included
-//    (Stats::reader_cpu_ms; --verbose prints it).
+//    loaded VM) is read by a thread while the program runs (kallsyms.h), so the end only looks names up.
+//    (perf record spends 0.24 s at start and up to 1 s at exit here.) Reading, unwinding and interning cost
+//    the recording thread a few % of one CPU for the demo at 1 kHz with DWARF: ~126 ms for 1,330 samples in 2
+//    s, kallsyms included (Stats::reader_cpu_ms; --verbose prints it).
 //  - Kernel frames need perf_event_paranoid <= 1 (or root). At 2 an ordinary user's own program is recorded
 //    user-space only (exclude_kernel, one notice); at 3, or when seccomp refuses perf_event_open, the error
 //    names the setting and the fix.
@@ -71,6 +71,7 @@
 #include <signal.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -114,6 +115,9 @@ struct Options {
   // Not a CLI option: write what the builder was fed (records, /proc answers) to this file, for
   // recorder/capture.h's replay (the tests record, capture, replay and compare).
   std::string capture_path;
+  // Not a CLI option: called on the recording thread for each executable mapping of an ELF file as its lib
+  // enters the profile (what the samples can use), so the caller can load its symbols while the program runs.
+  std::function<void(const model::Lib&)> on_binary_mapped;
 };
 
 struct Stats {

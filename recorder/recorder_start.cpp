@@ -154,6 +154,7 @@ Status Session::prepare_builder() {
     procfs_ = &capture_->tap(live_procfs());
   }
   builder_ = std::make_unique<ProfileBuilder>(rec_.profile, unwinder_.get(), cfg_, *procfs_);
+  builder_->on_binary_mapped(opt_.on_binary_mapped);
   sink_ = capture_ ? &capture_->tap(*builder_) : builder_.get();
   OffCpuConfig oc;
   if (opt_.off_cpu) {

@@ -210,6 +210,17 @@ Result<Resolution> Symbolizer::resolve(std::string_view debug_name, std::string_
   return out;
 }
 
+Status Symbolizer::preload(std::string_view debug_name, std::string_view breakpad_id) {
+  auto handle = impl_->cache.get(debug_name, breakpad_id);
+  if (!handle) return Err(handle.error());
+  {
+    std::lock_guard<std::mutex> lock(handle->lib->mu);
+    handle->lib->dwarf_index();
+  }
+  impl_->cache.account(*handle);
+  return {};
+}
+
 std::vector<std::string> Symbolizer::missing_files(std::string_view debug_name,
                                                    std::string_view breakpad_id) {
   auto handle = impl_->cache.get(debug_name, breakpad_id);

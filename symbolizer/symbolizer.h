@@ -3,10 +3,10 @@
 // and out: the JSON APIs (/symbolicate/v5, /source/v1, /asm/v1) are the server's (server/api_*.cpp).
 //
 // Design (numbers: bench/symbolize.sh on this shared 2-core VM, CPU time, 10,000 random addresses, same run):
-//  - Lazy: nothing is read while recording. A library is opened on the first request naming it (key
-//    debugName/BREAKPADID), indexed once, and kept in an LRU cache bounded by Options::cache_limit_bytes
-//    (cache.h); concurrent requests for one library wait for a single load, then share it (one lock per
-//    library: libdw is not thread-safe, and names are interned lazily).
+//  - Lazy: a library is opened on the first request naming it (key debugName/BREAKPADID), or by preload()
+//    (record loads the binaries a program maps while it runs), indexed once, and kept in an LRU cache bounded
+//    by Options::cache_limit_bytes (cache.h); concurrent requests for one library wait for a single load,
+//    then share it (one lock per library: libdw is not thread-safe, and names are interned lazily).
 //  - Never wrong names: a file is used only if its GNU build ID gives the requested breakpadId. Candidates
 //    (load.cpp): the recorded path, --symbol-dir entries, then the debug file through elf/'s one locator
 //    (build-ID trees, .gnu_debuglink with CRC, --symbol-dir, debuginfod). A rebuilt binary is "not found".
@@ -174,6 +174,11 @@ class Symbolizer {
   // The same without copying names (the server's fast path).
   Result<Resolution> resolve(std::string_view debug_name, std::string_view breakpad_id,
                              std::span<const uint64_t> addresses);
+
+  // Loads a library ahead of its lookups, as a first lookup would: its files found and checked, symbols read,
+  // DWARF opened (compressed sections inflated) with its units' ranges. record calls it on a second thread
+  // while the program runs, so that after the exit only lookups remain (pipeline/preload.h).
+  Status preload(std::string_view debug_name, std::string_view breakpad_id);
 
   // Debug files the library names that were not found, as far as its lookups so far needed them (a
   // .gnu_debuglink, a dwz alt file, the .dwo files of split DWARF): one line each, naming the file and where
