@@ -48,7 +48,7 @@ class Chunk {
     const wire::ChunkHeader h{wire::kMagic, pid_, tid_, static_cast<uint32_t>(body_.size())};
     std::vector<char> all(sizeof h + body_.size());
     std::memcpy(all.data(), &h, sizeof h);
-    std::memcpy(all.data() + sizeof h, body_.data(), body_.size());
+    if (!body_.empty()) std::memcpy(all.data() + sizeof h, body_.data(), body_.size());  // (a hello has none)
     const int fd = std::atoi(std::getenv(wire::kFdEnv));
     REQUIRE(write(fd, all.data(), all.size()) == static_cast<ssize_t>(all.size()));
   }
