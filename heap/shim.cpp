@@ -219,6 +219,20 @@ void put(ThreadState& s, const void* data, uint32_t n) {
   s.fill += n;
 }
 
+// The thread's first chunk, before its first event is timed (heap/wire.h): once the write returns, a chunk
+// another thread closes later is behind this one in the pipe, so the recorder knows this thread before it
+// sees any event later than this thread's first.
+void send_hello(const ThreadState& s) {
+  struct {
+    ChunkHeader h;
+    Record c;
+  } msg{{wire::kMagic, s.pid, s.tid, use_tsc ? uint32_t{sizeof(Record)} : 0}, {}};
+  if (use_tsc) msg.c = clock_record();
+  const int saved = errno;
+  if (!write_all(&msg, sizeof msg.h + msg.h.bytes)) lost_chunks.fetch_add(1, std::memory_order_relaxed);
+  errno = saved;
+}
+
 void unregister(ThreadState* s) {
   for (auto& slot : registry) {
     ThreadState* expected = s;
@@ -229,6 +243,8 @@ void unregister(ThreadState* s) {
 void release_state(ThreadState* s) {
   while (s->lock.exchange(1, std::memory_order_acquire) != 0) {
   }
+  const Record end{static_cast<uint8_t>(Kind::End), {}, 0, 0, 0, 0};  // the thread sends nothing more
+  put(*s, &end, sizeof end);
   flush_locked(*s);
   unregister(s);
   munmap(s, sizeof(ThreadState));
@@ -264,6 +280,7 @@ ThreadState* thread_state() {
     if (slot.compare_exchange_strong(expected, s)) break;
   }
   pthread_setspecific(exit_key, s);  // keys below 32 need no allocation
+  if (out_fd >= 0) send_hello(*s);
   return s;
 }
 
@@ -436,8 +453,8 @@ void record_free(void* p) {
     temporary = t.last_sampled == addr && t.countdown == t.after_sample && t.frees == t.frees_then + 1;
     if (t.last_sampled == addr) t.last_sampled = 0;
   }
+  ThreadState* s = thread_state();  // first: a new thread's hello goes before its first event's time
   wire::FreeRecord r{static_cast<uint8_t>(Kind::Free), event_time(), addr, temporary};
-  ThreadState* s = thread_state();
   if (!s) {
     // A thread past its exit handler (another TLS destructor freeing): the free still counts, in a chunk of
     // its own (times then CLOCK_MONOTONIC), or its block would show as leaked.
@@ -543,6 +560,7 @@ void in_child() {
     if (!full_mode) tls.countdown = next_countdown(*s);
     std::memset(s->cache, 0, sizeof s->cache);
     registry[0].store(s);
+    if (out_fd >= 0) send_hello(*s);  // a new process's thread, to the recorder
   }
 }
 

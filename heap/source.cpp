@@ -175,6 +175,9 @@ struct Parser {
         size = sizeof r;
         lost += r.size;
         return false;
+      case wire::Kind::End:
+        size = sizeof r;
+        return false;
       case wire::Kind::Clock:
         size = sizeof r;
         if (clocks) clocks->push_back({r.addr, r.time});
@@ -212,10 +215,11 @@ struct HeapSource::Impl {
   std::condition_variable folded_cv;
 
   // The worker: folds the events, in time order, while the program runs. Each thread's chunks come in its
-  // order; across threads they are merged, an event folded once every thread seen has sent something later
-  // (its lane's mark). An event that arrives earlier than one already folded (a thread's first chunk, sent
-  // when full, after other threads' later events were folded) cannot be folded in order: the worker stops,
-  // and finish() folds the whole stream again, sorted (`broken`).
+  // order; across threads they are merged, an event folded once every thread seen that has not ended has
+  // sent something later (its lane's mark). A thread is seen before any event later than its first: the
+  // shim sends its first chunk before timing its first event (heap/wire.h). An event that still arrives
+  // earlier than one already folded (a ns-timed free after its thread's end) cannot be folded in order:
+  // the worker stops, and finish() folds the whole stream again, sorted (`broken`).
   struct Lane {
     uint32_t pid = 0, tid = 0;
     struct Chunk {
@@ -226,6 +230,7 @@ struct HeapSource::Impl {
     std::deque<Chunk> chunks;  // whole chunks not folded yet
     size_t pos = 0;            // in the front chunk: the next record
     uint64_t mark = 0;         // the lane has sent everything before this time
+    bool ended = false;        // its last chunk had an End record: it holds nothing back
     // Decoded ahead (up to a chunk's events), so that the fold can be asked to prefetch.
     std::vector<FoldEvent> ahead;
     size_t next = 0;
@@ -310,7 +315,7 @@ struct HeapSource::Impl {
     wire::ChunkHeader h;
     std::memcpy(&h, base() + off, sizeof h);
     const std::span<const std::byte> chunk(base() + off + sizeof h, h.bytes);
-    bool tsc = false, events = false;
+    bool tsc = false, events = false, ended = false;
     uint64_t first = 0, last = 0, close = 0;
     for (size_t at = 0; at < chunk.size();) {
       const auto kind = static_cast<wire::Kind>(chunk[at]);
@@ -328,6 +333,7 @@ struct HeapSource::Impl {
       if (!read_at(chunk, at, r)) break;
       at += sizeof r;
       if (kind == wire::Kind::StackDef) at += std::min<uint64_t>(r.addr, wire::kMaxFrames) * 8;
+      ended |= kind == wire::Kind::End;
       if (kind == wire::Kind::Clock) {
         tsc = true;
         close = r.addr;
@@ -364,6 +370,7 @@ struct HeapSource::Impl {
     }
     Lane& lane = lanes[it->second];
     lane.mark = std::max(lane.mark, tsc ? close : events ? key(last) : lane.mark);
+    lane.ended = ended;  // (a later thread with the same id says hello: not ended)
     lane.chunks.push_back(c);
     return size;
   }
@@ -374,7 +381,8 @@ struct HeapSource::Impl {
   }
   uint64_t mark() const {
     uint64_t m = kNever;
-    for (const Lane& l : lanes) m = std::min(m, l.mark);
+    for (const Lane& l : lanes)
+      if (!l.ended) m = std::min(m, l.mark);
     return m;
   }
 

@@ -37,7 +37,12 @@ inline constexpr uint32_t kMagic = 0x48505846;  // "FXPH"
 // the TSC read with it). The recorder maps all ticks through one increasing function of the pairs of every
 // chunk, so events keep their order across threads and processes (a free after its allocation on another
 // thread). A chunk without Clock records has CLOCK_MONOTONIC times.
-enum class Kind : uint8_t { Alloc = 1, Free = 2, StackDef = 3, Lost = 4, Clock = 5 };
+//
+// A thread's first chunk is sent as soon as the thread is first recorded, before its first event is timed
+// (only a Clock record, or no records in a stream of CLOCK_MONOTONIC times), and its last one ends with an
+// End record: so the recorder's worker knows every thread that may still send events earlier than what it
+// folds, and stops waiting on a thread that has exited (heap/source.cpp).
+enum class Kind : uint8_t { Alloc = 1, Free = 2, StackDef = 3, Lost = 4, Clock = 5, End = 6 };
 
 struct Record {
   uint8_t kind;

@@ -625,12 +625,19 @@ TEST_CASE("heap full: a fork+exec child's allocations are recorded", "[heap]") {
 TEST_CASE("heap full: 8 threads freeing each other's blocks balance to the leak", "[heap]") {
   TempDir dir;
   auto out = dir.file("p.json.gz");
-  auto r = record(out, {test_program("heap_prog"), "threads"}, {"--heap=full"});
+  CmdOptions o;
+  o.env = {{"FXPROF_HEAP_DEBUG", "1"}};
+  auto r = record(out, {test_program("heap_prog"), "threads"}, {"--heap=full"}, o);
   INFO(r.err);
   REQUIRE(r.status == 0);
   HeapTotals t = totals(read_profile_text(out));
   CHECK(t.allocations >= 8 * (1000 + 10));
   CHECK(r.err.find("78.1 KiB in 80 blocks: thread_leak (heap_prog)") != std::string::npos);
+  // Each thread is known to the worker before its first event (the shim's first chunk): folded in order
+  // as they came, never again after the exit (a thread's first chunk, sent when full, used to come after
+  // other threads' later events had been folded).
+  CHECK(r.err.find("fxprof: heap debug: ") != std::string::npos);
+  CHECK(r.err.find("(refolded)") == std::string::npos);
 }
 
 TEST_CASE("heap full: malloc in a signal handler does not hang", "[heap]") {

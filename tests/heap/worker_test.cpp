@@ -39,11 +39,16 @@ class Chunk {
     put(&r, sizeof r);
     return *this;
   }
+  Chunk& end() {  // the thread's last chunk (the shim's, at thread exit)
+    const wire::Record r{static_cast<uint8_t>(wire::Kind::End), {}, 0, 0, 0, 0};
+    put(&r, sizeof r);
+    return *this;
+  }
   void send() const {
     const wire::ChunkHeader h{wire::kMagic, pid_, tid_, static_cast<uint32_t>(body_.size())};
     std::vector<char> all(sizeof h + body_.size());
     std::memcpy(all.data(), &h, sizeof h);
-    std::memcpy(all.data() + sizeof h, body_.data(), body_.size());
+    if (!body_.empty()) std::memcpy(all.data() + sizeof h, body_.data(), body_.size());  // (a hello has none)
     const int fd = std::atoi(std::getenv(wire::kFdEnv));
     REQUIRE(write(fd, all.data(), all.size()) == static_cast<ssize_t>(all.size()));
   }
@@ -113,6 +118,32 @@ TEST_CASE("heap worker: a thread's events that arrive after later ones were fold
   CHECK(prof.meta.heap->peak_bytes == 100);
   CHECK(prof.meta.heap->peak_time_ns == 1000);
   CHECK(net_bytes(prof) == 37);
+}
+
+TEST_CASE("heap worker: threads whose events interleave are folded while running, in time order", "[heap]") {
+  auto source = start_full();
+  // As the shim sends them: each thread's first chunk (no records: times in ns) before its first event is
+  // timed, so thread 11 is known before thread 10's event at 3000, later than thread 11's first, arrives.
+  Chunk(10, 10).send();
+  Chunk(10, 10).stack(0, {0x401000}).alloc(1000, 0x1000, 100).send();
+  Chunk(10, 11).send();
+  Chunk(10, 10).alloc(3000, 0x2000, 50).send();
+  // Thread 11 allocates at 2000, frees thread 10's block at 2500 and exits: it holds nothing back after.
+  Chunk(10, 11).stack(0, {0x403000}).alloc(2000, 0x3000, 70).free(2500, 0x1000).end().send();
+  Chunk(10, 10).alloc(4000, 0x4000, 5).free(4500, 0x3000).send();
+  // All six before finish(), though thread 11's last mark is 2500: it ended.
+  REQUIRE(source->wait_folded(6, 20s));
+  model::Profile prof;
+  const Summary sum = source->finish(prof);
+  CHECK(sum.events == 6);
+  CHECK(sum.folded_while_running == 6);
+  CHECK_FALSE(sum.refolded);
+  REQUIRE(prof.meta.heap);
+  // In time order: 100, 170 at 2000, 70, 120, 125, 55. Folded in arrival order the peak would be 220.
+  CHECK(prof.meta.heap->peak_bytes == 170);
+  CHECK(prof.meta.heap->peak_time_ns == 2000);
+  CHECK(prof.meta.heap->temporary == 0);
+  CHECK(net_bytes(prof) == 55);
 }
 
 }  // namespace
