@@ -74,16 +74,22 @@ Status ElfObject::init() {
   return {};
 }
 
-Elf_Scn* ElfObject::section(std::string_view name) const {
+// Calls fn(scn, header, name) for each named section until fn returns true; returns that section.
+template <typename Fn>
+Elf_Scn* ElfObject::find_section(Fn&& fn) const {
   size_t shstrndx;
   if (elf_getshdrstrndx(elf_, &shstrndx) != 0) return nullptr;
   for (Elf_Scn* scn = elf_nextscn(elf_, nullptr); scn != nullptr; scn = elf_nextscn(elf_, scn)) {
     GElf_Shdr sh;
     if (gelf_getshdr(scn, &sh) == nullptr) continue;
     const char* n = elf_strptr(elf_, shstrndx, sh.sh_name);
-    if (n != nullptr && name == n) return scn;
+    if (n != nullptr && fn(scn, sh, std::string_view(n))) return scn;
   }
   return nullptr;
+}
+
+Elf_Scn* ElfObject::section(std::string_view name) const {
+  return find_section([&](Elf_Scn*, const GElf_Shdr&, std::string_view n) { return n == name; });
 }
 
 std::optional<std::pair<std::string, uint32_t>> ElfObject::debuglink() const {
@@ -106,31 +112,23 @@ std::optional<std::pair<std::string, std::vector<uint8_t>>> ElfObject::debugaltl
 }
 
 bool ElfObject::decompress_debug_sections() const {
-  size_t shstrndx;
-  if (elf_getshdrstrndx(elf_, &shstrndx) != 0) return false;
-  for (Elf_Scn* scn = elf_nextscn(elf_, nullptr); scn != nullptr; scn = elf_nextscn(elf_, scn)) {
-    GElf_Shdr sh;
-    if (gelf_getshdr(scn, &sh) == nullptr || (sh.sh_flags & SHF_COMPRESSED) == 0) continue;
-    const char* name = elf_strptr(elf_, shstrndx, sh.sh_name);
-    if (name == nullptr || std::strncmp(name, ".debug_", 7) != 0) continue;
-    if (elf_compress(scn, 0, 0) < 0) return false;
-  }
-  return true;
+  bool ok = true;
+  find_section([&](Elf_Scn* scn, const GElf_Shdr& sh, std::string_view name) {
+    if ((sh.sh_flags & SHF_COMPRESSED) != 0 && name.starts_with(".debug_")) ok = elf_compress(scn, 0, 0) >= 0;
+    return !ok;
+  });
+  return ok;
 }
 
 uint64_t ElfObject::debug_sections_bytes() const {
-  size_t shstrndx;
-  if (elf_getshdrstrndx(elf_, &shstrndx) != 0) return 0;
   uint64_t total = 0;
-  for (Elf_Scn* scn = elf_nextscn(elf_, nullptr); scn != nullptr; scn = elf_nextscn(elf_, scn)) {
-    GElf_Shdr sh;
-    if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type == SHT_NOBITS) continue;
-    const char* name = elf_strptr(elf_, shstrndx, sh.sh_name);
-    if (name == nullptr || std::strncmp(name, ".debug_", 7) != 0) continue;
+  find_section([&](Elf_Scn* scn, const GElf_Shdr& sh, std::string_view name) {
+    if (sh.sh_type == SHT_NOBITS || !name.starts_with(".debug_")) return false;
     GElf_Chdr ch;
     total +=
         (sh.sh_flags & SHF_COMPRESSED) != 0 && gelf_getchdr(scn, &ch) != nullptr ? ch.ch_size : sh.sh_size;
-  }
+    return false;
+  });
   return total;
 }
 

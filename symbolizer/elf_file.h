@@ -54,6 +54,8 @@ class ElfObject {
 
  private:
   ElfObject() = default;
+  template <typename Fn>
+  Elf_Scn* find_section(Fn&& fn) const;
   Status init();
   UniqueFd fd_;
   struct stat opened_ {};  // the file's identity when opened (size, mtime), to notice in-place rewrites
