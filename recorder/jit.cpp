@@ -207,6 +207,19 @@ void PerfMapFollower::poll(uint64_t now_ns) {
       ino_ = st.st_ino;
     }
   }
+  // Owner and mode again on what is open: a map that became another user's, or writable by others, while
+  // it was followed is refused as a whole (its lines may be that user's), like one that was so from the
+  // start.
+  struct stat now {};
+  if (fd_.valid() && fstat(fd_.get(), &now) == 0) {
+    if (std::string why = jit_file_untrusted(now.st_uid, now.st_mode, uids_); !why.empty()) {
+      untrusted_ = path_ + ": " + why;
+      fd_ = UniqueFd();
+      entries_.clear();
+      partial_.clear();
+      offset_ = 0;
+    }
+  }
   if (fd_.valid()) {
     const size_t before = partial_.size();
     read_rest(fd_.get(), partial_, offset_ - before);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <unordered_map>
+#include <utility>
 
 #include "recorder/unwind/unwinder.h"
 
@@ -30,10 +31,10 @@ WakeTracker::Need WakeTracker::need(const Wake& w) const {
   for (auto m = t->markers.rbegin(); m != t->markers.rend(); ++m) {
     if (m->type != off_type) continue;
     if (m->end_ns < w.time) break;
-    if (m->start_ns <= w.time) return Need::Yes;
+    if (m->start_ns <= w.time + kWakeBeforeSwitchNs) return Need::Yes;
   }
   const std::optional<uint64_t> out = c_.out_since(w.wakee_tid);
-  return out && *out <= w.time ? Need::Open : Need::No;
+  return out && *out <= w.time + kWakeBeforeSwitchNs ? Need::Open : Need::No;
 }
 
 // The waker's user stack at its futex system call, unwound like a CPU sample's (no kernel part: the tracer
@@ -101,10 +102,14 @@ void WakeTracker::name_wakers() {
   std::vector<std::pair<model::Thread*, model::Marker>> wakeups;
   char buf[64];
   for (model::Process& proc : profile.processes)
-    for (model::Thread& t : proc.threads)
+    for (model::Thread& t : proc.threads) {
+      uint64_t back_ns = 0;  // the end of the thread's previous off-CPU span: it ran from then on
       for (model::Marker& m : t.markers) {
-        if (m.type != off_type || m.name == preempted_name) continue;
-        // The last wakeup of this thread at or before the end of the span, if it is within the span.
+        if (m.type != off_type) continue;
+        const uint64_t previous_end = std::exchange(back_ns, m.end_ns);
+        if (m.name == preempted_name) continue;
+        // The last wakeup of this thread at or before the end of the span, if it is within the span or just
+        // before it (kWakeBeforeSwitchNs) while the thread still ran.
         auto it = std::upper_bound(wakes_.begin(), wakes_.end(), std::make_pair(t.tid, m.end_ns),
                                    [](const std::pair<uint32_t, uint64_t>& key, const Wake& w) {
                                      return key.first != w.wakee_tid ? key.first < w.wakee_tid
@@ -112,7 +117,10 @@ void WakeTracker::name_wakers() {
                                    });
         if (it == wakes_.begin()) continue;
         --it;
-        if (it->wakee_tid != t.tid || it->time < m.start_ns) continue;
+        if (it->wakee_tid != t.tid) continue;
+        if (it->time < m.start_ns &&
+            (m.start_ns - it->time > kWakeBeforeSwitchNs || it->time <= previous_end))
+          continue;
         model::Thread* waker = it->flags ? nullptr : thread_at(it->waker_tid, it->time);
         if (it->flags & kWakeInterrupt) {
           // The task an interrupt hit is no waker: a sleep's end is its timer, anything else an interrupt.
@@ -139,6 +147,7 @@ void WakeTracker::name_wakers() {
         }
         wakeups.emplace_back(waker, std::move(w));
       }
+    }
   // Appended after the walk: a waker's markers may be the ones being walked.
   for (auto& [thread, w] : wakeups) thread->markers.push_back(std::move(w));
 }

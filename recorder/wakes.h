@@ -12,6 +12,12 @@
 
 namespace fxprof::recorder {
 
+// A wake may be stamped before the wait it ends: the kernel's sched_waking fires as soon as the waker finds
+// the wakee in its sleeping state, which the wakee sets before it leaves the CPU, and the wakee's switch-out
+// is stamped later (seen 10 us later with both CPUs busy; a host that preempts the vCPU in between stretches
+// it). Such a wake, after the thread's previous span, belongs to the span that starts within this.
+inline constexpr uint64_t kWakeBeforeSwitchNs = 1'000'000;
+
 class WakeTracker final : public Tracker {
  public:
   explicit WakeTracker(TrackerContext& c) : c_(c) {}

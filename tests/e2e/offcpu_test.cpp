@@ -10,6 +10,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "base/fd.h"
 #include "tests/e2e/e2e.h"
@@ -361,8 +362,9 @@ TEST_CASE(
   double waited = 0, waited_any_lock = 0;
   size_t markers = 0, in_contender = 0, other_reason = 0, woken_by_other = 0, lock_waits = 0, held_by = 0;
   size_t wakeups = 0, wakeups_in_holder = 0, wakeups_elsewhere = 0;
-  std::set<int64_t> waiters;  // threads that waited for the mutex (all four, unless a loaded machine ran one
-                              // thread's locks before another thread started)
+  std::ostringstream unwoken;  // the markers not woken by another contender, for the failure's message
+  std::set<int64_t> waiters;   // threads that waited for the mutex (all four, unless a loaded machine ran one
+                               // thread's locks before another thread started)
   for (const ThreadView& t : threads_of(text))
     for (const MarkerView& m : t.markers) {
       if (m.name == "Lock wait") {
@@ -377,6 +379,9 @@ TEST_CASE(
       if (m.waker.starts_with("offcpu_locks ") && sp != std::string::npos &&
           std::stoll(m.waker.substr(sp + 1)) != t.tid)
         ++woken_by_other;
+      else
+        unwoken << "\n  thread " << t.tid << " " << m.start << "-" << m.end << " ms woken by '" << m.waker
+                << "'";
       ++markers;
       if (m.holder == "offcpu_hold_lock") ++held_by;
       waited += m.end - m.start + run_queue_after(t, m);
@@ -401,7 +406,7 @@ TEST_CASE(
         }
     }
   INFO("address " << address << ", " << markers << " markers, " << held_by << " held by offcpu_hold_lock, "
-                  << wakeups << " wakeups, " << wakeups_in_holder << " in offcpu_hold_lock");
+                  << wakeups << " wakeups, " << wakeups_in_holder << " in offcpu_hold_lock" << unwoken.str());
   CHECK(markers > 0);
   CHECK(other_reason == 0);
   CHECK(in_contender == markers);

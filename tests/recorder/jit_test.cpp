@@ -199,6 +199,25 @@ TEST_CASE("a followed perf map: lines stamped with the poll before they were see
   other.poll(1);
   CHECK(other.finish().empty());
   CHECK(other.untrusted().find("owned by user 4242") != std::string::npos);
+
+  // Handed to another user, or made writable by others, while it is followed: refused as a whole, the lines
+  // read before too (they may be that user's), with the same line saying why.
+  const std::string later = dir.file("perf-2.map");
+  append(later, "5000 10 early\n");
+  r::PerfMapFollower followed(later, mine);
+  followed.poll(1);
+  REQUIRE(chown(later.c_str(), 4242, 4242) == 0);
+  append(later, "6000 10 late\n");
+  CHECK(followed.finish().empty());
+  CHECK(followed.untrusted() == later + ": owned by user 4242, not by the process's user (0) or root");
+  const std::string writable = dir.file("perf-3.map");
+  append(writable, "5000 10 early\n");
+  r::PerfMapFollower opened(writable, mine);
+  opened.poll(1);
+  REQUIRE(chmod(writable.c_str(), 0666) == 0);
+  opened.poll(2);
+  CHECK(opened.finish().empty());
+  CHECK(opened.untrusted() == writable + ": writable by others");
 }
 
 TEST_CASE("jitdump file names and reading files", "[recorder][jit]") {
