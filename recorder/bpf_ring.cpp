@@ -4,8 +4,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 namespace fxprof::recorder {
@@ -59,7 +59,8 @@ size_t consume_ring(const RingView& ring, std::vector<std::byte>& scratch,
 Result<BpfRing> BpfRing::open(int map_fd, size_t size) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   if (size == 0 || (size & (size - 1)) != 0 || size % page != 0)
-    return Err("the BPF ring buffer's size " + std::to_string(size) + " is not a power-of-two number of pages");
+    return Err("the BPF ring buffer's size " + std::to_string(size) +
+               " is not a power-of-two number of pages");
   BpfRing r;
   void* c = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_SHARED, map_fd, 0);
   if (c == MAP_FAILED) return Err("cannot map the BPF ring buffer's consumer page: " + errno_text(errno));

@@ -5,8 +5,8 @@
 // one piece; the kernel maps every page at mmap time, so RSS counts the ring twice (the waker's 16 MiB ring
 // was 32 MiB of record's peak RSS, more than the program's symbols loaded meanwhile: issue 25 item 6). This
 // reader maps it once and copies the rare record that wraps. Same protocol as the kernel's
-// (kernel/bpf/ringbuf.c): a consumer position page the reader writes, a producer position page, then the data,
-// each record an 8-byte header (length with busy and discard bits) then its bytes, 8-byte aligned.
+// (kernel/bpf/ringbuf.c): a consumer position page the reader writes, a producer position page, then the
+// data, each record an 8-byte header (length with busy and discard bits) then its bytes, 8-byte aligned.
 #pragma once
 
 #include <cstddef>

@@ -50,10 +50,10 @@ TEST_CASE("bpf ring: records in order, discarded ones skipped, a wrapping one wh
           "[recorder][waker]") {
   std::vector<std::byte> data(128);
   uint64_t consumer = 80, producer = 0;
-  put(data, 80, 3);             // bytes 88..90 -> next at 96
-  put(data, 96, 4, kDiscard);   // skipped -> next at 112
-  put(data, 112, 30);           // bytes 120..127 then 0..21: wraps -> next at 152
-  put(data, 152, 10);           // header at 24, bytes 32..41 -> next at 176
+  put(data, 80, 3);            // bytes 88..90 -> next at 96
+  put(data, 96, 4, kDiscard);  // skipped -> next at 112
+  put(data, 112, 30);          // bytes 120..127 then 0..21: wraps -> next at 152
+  put(data, 152, 10);          // header at 24, bytes 32..41 -> next at 176
   producer = 176;
   const RingView v{&consumer, &producer, data};
   std::vector<std::byte> scratch;
@@ -89,7 +89,7 @@ TEST_CASE("bpf ring: a ring buffer map is mapped once (RSS grows by its size, no
   CHECK(ring->mapped_bytes() == kSize + 2 * page);
   CHECK(grown >= static_cast<long>(kSize / 1024));
   CHECK(grown < static_cast<long>(kSize / 1024 * 5 / 4));  // libbpf's ring_buffer: 2 x kSize
-  CHECK_FALSE(ring->wait(0));  // nothing written
+  CHECK_FALSE(ring->wait(0));                              // nothing written
   CHECK(ring->consume([](std::span<const std::byte>) {}) == 0);
   CHECK(ring->high_water() == 0);
   CHECK(ring->size() == kSize);
