@@ -61,4 +61,7 @@ echo "Measured 2026-11-26 on the shared 2-core VM, 5 runs, load average 3-8: bef
 echo "while the program runs, gzip 74 ms (--no-symbolicate 4 ms), python3 84 ms, peak RSS 46.5 / 48.9 MB,"
 echo "44 / 46 ms of CPU after the recording; after: gzip 12 ms, python3 14 ms, peak RSS 61.6 / 68.8 MB (the"
 echo "libraries loaded beside the recording's buffers), 1.5 / 7 ms of CPU. Earlier, under a load average of"
-echo "13-15, before /proc/kallsyms was read in the background: gzip 688 ms, python3 808 ms."
+echo "13-15, before /proc/kallsyms was read in the background: gzip 688 ms, python3 808 ms. With the waker's eBPF"
+echo "ring mapped once (recorder/bpf_ring.h; the same session, load average 10, 5 runs): peak RSS 61.8 -> 46.2 MB"
+echo "(gzip), 66.8 -> 49.9 MB (python3); exit->profile as noisy as the load (gzip 49 / 96 ms, python3 37 / 34 ms;"
+echo "15 alternating gzip runs: 6.9 / 9.2 ms, CPU after the recording 1.4 / 1.3 ms)."

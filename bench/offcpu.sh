@@ -55,7 +55,8 @@ run() {
       out=$("$FXPROF" record -v -q --save-only --no-symbolicate "${extra[@]}" -o "$TMP/p.json.gz" -- "$PROG" "$@" \
         2>"$TMP/err")
       lost=$(sed -n 's/.* \([0-9]*\) lost records.*/\1/p' "$TMP/err" | tail -1)
-      # -v: "eBPF waker tracer: N wakeups, S waker stacks unwound (futex wakes), L lost; R runs, U us a run"
+      # -v: "eBPF waker tracer: N wakeups, S waker stacks unwound (futex wakes), L lost, ring at most K of 16384
+      # KiB full; R runs, U us a run"
       local wakes_lost
       wakes_lost=$(sed -n 's/.*eBPF waker tracer: .*, \([0-9]*\) lost.*/\1/p' "$TMP/err" | tail -1)
       lost=$((${lost:-0} + ${wakes_lost:-0}))

@@ -7,8 +7,9 @@
 // (thread-safe: a lookup of a library being preloaded waits for that one load). Only what a sample can use is
 // loaded: file-backed executable mappings of ELF files with a build ID, never pseudo-libraries ([vdso]).
 // They are the libraries symbolication loads at the end anyway, but now held beside the recording's buffers
-// (freed before the end): record's peak RSS rose 46.5 -> 61.6 MB for gzip as root (a 16 MiB eBPF ring mapped
-// twice), 27.7 -> 29.3 MB with --cpu-only (README, "What you wait for after the program exits").
+// (freed before the end): record's peak RSS rose 46.5 -> 61.6 MB for gzip as root, 27.7 -> 29.3 MB with
+// --cpu-only; the waker's eBPF ring, mapped once since (recorder/bpf_ring.h), brought the first back to 46
+// (README, "What you wait for after the program exits").
 #pragma once
 
 #include <condition_variable>

@@ -23,34 +23,16 @@ ProfileBuilder::ProfileBuilder(model::Profile& profile, Unwinder* unwinder, cons
       layout_(RecordLayout::of(events)),
       ctx_{profile,
            procfs,
-           [this](uint32_t tid) { return tasks_.thread_of(tid); },
-           [this](const std::function<void(uint32_t)>& f) { tasks_.for_each_thread(f); },
-           [this](uint32_t pid) { return tasks_.process_of(pid); },
-           [this](const std::function<void(uint32_t)>& f) { tasks_.for_each_process(f); },
+           {},  // the views: the task tracker's (make_trackers)
+           {},
+           {},
+           {},
            [this](const SampleRecord& s) { return stack_of(s); },
            [](uint32_t) { return std::optional<uint64_t>(); },  // until the spans tracker gives it
            unwinder,
            false,
            {}},
-      tasks_(profile, procfs,
-             {[this](uint32_t pid) {
-                libs_.forget_process(pid);
-                for (const std::unique_ptr<Tracker>& t : trackers_) t->forget_process(pid);
-              },
-              [this](uint32_t tid) {
-                for (const std::unique_ptr<Tracker>& t : trackers_) t->forget_thread(tid);
-              },
-              // At an exec, the unfollowed processes are also named while they still run.
-              [this](uint32_t pid, uint64_t before_ns, Release why) {
-                if (why == Release::Exec)
-                  resolve_pending(pid, before_ns, why);
-                else
-                  release(pid, before_ns, why);
-              },
-              [this](uint32_t pid) { libs_.process_ended(pid); }, [this] { return lost(); }}),
-      libs_(ctx_, unwinder,
-            [this](uint32_t pid, uint64_t t) -> model::Process& { return tasks_.process_at(pid, t); }),
-      trackers_(make_trackers(ctx_)) {
+      first_(make_trackers(ctx_, trackers_)) {
   path_.reserve(2048);
   user_.reserve(1024);
   kernel_.reserve(256);
@@ -59,12 +41,6 @@ ProfileBuilder::ProfileBuilder(model::Profile& profile, Unwinder* unwinder, cons
 void ProfileBuilder::on_records(std::span<const RecordRef> round) {
   for (const RecordRef& r : round) handle(r.h, r.switch_event);
   resolve_pending();  // before the records it points into are released
-}
-
-void ProfileBuilder::resolve_pending(uint32_t pid, uint64_t before_ns, Release why) {
-  release(pid, before_ns, why);
-  // Processes whose exec was still setting up when their EXIT was read: named while they still run.
-  for (UnfollowedExec& u : tasks_.unfollowed()) name_unfollowed(procfs_, u);
 }
 
 namespace {
@@ -85,10 +61,8 @@ void to_tracker(Tracker& t, const ThrottleRecord& r) { t.on_throttle(r); }
 void ProfileBuilder::handle(const perf_event_header* h, bool switch_event) {
   std::visit(
       [this](const auto& r) {
-        to_tracker(tasks_, r);
-        on_record(r);
-        to_tracker(libs_, r);
         for (const std::unique_ptr<Tracker>& t : trackers_) to_tracker(*t, r);
+        on_record(r);
       },
       decode(h, layout_, switch_event));
 }
@@ -149,8 +123,8 @@ void ProfileBuilder::on_sample(const SampleRecord& smp) {
   const uint64_t time = smp.time;
   if (tid == 0) return;
 
-  TaskTracker::ThreadRef& th = tasks_.thread(smp.pid, tid, time);
   if (smp.switch_event) return;  // a switch-out's: the off-CPU spans tracker's (offcpu_spans.h)
+  TaskTracker::ThreadRef& th = *tasks_.find_thread(tid);  // registered by the task tracker
   TaskTracker::CpuState& c = th.cpu;
   int64_t delta = -1;
   if (c.known) {
@@ -212,12 +186,11 @@ void ProfileBuilder::on_attached_thread(uint32_t pid, uint32_t tid, uint64_t tim
 
 void ProfileBuilder::finish() {
   release(0, 0, Release::End);  // the waits still open at the end were closed (on_end): none is open now
-  // The libs of binaries deleted while they ran get their read_path.
-  libs_.finish();
   name_kernel_frames(profile_, procfs_);
   for (const std::unique_ptr<Tracker>& t : trackers_) t->kernel_named();  // off-CPU reasons
   mark_interrupted_frames(profile_, reason_label(BlockReason::Preempted));
-  // The off-CPU waiting counters, the wakers name the off-CPU waits, the JIT frames are named.
+  // The libs of binaries deleted while they ran get their read_path, the off-CPU waiting counters, the
+  // wakers name the off-CPU waits, the JIT frames are named.
   for (const std::unique_ptr<Tracker>& t : trackers_) t->finish();
   mark_heap_shim_frames(profile_);
 }

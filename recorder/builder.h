@@ -10,36 +10,33 @@
 // Process model (the task tracker's, tasks.h): every pid gets a model::Process; an exec gives the pid a new
 // entry (the old one ends at that time) unless the old entry has no samples yet (a fork child that execs at
 // once: the common fork+exec and posix_spawn case would otherwise show one empty track per child). Threads
-// are named by their comm; renames (COMM without exec) rename them. Each record reaches the task tracker
-// first; the context's views of threads and processes are served from it, and it tells the builder when a
-// thread or process entry ends (the trackers forget it) and when a pid's stacks must be released.
+// are named by their comm; renames (COMM without exec) rename them.
 //
 // Libraries are a tracker's (libraries.h): executable mappings (MMAP2, the /proc/PID/maps snapshot when
 // attaching) become libs and the unwinder's mappings, a fork copies the parent's, an exec drops them, and
-// the mapped files are kept open (kept_files.h). Each record reaches it right after the builder's processes
-// and threads and before the list of trackers (they see the mappings as the record left them); the sample
-// path asks it known_code() after a loss. Its add_mapping() is the one place a mapped library is seen.
+// the mapped files are kept open (kept_files.h). The sample path asks it known_code() after a loss. Its
+// add_mapping() is the one place a mapped library is seen.
 //
 // JIT code (recorder/jit.h) is a tracker's (jit_code.h): a process's perf map is followed while it runs
 // (tick()), its jitdump (announced by its MMAP2) read when its last thread exits, or at finish() for
 // processes still running, and finish() names the frames there, by time.
 //
-// Its parts: builder.cpp (dispatch, CPU samples and the unwind-this-sample service, finish); the task
-// tracker (tasks.h: processes, threads); the libraries tracker (libraries.h, with kept_files.h); the
-// trackers (trackers.cpp: offcpu_spans.h, losses.h, wakes.h, jit_code.h); records.h decodes each record
-// once, into a typed struct, which handle() gives the task tracker, the builder's samples and CPU time, the
-// libraries, and then every tracker.
+// Its parts: builder.cpp (dispatch, CPU samples and the unwind-this-sample service, finish) and the one
+// list of trackers (trackers.cpp, in the order each record reaches them: tasks.h, processes and threads,
+// first; libraries.h, with kept_files.h, second; then offcpu_spans.h, losses.h, wakes.h, jit_code.h).
+// records.h decodes each record once, into a typed struct, which handle() gives every tracker of the list in
+// order, then the builder's own part: CPU samples and CPU time.
 //
-// Adding a concern: a Tracker (tracker.h) in a file of its own, fed every typed record after the builder
-// registered its process and thread and the libraries tracker its mappings, writing what it learns into
-// the profile; and one line in make_trackers() (trackers.cpp). Nothing here changes. What it may use of the
-// builder is its TrackerContext: read-only views of the threads (thread_of, for_each_thread) and processes
-// (process_of, for_each_process: the entry a pid has now, with its libs), the unwind-this-sample
-// service (unwind_sample: a sample's stack as a CPU sample gets it, interned), /proc, and the facts other
-// trackers give (out_since, counts: lost() after a loss). What it keeps per thread or process it drops at
-// forget_thread() or forget_process(). Test it with synthetic records through feed_round
-// (tests/recorder/synthetic.h, losses_test.cpp), or typed records given to the tracker with a context of
-// fakes (offcpu_spans_test.cpp).
+// Adding a concern: a Tracker (tracker.h) in a file of its own, fed every typed record after the task
+// tracker registered its process and thread and the libraries tracker its mappings, writing what it learns
+// into the profile; and one line in make_trackers() (trackers.cpp). Nothing here changes. What it may use
+// is its TrackerContext: read-only views of the threads (thread_of, for_each_thread) and processes
+// (process_of, for_each_process: the entry a pid has now, with its libs), served by the task tracker, the
+// builder's unwind-this-sample service (unwind_sample: a sample's stack as a CPU sample gets it, interned),
+// /proc, and the facts other trackers give (out_since, counts: lost() after a loss). What it keeps per
+// thread or process it drops at forget_thread() or forget_process(). Test it with synthetic records through
+// feed_round (tests/recorder/synthetic.h, losses_test.cpp), or typed records given to the tracker with a
+// context of fakes (offcpu_spans_test.cpp).
 #pragma once
 
 #include <array>
@@ -101,7 +98,7 @@ class ProfileBuilder final : public RecordSink {
   // need the stacks), and the waker stacks whose waits ended: call it before the records handled since the
   // last call go away (the ring buffer space is released). Also names the processes of unfollowed() not
   // named yet.
-  void resolve_pending() { resolve_pending(0, 0, Release::Round); }
+  void resolve_pending() { release(0, 0, Release::Round); }
   // The off-CPU options (the spans tracker's, offcpu_spans.h), before any record.
   void set_off_cpu(const OffCpuConfig& c) {
     for (const std::unique_ptr<Tracker>& t : trackers_) t->set_off_cpu(c);
@@ -170,12 +167,8 @@ class ProfileBuilder final : public RecordSink {
   void release(uint32_t pid, uint64_t before_ns, Release why) {
     for (const std::unique_ptr<Tracker>& t : trackers_) t->release(pid, before_ns, why);
   }
-  // release(), then the unfollowed processes are named while they still run (at the end of a round, and
-  // at an exec of `pid` at `before_ns`).
-  void resolve_pending(uint32_t pid, uint64_t before_ns, Release why);
   void on_switch(const SwitchRecord& s);
-  // The builder's own part of a record, after the tasks': CPU samples and CPU time (the rest is the
-  // trackers').
+  // The builder's own part of a record, after every tracker's: CPU samples and CPU time.
   void on_record(const SampleRecord& r) { on_sample(r); }
   void on_record(const SwitchRecord& r) { on_switch(r); }
   void on_record(const auto&) {}
@@ -189,13 +182,13 @@ class ProfileBuilder final : public RecordSink {
   std::vector<uint64_t> user_, kernel_, spliced_;
   std::array<uint64_t, 1024> unwound_{};
   uint64_t samples_ = 0;
-  // The trackers (tracker.h): each record reaches them after the builder's own parts.
+  // The context the trackers share (tracker.h), then the trackers, in the order each record reaches them
+  // (trackers.cpp): the task tracker and the libraries tracker first, kept typed for what the builder asks.
   TrackerContext ctx_;
-  // The processes and threads (tasks.h): each record reaches them first.
-  TaskTracker tasks_;
-  // The libraries (libraries.h): each record reaches it after the processes and threads, before the list.
-  LibraryTracker libs_;
   std::vector<std::unique_ptr<Tracker>> trackers_;
+  FirstTrackers first_;
+  TaskTracker& tasks_ = first_.tasks;
+  LibraryTracker& libs_ = first_.libs;
   uint64_t unknown_code_samples_ = 0;
   std::unordered_set<uint32_t> unknown_code_pids_;
 };

@@ -7,8 +7,10 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "base/fd.h"
+#include "recorder/bpf_ring.h"
 
 #ifdef FXPROF_HAVE_HEAP_UPROBES_BPF
 #include "recorder/heap_uprobes_bpf.h"  // kHeapUprobesBpf: the compiled recorder/bpf/heap_uprobes.bpf.c
@@ -38,12 +40,9 @@ struct HeapUprobes::Bpf {
   struct LinkDeleter {
     void operator()(bpf_link* l) const { bpf_link__destroy(l); }
   };
-  struct RingDeleter {
-    void operator()(ring_buffer* r) const { ring_buffer__free(r); }
-  };
   std::unique_ptr<bpf_object, ObjectDeleter> object;
   std::vector<std::unique_ptr<bpf_link, LinkDeleter>> links;
-  std::unique_ptr<ring_buffer, RingDeleter> ring;
+  std::optional<BpfRing> ring;  // mapped once (bpf_ring.h)
   int dropped_fd = -1;
   std::mutex mu;  // the ring buffer: drained by the reader thread, then by finish()
 };
@@ -93,24 +92,16 @@ Result<std::unique_ptr<HeapUprobes>> HeapUprobes::start(
   b.dropped_fd = bpf_object__find_map_fd_by_name(b.object.get(), "dropped");
   const int ring_fd = bpf_object__find_map_fd_by_name(b.object.get(), "events");
   if (ring_fd < 0) return Err("the BPF program has no ring buffer");
+  bpf_map* events = bpf_object__find_map_by_name(b.object.get(), "events");
+  if (!events) return Err("the BPF program has no ring buffer");
+  Result<BpfRing> ring = BpfRing::open(ring_fd, bpf_map__max_entries(events));
+  if (!ring.ok()) return Err(ring.error());
+  b.ring.emplace(std::move(*ring));
   HeapUprobes* self = u.get();
-  b.ring.reset(ring_buffer__new(
-      ring_fd,
-      [](void* ctx, void* data, size_t size) {
-        if (size < sizeof(Event)) return 0;
-        Event e;
-        std::memcpy(&e, data, sizeof e);
-        heap::ExternalCall c{e.time, e.pid, e.tid, e.addr, e.size, e.kind == 1, {}};
-        if (c.alloc) c.stack.assign(e.stack, e.stack + std::min<size_t>(e.frames, kFrames));
-        static_cast<HeapUprobes*>(ctx)->calls_.push_back(std::move(c));
-        return 0;
-      },
-      self, nullptr));
-  if (!b.ring) return Err("cannot map the BPF ring buffer: " + errno_text(errno));
   u->reader_ = std::thread([self] {
     while (!self->stop_.load()) {
       std::lock_guard lock(self->bpf_->mu);
-      ring_buffer__poll(self->bpf_->ring.get(), 50);
+      if (self->bpf_->ring->wait(50)) self->consume();
     }
   });
   return u;
@@ -121,10 +112,21 @@ std::vector<heap::ExternalCall> HeapUprobes::finish() {
   bpf_->links.clear();  // detached: nothing more comes in
   stop_.store(true);
   if (reader_.joinable()) reader_.join();
-  if (bpf_->ring) ring_buffer__consume(bpf_->ring.get());
+  if (bpf_->ring) consume();
   std::stable_sort(calls_.begin(), calls_.end(),
                    [](const heap::ExternalCall& a, const heap::ExternalCall& b) { return a.time < b.time; });
   return std::move(calls_);
+}
+
+void HeapUprobes::consume() {
+  bpf_->ring->consume([this](std::span<const std::byte> data) {
+    if (data.size() < sizeof(Event)) return;
+    Event e;
+    std::memcpy(&e, data.data(), sizeof e);
+    heap::ExternalCall c{e.time, e.pid, e.tid, e.addr, e.size, e.kind == 1, {}};
+    if (c.alloc) c.stack.assign(e.stack, e.stack + std::min<size_t>(e.frames, kFrames));
+    calls_.push_back(std::move(c));
+  });
 }
 
 uint64_t HeapUprobes::dropped() const {

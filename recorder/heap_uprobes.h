@@ -40,6 +40,7 @@ class HeapUprobes {
 
  private:
   struct Bpf;
+  void consume();  // the ring buffer's records into calls_ (under bpf_->mu, or after the reader stopped)
   HeapUprobes();
   std::unique_ptr<Bpf> bpf_;
   std::vector<std::string> attached_;

@@ -5,9 +5,9 @@
 // mapped files are kept open (kept_files.h) so that binaries deleted while they run can still be read. A
 // forked child starts with its parent's libs, an exec drops the old program's.
 //
-// It comes before the list of trackers (make_trackers): the builder hands it each record right after its
-// own processes and threads, so that what the others see (the unwinder's mappings, jitdump processes) is
-// as before. The builder's sample path asks it one thing, known_code().
+// It is second in the list of trackers (trackers.cpp), right after the processes and threads, so that what
+// the others see (the unwinder's mappings, jitdump processes) is what the record left. The builder's sample
+// path asks it one thing, known_code().
 //
 // add_mapping() is the one place where an executable file mapping becomes a lib: a hook for "a library was
 // mapped" (preloading its symbols) belongs there.
@@ -43,8 +43,8 @@ class LibraryTracker final : public Tracker {
   // Attach mode: the executable mappings of /proc/PID/maps, added as MMAP2 records would have been; returned
   // for the other trackers (Tracker::on_attached_mapping).
   std::vector<MapsEntry> attach(uint32_t pid, uint64_t time_ns);
-  // The last thread of `pid` exited (the builder released its stacks): the unwinder forgets its mappings.
-  void process_ended(uint32_t pid) {
+  // The last thread of `pid` exited (every tracker released its stacks): the unwinder forgets its mappings.
+  void process_ended(uint32_t pid) override {
     if (unwinder_) unwinder_->on_exit(pid);
   }
   // Every record was handled: the libs of binaries deleted while they ran get their read_path.

@@ -85,7 +85,9 @@ void Session::verbose_summary() {
                     static_cast<double>(run_ns) / 1e3 / static_cast<double>(runs));
     notice("eBPF waker tracer: " + std::to_string(builder_->wakes()) + " wakeups, " +
            std::to_string(builder_->waker_stacks()) + " waker stacks unwound (futex wakes), " +
-           std::to_string(waker_->dropped()) + " lost" + cost);
+           std::to_string(waker_->dropped()) + " lost, ring at most " +
+           std::to_string(waker_->ring_use().first / 1024) + " of " +
+           std::to_string(waker_->ring_use().second / 1024) + " KiB full" + cost);
   }
   notice("recording thread CPU time " + std::to_string(static_cast<int>(st.reader_cpu_ms)) + " ms");
   notice(std::to_string(st.samples) + " samples, " + std::to_string(st.threads) + " threads in " +

@@ -12,6 +12,23 @@ namespace fxprof::recorder {
 TaskTracker::TaskTracker(model::Profile& profile, Procfs& procfs, Hooks hooks)
     : profile_(profile), procfs_(procfs), hooks_(std::move(hooks)) {}
 
+void TaskTracker::serve(TrackerContext& c) {
+  c.thread_of = [this](uint32_t tid) { return thread_of(tid); };
+  c.for_each_thread = [this](const std::function<void(uint32_t)>& f) { for_each_thread(f); };
+  c.process_of = [this](uint32_t pid) { return process_of(pid); };
+  c.for_each_process = [this](const std::function<void(uint32_t)>& f) { for_each_process(f); };
+}
+
+void TaskTracker::on_sample(const SampleRecord& s) {
+  if (s.tid != 0) thread(s.pid, s.tid, s.time);
+}
+
+void TaskTracker::release(uint32_t, uint64_t, Release why) {
+  // Processes whose exec was still setting up when their EXIT was read.
+  if (why == Release::Round || why == Release::Exec)
+    for (UnfollowedExec& u : unfollowed_) name_unfollowed(procfs_, u);
+}
+
 model::Thread* TaskTracker::thread_of(uint32_t tid) {
   auto it = threads_.find(tid);
   return it == threads_.end() ? nullptr : &profile_.processes[it->second.proc].threads[it->second.thread];

@@ -1,11 +1,11 @@
 // fxprof recorder internals: the builder's processes and threads (builder.h's process model). Every pid gets
-// a model::Process entry and every tid a model::Thread: launched and attached ones, and from the COMM, FORK
-// and EXIT records (an exec, a rename, a new process or thread, an exit). The context's views of threads and
-// processes (tracker.h TrackerContext) are served from here, and each thread's CPU state (threadCPUDelta)
-// lives beside its entry for the builder's samples and switches.
+// a model::Process entry and every tid a model::Thread: launched and attached ones, and from the records (a
+// sample's thread, an exec, a rename, a new process or thread, an exit). The context's views of threads and
+// processes (tracker.h TrackerContext) are served from here (serve()), and each thread's CPU state
+// (threadCPUDelta) lives beside its entry for the builder's samples and switches.
 //
-// It is the first to see each record: what it changes is told to the rest of the builder through Hooks
-// (forget a thread or a process, release the stacks before an exec or an exit, the process has ended).
+// It is the first tracker of the list (trackers.cpp): what it changes is told to every tracker through
+// Hooks (forget a thread or a process, release the stacks before an exec or an exit, the process has ended).
 #pragma once
 
 #include <cstdint>
@@ -45,10 +45,16 @@ class TaskTracker final : public Tracker {
   };
   TaskTracker(model::Profile& profile, Procfs& procfs, Hooks hooks);
 
+  // Points the context's views (thread_of, for_each_thread, process_of, for_each_process) at this tracker.
+  void serve(TrackerContext& c);
+
+  void on_sample(const SampleRecord& s) override;  // its thread is registered (named from /proc if new)
   void on_mmap2(const Mmap2Record& m) override;
   void on_comm(const CommRecord& c) override;
   void on_fork(const ForkRecord& f) override;
   void on_exit(const ExitRecord& e) override;
+  // At the end of a round and at an exec, the unfollowed processes are named while they still run.
+  void release(uint32_t pid, uint64_t before_ns, Release why) override;
 
   void launched(uint32_t pid, const std::string& name, uint64_t time_ns);
   // Attach mode: the process and its main thread, named from /proc.

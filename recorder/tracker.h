@@ -1,11 +1,14 @@
 // fxprof recorder internals: a tracker is one concern of the profile builder (builder.h), fed the typed
-// records (records.h) in time order, after the builder has registered their processes and threads and the
-// libraries tracker (libraries.h, the first, outside the list) their mappings.
+// records (records.h) in time order.
 //
 // A new concern: a Tracker subclass in a file of its own that writes what it learns into the profile (in its
-// hooks or at finish()), and one line in make_trackers() (trackers.cpp), the list of trackers in the order
-// each record reaches them. Nothing else changes: the builder calls every hook of every tracker. It is tested
-// like the others, with synthetic records through the RecordSource boundary (tests/recorder/*_test.cpp).
+// hooks or at finish()), and one line in make_trackers() (trackers.cpp), the one list of trackers, in the
+// order each record reaches them: the task tracker first (tasks.h: it registers the record's process and
+// thread, and serves the context's views of them), then the libraries (libraries.h: the mappings, which
+// the others and the unwinder see as the record left them), then the others. Nothing else changes: the
+// builder calls every hook of every tracker in that order, then adds its own part (CPU samples and CPU
+// time). It is tested like the others, with synthetic records through the RecordSource boundary
+// (tests/recorder/*_test.cpp).
 #pragma once
 
 #include <cstdint>
@@ -49,17 +52,18 @@ struct RecordCounts {
   uint64_t jit_functions = 0;          // named JIT ranges read (all processes)
 };
 
-// What a tracker may use of the recording: read-only views of the builder's processes and threads, and its
-// services. The builder fills it; a tracker that offers a fact to the others sets its function (out_since).
+// What a tracker may use of the recording: read-only views of the processes and threads (the task tracker
+// sets them, tasks.h) and the builder's unwind-this-sample service. A tracker that offers a fact to the
+// others sets its function (thread_of..., out_since).
 struct TrackerContext {
   model::Profile& profile;
   Procfs& procfs;
-  // The profile's thread `tid` is now (null when none is known).
+  // The task tracker's (tasks.h): the profile's thread `tid` is now (null when none is known).
   std::function<model::Thread*(uint32_t tid)> thread_of;
-  // Calls `f` with each thread the builder knows now (alive), in the builder's own order.
+  // Calls `f` with each thread known now (alive), in the task tracker's own order.
   std::function<void(const std::function<void(uint32_t tid)>& f)> for_each_thread;
   // The profile's process entry of `pid` now (an exec may have given the pid a new one; null when none),
-  // and each pid the builder has an entry for, in its own order (ended processes too).
+  // and each pid with an entry, in the task tracker's own order (ended processes too).
   std::function<model::Process*(uint32_t pid)> process_of;
   std::function<void(const std::function<void(uint32_t pid)>& f)> for_each_process;
   // The unwind-this-sample service: the stack of a sample as the builder gives a CPU sample's (DWARF or
@@ -93,16 +97,16 @@ class Tracker {
   virtual ~Tracker() = default;
   // The recording's off-CPU options, before any record (the builder's set_off_cpu).
   virtual void set_off_cpu(const OffCpuConfig&) {}
-  // Attach mode: thread `tid` of `pid` was running when fxprof attached (the builder registered it).
+  // Attach mode: thread `tid` of `pid` was running when fxprof attached (the task tracker registered it).
   virtual void on_attached(uint32_t /*pid*/, uint32_t /*tid*/, uint64_t /*time_ns*/) {}
-  // The builder's entry for thread `tid` ended (exit, another thread's exec) or was replaced by a new
-  // thread's (a reused tid, a FORK): what a tracker keeps per thread ends with it.
+  // The entry for thread `tid` ended (exit, another thread's exec) or was replaced by a new thread's (a
+  // reused tid, a FORK): what a tracker keeps per thread ends with it. (The task tracker tells them all.)
   virtual void forget_thread(uint32_t /*tid*/) {}
   // The pid got a new process entry (a new process, or an exec after samples): what a tracker keeps per
   // process ends with the old one.
   virtual void forget_process(uint32_t /*pid*/) {}
-  // Attach mode: an executable mapping of /proc/PID/maps, after the builder added it (as MMAP2 records
-  // would have described it to on_mmap2).
+  // Attach mode: an executable mapping of /proc/PID/maps, after the libraries tracker added it (as MMAP2
+  // records would have described it to on_mmap2).
   virtual void on_attached_mapping(uint32_t /*pid*/, const MapsEntry&, uint64_t /*time_ns*/) {}
   virtual void on_sample(const SampleRecord&) {}
   virtual void on_mmap2(const Mmap2Record&) {}
@@ -118,6 +122,9 @@ class Tracker {
   // exit is next, and the unwinder forgets its mappings); pid 0: the round's records are about to be
   // released, or the recording ends.
   virtual void release(uint32_t /*pid*/, uint64_t /*before_ns*/, Release /*why*/) {}
+  // The last thread of `pid` exited and every tracker released its stacks (release(Exit)): the unwinder may
+  // forget its mappings now (the libraries tracker's).
+  virtual void process_ended(uint32_t /*pid*/) {}
   // Every reading round, with the clock's time (CLOCK_MONOTONIC, the records' clock): files the recorded
   // programs write (perf maps) are followed. A replay has no rounds' clock: it does not call it.
   virtual void tick(uint64_t /*now_ns*/) {}
@@ -130,7 +137,16 @@ class Tracker {
   virtual void finish() {}
 };
 
-// The trackers of a recording, in the order each record reaches them (trackers.cpp).
-std::vector<std::unique_ptr<Tracker>> make_trackers(TrackerContext& context);
+class TaskTracker;
+class LibraryTracker;
+
+// The trackers of a recording, in the order each record reaches them (trackers.cpp), made into `list`; the
+// first two, which the builder asks more of (registering launched and attached tasks, CPU state, known
+// code, kept files), are also returned typed.
+struct FirstTrackers {
+  TaskTracker& tasks;
+  LibraryTracker& libs;
+};
+FirstTrackers make_trackers(TrackerContext& context, std::vector<std::unique_ptr<Tracker>>& list);
 
 }  // namespace fxprof::recorder

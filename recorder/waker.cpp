@@ -18,7 +18,6 @@ namespace fxprof::recorder {
 
 void WakerTracer::ObjectDeleter::operator()(bpf_object* o) const { bpf_object__close(o); }
 void WakerTracer::LinkDeleter::operator()(bpf_link* l) const { bpf_link__destroy(l); }
-void WakerTracer::RingDeleter::operator()(ring_buffer* r) const { ring_buffer__free(r); }
 
 bool decode_waking(std::span<const std::byte> r, Waking& out) {
   if (r.size() < kWakingHeaderBytes) return false;
@@ -109,19 +108,11 @@ Result<std::unique_ptr<WakerTracer>> WakerTracer::start([[maybe_unused]] bool st
   t->dropped_fd_ = bpf_object__find_map_fd_by_name(t->object_.get(), "dropped");
   const int ring_fd = bpf_object__find_map_fd_by_name(t->object_.get(), "wakings");
   if (t->traced_fd_ < 0 || t->dropped_fd_ < 0 || ring_fd < 0) return Err("the BPF program has no maps");
-  WakerTracer* self = t.get();
-  t->ring_.reset(ring_buffer__new(
-      ring_fd,
-      [](void* ctx, void* data, size_t size) {
-        auto* me = static_cast<WakerTracer*>(ctx);
-        if (!me->sink_) return 0;
-        Waking w;
-        if (decode_waking(std::span(static_cast<const std::byte*>(data), size), w))
-          me->sink_->push_back(std::move(w));
-        return 0;
-      },
-      self, nullptr));
-  if (!t->ring_) return Err("cannot map the BPF ring buffer: " + errno_text(errno));
+  bpf_map* ring = bpf_object__find_map_by_name(t->object_.get(), "wakings");
+  if (!ring) return Err("the BPF program has no maps");
+  Result<BpfRing> r = BpfRing::open(ring_fd, bpf_map__max_entries(ring));
+  if (!r.ok()) return Err(r.error());
+  t->ring_.emplace(std::move(*r));
   return t;
 #endif
 }
@@ -147,13 +138,14 @@ std::pair<uint64_t, uint64_t> WakerTracer::run_stats() const {
   return {info.run_cnt, info.run_time_ns};
 }
 
-int WakerTracer::fd() const { return ring_ ? ring_buffer__epoll_fd(ring_.get()) : -1; }
+int WakerTracer::fd() const { return ring_ ? ring_->fd() : -1; }
 
 void WakerTracer::drain(std::vector<Waking>& out) {
   if (!ring_) return;
-  sink_ = &out;
-  ring_buffer__consume(ring_.get());
-  sink_ = nullptr;
+  ring_->consume([&](std::span<const std::byte> record) {
+    Waking w;
+    if (decode_waking(record, w)) out.push_back(std::move(w));
+  });
 }
 
 }  // namespace fxprof::recorder

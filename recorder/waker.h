@@ -15,21 +15,23 @@
 // (a pipe write, a thread's exit) stay ids only, a 104-byte record. The program's run is ~0.6 us without
 // the copy, ~2.2-2.5 us with it (kernel.bpf_stats_enabled; bench/offcpu.sh, futex scenario: the program's
 // CPU time +1.4 us per futex wake). Records that do not fit in the 16 MiB ring buffer are counted
-// (dropped()); the reader is woken when it is a quarter full (fd()).
+// (dropped()); the reader is woken when it is a quarter full (fd()). The ring is mapped once (bpf_ring.h):
+// 16 MiB of RSS, not libbpf's 32.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
 
 #include "base/result.h"
+#include "recorder/bpf_ring.h"
 #include "recorder/unwind/unwinder.h"
 
 struct bpf_object;
 struct bpf_link;
-struct ring_buffer;
 
 namespace fxprof::recorder {
 
@@ -73,6 +75,10 @@ class WakerTracer {
   int fd() const;
   // Wakes the program could not write because the ring buffer was full (since start).
   uint64_t dropped() const;
+  // How full the ring buffer came to be, and its size, in bytes (-v: the room left before wakes are lost).
+  std::pair<size_t, size_t> ring_use() const {
+    return ring_ ? std::pair{ring_->high_water(), ring_->size()} : std::pair<size_t, size_t>{0, 0};
+  }
   // The program's runs and its total time in them (ns), as the kernel counts them: only while
   // kernel.bpf_stats_enabled is 1 (both 0 otherwise). For -v: what the tracer costs the threads it runs in.
   std::pair<uint64_t, uint64_t> run_stats() const;
@@ -84,16 +90,12 @@ class WakerTracer {
   struct LinkDeleter {
     void operator()(bpf_link* l) const;
   };
-  struct RingDeleter {
-    void operator()(ring_buffer* r) const;
-  };
   std::unique_ptr<bpf_object, ObjectDeleter> object_;
   std::unique_ptr<bpf_link, LinkDeleter> link_;
-  std::unique_ptr<ring_buffer, RingDeleter> ring_;
+  std::optional<BpfRing> ring_;
   int traced_fd_ = -1;
   int dropped_fd_ = -1;
   int prog_fd_ = -1;
-  std::vector<Waking>* sink_ = nullptr;  // where the ring buffer callback appends during drain()
 };
 
 }  // namespace fxprof::recorder

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "model/profile.h"
 #include "recorder/builder.h"
+#include "recorder/libraries.h"
 #include "tests/recorder/synthetic.h"
 
 using namespace fxprof;
@@ -135,4 +137,37 @@ TEST_CASE("tasks: the task tracker tells the builder what ended, in order, and s
   CHECK(pids == std::vector<uint32_t>{100, 200});
   CHECK(tids == std::vector<uint32_t>{100, 101});
   CHECK(tasks.new_pids() == std::vector<uint32_t>{100, 200});
+}
+
+TEST_CASE("trackers: one ordered list, the task tracker first, the libraries second, the views the tasks'",
+          "[recorder]") {
+  // make_trackers alone: the context's views are empty until the task tracker serves them.
+  model::Profile profile;
+  test::NoProcfs procfs;
+  recorder::TrackerContext context{profile, procfs, {}, {}, {}, {}, {}, {}, nullptr, false, {}};
+  std::vector<std::unique_ptr<recorder::Tracker>> list;
+  recorder::FirstTrackers first = recorder::make_trackers(context, list);
+  REQUIRE(list.size() >= 2);
+  CHECK(list[0].get() == &first.tasks);  // each record registers its process and thread first
+  CHECK(static_cast<recorder::Tracker*>(&first.libs) == list[1].get());  // then its mappings
+  REQUIRE(context.thread_of);
+  REQUIRE(context.process_of);
+
+  // The views answer from the task tracker; a sample's thread is registered by it.
+  first.tasks.launched(100, "sh", 0);
+  recorder::SampleRecord s;
+  s.pid = 100;
+  s.tid = 101;
+  s.time = 5;
+  for (const auto& t : list) t->on_sample(s);
+  REQUIRE(context.process_of(100) == &profile.processes.at(0));
+  REQUIRE(context.thread_of(101) == &profile.processes[0].threads.at(1));
+  CHECK(profile.processes[0].threads[1].name == "Thread 101");  // no /proc: named by its tid
+  std::vector<uint32_t> tids;
+  context.for_each_thread([&](uint32_t tid) { tids.push_back(tid); });
+  std::sort(tids.begin(), tids.end());
+  CHECK(tids == std::vector<uint32_t>{100, 101});
+  size_t pids = 0;
+  context.for_each_process([&](uint32_t) { ++pids; });
+  CHECK(pids == 1);
 }
