@@ -29,7 +29,9 @@ std::string dwo_id_text(uint64_t id) {
   return buf;
 }
 
-struct Builder {
+}  // namespace
+
+struct DwarfIndex::TreeBuilder {
   const std::vector<const char*>* files = nullptr;
   struct R {
     uint64_t lo, hi;
@@ -44,8 +46,6 @@ struct Builder {
     return (*files)[idx];
   }
 };
-
-}  // namespace
 
 std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj, const ElfObject* alt,
                                              const std::vector<std::string>& dwp_paths) {
@@ -206,26 +206,39 @@ void DwarfIndex::read_packaged_unit(Cu& cu) {
   bytes_ += cu.split->bytes();
 }
 
+const char* DwarfIndex::absolute(const char* f, const char* comp_dir) {
+  if (f == nullptr) return nullptr;
+  std::string p = absolute_source_path(f, comp_dir);
+  return p == f ? f : file_names_.emplace_back(std::move(p)).c_str();
+}
+
 DwarfIndex::CuData& DwarfIndex::load(Cu& cu) {
   if (cu.data) return *cu.data;
   if (cu.dwo_id != 0) read_packaged_unit(cu);
   auto data = std::make_unique<CuData>();
-
-  // The line table, flattened and sorted (end-of-sequence rows first at equal addresses): decoded directly
-  // when possible, else through libdw.
   std::vector<const char*> files;  // file index -> path, for the decoder's rows and DW_AT_call_file
-  bool decoded = false;
   size_t nlines = 0;
   Dwarf_Attribute attr;
-  Dwarf_Word stmt_list;
   const char* comp_dir = nullptr;
   if (dwarf_attr(&cu.die, DW_AT_comp_dir, &attr) != nullptr) comp_dir = dwarf_formstring(&attr);
-  // libdw's paths (fallbacks) made absolute the same way as the decoder's, kept in file_names_.
-  auto absolute = [&](const char* f) -> const char* {
-    if (f == nullptr) return nullptr;
-    std::string p = absolute_source_path(f, comp_dir);
-    return p == f ? f : file_names_.emplace_back(std::move(p)).c_str();
-  };
+  const bool decoded = load_lines(cu, comp_dir, *data, files, nlines);
+  TreeBuilder b;
+  load_tree(cu, comp_dir, decoded, *data, files, b);
+  flatten(b, data->segs);
+  bytes_ += data->lines.capacity() * sizeof(LineRow) + data->nodes.capacity() * sizeof(Node) +
+            data->segs.capacity() * sizeof(Seg) + sizeof(CuData) + files.size() * 64 +
+            nlines * 24;  // abbreviations and DIE caches of libdw, roughly
+  cu.data = std::move(data);
+  return *cu.data;
+}
+
+// The line table, flattened and sorted (end-of-sequence rows first at equal addresses): decoded directly
+// when possible, else through libdw.
+bool DwarfIndex::load_lines(Cu& cu, const char* comp_dir, CuData& data, std::vector<const char*>& files,
+                            size_t& nlines) {
+  bool decoded = false;
+  Dwarf_Attribute attr;
+  Dwarf_Word stmt_list;
   if (!sections_.line.empty() && dwarf_attr(&cu.die, DW_AT_stmt_list, &attr) != nullptr &&
       dwarf_formudata(&attr, &stmt_list) == 0) {
     std::vector<DecodedRow> rows;
@@ -242,11 +255,11 @@ DwarfIndex::CuData& DwarfIndex::load(Cu& cu) {
         }
       std::sort(seqs.begin(), seqs.end(),
                 [&](const auto& a, const auto& b) { return rows[a.first].addr < rows[b.first].addr; });
-      data->lines.reserve(rows.size());
+      data.lines.reserve(rows.size());
       for (auto [begin, end] : seqs)
         for (size_t i = begin; i < end; ++i) {
           const DecodedRow& row = rows[i];
-          data->lines.push_back(
+          data.lines.push_back(
               {row.addr, row.file < files.size() ? files[row.file] : nullptr, row.line, row.end ? 1u : 0u});
         }
       nlines = rows.size();
@@ -257,7 +270,7 @@ DwarfIndex::CuData& DwarfIndex::load(Cu& cu) {
   }
   Dwarf_Lines* lines = nullptr;
   if (!decoded && dwarf_getsrclines(&cu.die, &lines, &nlines) == 0) {
-    data->lines.reserve(nlines);
+    data.lines.reserve(nlines);
     for (size_t i = 0; i < nlines; ++i) {
       Dwarf_Line* l = dwarf_onesrcline(lines, i);
       if (l == nullptr) continue;
@@ -267,22 +280,23 @@ DwarfIndex::CuData& DwarfIndex::load(Cu& cu) {
       if (dwarf_lineaddr(l, &addr) != 0) continue;
       dwarf_lineno(l, &lineno);
       dwarf_lineendsequence(l, &end);
-      const char* file = absolute(dwarf_linesrc(l, nullptr, nullptr));
-      data->lines.push_back({addr, file, static_cast<uint32_t>(std::max(lineno, 0)), end ? 1u : 0u});
+      const char* file = absolute(dwarf_linesrc(l, nullptr, nullptr), comp_dir);
+      data.lines.push_back({addr, file, static_cast<uint32_t>(std::max(lineno, 0)), end ? 1u : 0u});
     }
     nlines *= 2;  // libdw keeps its own copy
   }
-  {
-    auto before = [](const LineRow& a, const LineRow& b) {
-      if (a.addr != b.addr) return a.addr < b.addr;
-      return a.end > b.end;
-    };
-    if (!std::is_sorted(data->lines.begin(), data->lines.end(), before))
-      std::stable_sort(data->lines.begin(), data->lines.end(), before);
-  }
+  auto before = [](const LineRow& a, const LineRow& b) {
+    if (a.addr != b.addr) return a.addr < b.addr;
+    return a.end > b.end;
+  };
+  if (!std::is_sorted(data.lines.begin(), data.lines.end(), before))
+    std::stable_sort(data.lines.begin(), data.lines.end(), before);
+  return decoded;
+}
 
-  // The function tree.
-  Builder b;
+// The function tree: a node per function and inlined call that has ranges, its ranges in b.
+void DwarfIndex::load_tree(Cu& cu, const char* comp_dir, bool decoded, CuData& data,
+                           std::vector<const char*>& files, TreeBuilder& b) {
   // DW_AT_call_file indexes the unit's file table: the decoder's, or libdw's (split units, fallback).
   if (!decoded || cu.sub.addr != cu.die.addr) {
     files.clear();
@@ -292,13 +306,14 @@ DwarfIndex::CuData& DwarfIndex::load(Cu& cu) {
     // linked, not for a package's unit read on its own.
     if ((dwarf_getsrcfiles(&cu.sub, &df, &nf) == 0 && nf > 0) ||
         (cu.split && dwarf_getsrcfiles(&cu.die, &df, &nf) == 0))
-      for (size_t i = 0; i < nf; ++i) files.push_back(absolute(dwarf_filesrc(df, i, nullptr, nullptr)));
+      for (size_t i = 0; i < nf; ++i)
+        files.push_back(absolute(dwarf_filesrc(df, i, nullptr, nullptr), comp_dir));
   }
   b.files = &files;
   auto add_node = [&](Dwarf_Die* die, int32_t parent) -> int32_t {
     uint64_t low = UINT64_MAX;
     size_t first = b.ranges.size();
-    int32_t id = static_cast<int32_t>(data->nodes.size());
+    int32_t id = static_cast<int32_t>(data.nodes.size());
     uint32_t depth = parent < 0 ? 0 : b.depth[static_cast<size_t>(parent)] + 1;
     Dwarf_Addr base, start, end;
     ptrdiff_t off = 0;
@@ -317,7 +332,7 @@ DwarfIndex::CuData& DwarfIndex::load(Cu& cu) {
       if (dwarf_attr(die, DW_AT_call_line, &a) != nullptr && dwarf_formudata(&a, &w) == 0)
         n.call_line = static_cast<uint32_t>(w);
     }
-    data->nodes.push_back(n);
+    data.nodes.push_back(n);
     b.depth.push_back(depth);
     return id;
   };
@@ -355,14 +370,15 @@ DwarfIndex::CuData& DwarfIndex::load(Cu& cu) {
     } while (dwarf_siblingof(&child, &child) == 0);
   };
   walk(walk, &cu.sub, -1, 0);
+}
 
-  // Flatten nested ranges into disjoint segments naming the deepest node (parents sort before children).
-  std::sort(b.ranges.begin(), b.ranges.end(), [](const Builder::R& x, const Builder::R& y) {
+// Flattens nested ranges into disjoint segments naming the deepest node (parents sort before children).
+void DwarfIndex::flatten(TreeBuilder& b, std::vector<Seg>& segs) {
+  std::sort(b.ranges.begin(), b.ranges.end(), [](const TreeBuilder::R& x, const TreeBuilder::R& y) {
     if (x.lo != y.lo) return x.lo < y.lo;
     if (x.depth != y.depth) return x.depth < y.depth;
     return x.hi > y.hi;
   });
-  auto& segs = data->segs;
   auto emit = [&](uint64_t pos, int32_t node) {
     if (!segs.empty() && segs.back().lo == pos) {
       segs.back().node = node;
@@ -371,7 +387,7 @@ DwarfIndex::CuData& DwarfIndex::load(Cu& cu) {
       segs.push_back({pos, node});
     }
   };
-  std::vector<Builder::R> stack;
+  std::vector<TreeBuilder::R> stack;
   auto flush = [&](uint64_t pos) {
     while (!stack.empty() && stack.back().hi <= pos) {
       uint64_t end = stack.back().hi;
@@ -386,13 +402,7 @@ DwarfIndex::CuData& DwarfIndex::load(Cu& cu) {
     emit(r.lo, r.node);
   }
   flush(UINT64_MAX);
-  data->segs.shrink_to_fit();
-
-  bytes_ += data->lines.capacity() * sizeof(LineRow) + data->nodes.capacity() * sizeof(Node) +
-            data->segs.capacity() * sizeof(Seg) + sizeof(CuData) + files.size() * 64 +
-            nlines * 24;  // abbreviations and DIE caches of libdw, roughly
-  cu.data = std::move(data);
-  return *cu.data;
+  segs.shrink_to_fit();
 }
 
 bool DwarfIndex::lookup(uint64_t svma, std::vector<RawFrame>& frames, uint64_t& func_low) {
