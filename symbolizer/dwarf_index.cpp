@@ -60,28 +60,41 @@ std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj, const ElfObje
   // (DW_FORM_GNU_ref_alt, DW_FORM_GNU_strp_alt) resolve once libdw has it.
   if (alt != nullptr && (idx->alt_ = dwarf_begin_elf(alt->elf(), DWARF_C_READ, nullptr)) != nullptr)
     dwarf_setalt(dw, idx->alt_);
-  // The raw sections for the line-program decoder (libdw has decompressed them in place when compressed).
-  if (Elf* elf = dwarf_getelf(dw)) {
-    size_t shstrndx;
-    if (elf_getshdrstrndx(elf, &shstrndx) == 0) {
-      for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
-        GElf_Shdr sh;
-        if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type == SHT_NOBITS) continue;
-        const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
-        if (name == nullptr) continue;
-        std::span<const uint8_t>* target = nullptr;
-        if (std::strcmp(name, ".debug_line") == 0) target = &idx->sections_.line;
-        if (std::strcmp(name, ".debug_str") == 0) target = &idx->sections_.str;
-        if (std::strcmp(name, ".debug_line_str") == 0) target = &idx->sections_.line_str;
-        if (std::strcmp(name, ".debug_addr") == 0) target = &idx->addr_;
-        if (std::strcmp(name, ".debug_ranges") == 0) target = &idx->ranges_sec_;
-        if (target == nullptr) continue;
-        if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0) continue;
-        Elf_Data* d = elf_getdata(scn, nullptr);
-        if (d != nullptr && d->d_buf != nullptr) *target = {static_cast<const uint8_t*>(d->d_buf), d->d_size};
-      }
-    }
+  idx->find_raw_sections();
+  idx->index_units(obj, dwp_paths);
+  if (idx->cus_.empty()) return nullptr;
+  std::sort(idx->ranges_.begin(), idx->ranges_.end(),
+            [](const CuRange& a, const CuRange& b) { return a.lo < b.lo; });
+  idx->bytes_ = idx->ranges_.capacity() * sizeof(CuRange) + idx->cus_.capacity() * sizeof(Cu);
+  return idx;
+}
+
+// The raw sections for the line-program decoder (libdw has decompressed them in place when compressed).
+void DwarfIndex::find_raw_sections() {
+  Elf* elf = dwarf_getelf(dw_);
+  size_t shstrndx;
+  if (elf == nullptr || elf_getshdrstrndx(elf, &shstrndx) != 0) return;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type == SHT_NOBITS) continue;
+    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (name == nullptr) continue;
+    std::span<const uint8_t>* target = nullptr;
+    if (std::strcmp(name, ".debug_line") == 0) target = &sections_.line;
+    if (std::strcmp(name, ".debug_str") == 0) target = &sections_.str;
+    if (std::strcmp(name, ".debug_line_str") == 0) target = &sections_.line_str;
+    if (std::strcmp(name, ".debug_addr") == 0) target = &addr_;
+    if (std::strcmp(name, ".debug_ranges") == 0) target = &ranges_sec_;
+    if (target == nullptr) continue;
+    if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0) continue;
+    Elf_Data* d = elf_getdata(scn, nullptr);
+    if (d != nullptr && d->d_buf != nullptr) *target = {static_cast<const uint8_t*>(d->d_buf), d->d_size};
   }
+}
+
+// Every compile unit with addresses, and its ranges; a split unit's data is found in its .dwo (libdw) or
+// the package, else said missing once per .dwo name.
+void DwarfIndex::index_units(const ElfObject& obj, const std::vector<std::string>& dwp_paths) {
   std::string dir = obj.path().substr(0, obj.path().rfind('/') + 1);
   if (dir.empty()) dir = "./";
   Dwarf_CU* cu = nullptr;
@@ -91,73 +104,81 @@ std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj, const ElfObje
   // The package, opened at the first unit libdw found no .dwo for: what is wrong with it, or where none was.
   std::string no_package;
   bool package_tried = false;
-  while (dwarf_get_units(dw, cu, &cu, &version, &unit_type, &cudie, &subdie) == 0) {
+  while (dwarf_get_units(dw_, cu, &cu, &version, &unit_type, &cudie, &subdie) == 0) {
     if (unit_type == DW_UT_type || unit_type == DW_UT_split_type) continue;
     Cu c;
     c.die = cudie;
     c.sub = cudie;
     c.version = version;
     if (unit_type == DW_UT_skeleton && dwarf_tag(&subdie) == DW_TAG_compile_unit) c.sub = subdie;
+    const bool unlinked = unit_type == DW_UT_skeleton && dwarf_tag(&subdie) != DW_TAG_compile_unit;
     uint64_t dwo_id = 0;
-    if (unit_type == DW_UT_skeleton && dwarf_tag(&subdie) != DW_TAG_compile_unit && !package_tried) {
+    if (unlinked && !package_tried) {
       package_tried = true;
-      for (const std::string& path : dwp_paths) {
-        struct stat st {};
-        if (::stat(path.c_str(), &st) != 0) continue;
-        auto pkg = DwpPackage::open(path);
-        if (pkg) idx->dwp_ = std::move(pkg).value();
-        if (!pkg) no_package = pkg.error();
-        break;
-      }
-      if (!idx->dwp_ && no_package.empty()) {
-        no_package = dwp_paths.empty() ? "none looked for" : "none at ";
-        for (const std::string& path : dwp_paths) no_package += (&path == &dwp_paths[0] ? "" : ", ") + path;
-      }
+      no_package = open_package(dwp_paths);
     }
-    if (unit_type == DW_UT_skeleton && dwarf_tag(&subdie) != DW_TAG_compile_unit && idx->dwp_ &&
+    if (unlinked && dwp_ &&
         dwarf_cu_info(cu, nullptr, nullptr, nullptr, nullptr, &dwo_id, nullptr, nullptr) == 0 &&
-        idx->dwp_->has(dwo_id)) {
+        dwp_->has(dwo_id)) {
       c.dwo_id = dwo_id;  // read from the package on the first lookup into the unit
-    } else if (unit_type == DW_UT_skeleton && dwarf_tag(&subdie) != DW_TAG_compile_unit) {
-      // Its functions and inlines are in a .dwo that is not there: say which, once per file name.
-      Dwarf_Attribute a;
-      const char* dwo = nullptr;
-      const char* comp_dir = nullptr;
-      if (dwarf_attr(&cudie, DW_AT_dwo_name, &a) != nullptr ||
-          dwarf_attr(&cudie, DW_AT_GNU_dwo_name, &a) != nullptr)
-        dwo = dwarf_formstring(&a);
-      if (dwarf_attr(&cudie, DW_AT_comp_dir, &a) != nullptr) comp_dir = dwarf_formstring(&a);
-      if (dwo != nullptr) {
-        std::string where = dwo[0] == '/' ? std::string(dwo) : dir + dwo;
-        if (dwo[0] != '/' && comp_dir != nullptr && std::string(comp_dir) + "/" + dwo != where)
-          where += std::string(" and ") + comp_dir + "/" + dwo;
-        std::string line = "Split DWARF file not found: " + std::string(dwo) + " (of " + obj.path() +
-                           "), looked for at " + where + "; package: ";
-        if (idx->dwp_)
-          line += idx->dwp_->path() + " has no unit with DWO id " + dwo_id_text(dwo_id);
-        else
-          line += no_package;
-        if (std::find(idx->missing_.begin(), idx->missing_.end(), line) == idx->missing_.end())
-          idx->missing_.push_back(std::move(line));
-      }
+    } else if (unlinked) {
+      note_missing_dwo(obj, dir, cudie, dwo_id, no_package);
     }
-    uint32_t id = static_cast<uint32_t>(idx->cus_.size());
+    uint32_t id = static_cast<uint32_t>(cus_.size());
     Dwarf_Addr base, start, end;
     ptrdiff_t off = 0;
     bool any = false;
     while ((off = dwarf_ranges(&cudie, off, &base, &start, &end)) > 0) {
       if (end > start) {
-        idx->ranges_.push_back({start, end, id});
+        ranges_.push_back({start, end, id});
         any = true;
       }
     }
-    if (any) idx->cus_.push_back(std::move(c));
+    if (any) cus_.push_back(std::move(c));
   }
-  if (idx->cus_.empty()) return nullptr;
-  std::sort(idx->ranges_.begin(), idx->ranges_.end(),
-            [](const CuRange& a, const CuRange& b) { return a.lo < b.lo; });
-  idx->bytes_ = idx->ranges_.capacity() * sizeof(CuRange) + idx->cus_.capacity() * sizeof(Cu);
-  return idx;
+}
+
+// The first package of `dwp_paths` that exists, into dwp_: "" when opened, else what is wrong with it or
+// where none was.
+std::string DwarfIndex::open_package(const std::vector<std::string>& dwp_paths) {
+  std::string no_package;
+  for (const std::string& path : dwp_paths) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) continue;
+    auto pkg = DwpPackage::open(path);
+    if (pkg) dwp_ = std::move(pkg).value();
+    if (!pkg) no_package = pkg.error();
+    break;
+  }
+  if (!dwp_ && no_package.empty()) {
+    no_package = dwp_paths.empty() ? "none looked for" : "none at ";
+    for (const std::string& path : dwp_paths) no_package += (&path == &dwp_paths[0] ? "" : ", ") + path;
+  }
+  return no_package;
+}
+
+// A split unit's functions and inlines are in a .dwo that is not there: says which, once per file name.
+void DwarfIndex::note_missing_dwo(const ElfObject& obj, const std::string& dir, Dwarf_Die& cudie,
+                                  uint64_t dwo_id, const std::string& no_package) {
+  Dwarf_Attribute a;
+  const char* dwo = nullptr;
+  const char* comp_dir = nullptr;
+  if (dwarf_attr(&cudie, DW_AT_dwo_name, &a) != nullptr ||
+      dwarf_attr(&cudie, DW_AT_GNU_dwo_name, &a) != nullptr)
+    dwo = dwarf_formstring(&a);
+  if (dwarf_attr(&cudie, DW_AT_comp_dir, &a) != nullptr) comp_dir = dwarf_formstring(&a);
+  if (dwo == nullptr) return;
+  std::string where = dwo[0] == '/' ? std::string(dwo) : dir + dwo;
+  if (dwo[0] != '/' && comp_dir != nullptr && std::string(comp_dir) + "/" + dwo != where)
+    where += std::string(" and ") + comp_dir + "/" + dwo;
+  std::string line = "Split DWARF file not found: " + std::string(dwo) + " (of " + obj.path() +
+                     "), looked for at " + where + "; package: ";
+  if (dwp_)
+    line += dwp_->path() + " has no unit with DWO id " + dwo_id_text(dwo_id);
+  else
+    line += no_package;
+  if (std::find(missing_.begin(), missing_.end(), line) == missing_.end())
+    missing_.push_back(std::move(line));
 }
 
 DwarfIndex::~DwarfIndex() {

@@ -98,6 +98,12 @@ class DwarfIndex {
   struct TreeBuilder;  // a unit's function ranges while it loads (dwarf_index.cpp)
 
   DwarfIndex() = default;
+  // open's passes: the sections the line-program decoder reads, then the units and their ranges.
+  void find_raw_sections();
+  void index_units(const ElfObject& obj, const std::vector<std::string>& dwp_paths);
+  std::string open_package(const std::vector<std::string>& dwp_paths);
+  void note_missing_dwo(const ElfObject& obj, const std::string& dir, Dwarf_Die& cudie, uint64_t dwo_id,
+                        const std::string& no_package);
   // A unit's data on its first lookup, in passes: the line table, the function tree, its ranges flattened.
   CuData& load(Cu& cu);
   // The line table, sorted; `files` gets the decoder's file table. False: read through libdw (nlines: rows
