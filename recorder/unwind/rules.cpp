@@ -162,7 +162,8 @@ bool fold_cfa_expression(Cursor c, uint64_t addr, uint32_t& reg, int64_t& off) {
 namespace {
 
 // Runs CFA instructions until the location passes `target`. `initial` is the state after the CIE's program
-// (for DW_CFA_restore). Returns false on malformed input.
+// (for DW_CFA_restore). Returns false on malformed input. Long because it is one switch over the DW_CFA
+// opcodes: split, the cases would lose their shared cursor, row state and remember stack.
 bool run_cfa(const uint8_t* p, const uint8_t* end, const Cie& cie, const PtrBase& base, uint64_t& loc,
              uint64_t target, CfaState& st, const CfaState& initial) {
   std::array<CfaState, 8> remembered;
