@@ -90,10 +90,8 @@ int serve_both(model::Profile& base, model::Profile& next, const std::string& ad
   return 0;
 }
 
-}  // namespace
-
-// Long because its table of options is half of it: one row an option, in --help's order.
-int cmd_diff(std::span<char*> args) {
+// What diff's command line says.
+struct DiffArgs {
   InputOptions input;
   std::string out = "diff.svg", address = "127.0.0.1", gate_function;
   int port = 0;
@@ -103,7 +101,11 @@ int cmd_diff(std::span<char*> args) {
   bool serve = false, markdown = false;
   std::optional<double> fail_above;
   sinks::SvgOptions svg;
-  const Command command{
+};
+
+// diff's table. Long because it is the table: one row an option, in --help's order.
+Command diff_command(DiffArgs& a) {
+  return Command{
       kCommand,
       kUsage,
       {
@@ -111,99 +113,119 @@ int cmd_diff(std::span<char*> args) {
            "a CI gate: exit 3 when a function's self share grew by more than P\n"
            "percentage points and by more than the spread of either side's runs",
            number([](double n) { return !(n < 0); }, "--fail-above needs percentage points (0 or more)",
-                  [&](double n) { fail_above = n; })},
+                  [&](double n) { a.fail_above = n; })},
           {"", "--function", "NAME", "with --fail-above: gate on NAME's total share instead",
-           store(gate_function)},
+           store(a.gate_function)},
           {"", "--markdown", "", "print the table (and the gate's verdict) as Markdown, for a pull request",
-           set(markdown, true)},
+           set(a.markdown, true)},
           {"-o", "--output", "SVG",
-           "the differential flame graph (default diff.svg; \"-\" for standard output)", store(out)},
-          limit_option(limit, "rows of the table (default 10)"),
+           "the differential flame graph (default diff.svg; \"-\" for standard output)", store(a.out)},
+          limit_option(a.limit, "rows of the table (default 10)"),
           {"", "--no-inline", "", "inlined functions count as the function they were inlined into",
-           set(svg.tree.inlined, false)},
-          symbol_dir_option(input.symbols.symbol_dirs),
+           set(a.svg.tree.inlined, false)},
+          symbol_dir_option(a.input.symbols.symbol_dirs),
           {"", "--serve", "",
            "also serve both profiles (symbols baked in) and print the Firefox Profiler's\n"
            "comparison URL; runs until Ctrl+C",
-           set(serve, true)},
-          address_option(address, "address to serve on with --serve (default 127.0.0.1)"),
+           set(a.serve, true)},
+          address_option(a.address, "address to serve on with --serve (default 127.0.0.1)"),
           {"-P", "--port", "PORT",
            "port of the first profile's server with --serve, the second's is PORT+1\n"
            "(default: any free ports)",
            number([](double n) { return !(n < 1 || n > 65534 || n != static_cast<int>(n)); },
                   "--port needs a port number (1-65534: the second profile takes PORT+1)",
-                  [&](double n) { port = static_cast<int>(n); })},
+                  [&](double n) { a.port = static_cast<int>(n); })},
       },
       [&](const std::string& v) {
-        (separated ? new_files : files).push_back(v);
+        (a.separated ? a.new_files : a.files).push_back(v);
         return std::string();
       },
       [&] {
-        if (separated) return std::string("one `--` between the base runs and the new runs");
-        separated = true;
+        if (a.separated) return std::string("one `--` between the base runs and the new runs");
+        a.separated = true;
         return std::string();
       }};
-  if (auto exit = parse_options(command, args)) return *exit;
-  if (!separated) {
-    if (files.size() != 2) return usage_error(kCommand, "give two profiles: BASE NEW (or BASE... -- NEW...)");
-    new_files.push_back(files.back());
-    files.pop_back();
+}
+
+// Parses and checks the arguments: nullopt to go on, else the exit status (after --help or an error).
+std::optional<int> parse_diff_args(std::span<char*> args, DiffArgs& a) {
+  if (auto exit = parse_options(diff_command(a), args)) return *exit;
+  if (!a.separated) {
+    if (a.files.size() != 2)
+      return usage_error(kCommand, "give two profiles: BASE NEW (or BASE... -- NEW...)");
+    a.new_files.push_back(a.files.back());
+    a.files.pop_back();
   }
-  if (files.empty() || new_files.empty())
+  if (a.files.empty() || a.new_files.empty())
     return usage_error(kCommand, "give at least one profile on each side of `--`");
-  if (!gate_function.empty() && !fail_above)
+  if (!a.gate_function.empty() && !a.fail_above)
     return usage_error(kCommand, "--function goes with --fail-above");
-  if (serve && (files.size() > 1 || new_files.size() > 1))
+  if (a.serve && (a.files.size() > 1 || a.new_files.size() > 1))
     return usage_error(kCommand, "--serve compares one profile with one profile");
+  return std::nullopt;
+}
+
+// --fail-above: the functions over the gate (`failures`) and the verdict line ("" without a gate).
+std::string gate_verdict(const sinks::Diff& d, const DiffArgs& a,
+                         std::vector<const sinks::DiffRow*>& failures) {
+  if (!a.fail_above) return std::string();
+  const std::string& gate_function = a.gate_function;
+  failures = sinks::gate_failures(d, *a.fail_above, gate_function);
+  char buf[400];
+  if (!failures.empty())
+    std::snprintf(buf, sizeof buf, "gate failed: %s %s grew %+.2f points (limit %.2f, spread %.2f)",
+                  failures[0]->name.c_str(), gate_function.empty() ? "self share" : "total share",
+                  gate_function.empty() ? failures[0]->self_change() : failures[0]->total_change(),
+                  *a.fail_above,
+                  gate_function.empty() ? failures[0]->self_noise() : failures[0]->total_noise());
+  else
+    std::snprintf(
+        buf, sizeof buf, "gate passed: no %s grew by more than %.2f points beyond the runs' spread",
+        gate_function.empty() ? "function's self share" : ("total share of " + gate_function).c_str(),
+        *a.fail_above);
+  std::string verdict = buf;
+  if (failures.size() > 1) verdict += " and " + std::to_string(failures.size() - 1) + " more";
+  return verdict;
+}
+
+}  // namespace
+
+// The passes of a diff: parse, load both sides' runs, diff and gate, the table, the flame graph, serve.
+int cmd_diff(std::span<char*> args) {
+  DiffArgs a;
+  if (auto exit = parse_diff_args(args, a)) return *exit;
   std::vector<model::Profile> base_runs, new_runs;
-  for (auto* side : {&files, &new_files}) {
+  for (auto* side : {&a.files, &a.new_files}) {
     for (const std::string& f : *side) {
-      auto profile = load_profile_for_sinks(f, input);
+      auto profile = load_profile_for_sinks(f, a.input);
       if (!profile) {
         std::fprintf(stderr, "fxprof: %s\n", profile.error().c_str());
         return profile.exit_code();
       }
-      (side == &files ? base_runs : new_runs).push_back(std::move(*profile));
+      (side == &a.files ? base_runs : new_runs).push_back(std::move(*profile));
     }
   }
   model::Profile& base = base_runs.front();
   model::Profile& next = new_runs.front();
-  sinks::Diff d = sinks::diff_runs(base_runs, new_runs, svg.tree.inlined);
-  std::string verdict;
+  sinks::Diff d = sinks::diff_runs(base_runs, new_runs, a.svg.tree.inlined);
   std::vector<const sinks::DiffRow*> failures;
-  if (fail_above) {
-    failures = sinks::gate_failures(d, *fail_above, gate_function);
-    char buf[400];
-    if (!failures.empty())
-      std::snprintf(buf, sizeof buf, "gate failed: %s %s grew %+.2f points (limit %.2f, spread %.2f)",
-                    failures[0]->name.c_str(), gate_function.empty() ? "self share" : "total share",
-                    gate_function.empty() ? failures[0]->self_change() : failures[0]->total_change(),
-                    *fail_above,
-                    gate_function.empty() ? failures[0]->self_noise() : failures[0]->total_noise());
-    else
-      std::snprintf(
-          buf, sizeof buf, "gate passed: no %s grew by more than %.2f points beyond the runs' spread",
-          gate_function.empty() ? "function's self share" : ("total share of " + gate_function).c_str(),
-          *fail_above);
-    verdict = buf;
-    if (failures.size() > 1) verdict += " and " + std::to_string(failures.size() - 1) + " more";
-  }
+  const std::string verdict = gate_verdict(d, a, failures);
   // With the SVG on standard output, the table goes to stderr.
-  std::FILE* table_out = out == "-" ? stderr : stdout;
-  if (markdown) {
-    std::fputs(sinks::format_diff_markdown(d, limit, verdict).c_str(), table_out);
+  std::FILE* table_out = a.out == "-" ? stderr : stdout;
+  if (a.markdown) {
+    std::fputs(sinks::format_diff_markdown(d, a.limit, verdict).c_str(), table_out);
   } else {
-    std::fputs(sinks::format_diff(d, limit).c_str(), table_out);
+    std::fputs(sinks::format_diff(d, a.limit).c_str(), table_out);
     if (!verdict.empty()) std::fprintf(table_out, "fxprof: %s\n", verdict.c_str());
   }
   std::fflush(table_out);
-  svg.subtitle = files[0] + " -> " + new_files[0];
-  if (auto s = sinks::write_diff_svg(base, next, out, svg); !s) {
+  a.svg.subtitle = a.files[0] + " -> " + a.new_files[0];
+  if (auto s = sinks::write_diff_svg(base, next, a.out, a.svg); !s) {
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
     return s.exit_code();
   }
-  if (out != "-") std::fprintf(stderr, "fxprof: wrote %s\n", out.c_str());
-  if (serve) return serve_both(base, next, address, port);
+  if (a.out != "-") std::fprintf(stderr, "fxprof: wrote %s\n", a.out.c_str());
+  if (a.serve) return serve_both(base, next, a.address, a.port);
   return failures.empty() ? 0 : 3;
 }
 

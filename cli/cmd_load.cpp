@@ -69,11 +69,8 @@ class LibsReading {
 
 constexpr std::string_view kCommand = "load";
 
-}  // namespace
-
-int cmd_load(std::span<char*> args) {
-  server::ServeOptions opts;
-  std::string file;
+// Parses the arguments into opts and file: nullopt to go on, else the exit status.
+std::optional<int> parse_load_args(std::span<char*> args, server::ServeOptions& opts, std::string& file) {
   const Command command{
       kCommand,
       kUsage,
@@ -95,6 +92,69 @@ int cmd_load(std::span<char*> args) {
       one_operand(file, "profile file")};
   if (auto exit = parse_options(command, args)) return *exit;
   if (file.empty()) return usage_error(kCommand, "which profile? give a .json or .json.gz file");
+  return std::nullopt;
+}
+
+// The reading thread's work: the file's libraries (not the samples) registered with `symbols` as they are
+// read, the head announced to `reading` first.
+void read_libs(std::stop_token stop, const std::string& file, symbolizer::Symbolizer& symbols,
+               LibsReading& reading) {
+  // Ctrl+C is the serving thread's (serve_profile waits for it with sigtimedwait), never this one's.
+  const sigset_t ended_by = stop_signals();
+  pthread_sigmask(SIG_BLOCK, &ended_by, nullptr);
+  gecko::ReadInfo info;
+  info.libs_only = true;
+  info.stop = stop;
+  info.on_head = [&](const model::Profile& head) {
+    for (auto& lib : pipeline::known_libs(head)) symbols.add_known_lib(std::move(lib));
+    reading.head(head.meta);
+  };
+  auto libs = gecko::read_gecko_profile(file, &info);
+  if (libs)
+    for (auto& lib : pipeline::known_libs(*libs)) symbols.add_known_lib(std::move(lib));
+  // After the head, the profile is being served: a bad end is said on one line (the front end refuses
+  // such a file too), and the libraries read so far are still served.
+  const bool served = reading.done(libs ? std::string() : libs.error(), info.processed);
+  if (!libs && served && !stop.stop_requested())
+    std::fprintf(stderr, "fxprof: %s (libraries after that point are not served)\n", libs.error().c_str());
+  symbols.libs_complete();  // after the line: a request that waited for the end finds it said
+}
+
+// A self-contained profile with --symbol-dir: read whole, its frames resolved with the given folders; when
+// some were, that copy (in `resolved`) is what opts serves. The exit status on failure.
+std::optional<int> bake_whole(const std::string& file, server::ServeOptions& opts,
+                              std::optional<TempFolder>& resolved) {
+  auto profile = gecko::read_gecko_profile(file);
+  if (!profile) {
+    std::fprintf(stderr, "fxprof: %s\n", profile.error().c_str());
+    return profile.exit_code();
+  }
+  opts.view = gecko::gecko_view_query(*profile);  // every thread shown, the busiest selected
+  opts.libs = pipeline::known_libs(*profile);
+  symbolizer::Symbolizer baking(opts.symbols);
+  if (pipeline::symbolicate(*profile, baking).resolved > 0) {
+    resolved.emplace("fxprof-load");
+    if (resolved->path().empty()) {
+      std::fprintf(stderr, "fxprof: cannot make a temporary folder\n");
+      return 1;
+    }
+    const std::string tmp = resolved->path() + "/profile.json";
+    if (auto s = gecko::write_gecko_profile(*profile, tmp); !s) {
+      std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+      return s.exit_code();
+    }
+    opts.profile_path = tmp;
+  }
+  opts.symbolizer = nullptr;
+  return std::nullopt;
+}
+
+}  // namespace
+
+int cmd_load(std::span<char*> args) {
+  server::ServeOptions opts;
+  std::string file;
+  if (auto exit = parse_load_args(args, opts, file)) return *exit;
   opts.profile_path = file;
   std::optional<TempFolder> resolved;  // the profile served after resolving more symbols, removed at the end
   // A self-contained profile has no server to ask: with --symbol-dir, it is read whole (its frames are
@@ -106,27 +166,7 @@ int cmd_load(std::span<char*> args) {
   symbolizer::Symbolizer symbols(opts.symbols);
   LibsReading reading;
   symbols.expect_more_libs();
-  std::jthread reader([&](std::stop_token stop) {
-    // Ctrl+C is the serving thread's (serve_profile waits for it with sigtimedwait), never this one's.
-    const sigset_t ended_by = stop_signals();
-    pthread_sigmask(SIG_BLOCK, &ended_by, nullptr);
-    gecko::ReadInfo info;
-    info.libs_only = true;
-    info.stop = stop;
-    info.on_head = [&](const model::Profile& head) {
-      for (auto& lib : pipeline::known_libs(head)) symbols.add_known_lib(std::move(lib));
-      reading.head(head.meta);
-    };
-    auto libs = gecko::read_gecko_profile(file, &info);
-    if (libs)
-      for (auto& lib : pipeline::known_libs(*libs)) symbols.add_known_lib(std::move(lib));
-    // After the head, the profile is being served: a bad end is said on one line (the front end refuses
-    // such a file too), and the libraries read so far are still served.
-    const bool served = reading.done(libs ? std::string() : libs.error(), info.processed);
-    if (!libs && served && !stop.stop_requested())
-      std::fprintf(stderr, "fxprof: %s (libraries after that point are not served)\n", libs.error().c_str());
-    symbols.libs_complete();  // after the line: a request that waited for the end finds it said
-  });
+  std::jthread reader([&](std::stop_token stop) { read_libs(stop, file, symbols, reading); });
   const LibsReading::State head = reading.wait_head();
   if (!head.error.empty()) {  // failed before its head: nothing is served
     std::fprintf(stderr, "fxprof: %s\n", head.error.c_str());
@@ -143,28 +183,7 @@ int cmd_load(std::span<char*> args) {
   if (read_whole) {
     reader.request_stop();
     reader.join();
-    auto profile = gecko::read_gecko_profile(file);
-    if (!profile) {
-      std::fprintf(stderr, "fxprof: %s\n", profile.error().c_str());
-      return profile.exit_code();
-    }
-    opts.view = gecko::gecko_view_query(*profile);  // every thread shown, the busiest selected
-    opts.libs = pipeline::known_libs(*profile);
-    symbolizer::Symbolizer baking(opts.symbols);
-    if (pipeline::symbolicate(*profile, baking).resolved > 0) {
-      resolved.emplace("fxprof-load");
-      if (resolved->path().empty()) {
-        std::fprintf(stderr, "fxprof: cannot make a temporary folder\n");
-        return 1;
-      }
-      const std::string tmp = resolved->path() + "/profile.json";
-      if (auto s = gecko::write_gecko_profile(*profile, tmp); !s) {
-        std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
-        return s.exit_code();
-      }
-      opts.profile_path = tmp;
-    }
-    opts.symbolizer = nullptr;
+    if (auto exit = bake_whole(file, opts, resolved)) return *exit;
   }
   if (auto s = server::serve_profile(opts); !s) {
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());

@@ -61,51 +61,253 @@ class SignalHold {
   bool released_ = false;
 };
 
+// A failed step after the program ran exits with the program's status when it failed, else 1.
+int failure(int exit_status) { return exit_status != 0 ? exit_status : 1; }
+
+// --heap: the heap library's reader, and uprobes on an allocator linked into the program.
+struct HeapRecording {
+  std::unique_ptr<heap::HeapSource> source;
+  heap::OwnAllocator own;
+  std::unique_ptr<recorder::HeapUprobes> uprobes;
+  std::string uprobes_error;
+};
+
+// The heap library goes into the environment of the program we launch only (heap/heap.h). False (said) when
+// its reader cannot start.
+bool start_heap(const RecordArgs& a, HeapRecording& heap) {
+  const recorder::Options& rec = a.rec;
+  if (a.heap) {
+    // Its reader thread starts with the recording's signals blocked, as record() will block them in this one.
+    auto h = [&] {
+      recorder::RecordingSignalsBlocked blocked;
+      return heap::HeapSource::start(*a.heap);
+    }();
+    if (!h) {
+      std::fprintf(stderr, "fxprof: %s\n", h.error().c_str());
+      return false;
+    }
+    heap.source = std::move(*h);
+  }
+  // An allocator linked into the program makes calls the heap library never sees: as root, uprobes on its
+  // functions record them instead (recorder/heap_uprobes.h); otherwise a line says so, by name.
+  if (heap.source && !rec.command.empty()) {
+    const std::string exe = recorder::command_path(rec.command[0]);
+    heap.own = heap::own_allocator(exe);
+    if (!heap.own.static_executable && !heap.own.functions.empty()) {
+      std::vector<std::string> functions = heap.own.functions;
+      functions.insert(functions.end(), heap.own.frees.begin(), heap.own.frees.end());
+      auto u = recorder::HeapUprobes::start(exe, functions);
+      if (u)
+        heap.uprobes = std::move(*u);
+      else
+        heap.uprobes_error = u.error();
+    }
+  }
+  return true;
+}
+
+// Adds the heap's events to the recording and says what it could not see; returns the lost-chunks line, said
+// later with the heap's summary.
+std::string finish_heap(HeapRecording& heap, Result<recorder::Recording>& recording,
+                        const recorder::Options& rec) {
+  std::string heap_lost;
+  if (!heap.source) return heap_lost;
+  if (recording) {
+    const std::string& program = rec.command.at(0);
+    std::string uprobes_line;
+    if (heap.uprobes) {
+      // Only the processes recorded (the probes are on the file: anything else running it is left out).
+      std::vector<heap::ExternalCall> calls = heap.uprobes->finish();
+      std::erase_if(calls, [&](const heap::ExternalCall& c) {
+        for (const model::Process& p : recording->profile.processes)
+          if (p.pid == c.pid) return false;
+        return true;
+      });
+      heap.source->add_external(calls);
+      uprobes_line =
+          heap::uprobes_line(program, heap.uprobes->attached(), calls.size(), heap.uprobes->dropped());
+    }
+    heap::Summary h = heap.source->finish(recording->profile);
+    const std::string line =
+        heap.uprobes ? "" : heap::own_allocator_line(program, heap.own, heap.uprobes_error);
+    if (!line.empty()) {
+      const recorder::QualityProblem q{"Allocator --heap cannot see: " + program, 1, line};
+      recorder::report_quality(recording->profile, {&q, 1});
+    }
+    if (!uprobes_line.empty()) std::fprintf(stderr, "fxprof: %s\n", uprobes_line.c_str());
+    if (h.lost_chunks > 0)
+      heap_lost = "fxprof: heap: " + std::to_string(h.lost_chunks) +
+                  " event chunks lost (the program closed the pipe)\n";
+  }
+  heap.source.reset();
+  return heap_lost;
+}
+
+// Nothing sampled (and no heap data): an empty profile would look like a recording that worked. Say why
+// instead and fail (the exit status). After a hangup nobody reads the message: the profile (processes,
+// threads) is written.
+std::optional<int> refuse_empty(const recorder::Options& rec, const recorder::Recording& recording) {
+  const auto& st = recording.stats;
+  bool allocations = false;
+  for (const model::Process& proc : recording.profile.processes)
+    for (const model::Thread& t : proc.threads) allocations |= !t.allocations.empty();
+  // Attached to processes that never ran while their running children do the work: the wall-clock samples of
+  // their waiting are not what was asked for, the children are (a process alone asleep is a real profile).
+  bool idle_parents = !rec.pids.empty() && st.samples == st.off_cpu_samples;
+  if (idle_parents) {
+    bool kids = false;
+    for (int pid : rec.pids) kids |= !recorder::descendants(pid, 1).empty();
+    idle_parents = kids;
+  }
+  const uint64_t counted = idle_parents ? 0 : st.samples;
+  if (counted == 0 && !allocations && !recording.hangup) {
+    std::fprintf(stderr, "fxprof: %s\n", recorder::no_samples_message(rec, st).c_str());
+    return failure(recording.exit_status);
+  }
+  return std::nullopt;
+}
+
+// -v: what the user waits for once the recording ends (the recorder's own finish is in its passes line).
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+// CPU time of all of fxprof's threads: the wall time is stretched by whatever else runs.
+double cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+// Names the model's frames (only the addresses samples use), then what needs the names: the Lock wait
+// markers' "Held by"; timed for -v.
+struct FrameNamer {
+  model::Profile& profile;
+  symbolizer::Symbolizer& symbols;
+  pipeline::SymbolicateStats named;
+  double ms = 0;
+  void operator()() {
+    const Clock::time_point t = Clock::now();
+    named = pipeline::symbolicate(profile, symbols);
+    pipeline::add_lock_holders(profile);
+    ms = ms_since(t);
+  }
+};
+
+// Names the frames (baked in, or only the Wakeup stacks of "Held by" when served lazily), writes the file and
+// says what was recorded. The exit status on failure.
+std::optional<int> name_and_write(const RecordArgs& a, recorder::Recording& recording,
+                                  symbolizer::Symbolizer& symbols, const SignalHold& hold,
+                                  FrameNamer& name_frames, size_t preloaded) {
+  const recorder::Options& rec = a.rec;
+  const auto& st = recording.stats;
+  const Clock::time_point ended = Clock::now();
+  const double cpu_at_end = cpu_ms();
+  // Self-contained: symbolicate the model and write the file once.
+  if ((a.symbolicate == 1 || (a.symbolicate == -1 && a.save_only)) && !hold.interrupted()) {
+    name_frames();
+    recording.profile.meta.presymbolicated = true;
+  } else if (!hold.interrupted()) {
+    // Served lazily: the front end names the frames, but "Held by" is a marker field, written now; only
+    // the Wakeup stacks are named for it, the file keeps raw addresses.
+    pipeline::add_lock_holders_unsymbolicated(recording.profile, [&](model::Profile& wakes) {
+      pipeline::symbolicate(wakes, symbols);
+      // The debug files found missing on the way are the recording's: kept in the file's data quality, and
+      // said once (the summary's symbolication below finds them there and stays quiet).
+      for (const model::Meta::Problem& q : wakes.meta.data_quality) recording.profile.meta.add_problem(q);
+    });
+  }
+  const Clock::time_point writing = Clock::now();
+  if (auto s = gecko::write_gecko_profile(recording.profile, a.output); !s) {
+    std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+    return failure(recording.exit_status);
+  }
+  if (rec.verbose)
+    std::fprintf(stderr,
+                 "fxprof: after the recording: symbols %.1f ms (%zu binaries, %zu addresses; %zu binaries "
+                 "loaded while it ran), file %.1f ms, %.1f ms in all (%.1f ms of CPU)\n",
+                 name_frames.ms, name_frames.named.binaries, name_frames.named.addresses, preloaded,
+                 ms_since(writing), ms_since(ended), cpu_ms() - cpu_at_end);
+  std::fprintf(stderr,
+               "fxprof: recorded %.2f s, %llu samples, %u threads, %u processes, %llu lost records -> %s\n",
+               st.duration_s, static_cast<unsigned long long>(st.samples), st.threads, st.processes,
+               static_cast<unsigned long long>(st.lost_records), a.output.c_str());
+  if (rec.event)
+    std::fprintf(stderr,
+                 "fxprof: sampled on %s, one sample per %llu event%s: %llu samples stand for ~%llu %s%s\n",
+                 rec.event->name.c_str(), static_cast<unsigned long long>(st.event_period),
+                 st.event_period == 1 ? "" : "s", static_cast<unsigned long long>(st.samples),
+                 static_cast<unsigned long long>(st.samples * st.event_period), rec.event->name.c_str(),
+                 st.lost_records ? " (some were lost: a larger -c samples fewer of them)" : "");
+  return std::nullopt;
+}
+
+// The heap's figures, the top functions and the exports want names: symbolicates the model, unless it was
+// for the file. The exit status when an export fails.
+std::optional<int> summary_and_exports(const RecordArgs& a, recorder::Recording& recording,
+                                       const SignalHold& hold, FrameNamer& name_frames,
+                                       const std::string& heap_lost) {
+  const bool heap = a.heap.has_value();
+  if ((a.quiet && a.exports.empty() && !heap) || hold.interrupted()) return std::nullopt;
+  if (!recording.profile.meta.presymbolicated) name_frames();
+  if (heap)
+    std::fputs(sinks::format_heap_summary(sinks::make_heap_report(recording.profile, 5), 5).c_str(), stderr);
+  std::fputs(heap_lost.c_str(), stderr);
+  if (!a.quiet) {
+    std::string top = sinks::top_self_summary(recording.profile, 5);
+    if (!top.empty()) std::fprintf(stderr, "fxprof: top self: %s\n", top.c_str());
+    std::string locks = pipeline::lock_wait_summary(recording.profile, 3);
+    if (!locks.empty()) std::fprintf(stderr, "fxprof: lock waits: %s\n", locks.c_str());
+  }
+  for (const std::string& format : a.exports) {
+    Status s;
+    std::string path;
+    if (format == "folded") {
+      path = sinks::output_beside(a.output, ".folded");
+      s = sinks::write_folded(recording.profile, path, {});
+    } else if (format == "pprof") {
+      path = sinks::output_beside(a.output, ".pb.gz");
+      s = sinks::write_pprof(recording.profile, path);
+    } else {
+      path = sinks::output_beside(a.output, ".svg");
+      s = sinks::write_flamegraph_svg(recording.profile, path, {});
+    }
+    if (!s) {
+      std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+      return failure(recording.exit_status);
+    }
+    std::fprintf(stderr, "fxprof: wrote %s\n", path.c_str());
+  }
+  return std::nullopt;
+}
+
+// Sent on (issue: share with teammates, push to a fleet) from the written file, symbols baked on the way.
+// The exit status when that fails.
+std::optional<int> share_and_push(const RecordArgs& a, int exit_status) {
+  if (!a.sharing() && a.push.pyroscope.empty() && a.push.parca.empty()) return std::nullopt;
+  InputOptions input;
+  input.symbols = a.serve.symbols;
+  int rc = 0;
+  if (!a.push.pyroscope.empty() || !a.push.parca.empty()) rc = push_profile(a.output, input, a.push);
+  if (a.sharing() && rc == 0) rc = share_profile(a.output, input, a.share_options);
+  if (rc != 0) return exit_status != 0 ? exit_status : rc;
+  return std::nullopt;
+}
+
 }  // namespace
 
+// The passes of a recording: start the heap source, record, finish the heap, refuse an empty recording, name
+// and write, summary and exports, share/push, serve.
 int cmd_record(std::span<char*> args) {
   RecordArgs a;
   if (auto exit = parse_record_args(args, a)) return *exit;
   recorder::Options& rec = a.rec;
   server::ServeOptions& serve = a.serve;
-  const std::string& output = a.output;
-  const bool save_only = a.save_only, quiet = a.quiet, sharing = a.sharing();
+  const bool save_only = a.save_only, sharing = a.sharing();
   const int symbolicate = a.symbolicate;
-  const std::vector<std::string>& exports = a.exports;
-  std::optional<heap::Options>& heap_opt = a.heap;
 
-  // The heap library goes into the environment of the program we launch only (heap/heap.h).
-  std::unique_ptr<heap::HeapSource> heap_source;
-  if (heap_opt) {
-    // Its reader thread starts with the recording's signals blocked, as record() will block them in this one.
-    auto h = [&] {
-      recorder::RecordingSignalsBlocked blocked;
-      return heap::HeapSource::start(*heap_opt);
-    }();
-    if (!h) {
-      std::fprintf(stderr, "fxprof: %s\n", h.error().c_str());
-      return 1;
-    }
-    heap_source = std::move(*h);
-  }
-  // An allocator linked into the program makes calls the heap library never sees: as root, uprobes on its
-  // functions record them instead (recorder/heap_uprobes.h); otherwise a line says so, by name.
-  heap::OwnAllocator own;
-  std::unique_ptr<recorder::HeapUprobes> uprobes;
-  std::string uprobes_error;
-  if (heap_source && !rec.command.empty()) {
-    const std::string exe = recorder::command_path(rec.command[0]);
-    own = heap::own_allocator(exe);
-    if (!own.static_executable && !own.functions.empty()) {
-      std::vector<std::string> functions = own.functions;
-      functions.insert(functions.end(), own.frees.begin(), own.frees.end());
-      auto u = recorder::HeapUprobes::start(exe, functions);
-      if (u)
-        uprobes = std::move(*u);
-      else
-        uprobes_error = u.error();
-    }
-  }
+  HeapRecording heap;
+  if (!start_heap(a, heap)) return 1;
   // One symbolizer for the file, the summary, the exports and the server. Unless the frames stay raw, it
   // loads the binaries' symbols while the program runs (pipeline/preload.h): after the exit only lookups
   // remain.
@@ -117,158 +319,21 @@ int cmd_record(std::span<char*> args) {
   }
   auto recording = recorder::record(rec);
   const size_t preloaded = preloader ? preloader->stop() : 0;
-  std::string heap_lost;
-  if (heap_source) {
-    if (recording) {
-      const std::string& program = rec.command.at(0);
-      std::string uprobes_line;
-      if (uprobes) {
-        // Only the processes recorded (the probes are on the file: anything else running it is left out).
-        std::vector<heap::ExternalCall> calls = uprobes->finish();
-        std::erase_if(calls, [&](const heap::ExternalCall& c) {
-          for (const model::Process& p : recording->profile.processes)
-            if (p.pid == c.pid) return false;
-          return true;
-        });
-        heap_source->add_external(calls);
-        uprobes_line = heap::uprobes_line(program, uprobes->attached(), calls.size(), uprobes->dropped());
-      }
-      heap::Summary h = heap_source->finish(recording->profile);
-      const std::string line = uprobes ? "" : heap::own_allocator_line(program, own, uprobes_error);
-      if (!line.empty()) {
-        const recorder::QualityProblem q{"Allocator --heap cannot see: " + program, 1, line};
-        recorder::report_quality(recording->profile, {&q, 1});
-      }
-      if (!uprobes_line.empty()) std::fprintf(stderr, "fxprof: %s\n", uprobes_line.c_str());
-      if (h.lost_chunks > 0)
-        heap_lost = "fxprof: heap: " + std::to_string(h.lost_chunks) +
-                    " event chunks lost (the program closed the pipe)\n";
-    }
-    heap_source.reset();
-  }
+  const std::string heap_lost = finish_heap(heap, recording, rec);
   if (!recording) {
     std::fprintf(stderr, "fxprof: %s\n", recording.error().c_str());
     return recording.exit_code();
   }
   const int exit_status = recording->exit_status;
   const bool recording_hangup = recording->hangup;
-  const auto& st = recording->stats;
-  // Nothing sampled (and no heap data): an empty profile would look like a recording that worked. Say why
-  // instead and fail. After a hangup nobody reads the message: the profile (processes, threads) is written.
-  bool allocations = false;
-  for (const model::Process& proc : recording->profile.processes)
-    for (const model::Thread& t : proc.threads) allocations |= !t.allocations.empty();
-  // Attached to processes that never ran while their running children do the work: the wall-clock samples of
-  // their waiting are not what was asked for, the children are (a process alone asleep is a real profile).
-  bool idle_parents = !rec.pids.empty() && st.samples == st.off_cpu_samples;
-  if (idle_parents) {
-    bool kids = false;
-    for (int pid : rec.pids) kids |= !recorder::descendants(pid, 1).empty();
-    idle_parents = kids;
-  }
-  const uint64_t counted = idle_parents ? 0 : st.samples;
-  if (counted == 0 && !allocations && !recording_hangup) {
-    std::fprintf(stderr, "fxprof: %s\n", recorder::no_samples_message(rec, st).c_str());
-    return exit_status != 0 ? exit_status : 1;
-  }
+  if (auto exit = refuse_empty(rec, *recording)) return *exit;
 
   // A Ctrl-C while the profile is written must not leave a temporary file behind: hold SIGINT/SIGTERM until
   // the file is complete, then take a pending one as "do not serve".
   SignalHold hold;
-  // Names the model's frames (only the addresses samples use), then what needs the names: the Lock wait
-  // markers' "Held by".
-  // -v: what the user waits for once the recording ends (the recorder's own finish is in its passes line).
-  using Clock = std::chrono::steady_clock;
-  auto ms_since = [](Clock::time_point t) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-  };
-  // CPU time of all of fxprof's threads: the wall time above is stretched by whatever else runs.
-  auto cpu_ms = [] {
-    timespec ts{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
-  };
-  const Clock::time_point ended = Clock::now();
-  const double cpu_at_end = cpu_ms();
-  pipeline::SymbolicateStats named;
-  double symbols_ms = 0;
-  auto name_frames = [&] {
-    const Clock::time_point t = Clock::now();
-    named = pipeline::symbolicate(recording->profile, *symbols);
-    pipeline::add_lock_holders(recording->profile);
-    symbols_ms = ms_since(t);
-  };
-  // Self-contained: symbolicate the model and write the file once.
-  if ((symbolicate == 1 || (symbolicate == -1 && save_only)) && !hold.interrupted()) {
-    name_frames();
-    recording->profile.meta.presymbolicated = true;
-  } else if (!hold.interrupted()) {
-    // Served lazily: the front end names the frames, but "Held by" is a marker field, written now; only
-    // the Wakeup stacks are named for it, the file keeps raw addresses.
-    pipeline::add_lock_holders_unsymbolicated(recording->profile, [&](model::Profile& wakes) {
-      pipeline::symbolicate(wakes, *symbols);
-      // The debug files found missing on the way are the recording's: kept in the file's data quality, and
-      // said once (the summary's symbolication below finds them there and stays quiet).
-      for (const model::Meta::Problem& q : wakes.meta.data_quality) recording->profile.meta.add_problem(q);
-    });
-  }
-  const Clock::time_point writing = Clock::now();
-  if (auto s = gecko::write_gecko_profile(recording->profile, output); !s) {
-    std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
-    return exit_status != 0 ? exit_status : 1;
-  }
-  if (rec.verbose)
-    std::fprintf(stderr,
-                 "fxprof: after the recording: symbols %.1f ms (%zu binaries, %zu addresses; %zu binaries "
-                 "loaded while it ran), file %.1f ms, %.1f ms in all (%.1f ms of CPU)\n",
-                 symbols_ms, named.binaries, named.addresses, preloaded, ms_since(writing), ms_since(ended),
-                 cpu_ms() - cpu_at_end);
-  std::fprintf(stderr,
-               "fxprof: recorded %.2f s, %llu samples, %u threads, %u processes, %llu lost records -> %s\n",
-               st.duration_s, static_cast<unsigned long long>(st.samples), st.threads, st.processes,
-               static_cast<unsigned long long>(st.lost_records), output.c_str());
-  if (rec.event)
-    std::fprintf(stderr,
-                 "fxprof: sampled on %s, one sample per %llu event%s: %llu samples stand for ~%llu %s%s\n",
-                 rec.event->name.c_str(), static_cast<unsigned long long>(st.event_period),
-                 st.event_period == 1 ? "" : "s", static_cast<unsigned long long>(st.samples),
-                 static_cast<unsigned long long>(st.samples * st.event_period), rec.event->name.c_str(),
-                 st.lost_records ? " (some were lost: a larger -c samples fewer of them)" : "");
-  // The heap's figures and the top functions and the exports want names: symbolicate the model, unless it
-  // was for the file.
-  const bool heap = heap_opt.has_value();
-  if ((!quiet || !exports.empty() || heap) && !hold.interrupted()) {
-    if (!recording->profile.meta.presymbolicated) name_frames();
-    if (heap)
-      std::fputs(sinks::format_heap_summary(sinks::make_heap_report(recording->profile, 5), 5).c_str(),
-                 stderr);
-    std::fputs(heap_lost.c_str(), stderr);
-    if (!quiet) {
-      std::string top = sinks::top_self_summary(recording->profile, 5);
-      if (!top.empty()) std::fprintf(stderr, "fxprof: top self: %s\n", top.c_str());
-      std::string locks = pipeline::lock_wait_summary(recording->profile, 3);
-      if (!locks.empty()) std::fprintf(stderr, "fxprof: lock waits: %s\n", locks.c_str());
-    }
-    for (const std::string& format : exports) {
-      Status s;
-      std::string path;
-      if (format == "folded") {
-        path = sinks::output_beside(output, ".folded");
-        s = sinks::write_folded(recording->profile, path, {});
-      } else if (format == "pprof") {
-        path = sinks::output_beside(output, ".pb.gz");
-        s = sinks::write_pprof(recording->profile, path);
-      } else {
-        path = sinks::output_beside(output, ".svg");
-        s = sinks::write_flamegraph_svg(recording->profile, path, {});
-      }
-      if (!s) {
-        std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
-        return exit_status != 0 ? exit_status : 1;
-      }
-      std::fprintf(stderr, "fxprof: wrote %s\n", path.c_str());
-    }
-  }
+  FrameNamer name_frames{recording->profile, *symbols, {}, 0};
+  if (auto exit = name_and_write(a, *recording, *symbols, hold, name_frames, preloaded)) return *exit;
+  if (auto exit = summary_and_exports(a, *recording, hold, name_frames, heap_lost)) return *exit;
   serve.libs = pipeline::known_libs(recording->profile);     // no need to read the file back to serve it
   serve.view = gecko::gecko_view_query(recording->profile);  // every thread shown, the busiest selected
   // Binaries deleted while they ran are served through the recorder's descriptors (model::Lib::read_path).
@@ -281,25 +346,16 @@ int cmd_record(std::span<char*> args) {
     preloader.reset();  // its thread uses the symbolizer
     symbols.reset();
   }
-
-  // Sent on (issue: share with teammates, push to a fleet) from the written file, symbols baked on the way.
-  if (!hold.interrupted() && !recording_hangup &&
-      (sharing || !a.push.pyroscope.empty() || !a.push.parca.empty())) {
-    InputOptions input;
-    input.symbols = serve.symbols;
-    int rc = 0;
-    if (!a.push.pyroscope.empty() || !a.push.parca.empty()) rc = push_profile(output, input, a.push);
-    if (sharing && rc == 0) rc = share_profile(output, input, a.share_options);
-    if (rc != 0) return exit_status != 0 ? exit_status : rc;
-  }
+  if (!hold.interrupted() && !recording_hangup)
+    if (auto exit = share_and_push(a, exit_status)) return *exit;
   // After a hangup (closed terminal, dropped SSH) nobody is there to open the URL: the profile is the result.
   if (serving && !hold.interrupted()) {
     hold.release();  // the server handles Ctrl+C itself
-    serve.profile_path = output;
+    serve.profile_path = a.output;
     serve.symbolizer = &*symbols;
     if (auto s = server::serve_profile(serve); !s) {
       std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
-      return exit_status != 0 ? exit_status : 1;
+      return failure(exit_status);
     }
   }
   return exit_status;

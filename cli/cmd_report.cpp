@@ -1,5 +1,6 @@
 // `fxprof report IN`: where the time went, in the terminal (SSH sessions, CI logs) or as JSON for scripts.
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "cli/commands.h"
@@ -22,13 +23,17 @@ constexpr std::string_view kUsage =
 
 constexpr std::string_view kCommand = "report";
 
-}  // namespace
-
-int cmd_report(std::span<char*> args) {
+// What report's command line says.
+struct ReportArgs {
   InputOptions input;
   sinks::ReportOptions opts;
   bool json = false, heap = false;
   std::string in;
+};
+
+// Parses the arguments: nullopt to go on, else the exit status (after --help or an error, printed).
+std::optional<int> parse_report_args(std::span<char*> args, ReportArgs& a) {
+  sinks::ReportOptions& opts = a.opts;
   const Command command{
       kCommand,
       kUsage,
@@ -48,63 +53,70 @@ int cmd_report(std::span<char*> args) {
            "the heap instead (a profile recorded with --heap): allocations, bytes,\n"
            "the peak and the call paths that held it, leaks, temporary allocations,\n"
            "the top sites by bytes and by count, and a histogram of sizes",
-           set(heap, true)},
-          {"", "--json", "", "print JSON instead (the same numbers, for scripts)", set(json, true)},
-          symbol_dir_option(input.symbols.symbol_dirs),
+           set(a.heap, true)},
+          {"", "--json", "", "print JSON instead (the same numbers, for scripts)", set(a.json, true)},
+          symbol_dir_option(a.input.symbols.symbol_dirs),
           {"", "--no-symbolicate", "", "keep unresolved addresses as lib+0xoffset",
-           set(input.symbolicate, false)},
+           set(a.input.symbolicate, false)},
       },
-      one_operand(in, "profile")};
+      one_operand(a.in, "profile")};
   if (auto exit = parse_options(command, args)) return *exit;
-  if (in.empty()) return usage_error(kCommand, "which profile? give a .json or .json.gz file");
-  auto profile = load_profile_for_sinks(in, input);
+  if (a.in.empty()) return usage_error(kCommand, "which profile? give a .json or .json.gz file");
+  return std::nullopt;
+}
+
+// Text on standard output: 0, or 1 when it could not be written.
+int print_text(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return std::fflush(stdout) == 0 ? 0 : 1;
+}
+
+// One JSON document (what `body` writes) and a newline on standard output: 0, or 1 (said) when it failed.
+template <typename F>
+int print_json(F&& body) {
+  auto out = sinks::open_output("-");
+  {
+    JsonWriter w(**out);
+    body(w);
+  }
+  (*out)->write("\n");
+  if (auto s = (*out)->finish(); !s) {
+    std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+// --heap: the heap's report, or a line saying the profile has none.
+int report_heap(const model::Profile& profile, const ReportArgs& a) {
+  if (!sinks::has_heap_data(profile)) {
+    std::fprintf(stderr, "fxprof: %s has no heap data (record it with `fxprof record --heap`)\n",
+                 a.in.c_str());
+    return 1;
+  }
+  sinks::HeapReport h = sinks::make_heap_report(profile, a.opts.limit);
+  if (!a.json) return print_text(sinks::format_heap_report(h));
+  return print_json([&](JsonWriter& w) {
+    w.begin_object().key("heap");
+    sinks::write_heap_report_json(h, w);
+    w.end_object();
+  });
+}
+
+}  // namespace
+
+int cmd_report(std::span<char*> args) {
+  ReportArgs a;
+  if (auto exit = parse_report_args(args, a)) return *exit;
+  auto profile = load_profile_for_sinks(a.in, a.input);
   if (!profile) {
     std::fprintf(stderr, "fxprof: %s\n", profile.error().c_str());
     return profile.exit_code();
   }
-  if (heap) {
-    if (!sinks::has_heap_data(*profile)) {
-      std::fprintf(stderr, "fxprof: %s has no heap data (record it with `fxprof record --heap`)\n",
-                   in.c_str());
-      return 1;
-    }
-    sinks::HeapReport h = sinks::make_heap_report(*profile, opts.limit);
-    if (!json) {
-      std::string text = sinks::format_heap_report(h);
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      return std::fflush(stdout) == 0 ? 0 : 1;
-    }
-    auto out = sinks::open_output("-");
-    {
-      JsonWriter w(**out);
-      w.begin_object().key("heap");
-      sinks::write_heap_report_json(h, w);
-      w.end_object();
-    }
-    (*out)->write("\n");
-    if (auto s = (*out)->finish(); !s) {
-      std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
-      return 1;
-    }
-    return 0;
-  }
-  sinks::Report report = sinks::make_report(*profile, opts);
-  if (json) {
-    auto out = sinks::open_output("-");
-    {
-      JsonWriter w(**out);
-      sinks::write_report_json(report, w);
-    }
-    (*out)->write("\n");
-    if (auto s = (*out)->finish(); !s) {
-      std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
-      return 1;
-    }
-    return 0;
-  }
-  std::string text = sinks::format_report(report, opts);
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  return std::fflush(stdout) == 0 ? 0 : 1;
+  if (a.heap) return report_heap(*profile, a);
+  sinks::Report report = sinks::make_report(*profile, a.opts);
+  if (a.json) return print_json([&](JsonWriter& w) { sinks::write_report_json(report, w); });
+  return print_text(sinks::format_report(report, a.opts));
 }
 
 }  // namespace fxprof::cli

@@ -253,43 +253,45 @@ struct Session {
         }
       }
       if (retry) continue;
-      // Switches and migrations happen in the scheduler, never in user mode: user-space only they would
-      // read 0 whatever the program did.
-      if (exclude_kernel) {
-        std::string names;
-        for (size_t e = 0; e < res.events.size(); ++e)
-          if (res.events[e].type == PERF_TYPE_SOFTWARE &&
-              (res.events[e].config == PERF_COUNT_SW_CONTEXT_SWITCHES ||
-               res.events[e].config == PERF_COUNT_SW_CPU_MIGRATIONS)) {
-            res.total[e].available = false;
-            res.total[e].kernel_only = true;  // (its fds stay open: one may own a CPU's ring buffer)
-            names += (names.empty() ? "" : " and ") + res.events[e].name;
-          }
-        if (!names.empty())
-          res.notices.push_back(names + " happen in the kernel: not counted user-space only (<not counted>)");
-      }
-      // The kernel swaps the contexts of a parent and a child on a context switch between them when the
-      // child's is a full clone; the launched process's own events would then be the child's, and its exit
-      // would report nothing. A non-inherited event in the launched process's context makes every child's
-      // context a partial clone, never swapped with it (children's among themselves are, with their counts).
+      if (exclude_kernel) mark_kernel_only();
       anchors.clear();
-      if (launch) {
-        perf_event_attr d;
-        std::memset(&d, 0, sizeof d);
-        d.size = sizeof d;
-        d.type = PERF_TYPE_SOFTWARE;
-        d.config = PERF_COUNT_SW_DUMMY;
-        d.disabled = 1;
-        d.enable_on_exec = 1;
-        d.exclude_kernel = exclude_kernel ? 1 : 0;
-        for (size_t k = 0; k < static_cast<size_t>(ncpu); ++k) {
-          int err = 0;
-          anchors.push_back(event_open(d, targets[0], static_cast<int>(k), err));
-        }
-      }
+      if (launch) open_anchors(targets[0], ncpu);
       return {};
     }
     return Err("perf_event_open refused every event");
+  }
+  // Switches and migrations happen in the scheduler, never in user mode: user-space only they would read 0
+  // whatever the program did.
+  void mark_kernel_only() {
+    std::string names;
+    for (size_t e = 0; e < res.events.size(); ++e)
+      if (res.events[e].type == PERF_TYPE_SOFTWARE &&
+          (res.events[e].config == PERF_COUNT_SW_CONTEXT_SWITCHES ||
+           res.events[e].config == PERF_COUNT_SW_CPU_MIGRATIONS)) {
+        res.total[e].available = false;
+        res.total[e].kernel_only = true;  // (its fds stay open: one may own a CPU's ring buffer)
+        names += (names.empty() ? "" : " and ") + res.events[e].name;
+      }
+    if (!names.empty())
+      res.notices.push_back(names + " happen in the kernel: not counted user-space only (<not counted>)");
+  }
+  // The kernel swaps the contexts of a parent and a child on a context switch between them when the child's
+  // is a full clone; the launched process's own events would then be the child's, and its exit would report
+  // nothing. A non-inherited event in the launched process's context makes every child's context a partial
+  // clone, never swapped with it (children's among themselves are, with their counts).
+  void open_anchors(int pid, long ncpu) {
+    perf_event_attr d;
+    std::memset(&d, 0, sizeof d);
+    d.size = sizeof d;
+    d.type = PERF_TYPE_SOFTWARE;
+    d.config = PERF_COUNT_SW_DUMMY;
+    d.disabled = 1;
+    d.enable_on_exec = 1;
+    d.exclude_kernel = exclude_kernel ? 1 : 0;
+    for (size_t k = 0; k < static_cast<size_t>(ncpu); ++k) {
+      int err = 0;
+      anchors.push_back(event_open(d, pid, static_cast<int>(k), err));
+    }
   }
   // The fd that owns CPU k's ring: the first available event's.
   int ring_fd(size_t k) const {

@@ -52,10 +52,8 @@ std::string value_text(const EventSpec& e, const Count& c) {
   return b;
 }
 
-}  // namespace
-
-std::vector<Derived> derive(const StatResult& r) {
-  std::vector<Derived> out;
+// The software events' figures: CPUs utilized, switches, migrations and faults per CPU second.
+void derive_software(const StatResult& r, std::vector<Derived>& out) {
   const Count* clock = find(r, "task-clock");
   const double cpu_s = clock ? static_cast<double>(clock->value) / 1e9 : 0;
   if (clock && r.elapsed_s > 0) {
@@ -105,6 +103,11 @@ std::vector<Derived> derive(const StatResult& r) {
     out.push_back({"major-faults", "major faults", static_cast<double>(mj->value), "",
                    "Major faults waited for the disk (files not in the page cache, or swap): a second "
                    "run is faster if the page cache keeps them."});
+}
+
+// The PMU's figures: GHz, IPC, cache and branch miss rates.
+void derive_hardware(const StatResult& r, std::vector<Derived>& out) {
+  const Count* clock = find(r, "task-clock");
   const Count* cyc = find(r, "cycles");
   if (cyc && clock && clock->value)
     out.push_back({"cycles", "GHz", static_cast<double>(cyc->value) / static_cast<double>(clock->value),
@@ -139,6 +142,14 @@ std::vector<Derived> derive(const StatResult& r) {
                            "or branch-free code helps."
                          : "Branches are well predicted."});
   }
+}
+
+}  // namespace
+
+std::vector<Derived> derive(const StatResult& r) {
+  std::vector<Derived> out;
+  derive_software(r, out);
+  derive_hardware(r, out);
   return out;
 }
 

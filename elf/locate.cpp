@@ -47,6 +47,69 @@ const DebuginfodApi* debuginfod_api() {
   return api;
 }
 
+// A local place a debug file is looked for; `crc` set: a debuglink's, checked.
+struct Candidate {
+  std::string path;
+  const uint32_t* crc = nullptr;
+};
+
+// The local places, in order: the build-ID trees, the dwz alt link's places, the debuglink's (gdb's rule:
+// beside the binary, its .debug, the debug dirs), then <symbol dir>/<debug name>.debug.
+std::vector<Candidate> local_candidates(const DebugQuery& q, const LocatorOptions& options,
+                                        const std::string& want) {
+  std::vector<Candidate> out;
+  std::string rel = "/.build-id/" + want.substr(0, 2) + "/" + want.substr(2) + ".debug";
+  for (const auto& root : options.debug_dirs) out.push_back({root + rel});
+  for (const auto& root : options.symbol_dirs) out.push_back({root + rel});
+  if (!q.altlink.empty()) {
+    if (q.altlink.starts_with('/'))
+      out.push_back({q.altlink});
+    else if (!q.binary_path.empty())
+      out.push_back({dir_of(q.binary_path) + "/" + q.altlink});
+    const std::string name(base_name(q.altlink));
+    if (!name.empty() && name != "..")
+      for (const auto& root : options.symbol_dirs) out.push_back({root + "/" + name});
+  }
+  if (!q.debuglink.empty() && q.debuglink.find('/') == std::string::npos && !q.binary_path.empty()) {
+    std::string dir = dir_of(q.binary_path);
+    out.push_back({dir + "/" + q.debuglink, &q.debuglink_crc});
+    out.push_back({dir + "/.debug/" + q.debuglink, &q.debuglink_crc});
+    if (q.binary_path.starts_with('/'))
+      for (const auto& root : options.debug_dirs)
+        out.push_back({root + dir + "/" + q.debuglink, &q.debuglink_crc});
+    for (const auto& root : options.symbol_dirs) out.push_back({root + "/" + q.debuglink, &q.debuglink_crc});
+  }
+  const bool plain_name =
+      !q.debug_name.empty() && q.debug_name.find('/') == std::string::npos && q.debug_name != "..";
+  if (plain_name)
+    for (const auto& d : options.symbol_dirs) out.push_back({d + "/" + q.debug_name + ".debug"});
+  return out;
+}
+
+// debuginfod (when DEBUGINFOD_URLS is set): the downloaded file, when `try_path` takes it.
+template <typename TryPath, typename Note>
+std::optional<std::string> from_debuginfod(const DebugQuery& q, const LocatorOptions& options,
+                                           TryPath& try_path, Note& note) {
+  const char* urls = std::getenv("DEBUGINFOD_URLS");
+  if (!options.use_debuginfod || urls == nullptr || *urls == '\0') return std::nullopt;
+  const DebuginfodApi* api = debuginfod_api();
+  if (api == nullptr) note("debuginfod: libdebuginfod.so.1 cannot be loaded");
+  debuginfod_client* client = api ? api->begin() : nullptr;
+  if (client == nullptr) return std::nullopt;
+  char* path = nullptr;
+  int fd = api->find_debuginfo(client, q.build_id.data(), static_cast<int>(q.build_id.size()), &path);
+  std::optional<std::string> found;
+  if (fd >= 0) {
+    ::close(fd);
+    if (path != nullptr && try_path(path, nullptr)) found = std::string(path);
+  } else {
+    note("debuginfod: " + errno_text(-fd));
+  }
+  std::free(path);
+  api->end(client);
+  return found;
+}
+
 }  // namespace
 
 std::optional<std::string> locate_debug_file(const DebugQuery& q, const LocatorOptions& options,
@@ -79,63 +142,9 @@ std::optional<std::string> locate_debug_file(const DebugQuery& q, const LocatorO
     }
     return accept(path);
   };
-
-  std::string rel = "/.build-id/" + want.substr(0, 2) + "/" + want.substr(2) + ".debug";
-  for (const auto& root : options.debug_dirs)
-    if (try_path(root + rel, nullptr)) return root + rel;
-  for (const auto& root : options.symbol_dirs)
-    if (try_path(root + rel, nullptr)) return root + rel;
-
-  if (!q.altlink.empty()) {
-    std::vector<std::string> cands;
-    if (q.altlink.starts_with('/'))
-      cands.push_back(q.altlink);
-    else if (!q.binary_path.empty())
-      cands.push_back(dir_of(q.binary_path) + "/" + q.altlink);
-    const std::string name(base_name(q.altlink));
-    if (!name.empty() && name != "..")
-      for (const auto& root : options.symbol_dirs) cands.push_back(root + "/" + name);
-    for (const auto& c : cands)
-      if (try_path(c, nullptr)) return c;
-  }
-
-  if (!q.debuglink.empty() && q.debuglink.find('/') == std::string::npos && !q.binary_path.empty()) {
-    std::string dir = dir_of(q.binary_path);
-    std::vector<std::string> cands = {dir + "/" + q.debuglink, dir + "/.debug/" + q.debuglink};
-    if (q.binary_path.starts_with('/'))
-      for (const auto& root : options.debug_dirs) cands.push_back(root + dir + "/" + q.debuglink);
-    for (const auto& root : options.symbol_dirs) cands.push_back(root + "/" + q.debuglink);
-    for (const auto& c : cands)
-      if (try_path(c, &q.debuglink_crc)) return c;
-  }
-
-  const bool plain_name =
-      !q.debug_name.empty() && q.debug_name.find('/') == std::string::npos && q.debug_name != "..";
-  if (plain_name) {
-    for (const auto& d : options.symbol_dirs)
-      if (try_path(d + "/" + q.debug_name + ".debug", nullptr)) return d + "/" + q.debug_name + ".debug";
-  }
-
-  const char* urls = std::getenv("DEBUGINFOD_URLS");
-  if (options.use_debuginfod && urls != nullptr && *urls != '\0') {
-    const DebuginfodApi* api = debuginfod_api();
-    if (api == nullptr) note("debuginfod: libdebuginfod.so.1 cannot be loaded");
-    if (debuginfod_client* client = api ? api->begin() : nullptr) {
-      char* path = nullptr;
-      int fd = api->find_debuginfo(client, q.build_id.data(), static_cast<int>(q.build_id.size()), &path);
-      std::optional<std::string> found;
-      if (fd >= 0) {
-        ::close(fd);
-        if (path != nullptr && try_path(path, nullptr)) found = std::string(path);
-      } else {
-        note("debuginfod: " + errno_text(-fd));
-      }
-      std::free(path);
-      api->end(client);
-      if (found) return found;
-    }
-  }
-  return std::nullopt;
+  for (const Candidate& c : local_candidates(q, options, want))
+    if (try_path(c.path, c.crc)) return c.path;
+  return from_debuginfod(q, options, try_path, note);
 }
 
 }  // namespace fxprof::elf

@@ -321,6 +321,11 @@ class Reader {
   static uint64_t rel(double ms) { return to_ns(rel_to_ns(ms)); }
 
   bool read_meta(od::value v, bool top);
+  // read_meta's members that are objects or lists of their own.
+  bool read_categories(od::value v, std::vector<model::CategoryInfo>& out);
+  bool read_meta_extra(od::value v);
+  bool read_meta_heap(od::value v, ProcState& st);
+  bool read_marker_schemas(od::value v);
   bool read_libs(od::value v);
   bool read_counters(od::value v);
 

@@ -66,16 +66,7 @@ bool Reader::read_meta(od::value v, bool top) {
     // The model has one category list; a child's may be the longer one (its frames index into it).
     if (k == "categories" && !top) {
       std::vector<model::CategoryInfo> cats;
-      bool ok = elements(f, [&](od::value c) {
-        model::CategoryInfo ci;
-        bool r = fields(c, [&](std::string_view ck, od::value cv) {
-          if (ck == "name") return string(cv, ci.name);
-          if (ck == "color") return string(cv, ci.color);
-          return true;
-        });
-        cats.push_back(std::move(ci));
-        return r;
-      });
+      bool ok = read_categories(f, cats);
       if (ok && cats.size() > p_.meta.categories.size()) p_.meta.categories = std::move(cats);
       return ok;
     }
@@ -94,70 +85,8 @@ bool Reader::read_meta(od::value v, bool top) {
     }
     if (k == "mainMemory") return u64(f, p_.meta.machine.main_memory);
     if (k == "arguments") return string(f, p_.meta.machine.command_line);
-    if (k == "extra") {  // fxprof's "Stack walking" and "Data quality" sections (others are skipped)
-      return elements(f, [&](od::value section) {
-        std::string label;
-        model::Meta::StackWalk sw;
-        std::vector<model::Meta::Problem> quality;
-        bool ok = fields(section, [&](std::string_view sk, od::value sv) {
-          if (sk == "label") return string(sv, label);
-          if (sk != "entries") return true;
-          return elements(sv, [&](od::value e) {
-            std::string el;
-            uint64_t v = 0;
-            bool eok = fields(e, [&](std::string_view ek, od::value ev) {
-              if (ek == "label") return string(ev, el);
-              if (ek == "value") return u64(ev, v);
-              return true;
-            });
-            if (el == "Stacks unwound (DWARF)") sw.stacks = v;
-            if (el == "Ended at the end of the stack copy") sw.truncated = v;
-            if (el == "Failed (no unwind information)") sw.failed = v;
-            if (el == kStackWalkFramePointer) sw.frame_pointer = v;
-            if (el == kStackWalkScanned) sw.scanned = v;
-            quality.push_back({std::move(el), v});
-            return eok;
-          });
-        });
-        if (label == "Stack walking") p_.meta.stack_walk = sw;
-        if (label == kDataQuality) p_.meta.data_quality = std::move(quality);
-        return ok;
-      });
-    }
-    if (k == "fxprofHeap") {
-      model::Meta::HeapStats h;
-      bool ok = fields(f, [&](std::string_view hk, od::value hv) {
-        if (hk == "mode") {
-          std::string mode;
-          bool r = string(hv, mode);
-          h.sampled = mode == "sampled";
-          return r;
-        }
-        if (hk == "rate") return number(hv, h.rate_bytes, 0);
-        if (hk == "temporary") return u64(hv, h.temporary);
-        if (hk == "temporaryError") return u64(hv, h.temporary_error);
-        if (hk == "peakBytes") {
-          double b = 0;
-          bool r = number(hv, b, 0);
-          h.peak_bytes = static_cast<int64_t>(std::llround(b));
-          return r;
-        }
-        if (hk == "peakTime") return number(hv, st.heap_peak_ms);
-        if (hk != "sizes") return true;
-        return elements(hv, [&](od::value bin) {
-          model::Meta::HeapStats::SizeBin b;
-          size_t i = 0;
-          bool r = elements(bin, [&](od::value x) {
-            uint64_t* dst[3] = {&b.max_size, &b.count, &b.bytes};
-            return i < 3 ? u64(x, *dst[i++]) : true;
-          });
-          h.sizes.push_back(b);
-          return r;
-        });
-      });
-      p_.meta.heap = std::move(h);
-      return ok;
-    }
+    if (k == "extra") return read_meta_extra(f);
+    if (k == "fxprofHeap") return read_meta_heap(f, st);
     if (k == "fxprofSelectedThread") {
       uint64_t t = 0;
       if (!u64(f, t)) return false;
@@ -172,52 +101,9 @@ bool Reader::read_meta(od::value v, bool top) {
     }
     if (k == "categories") {
       p_.meta.categories.clear();
-      return elements(f, [&](od::value c) {
-        model::CategoryInfo ci;
-        bool ok = fields(c, [&](std::string_view ck, od::value cv) {
-          if (ck == "name") return string(cv, ci.name);
-          if (ck == "color") return string(cv, ci.color);
-          return true;
-        });
-        p_.meta.categories.push_back(std::move(ci));
-        return ok;
-      });
+      return read_categories(f, p_.meta.categories);
     }
-    if (k == "markerSchema") {
-      return elements(f, [&](od::value sv) {
-        model::MarkerSchema s;
-        bool ok = fields(sv, [&](std::string_view sk, od::value x) {
-          if (sk == "name") return string(x, s.name);
-          if (sk == "chartLabel") return string(x, s.chart_label);
-          if (sk == "tooltipLabel") return string(x, s.tooltip_label);
-          if (sk == "tableLabel") return string(x, s.table_label);
-          if (sk == "display") {
-            return elements(x, [&](od::value d) {
-              std::string str;
-              if (!string(d, str)) return false;
-              s.display.push_back(std::move(str));
-              return true;
-            });
-          }
-          if (sk == "data") {
-            return elements(x, [&](od::value d) {
-              model::MarkerSchemaField mf;
-              bool r = fields(d, [&](std::string_view dk, od::value dv) {
-                if (dk == "key") return string(dv, mf.key);
-                if (dk == "label") return string(dv, mf.label);
-                if (dk == "format") return string(dv, mf.format);
-                return true;
-              });
-              s.fields.push_back(std::move(mf));
-              return r;
-            });
-          }
-          return true;
-        });
-        p_.meta.marker_schemas.push_back(std::move(s));
-        return ok;
-      });
-    }
+    if (k == "markerSchema") return read_marker_schemas(f);
     return true;
   });
   if (top) {  // children are placed against the top level's start, so set it now
@@ -225,6 +111,122 @@ bool Reader::read_meta(od::value v, bool top) {
     p_.meta.start_monotonic_ns = st.has_mono ? st.mono_ns : 0;
   }
   return ok;
+}
+
+bool Reader::read_categories(od::value v, std::vector<model::CategoryInfo>& out) {
+  return elements(v, [&](od::value c) {
+    model::CategoryInfo ci;
+    bool ok = fields(c, [&](std::string_view ck, od::value cv) {
+      if (ck == "name") return string(cv, ci.name);
+      if (ck == "color") return string(cv, ci.color);
+      return true;
+    });
+    out.push_back(std::move(ci));
+    return ok;
+  });
+}
+
+// fxprof's "Stack walking" and "Data quality" sections (others are skipped).
+bool Reader::read_meta_extra(od::value v) {
+  return elements(v, [&](od::value section) {
+    std::string label;
+    model::Meta::StackWalk sw;
+    std::vector<model::Meta::Problem> quality;
+    bool ok = fields(section, [&](std::string_view sk, od::value sv) {
+      if (sk == "label") return string(sv, label);
+      if (sk != "entries") return true;
+      return elements(sv, [&](od::value e) {
+        std::string el;
+        uint64_t v = 0;
+        bool eok = fields(e, [&](std::string_view ek, od::value ev) {
+          if (ek == "label") return string(ev, el);
+          if (ek == "value") return u64(ev, v);
+          return true;
+        });
+        if (el == "Stacks unwound (DWARF)") sw.stacks = v;
+        if (el == "Ended at the end of the stack copy") sw.truncated = v;
+        if (el == "Failed (no unwind information)") sw.failed = v;
+        if (el == kStackWalkFramePointer) sw.frame_pointer = v;
+        if (el == kStackWalkScanned) sw.scanned = v;
+        quality.push_back({std::move(el), v});
+        return eok;
+      });
+    });
+    if (label == "Stack walking") p_.meta.stack_walk = sw;
+    if (label == kDataQuality) p_.meta.data_quality = std::move(quality);
+    return ok;
+  });
+}
+
+bool Reader::read_meta_heap(od::value v, ProcState& st) {
+  model::Meta::HeapStats h;
+  bool ok = fields(v, [&](std::string_view hk, od::value hv) {
+    if (hk == "mode") {
+      std::string mode;
+      bool r = string(hv, mode);
+      h.sampled = mode == "sampled";
+      return r;
+    }
+    if (hk == "rate") return number(hv, h.rate_bytes, 0);
+    if (hk == "temporary") return u64(hv, h.temporary);
+    if (hk == "temporaryError") return u64(hv, h.temporary_error);
+    if (hk == "peakBytes") {
+      double b = 0;
+      bool r = number(hv, b, 0);
+      h.peak_bytes = static_cast<int64_t>(std::llround(b));
+      return r;
+    }
+    if (hk == "peakTime") return number(hv, st.heap_peak_ms);
+    if (hk != "sizes") return true;
+    return elements(hv, [&](od::value bin) {
+      model::Meta::HeapStats::SizeBin b;
+      size_t i = 0;
+      bool r = elements(bin, [&](od::value x) {
+        uint64_t* dst[3] = {&b.max_size, &b.count, &b.bytes};
+        return i < 3 ? u64(x, *dst[i++]) : true;
+      });
+      h.sizes.push_back(b);
+      return r;
+    });
+  });
+  p_.meta.heap = std::move(h);
+  return ok;
+}
+
+bool Reader::read_marker_schemas(od::value v) {
+  return elements(v, [&](od::value sv) {
+    model::MarkerSchema s;
+    bool ok = fields(sv, [&](std::string_view sk, od::value x) {
+      if (sk == "name") return string(x, s.name);
+      if (sk == "chartLabel") return string(x, s.chart_label);
+      if (sk == "tooltipLabel") return string(x, s.tooltip_label);
+      if (sk == "tableLabel") return string(x, s.table_label);
+      if (sk == "display") {
+        return elements(x, [&](od::value d) {
+          std::string str;
+          if (!string(d, str)) return false;
+          s.display.push_back(std::move(str));
+          return true;
+        });
+      }
+      if (sk == "data") {
+        return elements(x, [&](od::value d) {
+          model::MarkerSchemaField mf;
+          bool r = fields(d, [&](std::string_view dk, od::value dv) {
+            if (dk == "key") return string(dv, mf.key);
+            if (dk == "label") return string(dv, mf.label);
+            if (dk == "format") return string(dv, mf.format);
+            return true;
+          });
+          s.fields.push_back(std::move(mf));
+          return r;
+        });
+      }
+      return true;
+    });
+    p_.meta.marker_schemas.push_back(std::move(s));
+    return ok;
+  });
 }
 
 bool Reader::read_libs(od::value v) {

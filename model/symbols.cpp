@@ -137,49 +137,40 @@ std::vector<SymbolRequest> symbol_requests(Profile& p) {
   return out;
 }
 
-void apply_symbols(Profile& p, const std::vector<SymbolRequest>& requests, ApplyTo scope) {
-  std::vector<const SymbolRequest*> by_binary;
-  for (const SymbolRequest& r : requests) {
-    if (r.binary >= by_binary.size()) by_binary.resize(r.binary + 1, nullptr);
-    by_binary[r.binary] = &r;
+namespace {
+
+// The new frame table as it is built: a frame that stays as it is copied once; a place's answer becomes a
+// chain of frames (inlined functions expanded) made once per (binary, address, role) and shared by every
+// process.
+class FrameRewriter {
+ public:
+  FrameRewriter(Profile& p, const std::vector<SymbolRequest>& requests, ApplyTo scope)
+      : p_(p), scope_(scope), kept_(p.frames.size(), kUnset) {
+    for (const SymbolRequest& r : requests) {
+      if (r.binary >= by_binary_.size()) by_binary_.resize(r.binary + 1, nullptr);
+      by_binary_[r.binary] = &r;
+    }
   }
-  auto answer = [&](BinaryId b, uint64_t addr) -> const Symbol* {
-    if (b >= by_binary.size() || !by_binary[b]) return nullptr;
-    const SymbolRequest& r = *by_binary[b];
-    auto it = std::lower_bound(r.addresses.begin(), r.addresses.end(), addr);
-    if (it == r.addresses.end() || *it != addr) return nullptr;
-    size_t i = static_cast<size_t>(it - r.addresses.begin());
-    return i < r.answers.size() && !r.answers[i].empty() ? &r.answers[i] : nullptr;
-  };
 
-  FrameTable frames;
-  StackTable stacks;
-  stacks.reserve(p.stacks.size());
-  constexpr FrameId kUnset = UINT32_MAX;
-  std::vector<FrameId> kept(p.frames.size(), kUnset);  // old frame -> new, for frames copied as they are
-  // (binary, rel, role) -> new frames, outermost first; shared by every process.
-  std::unordered_map<ChainKey, std::vector<FrameId>, ChainKeyHash> chains;
-  std::vector<uint8_t> roles(p.stacks.size(), 0);
-  std::vector<std::array<StackId, 2>> remap(p.stacks.size(), {kNoStack, kNoStack});  // [leaf, caller]
-
-  auto frames_for = [&](FrameId old, const Place& pl, uint8_t role,
-                        std::vector<FrameId>& scratch) -> const std::vector<FrameId>& {
-    const Frame& f = p.frames.get(old);
-    const bool requested = pl.binary < by_binary.size() && by_binary[pl.binary];
-    if (pl.binary == kNoBinary || (scope == ApplyTo::RequestedBinaries && !requested)) {
-      if (kept[old] == kUnset) kept[old] = frames.intern(f);
-      scratch.assign(1, kept[old]);
+  // The new frames of an old one at `pl` (as a leaf or as a caller), outermost first.
+  const std::vector<FrameId>& frames_for(FrameId old, const Place& pl, uint8_t role,
+                                         std::vector<FrameId>& scratch) {
+    const Frame& f = p_.frames.get(old);
+    const bool requested = pl.binary < by_binary_.size() && by_binary_[pl.binary];
+    if (pl.binary == kNoBinary || (scope_ == ApplyTo::RequestedBinaries && !requested)) {
+      if (kept_[old] == kUnset) kept_[old] = frames_.intern(f);
+      scratch.assign(1, kept_[old]);
       return scratch;
     }
     const Symbol* sym = answer(pl.binary, asked(pl, role));
     ChainKey key{pl.binary, static_cast<uint8_t>(!sym ? 2 : role == kCaller ? 1 : 0), pl.rel};
-    auto [it, inserted] = chains.try_emplace(key);
+    auto [it, inserted] = chains_.try_emplace(key);
     if (!inserted) return it->second;
     if (!sym) {
       Frame u = f;
       u.address = pl.rel;
       u.binary = pl.binary;
-      it->second.push_back(frames.intern(u));
+      it->second.push_back(frames_.intern(u));
       return it->second;
     }
     uint8_t depth = 0;
@@ -189,46 +180,83 @@ void apply_symbols(Profile& p, const std::vector<SymbolRequest>& requests, Apply
       n.category = f.category;
       n.address = pl.rel;
       n.binary = pl.binary;
-      n.name = p.strings.intern(sf.function);
-      n.file = sf.file.empty() ? kNoString : p.strings.intern(sf.file);
+      n.name = p_.strings.intern(sf.function);
+      n.file = sf.file.empty() ? kNoString : p_.strings.intern(sf.file);
       n.line = sf.line;
       n.inline_depth = depth;
       if (depth < UINT8_MAX) ++depth;
-      it->second.push_back(frames.intern(n));
+      it->second.push_back(frames_.intern(n));
     }
     return it->second;
-  };
+  }
 
-  std::vector<FrameId> scratch;
-  for (Process& proc : p.processes) {
-    std::vector<Mapping> maps = mappings_of(p, proc);
-    std::vector<StackId> used = mark_used(p, proc, roles);
-    for (StackId s : used) {
-      StackId old_prefix = p.stacks.prefix(s);
-      StackId parent = old_prefix == kNoStack ? kNoStack : remap[old_prefix][1];
-      FrameId old_frame = p.stacks.frame(s);
-      Place pl = place_of(p.frames.get(old_frame), maps);
-      for (uint8_t role : {kLeaf, kCaller}) {
-        if (!(roles[s] & role)) continue;
-        StackId node = parent;
-        for (FrameId nf : frames_for(old_frame, pl, role, scratch)) node = stacks.intern(node, nf);
-        remap[s][role == kLeaf ? 0 : 1] = node;
-      }
-    }
-    for (Thread& t : proc.threads) {
-      for (Sample& smp : t.samples)
-        if (smp.stack != kNoStack) smp.stack = remap[smp.stack][0];
-      for (Marker& m : t.markers)
-        if (m.stack != kNoStack) m.stack = remap[m.stack][1];
-      for (Allocation& a : t.allocations)
-        if (a.stack != kNoStack) a.stack = remap[a.stack][1];
-    }
-    for (StackId s : used) {
-      roles[s] = 0;
-      remap[s] = {kNoStack, kNoStack};
+  FrameTable take() { return std::move(frames_); }
+
+ private:
+  static constexpr FrameId kUnset = UINT32_MAX;
+
+  const Symbol* answer(BinaryId b, uint64_t addr) const {
+    if (b >= by_binary_.size() || !by_binary_[b]) return nullptr;
+    const SymbolRequest& r = *by_binary_[b];
+    auto it = std::lower_bound(r.addresses.begin(), r.addresses.end(), addr);
+    if (it == r.addresses.end() || *it != addr) return nullptr;
+    size_t i = static_cast<size_t>(it - r.addresses.begin());
+    return i < r.answers.size() && !r.answers[i].empty() ? &r.answers[i] : nullptr;
+  }
+
+  Profile& p_;
+  const ApplyTo scope_;
+  std::vector<const SymbolRequest*> by_binary_;
+  FrameTable frames_;
+  std::vector<FrameId> kept_;  // old frame -> new, for frames copied as they are
+  // (binary, rel, role) -> new frames, outermost first; shared by every process.
+  std::unordered_map<ChainKey, std::vector<FrameId>, ChainKeyHash> chains_;
+};
+
+// The stacks of one process rebuilt on the new frames, and its samples, markers and allocations pointed at
+// them. `roles` and `remap` are dense over all old stacks, cleared again on return.
+void rewrite_process(Profile& p, Process& proc, FrameRewriter& rewriter, StackTable& stacks,
+                     std::vector<uint8_t>& roles, std::vector<std::array<StackId, 2>>& remap,
+                     std::vector<FrameId>& scratch) {
+  std::vector<Mapping> maps = mappings_of(p, proc);
+  std::vector<StackId> used = mark_used(p, proc, roles);
+  for (StackId s : used) {
+    StackId old_prefix = p.stacks.prefix(s);
+    StackId parent = old_prefix == kNoStack ? kNoStack : remap[old_prefix][1];
+    FrameId old_frame = p.stacks.frame(s);
+    Place pl = place_of(p.frames.get(old_frame), maps);
+    for (uint8_t role : {kLeaf, kCaller}) {
+      if (!(roles[s] & role)) continue;
+      StackId node = parent;
+      for (FrameId nf : rewriter.frames_for(old_frame, pl, role, scratch)) node = stacks.intern(node, nf);
+      remap[s][role == kLeaf ? 0 : 1] = node;
     }
   }
-  p.frames = std::move(frames);
+  for (Thread& t : proc.threads) {
+    for (Sample& smp : t.samples)
+      if (smp.stack != kNoStack) smp.stack = remap[smp.stack][0];
+    for (Marker& m : t.markers)
+      if (m.stack != kNoStack) m.stack = remap[m.stack][1];
+    for (Allocation& a : t.allocations)
+      if (a.stack != kNoStack) a.stack = remap[a.stack][1];
+  }
+  for (StackId s : used) {
+    roles[s] = 0;
+    remap[s] = {kNoStack, kNoStack};
+  }
+}
+
+}  // namespace
+
+void apply_symbols(Profile& p, const std::vector<SymbolRequest>& requests, ApplyTo scope) {
+  FrameRewriter rewriter(p, requests, scope);
+  StackTable stacks;
+  stacks.reserve(p.stacks.size());
+  std::vector<uint8_t> roles(p.stacks.size(), 0);
+  std::vector<std::array<StackId, 2>> remap(p.stacks.size(), {kNoStack, kNoStack});  // [leaf, caller]
+  std::vector<FrameId> scratch;
+  for (Process& proc : p.processes) rewrite_process(p, proc, rewriter, stacks, roles, remap, scratch);
+  p.frames = rewriter.take();
   p.stacks = std::move(stacks);
 }
 

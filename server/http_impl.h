@@ -105,6 +105,18 @@ struct ProfileServer::Impl {
   void on_event(Conn& c);
   void advance(std::unique_ptr<Conn> c);  // runs a poller-held connection as far as its bytes allow
   void step(std::unique_ptr<Conn>& c);
+  // step's passes, one per phase: what its loop does next. kHeld: the connection was handed on (to a worker,
+  // or to wait for the body budget).
+  enum class Next { kAgain, kWait, kClose, kHeld };
+  struct Turn {
+    size_t moved = 0, answers = 0;  // bytes and answers of this turn of the poller
+  };
+  Next step_head(Conn& c, Turn& t);
+  Next step_body(std::unique_ptr<Conn>& cp, Turn& t);
+  Next step_write(Conn& c, Turn& t);
+  Next step_linger(Conn& c, Turn& t);
+  void start_head(Conn& c);
+  void start_write(Conn& c);
   void close(int fd);
   void watch(Conn& c, uint32_t events);
   void worker_loop();

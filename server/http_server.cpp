@@ -98,196 +98,227 @@ void ProfileServer::Impl::advance(std::unique_ptr<Conn> cp) {
   if (cp) release_body(*cp);  // closed: its body no longer counts
 }
 
+void ProfileServer::Impl::start_write(Conn& c) {
+  c.phase = Conn::kWrite;
+  uint64_t total = c.out_head.size() + c.out_body.size() + (c.file_end - c.file_off);
+  auto extra = std::chrono::seconds(total / kMinWriteRate);
+  c.deadline = Clock::now() + write_timeout + std::chrono::duration_cast<std::chrono::milliseconds>(extra);
+}
+
+void ProfileServer::Impl::start_head(Conn& c) {
+  c.phase = Conn::kHead;
+  c.req = http::Request();
+  c.decoder.reset();
+  c.out_head.clear();
+  std::string().swap(c.out_body);
+  c.since = Clock::now();
+  c.idle = c.in.empty();
+  c.deadline = c.since + head_timeout;
+  if (c.in.capacity() > http::kMaxHead * 4) c.in.shrink_to_fit();
+}
+
 // Runs a connection the poller holds as far as the bytes at hand allow: reads, parses, answers, writes,
 // and either waits for the socket again (into `conns`), hands it to a worker (`ready`), or leaves it in
 // `cp` to be closed.
 void ProfileServer::Impl::step(std::unique_ptr<Conn>& cp) {
   Conn& c = *cp;
   const int fd = c.fd.get();
-  auto now = [] { return Clock::now(); };
-  auto start_write = [&] {
-    c.phase = Conn::kWrite;
-    uint64_t total = c.out_head.size() + c.out_body.size() + (c.file_end - c.file_off);
-    auto extra = std::chrono::seconds(total / kMinWriteRate);
-    c.deadline = now() + write_timeout + std::chrono::duration_cast<std::chrono::milliseconds>(extra);
-  };
-  auto start_head = [&] {
-    c.phase = Conn::kHead;
-    c.req = http::Request();
-    c.decoder.reset();
-    c.out_head.clear();
-    std::string().swap(c.out_body);
-    c.since = now();
-    c.idle = c.in.empty();
-    c.deadline = c.since + head_timeout;
-    if (c.in.capacity() > http::kMaxHead * 4) c.in.shrink_to_fit();
-  };
   // A fair share of the poller per turn: a peer that pipelines requests and reads every answer, or a big
   // profile to a fast reader, continues on the next turn, after everyone else's events.
-  size_t moved = 0, answers = 0;
+  Turn t;
   bool yield = false;
   for (;;) {
     if (stopping) return;
-    if (moved >= kTurnBytes || answers >= kTurnAnswers) {
+    if (t.moved >= kTurnBytes || t.answers >= kTurnAnswers) {
       yield = true;
       break;
     }
-    if (c.phase == Conn::kHead) {
-      size_t end = http::head_end(c.in);
-      if (end == std::string::npos && c.in.size() <= http::kMaxHead) {
-        ssize_t n = ::recv(fd, chunk.data(), std::min(chunk.size(), http::kMaxHead + 1 - c.in.size()), 0);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-        if (n <= 0) return;  // closed or failed
-        if (c.idle) {
-          c.idle = false;
-          c.since = now();  // the head deadline runs from its first byte
-          c.deadline = c.since + head_timeout;
-        }
-        c.in.append(chunk.data(), static_cast<size_t>(n));
-        moved += static_cast<size_t>(n);
-        continue;
-      }
-      ++answers;
-      if (end == std::string::npos || end > http::kMaxHead) {
-        refuse(c, 431, false);
-        start_write();
-        continue;
-      }
-      std::string_view head(c.in.data(), end);
-      bool parsed = http::parse_head(head, c.req);
-      c.in.erase(0, end);
-      if (!parsed) {
-        refuse(c, 400, false);
-        start_write();
-        continue;
-      }
-      if (answer(c)) {
-        start_write();
-        continue;
-      }
-      // An API request: its body, then a worker.
-      http::Framing f = http::framing(c.req);
-      c.decoder.emplace(f);
-      c.phase = Conn::kBody;
-      c.deadline = now() + body_timeout;
-      c.reserve = f.chunked ? 0 : f.length;
-      if (const std::string* ex = c.req.header("expect");
-          ex && (*ex == "100-continue" || *ex == "100-Continue"))
-        (void)!::send(fd, "HTTP/1.1 100 Continue\r\n\r\n", 25, MSG_NOSIGNAL | MSG_DONTWAIT);
-      continue;
+    Next next = Next::kClose;  // kWorker: not ours
+    switch (c.phase) {
+      case Conn::kHead:
+        next = step_head(c, t);
+        break;
+      case Conn::kBody:
+        next = step_body(cp, t);
+        break;
+      case Conn::kWrite:
+        next = step_write(c, t);
+        break;
+      case Conn::kLinger:
+        next = step_linger(c, t);
+        break;
+      case Conn::kWorker:
+        break;
     }
-    if (c.phase == Conn::kBody && c.reserve > 0) {
-      // A Content-Length body is taken whole from the budget before its first byte is read; when the budget
-      // is spent, the connection waits (its body deadline running) until others give theirs back.
-      if (body_bytes + c.reserve > kBodyBudget && body_bytes > 0) {
-        ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, fd, nullptr);  // no events until then (watch() re-adds)
-        deferred.push_back(fd);
-        conns.emplace(fd, std::move(cp));
-        return;
-      }
-      c.body.reserve(c.reserve + kPadding);
-      c.reserve = 0;
-      c.body_accounted = c.body.capacity();
-      body_bytes += c.body_accounted;
-    }
-    if (c.phase == Conn::kBody) {
-      auto st = c.decoder->feed(c.in, c.body);
-      if (c.body.size() > c.body_accounted) {  // chunked bodies grow as they come
-        body_bytes += c.body.size() - c.body_accounted;
-        c.body_accounted = c.body.size();
-      }
-      if (st == http::BodyDecoder::kMore && body_bytes > kBodyBudget) st = http::BodyDecoder::kTooLarge;
-      if (st == http::BodyDecoder::kDone) {
-        if (c.body.capacity() < c.body.size() + kPadding) c.body.reserve(c.body.size() + kPadding);
-        c.phase = Conn::kWorker;
-        ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, fd, nullptr);
-        ++busy;
-        {
-          std::lock_guard lock(mu);
-          ready.push_back(std::move(cp));
-        }
-        cv.notify_one();
-        return;
-      }
-      if (st != http::BodyDecoder::kMore) {
-        int status = st == http::BodyDecoder::kBad ? 400 : body_bytes > kBodyBudget ? 503 : 413;
-        release_body(c);
-        refuse(c, status, true);
-        c.linger = true;
-        start_write();
-        continue;
-      }
-      ssize_t n = ::recv(fd, chunk.data(), chunk.size(), 0);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      if (n <= 0) return;
-      c.in.append(chunk.data(), static_cast<size_t>(n));
-      moved += static_cast<size_t>(n);
-      continue;
-    }
-    if (c.phase == Conn::kWrite) {
-      size_t head_left = c.out_head.size() - std::min(c.out_sent, c.out_head.size());
-      size_t body_from = c.out_sent > c.out_head.size() ? c.out_sent - c.out_head.size() : 0;
-      size_t body_left = c.out_body.size() - body_from;
-      if (head_left == 0 && body_left == 0 && c.file_off < c.file_end) {
-        // The next piece of the profile, from the descriptor opened at start.
-        size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, c.file_end - c.file_off));
-        c.out_body.resize(want);
-        ssize_t n = ::pread(profile_fd.get(), c.out_body.data(), want, static_cast<off_t>(c.file_off));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return;  // the file shrank under us: end this response (the length cannot be met)
-        c.out_body.resize(static_cast<size_t>(n));
-        c.file_off += static_cast<uint64_t>(n);
-        c.out_head.clear();
-        c.out_sent = 0;
-        continue;
-      }
-      if (head_left == 0 && body_left == 0) {  // written
-        if (c.linger) {
-          ::shutdown(fd, SHUT_WR);
-          c.phase = Conn::kLinger;
-          c.deadline = now() + std::chrono::milliseconds(kLingerMs);
-          c.out_sent = 0;  // counts the bytes dropped from here on
-          c.out_head.clear();
-          std::string().swap(c.out_body);
-          continue;
-        }
-        if (!c.keep) return;
-        start_head();
-        continue;
-      }
-      iovec iov[2] = {{c.out_head.data() + (c.out_head.size() - head_left), head_left},
-                      {c.out_body.data() + body_from, body_left}};
-      msghdr msg{};
-      msg.msg_iov = head_left ? iov : iov + 1;
-      msg.msg_iovlen = head_left ? 2 : 1;
-      ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      if (n < 0) return;
-      c.out_sent += static_cast<size_t>(n);
-      moved += static_cast<size_t>(n);
-      continue;
-    }
-    if (c.phase == Conn::kLinger) {
-      // The client may still be sending the body we refused: read and drop some of it after our answer,
-      // so that closing does not reset the connection before the client has read the answer.
-      ssize_t n = ::recv(fd, chunk.data(), chunk.size(), 0);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      if (n <= 0) return;
-      c.out_sent += static_cast<size_t>(n);
-      moved += static_cast<size_t>(n);
-      if (c.out_sent >= kLingerBytes) return;
-      continue;
-    }
-    return;  // kWorker: not ours
+    if (next == Next::kAgain) continue;
+    if (next == Next::kWait) break;
+    return;  // closed or failed (cp closes it), or handed on
   }
   // Waiting for the socket, or for the next turn.
   watch(c, c.phase == Conn::kWrite ? EPOLLOUT : EPOLLIN);
   if (yield) again.push_back(fd);
   conns.emplace(fd, std::move(cp));
+}
+
+// Reads a head, then answers it at once or goes on to its body.
+ProfileServer::Impl::Next ProfileServer::Impl::step_head(Conn& c, Turn& t) {
+  const int fd = c.fd.get();
+  size_t end = http::head_end(c.in);
+  if (end == std::string::npos && c.in.size() <= http::kMaxHead) {
+    ssize_t n = ::recv(fd, chunk.data(), std::min(chunk.size(), http::kMaxHead + 1 - c.in.size()), 0);
+    if (n < 0 && errno == EINTR) return Next::kAgain;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Next::kWait;
+    if (n <= 0) return Next::kClose;  // closed or failed
+    if (c.idle) {
+      c.idle = false;
+      c.since = Clock::now();  // the head deadline runs from its first byte
+      c.deadline = c.since + head_timeout;
+    }
+    c.in.append(chunk.data(), static_cast<size_t>(n));
+    t.moved += static_cast<size_t>(n);
+    return Next::kAgain;
+  }
+  ++t.answers;
+  if (end == std::string::npos || end > http::kMaxHead) {
+    refuse(c, 431, false);
+    start_write(c);
+    return Next::kAgain;
+  }
+  std::string_view head(c.in.data(), end);
+  bool parsed = http::parse_head(head, c.req);
+  c.in.erase(0, end);
+  if (!parsed) {
+    refuse(c, 400, false);
+    start_write(c);
+    return Next::kAgain;
+  }
+  if (answer(c)) {
+    start_write(c);
+    return Next::kAgain;
+  }
+  // An API request: its body, then a worker.
+  http::Framing f = http::framing(c.req);
+  c.decoder.emplace(f);
+  c.phase = Conn::kBody;
+  c.deadline = Clock::now() + body_timeout;
+  c.reserve = f.chunked ? 0 : f.length;
+  if (const std::string* ex = c.req.header("expect"); ex && (*ex == "100-continue" || *ex == "100-Continue"))
+    (void)!::send(fd, "HTTP/1.1 100 Continue\r\n\r\n", 25, MSG_NOSIGNAL | MSG_DONTWAIT);
+  return Next::kAgain;
+}
+
+// Reads a body within the budget, then hands the request to a worker (or refuses it).
+ProfileServer::Impl::Next ProfileServer::Impl::step_body(std::unique_ptr<Conn>& cp, Turn& t) {
+  Conn& c = *cp;
+  const int fd = c.fd.get();
+  if (c.reserve > 0) {
+    // A Content-Length body is taken whole from the budget before its first byte is read; when the budget
+    // is spent, the connection waits (its body deadline running) until others give theirs back.
+    if (body_bytes + c.reserve > kBodyBudget && body_bytes > 0) {
+      ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, fd, nullptr);  // no events until then (watch() re-adds)
+      deferred.push_back(fd);
+      conns.emplace(fd, std::move(cp));
+      return Next::kHeld;
+    }
+    c.body.reserve(c.reserve + kPadding);
+    c.reserve = 0;
+    c.body_accounted = c.body.capacity();
+    body_bytes += c.body_accounted;
+  }
+  auto st = c.decoder->feed(c.in, c.body);
+  if (c.body.size() > c.body_accounted) {  // chunked bodies grow as they come
+    body_bytes += c.body.size() - c.body_accounted;
+    c.body_accounted = c.body.size();
+  }
+  if (st == http::BodyDecoder::kMore && body_bytes > kBodyBudget) st = http::BodyDecoder::kTooLarge;
+  if (st == http::BodyDecoder::kDone) {
+    if (c.body.capacity() < c.body.size() + kPadding) c.body.reserve(c.body.size() + kPadding);
+    c.phase = Conn::kWorker;
+    ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, fd, nullptr);
+    ++busy;
+    {
+      std::lock_guard lock(mu);
+      ready.push_back(std::move(cp));
+    }
+    cv.notify_one();
+    return Next::kHeld;
+  }
+  if (st != http::BodyDecoder::kMore) {
+    int status = st == http::BodyDecoder::kBad ? 400 : body_bytes > kBodyBudget ? 503 : 413;
+    release_body(c);
+    refuse(c, status, true);
+    c.linger = true;
+    start_write(c);
+    return Next::kAgain;
+  }
+  ssize_t n = ::recv(fd, chunk.data(), chunk.size(), 0);
+  if (n < 0 && errno == EINTR) return Next::kAgain;
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Next::kWait;
+  if (n <= 0) return Next::kClose;
+  c.in.append(chunk.data(), static_cast<size_t>(n));
+  t.moved += static_cast<size_t>(n);
+  return Next::kAgain;
+}
+
+// Writes the answer (the profile's bytes read piece by piece), then lingers, closes or reads the next head.
+ProfileServer::Impl::Next ProfileServer::Impl::step_write(Conn& c, Turn& t) {
+  const int fd = c.fd.get();
+  size_t head_left = c.out_head.size() - std::min(c.out_sent, c.out_head.size());
+  size_t body_from = c.out_sent > c.out_head.size() ? c.out_sent - c.out_head.size() : 0;
+  size_t body_left = c.out_body.size() - body_from;
+  if (head_left == 0 && body_left == 0 && c.file_off < c.file_end) {
+    // The next piece of the profile, from the descriptor opened at start.
+    size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, c.file_end - c.file_off));
+    c.out_body.resize(want);
+    ssize_t n = ::pread(profile_fd.get(), c.out_body.data(), want, static_cast<off_t>(c.file_off));
+    if (n < 0 && errno == EINTR) return Next::kAgain;
+    if (n <= 0)
+      return Next::kClose;  // the file shrank under us: end this response (the length cannot be met)
+    c.out_body.resize(static_cast<size_t>(n));
+    c.file_off += static_cast<uint64_t>(n);
+    c.out_head.clear();
+    c.out_sent = 0;
+    return Next::kAgain;
+  }
+  if (head_left == 0 && body_left == 0) {  // written
+    if (c.linger) {
+      ::shutdown(fd, SHUT_WR);
+      c.phase = Conn::kLinger;
+      c.deadline = Clock::now() + std::chrono::milliseconds(kLingerMs);
+      c.out_sent = 0;  // counts the bytes dropped from here on
+      c.out_head.clear();
+      std::string().swap(c.out_body);
+      return Next::kAgain;
+    }
+    if (!c.keep) return Next::kClose;
+    start_head(c);
+    return Next::kAgain;
+  }
+  iovec iov[2] = {{c.out_head.data() + (c.out_head.size() - head_left), head_left},
+                  {c.out_body.data() + body_from, body_left}};
+  msghdr msg{};
+  msg.msg_iov = head_left ? iov : iov + 1;
+  msg.msg_iovlen = head_left ? 2 : 1;
+  ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (n < 0 && errno == EINTR) return Next::kAgain;
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Next::kWait;
+  if (n < 0) return Next::kClose;
+  c.out_sent += static_cast<size_t>(n);
+  t.moved += static_cast<size_t>(n);
+  return Next::kAgain;
+}
+
+// The client may still be sending the body we refused: read and drop some of it after our answer, so that
+// closing does not reset the connection before the client has read the answer.
+ProfileServer::Impl::Next ProfileServer::Impl::step_linger(Conn& c, Turn& t) {
+  ssize_t n = ::recv(c.fd.get(), chunk.data(), chunk.size(), 0);
+  if (n < 0 && errno == EINTR) return Next::kAgain;
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Next::kWait;
+  if (n <= 0) return Next::kClose;
+  c.out_sent += static_cast<size_t>(n);
+  t.moved += static_cast<size_t>(n);
+  if (c.out_sent >= kLingerBytes) return Next::kClose;
+  return Next::kAgain;
 }
 
 void ProfileServer::Impl::worker_loop() {

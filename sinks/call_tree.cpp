@@ -128,8 +128,14 @@ CallTree CallTree::build(const model::Profile& profile, FunctionTable& functions
   }
 
   index.release();
+  t.sum_totals();
+  t.link_children(functions);
+  return t;
+}
 
-  // Totals bottom-up: a child always has a larger index than its parent.
+// Totals bottom-up: a child always has a larger index than its parent.
+void CallTree::sum_totals() {
+  CallTree& t = *this;
   for (auto& n : t.nodes_) {
     n.total += n.self;
     n.total_cpu_ns += n.self_cpu_ns;
@@ -139,8 +145,11 @@ CallTree CallTree::build(const model::Profile& profile, FunctionTable& functions
     t.nodes_[n.parent].total += n.total;
     t.nodes_[n.parent].total_cpu_ns += n.total_cpu_ns;
   }
+}
 
-  // Children lists (CSR), sorted by function name then id.
+// Children lists (CSR), sorted by function name then id.
+void CallTree::link_children(const FunctionTable& functions) {
+  CallTree& t = *this;
   const size_t nn = t.nodes_.size();
   t.child_begin_.assign(nn + 1, 0);
   for (size_t i = 1; i < nn; ++i) ++t.child_begin_[t.nodes_[i].parent + 1];
@@ -162,7 +171,6 @@ CallTree CallTree::build(const model::Profile& profile, FunctionTable& functions
         t.children_.begin() + t.child_begin_[i], t.children_.begin() + t.child_begin_[i + 1],
         [&](uint32_t a, uint32_t b) { return rank[t.nodes_[a].function] < rank[t.nodes_[b].function]; });
   }
-  return t;
 }
 
 std::vector<CallTree::FunctionStat> CallTree::function_stats(uint32_t root) const {

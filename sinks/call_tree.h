@@ -80,6 +80,10 @@ class CallTree {
   }
 
  private:
+  // build's passes after the samples: totals bottom-up, then the children lists.
+  void sum_totals();
+  void link_children(const FunctionTable& functions);
+
   std::vector<Node> nodes_;
   std::vector<uint32_t>
       child_begin_;  // CSR: children of n are children_[child_begin_[n] .. child_begin_[n+1])

@@ -177,35 +177,67 @@ constexpr const char* kScript = R"JS(
 })();
 )JS";
 
-}  // namespace
+// Writes one flame graph: its head (size, style, title, buttons), a group per frame, then the script.
+class SvgWriter {
+ public:
+  SvgWriter(const CallTree& tree, const SvgOptions& options, OutputFile& out)
+      : tree_(tree),
+        options_(options),
+        out_(out),
+        total_(std::max<uint64_t>(tree.total_samples(), 1)),
+        width_(options.width),
+        scale_((width_ - 2 * kPad) / static_cast<double>(total_)),
+        x_of_(tree.nodes().size(), 0) {
+    // Deepest visible node decides the height.
+    uint32_t max_depth = 0;
+    for (const auto& n : tree.nodes())
+      if (static_cast<double>(n.total) * scale_ >= options.min_width)
+        max_depth = std::max(max_depth, n.depth);
+    height_ = kTop + (max_depth + 1) * kFrameHeight + kBottom;
+    s_.reserve(1 << 18);
+  }
 
-void write_flamegraph_svg(const CallTree& tree, const FunctionTable& functions, const SvgOptions& options,
-                          OutputFile& out) {
-  const uint64_t total = std::max<uint64_t>(tree.total_samples(), 1);
-  const double W = options.width, scale = (W - 2 * kPad) / static_cast<double>(total);
-  // Deepest visible node decides the height.
-  uint32_t max_depth = 0;
-  for (const auto& n : tree.nodes())
-    if (static_cast<double>(n.total) * scale >= options.min_width) max_depth = std::max(max_depth, n.depth);
-  const double H = kTop + (max_depth + 1) * kFrameHeight + kBottom;
-  auto frame_y = [&](uint32_t depth) {
-    return options.icicle ? kTop + depth * kFrameHeight : H - kBottom - (depth + 1) * kFrameHeight;
-  };
+  void head();
+  // Frames: the root ("all") then a depth-first walk, each child starting where its previous sibling ended.
+  void frames(const FunctionTable& functions);
+  void finish() {
+    s_ += "<script type=\"text/ecmascript\"><![CDATA[";
+    s_ += kScript;
+    s_ += "]]></script>\n</svg>\n";
+    out_.write(s_);
+  }
 
-  std::string s;
-  s.reserve(1 << 18);
-  auto flush = [&] {
-    if (s.size() >= (1 << 18)) {
-      out.write(s);
-      s.clear();
+ private:
+  double frame_y(uint32_t depth) const {
+    return options_.icicle ? kTop + depth * kFrameHeight : height_ - kBottom - (depth + 1) * kFrameHeight;
+  }
+  void flush() {
+    if (s_.size() >= (1 << 18)) {
+      out_.write(s_);
+      s_.clear();
     }
-  };
+  }
+  void frame(uint32_t n, std::string_view name, const Function* f);
+
+  const CallTree& tree_;
+  const SvgOptions& options_;
+  OutputFile& out_;
+  const uint64_t total_;
+  const double width_, scale_;
+  double height_ = 0;
+  std::vector<uint64_t> x_of_;  // each node's first sample, in the root's
+  std::string s_;
+};
+
+void SvgWriter::head() {
+  std::string& s = s_;
+  const double W = width_, H = height_;
   s += "<?xml version=\"1.0\" standalone=\"no\"?>\n";
   s += "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt("%.0f", W) +
        "\" height=\"" + fmt("%.0f", H) + "\" viewBox=\"0 0 " + fmt("%.0f", W) + " " + fmt("%.0f", H) +
        "\" data-width=\"" + fmt("%.0f", W) + "\" data-pad=\"" + fmt("%.0f", kPad) + "\" data-total=\"" +
-       std::to_string(total) + "\" data-icicle=\"" + (options.icicle ? "1" : "0") + "\" data-charw=\"" +
-       fmt("%.3f", kCharWidth) + "\" data-scale=\"" + fmt("%.9g", scale) + "\">\n";
+       std::to_string(total_) + "\" data-icicle=\"" + (options_.icicle ? "1" : "0") + "\" data-charw=\"" +
+       fmt("%.3f", kCharWidth) + "\" data-scale=\"" + fmt("%.9g", scale_) + "\">\n";
   s += "<style>text{font-family:Verdana,'DejaVu Sans',sans-serif;font-size:" + fmt("%.0f", kFontSize) +
        "px;fill:#000}g.f text{pointer-events:none}g.f:hover rect{stroke:#000;stroke-width:0.5;cursor:pointer}"
        "g.parent rect{opacity:0.55}#title{font-size:17px;text-anchor:middle}#subtitle{text-anchor:middle;"
@@ -213,11 +245,11 @@ void write_flamegraph_svg(const CallTree& tree, const FunctionTable& functions, 
        "#matched{text-anchor:end}</style>\n";
   s += "<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#f8f8f8\"/>\n";
   s += "<text id=\"title\" x=\"" + fmt("%.1f", W / 2) + "\" y=\"24\">";
-  append_xml(s, options.title);
+  append_xml(s, options_.title);
   s += "</text>\n";
-  if (!options.subtitle.empty()) {
+  if (!options_.subtitle.empty()) {
     s += "<text id=\"subtitle\" x=\"" + fmt("%.1f", W / 2) + "\" y=\"44\">";
-    append_xml(s, options.subtitle);
+    append_xml(s, options_.subtitle);
     s += "</text>\n";
   }
   s += "<text id=\"unzoom\" class=\"button\" x=\"" + fmt("%.0f", kPad) +
@@ -228,74 +260,82 @@ void write_flamegraph_svg(const CallTree& tree, const FunctionTable& functions, 
   s +=
       "<text id=\"matched\" x=\"" + fmt("%.0f", W - kPad) + "\" y=\"" + fmt("%.0f", H - 12) + "\"> </text>\n";
   s += "<text id=\"details\" x=\"" + fmt("%.0f", kPad) + "\" y=\"" + fmt("%.0f", H - 12) + "\"> </text>\n";
-  if (!options.detail_suffix_doc.empty()) {
+  if (!options_.detail_suffix_doc.empty()) {
     s += "<text x=\"" + fmt("%.0f", kPad) + "\" y=\"44\" style=\"fill:#555\">";
-    append_xml(s, options.detail_suffix_doc);
+    append_xml(s, options_.detail_suffix_doc);
     s += "</text>\n";
   }
+}
 
-  // Frames: the root ("all") then a depth-first walk, each child starting where its previous sibling ended.
-  std::vector<uint64_t> x_of(tree.nodes().size(), 0);
-  auto emit = [&](uint32_t n, std::string_view name, const Function* f) {
-    const auto& node = tree.node(n);
-    const double w = static_cast<double>(node.total) * scale;
-    const double x = kPad + static_cast<double>(x_of[n]) * scale, y = frame_y(node.depth);
-    const double delta = options.delta ? options.delta(n) : NAN;
-    std::string fill =
-        f ? colour(*f, node.inlined, delta)
-          : (std::isnan(delta) ? std::string("rgb(230,180,120)") : colour(Function{}, false, delta));
-    s += "<g class=\"f\" data-n=\"";
-    append_xml(s, name);
-    s += "\" data-s=\"" + std::to_string(node.total) + "\" data-x=\"" + std::to_string(x_of[n]) +
-         "\" data-d=\"" + std::to_string(node.depth) + "\" data-fill=\"" + fill + "\"";
-    std::string extra = options.extra_details ? options.extra_details(n) : std::string();
-    if (!extra.empty()) {
-      s += " data-extra=\"";
-      append_xml(s, extra);
-      s += "\"";
-    }
-    s += "><title>";
-    append_xml(s, name);
-    s += " (" + std::to_string(node.total) + " samples, " +
-         fmt("%.2f", 100.0 * static_cast<double>(node.total) / static_cast<double>(total)) + "%";
+void SvgWriter::frame(uint32_t n, std::string_view name, const Function* f) {
+  std::string& s = s_;
+  const auto& node = tree_.node(n);
+  const double w = static_cast<double>(node.total) * scale_;
+  const double x = kPad + static_cast<double>(x_of_[n]) * scale_, y = frame_y(node.depth);
+  const double delta = options_.delta ? options_.delta(n) : NAN;
+  std::string fill =
+      f ? colour(*f, node.inlined, delta)
+        : (std::isnan(delta) ? std::string("rgb(230,180,120)") : colour(Function{}, false, delta));
+  s += "<g class=\"f\" data-n=\"";
+  append_xml(s, name);
+  s += "\" data-s=\"" + std::to_string(node.total) + "\" data-x=\"" + std::to_string(x_of_[n]) +
+       "\" data-d=\"" + std::to_string(node.depth) + "\" data-fill=\"" + fill + "\"";
+  std::string extra = options_.extra_details ? options_.extra_details(n) : std::string();
+  if (!extra.empty()) {
+    s += " data-extra=\"";
     append_xml(s, extra);
-    s += ")</title><rect x=\"" + fmt("%.3f", x) + "\" y=\"" + fmt("%.1f", y) + "\" width=\"" +
-         fmt("%.3f", w) + "\" height=\"" + fmt("%.1f", kFrameHeight - 1) + "\" rx=\"2\" fill=\"" + fill +
-         "\"/><text x=\"" + fmt("%.2f", x + 3) + "\" y=\"" + fmt("%.1f", y + kFrameHeight - 4.5) + "\">";
-    const size_t fits = w < 3 * kCharWidth ? 0 : static_cast<size_t>((w - 6) / kCharWidth);
-    if (name.size() <= fits) {
-      append_xml(s, name);
-    } else if (fits > 2) {
-      append_xml(s, name.substr(0, fits - 2));
-      s += "..";
-    }
-    s += "</text></g>\n";
-    flush();
-  };
-  emit(0, "all", nullptr);
-  std::vector<uint64_t> next_x(tree.nodes().size(), 0);  // where the next child of a node starts
-  std::vector<uint32_t> skip_below;                      // depth-first: skip subtrees of too-narrow nodes
-  tree.walk(
+    s += "\"";
+  }
+  s += "><title>";
+  append_xml(s, name);
+  s += " (" + std::to_string(node.total) + " samples, " +
+       fmt("%.2f", 100.0 * static_cast<double>(node.total) / static_cast<double>(total_)) + "%";
+  append_xml(s, extra);
+  s += ")</title><rect x=\"" + fmt("%.3f", x) + "\" y=\"" + fmt("%.1f", y) + "\" width=\"" + fmt("%.3f", w) +
+       "\" height=\"" + fmt("%.1f", kFrameHeight - 1) + "\" rx=\"2\" fill=\"" + fill + "\"/><text x=\"" +
+       fmt("%.2f", x + 3) + "\" y=\"" + fmt("%.1f", y + kFrameHeight - 4.5) + "\">";
+  const size_t fits = w < 3 * kCharWidth ? 0 : static_cast<size_t>((w - 6) / kCharWidth);
+  if (name.size() <= fits) {
+    append_xml(s, name);
+  } else if (fits > 2) {
+    append_xml(s, name.substr(0, fits - 2));
+    s += "..";
+  }
+  s += "</text></g>\n";
+  flush();
+}
+
+void SvgWriter::frames(const FunctionTable& functions) {
+  frame(0, "all", nullptr);
+  std::vector<uint64_t> next_x(tree_.nodes().size(), 0);  // where the next child of a node starts
+  std::vector<uint32_t> skip_below;                       // depth-first: skip subtrees of too-narrow nodes
+  tree_.walk(
       0,
       [&](uint32_t n) {
-        const auto& node = tree.node(n);
-        x_of[n] = x_of[node.parent] + next_x[node.parent];
+        const auto& node = tree_.node(n);
+        x_of_[n] = x_of_[node.parent] + next_x[node.parent];
         next_x[node.parent] += node.total;
         if (!skip_below.empty()) return;
-        if (static_cast<double>(node.total) * scale < options.min_width) {
+        if (static_cast<double>(node.total) * scale_ < options_.min_width) {
           skip_below.push_back(n);
           return;
         }
         const Function& f = functions.function(node.function);
-        emit(n, f.name, &f);
+        frame(n, f.name, &f);
       },
       [&](uint32_t n) {
         if (!skip_below.empty() && skip_below.back() == n) skip_below.pop_back();
       });
-  s += "<script type=\"text/ecmascript\"><![CDATA[";
-  s += kScript;
-  s += "]]></script>\n</svg>\n";
-  out.write(s);
+}
+
+}  // namespace
+
+void write_flamegraph_svg(const CallTree& tree, const FunctionTable& functions, const SvgOptions& options,
+                          OutputFile& out) {
+  SvgWriter w(tree, options, out);
+  w.head();
+  w.frames(functions);
+  w.finish();
 }
 
 Status write_flamegraph_svg(const model::Profile& profile, const std::string& path,

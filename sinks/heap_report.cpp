@@ -267,8 +267,10 @@ std::string format_heap_summary(const HeapReport& r, size_t n) {
   return out;
 }
 
-std::string format_heap_report(const HeapReport& r) {
-  std::string out;
+namespace {
+
+// The totals: allocations, frees, temporary, peak, leaked.
+void format_heap_totals(const HeapReport& r, std::string& out) {
   char line[1024];
   if (r.sampled)
     std::snprintf(
@@ -309,46 +311,60 @@ std::string format_heap_report(const HeapReport& r) {
   std::snprintf(line, sizeof line, "  leaked:           %s in %s blocks (still allocated at exit)\n",
                 estimate_text(r, r.leaked_bytes).c_str(), count_text(r.leaked_blocks).c_str());
   out += line;
-  auto section = [&](const char* title, const std::vector<HeapSite>& sites) {
-    out += "\n";
-    out += title;
-    out += "\n";
-    if (sites.empty()) out += "  (none)\n";
-    for (const HeapSite& s : sites) {
-      std::snprintf(line, sizeof line, "  %10s in %10s blocks: %s\n", bytes_text(s.bytes).c_str(),
-                    count_text(s.count).c_str(), s.name.c_str());
-      out += line;
-      for (size_t i = 1; i < s.call_path.size() && i <= 6; ++i)
-        out += "        from " + s.call_path[i] + "\n";
-    }
-  };
-  section("Held at the peak:", r.peak_sites);
-  section("Leaked (still allocated at exit):", r.top_leak_sites);
-  section("Most bytes allocated:", r.top_alloc_sites);
-  section("Most allocations:", r.top_count_sites);
-  if (!r.sizes.empty()) {
-    out += "\nSizes:\n";
-    uint64_t most = 0, all = 0;
-    for (const auto& b : r.sizes) {
-      most = std::max(most, b.count);
-      all += b.count;
-    }
-    uint64_t lo = 0;
-    for (const auto& b : r.sizes) {
-      std::string range = b.max_size == 1
-                              ? "0-1 B"
-                              : std::to_string(lo + 1) + "-" + bytes_text(static_cast<int64_t>(b.max_size));
-      if (b.max_size == UINT64_MAX) range = "> 8 EiB";
-      const int bar =
-          most ? static_cast<int>(40.0 * static_cast<double>(b.count) / static_cast<double>(most) + 0.5) : 0;
-      std::snprintf(line, sizeof line, "  %-16s %10s blocks %5.1f%%  %s\n", range.c_str(),
-                    count_text(b.count).c_str(),
-                    all ? 100.0 * static_cast<double>(b.count) / static_cast<double>(all) : 0.0,
-                    std::string(static_cast<size_t>(bar), '#').c_str());
-      out += line;
-      lo = b.max_size;
-    }
+}
+
+// A list of sites under its title, each with up to 6 callers.
+void format_sites(const char* title, const std::vector<HeapSite>& sites, std::string& out) {
+  char line[1024];
+  out += "\n";
+  out += title;
+  out += "\n";
+  if (sites.empty()) out += "  (none)\n";
+  for (const HeapSite& s : sites) {
+    std::snprintf(line, sizeof line, "  %10s in %10s blocks: %s\n", bytes_text(s.bytes).c_str(),
+                  count_text(s.count).c_str(), s.name.c_str());
+    out += line;
+    for (size_t i = 1; i < s.call_path.size() && i <= 6; ++i) out += "        from " + s.call_path[i] + "\n";
   }
+}
+
+// The histogram of block sizes.
+void format_sizes(const HeapReport& r, std::string& out) {
+  if (r.sizes.empty()) return;
+  char line[1024];
+  out += "\nSizes:\n";
+  uint64_t most = 0, all = 0;
+  for (const auto& b : r.sizes) {
+    most = std::max(most, b.count);
+    all += b.count;
+  }
+  uint64_t lo = 0;
+  for (const auto& b : r.sizes) {
+    std::string range = b.max_size == 1
+                            ? "0-1 B"
+                            : std::to_string(lo + 1) + "-" + bytes_text(static_cast<int64_t>(b.max_size));
+    if (b.max_size == UINT64_MAX) range = "> 8 EiB";
+    const int bar =
+        most ? static_cast<int>(40.0 * static_cast<double>(b.count) / static_cast<double>(most) + 0.5) : 0;
+    std::snprintf(line, sizeof line, "  %-16s %10s blocks %5.1f%%  %s\n", range.c_str(),
+                  count_text(b.count).c_str(),
+                  all ? 100.0 * static_cast<double>(b.count) / static_cast<double>(all) : 0.0,
+                  std::string(static_cast<size_t>(bar), '#').c_str());
+    out += line;
+    lo = b.max_size;
+  }
+}
+
+}  // namespace
+
+std::string format_heap_report(const HeapReport& r) {
+  std::string out;
+  format_heap_totals(r, out);
+  format_sites("Held at the peak:", r.peak_sites, out);
+  format_sites("Leaked (still allocated at exit):", r.top_leak_sites, out);
+  format_sites("Most bytes allocated:", r.top_alloc_sites, out);
+  format_sites("Most allocations:", r.top_count_sites, out);
+  format_sizes(r, out);
   return out;
 }
 

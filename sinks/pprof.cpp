@@ -97,14 +97,9 @@ void value_type(protozero::pbf_writer& top, protozero::pbf_tag_type tag, int64_t
   v.add_int64(pb::kUnit, unit);
 }
 
-}  // namespace
-
-void write_pprof(const model::Profile& profile, OutputFile& out) {
-  FunctionTable functions(profile);
-  Strings strings;
-  Writer w(out);
-  auto& top = w.top();
-
+// The profile's header: sample types, period, time, comment. True when it carries heap values (record
+// --heap).
+bool write_header(protozero::pbf_writer& top, Strings& strings, const model::Profile& profile) {
   value_type(top, pb::kSampleType, strings.intern("samples"), strings.intern("count"));
   value_type(top, pb::kSampleType, strings.intern("cpu"), strings.intern("nanoseconds"));
   // Wall-clock samples of a blocked or preempted thread (leaf: an Idle label such as "[blocked: futex]"),
@@ -129,123 +124,190 @@ void write_pprof(const model::Profile& profile, OutputFile& out) {
     top.add_int64(pb::kDurationNanos,
                   static_cast<int64_t>(*profile.meta.end_monotonic_ns - profile.meta.start_monotonic_ns));
   top.add_int64(pb::kComment, strings.intern("recorded by " + profile.meta.product));
+  return heap;
+}
 
-  // Mappings: one per library of a process that a location uses; id = position + 1.
-  struct MappingInfo {
-    const model::Lib* lib;
-    bool named = false;  // some location in it has a symbolicated function
-  };
-  std::vector<MappingInfo> mappings;
-  std::unordered_map<const model::Lib*, uint64_t> mapping_id;
-  auto mapping_for = [&](const model::Lib* l) -> uint64_t {
-    if (!l) return 0;
-    auto [it, inserted] = mapping_id.try_emplace(l, mappings.size() + 1);
-    if (inserted) mappings.push_back({l});
-    return it->second;
-  };
-  // The mapping of a binary in a process (frames symbolicated on the model hold binary-relative addresses).
-  std::vector<std::unordered_map<model::BinaryId, const model::Lib*>> binary_libs(profile.processes.size());
-  for (size_t pi = 0; pi < profile.processes.size(); ++pi)
-    for (const model::Lib* l : model::disjoint_libs(profile.processes[pi]))
-      for (model::BinaryId b = 0; b < profile.binaries.size(); ++b) {
-        const model::Binary& bin = profile.binaries[b];
-        const bool same = !bin.breakpad_id.empty()
-                              ? bin.debug_name == l->debug_name && bin.breakpad_id == l->breakpad_id
-                              : bin.path == l->path && bin.name == l->name;
-        if (same) binary_libs[pi].try_emplace(b, l);
-      }
+// Mappings and locations, written as they are first used; the functions the locations' lines use.
+class Locations {
+ public:
+  Locations(const model::Profile& profile, FunctionTable& functions, protozero::pbf_writer& top)
+      : profile_(profile), functions_(functions), top_(top), binary_libs_(profile.processes.size()) {
+    // The mapping of a binary in a process (frames symbolicated on the model hold binary-relative addresses).
+    for (size_t pi = 0; pi < profile.processes.size(); ++pi)
+      for (const model::Lib* l : model::disjoint_libs(profile.processes[pi]))
+        for (model::BinaryId b = 0; b < profile.binaries.size(); ++b) {
+          const model::Binary& bin = profile.binaries[b];
+          const bool same = !bin.breakpad_id.empty()
+                                ? bin.debug_name == l->debug_name && bin.breakpad_id == l->breakpad_id
+                                : bin.path == l->path && bin.name == l->name;
+          if (same) binary_libs_[pi].try_emplace(b, l);
+        }
+  }
 
-  // Locations: one per (process, innermost frame of an inline run), written as they are first used. An
-  // inline run is the frames of one address, depth 0 (the function the code is in) to n; its Lines are
-  // innermost first, as pprof wants them.
-  std::unordered_map<uint64_t, uint64_t> location_id;  // process << 32 | innermost frame
-  std::vector<bool> function_used;
-  auto location_of = [&](size_t process, std::span<const model::FrameId> run) -> uint64_t {
+  // One location per (process, innermost frame of an inline run), written when first used. An inline run is
+  // the frames of one address, depth 0 (the function the code is in) to n; its Lines are innermost first, as
+  // pprof wants them.
+  uint64_t of(size_t process, std::span<const model::FrameId> run) {
     auto [it, inserted] =
-        location_id.try_emplace((static_cast<uint64_t>(process) << 32) | run[0], location_id.size() + 1);
+        location_id_.try_emplace((static_cast<uint64_t>(process) << 32) | run[0], location_id_.size() + 1);
     if (!inserted) return it->second;
-    const model::Frame& fr = profile.frames.get(run[0]);
-    protozero::pbf_writer loc(top, pb::kLocation);
+    const model::Frame& fr = profile_.frames.get(run[0]);
+    protozero::pbf_writer loc(top_, pb::kLocation);
     loc.add_uint64(pb::kLocId, it->second);
     if (fr.kind == model::FrameKind::Native) {
       const model::Lib* l = nullptr;
       uint64_t address = fr.address;
       if (fr.binary != model::kNoBinary) {
-        auto b = binary_libs[process].find(fr.binary);
-        if (b != binary_libs[process].end()) {
+        auto b = binary_libs_[process].find(fr.binary);
+        if (b != binary_libs_[process].end()) {
           l = b->second;
           address = fr.address + (l->start - l->offset);
         }
       } else {
-        l = functions.lib_at(process, fr.address);
+        l = functions_.lib_at(process, fr.address);
       }
       if (uint64_t m = mapping_for(l)) {
         loc.add_uint64(pb::kMappingId, m);
-        if (fr.name != model::kNoString) mappings[m - 1].named = true;
+        if (fr.name != model::kNoString) mappings_[m - 1].named = true;
       }
       loc.add_uint64(pb::kAddress, address);
     } else if (fr.kind == model::FrameKind::Kernel) {
       loc.add_uint64(pb::kAddress, fr.address);
     }
     for (model::FrameId f : run) {  // innermost first
-      for (const FrameLine& line_info : functions.lines(process, f)) {
+      for (const FrameLine& line_info : functions_.lines(process, f)) {
         protozero::pbf_writer line(loc, pb::kLine);
         line.add_uint64(pb::kFunctionId, line_info.function + 1);
         if (line_info.line) line.add_int64(pb::kLineNumber, line_info.line);
-        if (function_used.size() <= line_info.function) function_used.resize(line_info.function + 1);
-        function_used[line_info.function] = true;
+        if (function_used_.size() <= line_info.function) function_used_.resize(line_info.function + 1);
+        function_used_[line_info.function] = true;
       }
     }
     return it->second;
-  };
+  }
 
-  // Samples: aggregated per thread by stack.
+  // The mappings and functions used, after the samples.
+  void write_tables(Strings& strings, Writer& w) {
+    for (size_t i = 0; i < mappings_.size(); ++i) {
+      const model::Lib& l = *mappings_[i].lib;
+      protozero::pbf_writer m(top_, pb::kMapping);
+      m.add_uint64(pb::kMapId, i + 1);
+      m.add_uint64(pb::kMemoryStart, l.start);
+      m.add_uint64(pb::kMemoryLimit, l.end);
+      m.add_uint64(pb::kFileOffset, l.offset);
+      m.add_int64(pb::kFilename, strings.intern(l.path.empty() ? l.name : l.path));
+      if (!l.code_id.empty()) m.add_int64(pb::kBuildId, strings.intern(l.code_id));
+      m.add_bool(pb::kHasFunctions, mappings_[i].named);
+      m.add_bool(pb::kHasFilenames, mappings_[i].named);
+      m.add_bool(pb::kHasLineNumbers, mappings_[i].named);
+      m.add_bool(pb::kHasInlineFrames, mappings_[i].named);
+    }
+    w.maybe_flush();
+    for (size_t i = 0; i < function_used_.size(); ++i) {
+      if (!function_used_[i]) continue;
+      const Function& f = functions_.function(static_cast<FunctionId>(i));
+      protozero::pbf_writer fn(top_, pb::kFunction);
+      fn.add_uint64(pb::kFnId, i + 1);
+      fn.add_int64(pb::kName, strings.intern(f.name));
+      fn.add_int64(pb::kSystemName, strings.intern(f.system_name));
+      if (!f.file.empty()) fn.add_int64(pb::kFnFilename, strings.intern(f.file));
+      if (f.start_line) fn.add_int64(pb::kStartLine, f.start_line);
+    }
+    w.maybe_flush();
+  }
+
+ private:
+  // Mappings: one per library of a process that a location uses; id = position + 1.
+  struct MappingInfo {
+    const model::Lib* lib;
+    bool named = false;  // some location in it has a symbolicated function
+  };
+  uint64_t mapping_for(const model::Lib* l) {
+    if (!l) return 0;
+    auto [it, inserted] = mapping_id_.try_emplace(l, mappings_.size() + 1);
+    if (inserted) mappings_.push_back({l});
+    return it->second;
+  }
+
+  const model::Profile& profile_;
+  FunctionTable& functions_;
+  protozero::pbf_writer& top_;
+  std::vector<MappingInfo> mappings_;
+  std::unordered_map<const model::Lib*, uint64_t> mapping_id_;
+  std::vector<std::unordered_map<model::BinaryId, const model::Lib*>> binary_libs_;
+  std::unordered_map<uint64_t, uint64_t> location_id_;  // process << 32 | innermost frame
+  std::vector<bool> function_used_;
+};
+
+struct Weight {
+  int64_t count = 0, cpu_ns = 0, off_cpu_ns = 0;
+  int64_t alloc_n = 0, alloc_b = 0, inuse_n = 0, inuse_b = 0;
+};
+
+// A thread's samples and allocations summed by stack; `order` gets the stacks as first seen.
+class ThreadWeights {
+ public:
+  explicit ThreadWeights(const model::Profile& profile)
+      : profile_(profile), interval_ns_(static_cast<int64_t>(profile.meta.interval_ms * 1e6)) {}
+
+  void sum(const model::Thread& th) {
+    per_stack_.clear();
+    order.clear();
+    for (const model::Sample& s : th.samples) {
+      if (s.stack == model::kNoStack) continue;
+      auto [it, inserted] = per_stack_.try_emplace(s.stack);
+      if (inserted) order.push_back(s.stack);
+      ++it->second.count;
+      if (s.cpu_delta_ns > 0) it->second.cpu_ns += s.cpu_delta_ns;
+      if (off_cpu(s.stack)) it->second.off_cpu_ns += interval_ns_;
+    }
+    freed_.clear();
+    for (const model::Allocation& a : th.allocations)
+      if (a.bytes < 0) freed_.insert(a.address);
+    for (const model::Allocation& a : th.allocations) {
+      if (a.bytes < 0 || a.stack == model::kNoStack) continue;
+      auto [it, inserted] = per_stack_.try_emplace(a.stack);
+      if (inserted) order.push_back(a.stack);
+      it->second.alloc_n += a.count;
+      it->second.alloc_b += a.bytes;
+      if (!freed_.contains(a.address)) {
+        it->second.inuse_n += a.count;
+        it->second.inuse_b += a.bytes;
+      }
+    }
+  }
+  const Weight& of(model::StackId st) { return per_stack_[st]; }
+
+  std::vector<model::StackId> order;
+
+ private:
+  bool off_cpu(model::StackId st) const {
+    const model::Frame& leaf = profile_.frames.get(profile_.stacks.frame(st));
+    return leaf.kind == model::FrameKind::Label && leaf.category == model::Category::Idle;
+  }
+
+  const model::Profile& profile_;
+  const int64_t interval_ns_;
+  std::unordered_set<uint64_t> freed_;  // a thread's allocation rows that have their free row
+  std::unordered_map<model::StackId, Weight> per_stack_;
+};
+
+// Samples: aggregated per thread by stack, each after the locations it uses.
+void write_samples(const model::Profile& profile, Strings& strings, Locations& locations, Writer& w,
+                   bool heap) {
+  auto& top = w.top();
   const int64_t k_thread = strings.intern("thread"), k_tid = strings.intern("tid"),
                 k_process = strings.intern("process"), k_pid = strings.intern("pid");
-  struct Weight {
-    int64_t count = 0, cpu_ns = 0, off_cpu_ns = 0;
-    int64_t alloc_n = 0, alloc_b = 0, inuse_n = 0, inuse_b = 0;
-  };
-  const auto interval_ns = static_cast<int64_t>(profile.meta.interval_ms * 1e6);
-  auto off_cpu = [&](model::StackId st) {
-    const model::Frame& leaf = profile.frames.get(profile.stacks.frame(st));
-    return leaf.kind == model::FrameKind::Label && leaf.category == model::Category::Idle;
-  };
-  std::unordered_set<uint64_t> freed;  // a thread's allocation rows that have their free row
-  std::unordered_map<model::StackId, Weight> per_stack;
-  std::vector<model::StackId> order;
+  ThreadWeights weights(profile);
   std::vector<uint64_t> locs;
   std::vector<model::FrameId> run;
   for (size_t pi = 0; pi < profile.processes.size(); ++pi) {
     const model::Process& proc = profile.processes[pi];
     const int64_t proc_name = strings.intern(proc.name);
     for (const model::Thread& th : proc.threads) {
-      per_stack.clear();
-      order.clear();
-      for (const model::Sample& s : th.samples) {
-        if (s.stack == model::kNoStack) continue;
-        auto [it, inserted] = per_stack.try_emplace(s.stack);
-        if (inserted) order.push_back(s.stack);
-        ++it->second.count;
-        if (s.cpu_delta_ns > 0) it->second.cpu_ns += s.cpu_delta_ns;
-        if (off_cpu(s.stack)) it->second.off_cpu_ns += interval_ns;
-      }
-      freed.clear();
-      for (const model::Allocation& a : th.allocations)
-        if (a.bytes < 0) freed.insert(a.address);
-      for (const model::Allocation& a : th.allocations) {
-        if (a.bytes < 0 || a.stack == model::kNoStack) continue;
-        auto [it, inserted] = per_stack.try_emplace(a.stack);
-        if (inserted) order.push_back(a.stack);
-        it->second.alloc_n += a.count;
-        it->second.alloc_b += a.bytes;
-        if (!freed.contains(a.address)) {
-          it->second.inuse_n += a.count;
-          it->second.inuse_b += a.bytes;
-        }
-      }
+      weights.sum(th);
       const int64_t th_name = strings.intern(th.name);
-      for (model::StackId st : order) {
+      for (model::StackId st : weights.order) {
         // Locations first (they are top-level messages of their own), then the sample.
         locs.clear();
         for (model::StackId s = st; s != model::kNoStack;) {
@@ -255,9 +317,9 @@ void write_pprof(const model::Profile& profile, OutputFile& out) {
             run.push_back(profile.stacks.frame(s));
             s = profile.stacks.prefix(s);
           } while (s != model::kNoStack && profile.frames.get(run.back()).inline_depth > 0);
-          locs.push_back(location_of(pi, run));
+          locs.push_back(locations.of(pi, run));
         }
-        const Weight& wt = per_stack[st];
+        const Weight& wt = weights.of(st);
         {
           protozero::pbf_writer sample(top, pb::kSample);
           sample.add_packed_uint64(pb::kLocationId, locs.begin(), locs.end());
@@ -281,35 +343,21 @@ void write_pprof(const model::Profile& profile, OutputFile& out) {
       }
     }
   }
+}
 
-  for (size_t i = 0; i < mappings.size(); ++i) {
-    const model::Lib& l = *mappings[i].lib;
-    protozero::pbf_writer m(top, pb::kMapping);
-    m.add_uint64(pb::kMapId, i + 1);
-    m.add_uint64(pb::kMemoryStart, l.start);
-    m.add_uint64(pb::kMemoryLimit, l.end);
-    m.add_uint64(pb::kFileOffset, l.offset);
-    m.add_int64(pb::kFilename, strings.intern(l.path.empty() ? l.name : l.path));
-    if (!l.code_id.empty()) m.add_int64(pb::kBuildId, strings.intern(l.code_id));
-    m.add_bool(pb::kHasFunctions, mappings[i].named);
-    m.add_bool(pb::kHasFilenames, mappings[i].named);
-    m.add_bool(pb::kHasLineNumbers, mappings[i].named);
-    m.add_bool(pb::kHasInlineFrames, mappings[i].named);
-  }
-  w.maybe_flush();
-  for (size_t i = 0; i < function_used.size(); ++i) {
-    if (!function_used[i]) continue;
-    const Function& f = functions.function(static_cast<FunctionId>(i));
-    protozero::pbf_writer fn(top, pb::kFunction);
-    fn.add_uint64(pb::kFnId, i + 1);
-    fn.add_int64(pb::kName, strings.intern(f.name));
-    fn.add_int64(pb::kSystemName, strings.intern(f.system_name));
-    if (!f.file.empty()) fn.add_int64(pb::kFnFilename, strings.intern(f.file));
-    if (f.start_line) fn.add_int64(pb::kStartLine, f.start_line);
-  }
-  w.maybe_flush();
+}  // namespace
+
+// Header, samples (each after the locations it uses), mappings, functions, then the strings all of them name.
+void write_pprof(const model::Profile& profile, OutputFile& out) {
+  FunctionTable functions(profile);
+  Strings strings;
+  Writer w(out);
+  const bool heap = write_header(w.top(), strings, profile);
+  Locations locations(profile, functions, w.top());
+  write_samples(profile, strings, locations, w, heap);
+  locations.write_tables(strings, w);
   for (const std::string& s : strings.list()) {
-    top.add_string(pb::kStringTable, s);
+    w.top().add_string(pb::kStringTable, s);
     w.maybe_flush();
   }
   w.flush();

@@ -58,6 +58,83 @@ void json_tree(const ReportTreeNode& n, JsonWriter& w) {
   w.end_array().end_object();
 }
 
+// Unwind failures: samples whose leaf-most label is "(stack truncated)". Counted per stack, then weighted.
+uint64_t count_truncated(const model::Profile& profile) {
+  uint64_t n = 0;
+  std::vector<int8_t> truncated(profile.stacks.size(), -1);
+  auto is_truncated = [&](model::StackId s) {
+    if (truncated[s] < 0) {
+      bool found = false;
+      for (model::StackId x = s; x != model::kNoStack && !found; x = profile.stacks.prefix(x)) {
+        const model::Frame& f = profile.frames.get(profile.stacks.frame(x));
+        found = f.kind == model::FrameKind::Label && f.name != model::kNoString &&
+                profile.strings.get(f.name) == "(stack truncated)";
+      }
+      truncated[s] = found;
+    }
+    return truncated[s] == 1;
+  };
+  for (const auto& p : profile.processes)
+    for (const auto& th : p.threads)
+      for (const auto& s : th.samples)
+        if (s.stack != model::kNoStack && is_truncated(s.stack)) ++n;
+  return n;
+}
+
+// Section roots: the process root nodes, or the thread nodes under them (in build order: process, thread).
+std::vector<uint32_t> section_roots(const CallTree& t, bool per_thread) {
+  std::vector<uint32_t> roots;
+  for (uint32_t p : t.children(0)) {
+    if (!per_thread) {
+      roots.push_back(p);
+      continue;
+    }
+    for (uint32_t th : t.children(p)) roots.push_back(th);
+  }
+  return roots;
+}
+
+// Names back from labels: "name (pid N)" / "name (tid N)".
+void split_label(const std::string& label, std::string& name, uint32_t& id) {
+  size_t open = label.rfind(" (");
+  name = label.substr(0, open);
+  if (open != std::string::npos)
+    id = static_cast<uint32_t>(std::strtoul(label.c_str() + open + 6, nullptr, 10));
+}
+
+// One process's (or thread's) section: its top functions by self and by total, and its tree if asked.
+ReportSection make_section(const CallTree& t, const FunctionTable& fns, uint32_t root,
+                           const ReportOptions& options) {
+  const auto& node = t.node(root);
+  ReportSection sec;
+  if (options.per_thread) {
+    split_label(fns.function(t.node(node.parent).function).name, sec.process_name, sec.pid);
+    split_label(fns.function(node.function).name, sec.thread_name, sec.tid);
+  } else {
+    split_label(fns.function(node.function).name, sec.process_name, sec.pid);
+  }
+  sec.samples = node.total;
+  sec.cpu_ns = node.total_cpu_ns;
+  auto stats = t.function_stats(root);
+  auto to_report = [&](const CallTree::FunctionStat& st) {
+    return ReportFunction{fns.function(st.function).name, st.self, st.total, percent(st.self, sec.samples),
+                          percent(st.total, sec.samples)};
+  };
+  for (size_t i = 0; i < stats.size() && sec.by_self.size() < options.limit; ++i)
+    if (stats[i].self > 0) sec.by_self.push_back(to_report(stats[i]));
+  std::stable_sort(stats.begin(), stats.end(),
+                   [](const auto& a, const auto& b) { return a.total > b.total; });
+  for (size_t i = 0; i < stats.size() && sec.by_total.size() < options.limit; ++i)
+    sec.by_total.push_back(to_report(stats[i]));
+  if (options.tree) {
+    const auto min_samples =
+        static_cast<uint64_t>(static_cast<double>(sec.samples) * options.tree_min_percent / 100.0);
+    ReportTreeNode top = tree_node(t, fns, root, min_samples);
+    sec.tree = std::move(top.children);
+  }
+  return sec;
+}
+
 }  // namespace
 
 Report make_report(const model::Profile& profile, const ReportOptions& options) {
@@ -76,73 +153,9 @@ Report make_report(const model::Profile& profile, const ReportOptions& options) 
   r.oscpu = profile.meta.oscpu;
   r.processes = static_cast<uint32_t>(profile.processes.size());
   for (const auto& p : profile.processes) r.threads += static_cast<uint32_t>(p.threads.size());
-
-  // Unwind failures: samples whose leaf-most label is "(stack truncated)". Counted per stack, then weighted.
-  std::vector<int8_t> truncated(profile.stacks.size(), -1);
-  auto is_truncated = [&](model::StackId s) {
-    if (truncated[s] < 0) {
-      bool found = false;
-      for (model::StackId x = s; x != model::kNoStack && !found; x = profile.stacks.prefix(x)) {
-        const model::Frame& f = profile.frames.get(profile.stacks.frame(x));
-        found = f.kind == model::FrameKind::Label && f.name != model::kNoString &&
-                profile.strings.get(f.name) == "(stack truncated)";
-      }
-      truncated[s] = found;
-    }
-    return truncated[s] == 1;
-  };
-  for (const auto& p : profile.processes)
-    for (const auto& th : p.threads)
-      for (const auto& s : th.samples)
-        if (s.stack != model::kNoStack && is_truncated(s.stack)) ++r.truncated_stacks;
-
-  // Section roots: the process root nodes, or the thread nodes under them (in build order: process, thread).
-  std::vector<uint32_t> roots;
-  for (uint32_t p : t.children(0)) {
-    if (!options.per_thread) {
-      roots.push_back(p);
-      continue;
-    }
-    for (uint32_t th : t.children(p)) roots.push_back(th);
-  }
-  // Names back from labels: "name (pid N)" / "name (tid N)".
-  auto split = [](const std::string& label, std::string& name, uint32_t& id) {
-    size_t open = label.rfind(" (");
-    name = label.substr(0, open);
-    if (open != std::string::npos)
-      id = static_cast<uint32_t>(std::strtoul(label.c_str() + open + 6, nullptr, 10));
-  };
-  for (uint32_t root : roots) {
-    const auto& node = t.node(root);
-    if (node.total == 0) continue;
-    ReportSection sec;
-    if (options.per_thread) {
-      split(fns.function(t.node(node.parent).function).name, sec.process_name, sec.pid);
-      split(fns.function(node.function).name, sec.thread_name, sec.tid);
-    } else {
-      split(fns.function(node.function).name, sec.process_name, sec.pid);
-    }
-    sec.samples = node.total;
-    sec.cpu_ns = node.total_cpu_ns;
-    auto stats = t.function_stats(root);
-    auto to_report = [&](const CallTree::FunctionStat& st) {
-      return ReportFunction{fns.function(st.function).name, st.self, st.total, percent(st.self, sec.samples),
-                            percent(st.total, sec.samples)};
-    };
-    for (size_t i = 0; i < stats.size() && sec.by_self.size() < options.limit; ++i)
-      if (stats[i].self > 0) sec.by_self.push_back(to_report(stats[i]));
-    std::stable_sort(stats.begin(), stats.end(),
-                     [](const auto& a, const auto& b) { return a.total > b.total; });
-    for (size_t i = 0; i < stats.size() && sec.by_total.size() < options.limit; ++i)
-      sec.by_total.push_back(to_report(stats[i]));
-    if (options.tree) {
-      const auto min_samples =
-          static_cast<uint64_t>(static_cast<double>(sec.samples) * options.tree_min_percent / 100.0);
-      ReportTreeNode top = tree_node(t, fns, root, min_samples);
-      sec.tree = std::move(top.children);
-    }
-    r.sections.push_back(std::move(sec));
-  }
+  r.truncated_stacks = count_truncated(profile);
+  for (uint32_t root : section_roots(t, options.per_thread))
+    if (t.node(root).total != 0) r.sections.push_back(make_section(t, fns, root, options));
   std::stable_sort(r.sections.begin(), r.sections.end(),
                    [](const auto& a, const auto& b) { return a.samples > b.samples; });
   return r;

@@ -53,6 +53,58 @@ const Capstone& capstone() {
   return c;
 }
 
+// The capstone architecture of an ELF machine, with its name and syntax in `out`; false: one we do not
+// decode.
+bool capstone_arch(uint16_t machine, Disassembly& out, cs_arch& arch, cs_mode& mode) {
+  out.syntax = "Intel";
+  switch (machine) {
+    case EM_X86_64:
+      arch = CS_ARCH_X86;
+      mode = CS_MODE_64;
+      out.arch = "x86_64";
+      return true;
+    case EM_386:
+      arch = CS_ARCH_X86;
+      mode = CS_MODE_32;
+      out.arch = "x86";
+      return true;
+    case EM_AARCH64:
+      arch = CS_ARCH_ARM64;
+      mode = CS_MODE_ARM;
+      out.arch = "aarch64";
+      out.syntax = "ARM";
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Decodes `bytes` (at `start`) into out.instructions; a byte that decodes to nothing is "(bad)" and skipped.
+void decode_all(const Capstone& cs, csh handle, const std::vector<uint8_t>& bytes, uint64_t start,
+                Disassembly& out) {
+  cs_insn* insn = cs.malloc(handle);
+  const uint8_t* code = bytes.data();
+  size_t left = bytes.size();
+  uint64_t addr = start;
+  while (left > 0) {
+    uint64_t before = addr;
+    if (cs.disasm_iter(handle, &code, &left, &addr, insn)) {
+      std::string text = insn->mnemonic;
+      if (insn->op_str[0] != '\0') {
+        text += ' ';
+        text += insn->op_str;
+      }
+      out.instructions.emplace_back(before - start, std::move(text));
+    } else {
+      out.instructions.emplace_back(before - start, "(bad)");
+      ++code;
+      --left;
+      addr = before + 1;
+    }
+  }
+  cs.free(insn, 1);
+}
+
 }  // namespace
 
 Answer<Disassembly> Symbolizer::disassemble(std::string_view debug_name, std::string_view breakpad_id,
@@ -85,27 +137,8 @@ Answer<Disassembly> Symbolizer::disassemble(std::string_view debug_name, std::st
   Disassembly out;
   cs_arch arch;
   cs_mode mode;
-  out.syntax = "Intel";
-  switch (machine) {
-    case EM_X86_64:
-      arch = CS_ARCH_X86;
-      mode = CS_MODE_64;
-      out.arch = "x86_64";
-      break;
-    case EM_386:
-      arch = CS_ARCH_X86;
-      mode = CS_MODE_32;
-      out.arch = "x86";
-      break;
-    case EM_AARCH64:
-      arch = CS_ARCH_ARM64;
-      mode = CS_MODE_ARM;
-      out.arch = "aarch64";
-      out.syntax = "ARM";
-      break;
-    default:
-      return Refusal{Refusal::kUnsupported, "unsupported architecture for disassembly"};
-  }
+  if (!capstone_arch(machine, out, arch, mode))
+    return Refusal{Refusal::kUnsupported, "unsupported architecture for disassembly"};
   const Capstone& cs = capstone();
   if (!cs.error.empty()) return Refusal{Refusal::kUnsupported, cs.error};
   csh handle_cs;
@@ -113,27 +146,7 @@ Answer<Disassembly> Symbolizer::disassemble(std::string_view debug_name, std::st
     return Refusal{Refusal::kUnsupported, "cannot start capstone"};
   if (arch == CS_ARCH_X86) cs.option(handle_cs, CS_OPT_SYNTAX, CS_OPT_SYNTAX_INTEL);
   out.size = bytes.size();
-  cs_insn* insn = cs.malloc(handle_cs);
-  const uint8_t* code = bytes.data();
-  size_t left = bytes.size();
-  uint64_t addr = start;
-  while (left > 0) {
-    uint64_t before = addr;
-    if (cs.disasm_iter(handle_cs, &code, &left, &addr, insn)) {
-      std::string text = insn->mnemonic;
-      if (insn->op_str[0] != '\0') {
-        text += ' ';
-        text += insn->op_str;
-      }
-      out.instructions.emplace_back(before - start, std::move(text));
-    } else {
-      out.instructions.emplace_back(before - start, "(bad)");
-      ++code;
-      --left;
-      addr = before + 1;
-    }
-  }
-  cs.free(insn, 1);
+  decode_all(cs, handle_cs, bytes, start, out);
   cs.close(&handle_cs);
   return out;
 }

@@ -29,7 +29,9 @@ std::string dwo_id_text(uint64_t id) {
   return buf;
 }
 
-struct Builder {
+}  // namespace
+
+struct DwarfIndex::TreeBuilder {
   const std::vector<const char*>* files = nullptr;
   struct R {
     uint64_t lo, hi;
@@ -45,8 +47,6 @@ struct Builder {
   }
 };
 
-}  // namespace
-
 std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj, const ElfObject* alt,
                                              const std::vector<std::string>& dwp_paths) {
   if (!obj.has_section(".debug_info") && !obj.has_section(".zdebug_info")) return nullptr;
@@ -60,28 +60,41 @@ std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj, const ElfObje
   // (DW_FORM_GNU_ref_alt, DW_FORM_GNU_strp_alt) resolve once libdw has it.
   if (alt != nullptr && (idx->alt_ = dwarf_begin_elf(alt->elf(), DWARF_C_READ, nullptr)) != nullptr)
     dwarf_setalt(dw, idx->alt_);
-  // The raw sections for the line-program decoder (libdw has decompressed them in place when compressed).
-  if (Elf* elf = dwarf_getelf(dw)) {
-    size_t shstrndx;
-    if (elf_getshdrstrndx(elf, &shstrndx) == 0) {
-      for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
-        GElf_Shdr sh;
-        if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type == SHT_NOBITS) continue;
-        const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
-        if (name == nullptr) continue;
-        std::span<const uint8_t>* target = nullptr;
-        if (std::strcmp(name, ".debug_line") == 0) target = &idx->sections_.line;
-        if (std::strcmp(name, ".debug_str") == 0) target = &idx->sections_.str;
-        if (std::strcmp(name, ".debug_line_str") == 0) target = &idx->sections_.line_str;
-        if (std::strcmp(name, ".debug_addr") == 0) target = &idx->addr_;
-        if (std::strcmp(name, ".debug_ranges") == 0) target = &idx->ranges_sec_;
-        if (target == nullptr) continue;
-        if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0) continue;
-        Elf_Data* d = elf_getdata(scn, nullptr);
-        if (d != nullptr && d->d_buf != nullptr) *target = {static_cast<const uint8_t*>(d->d_buf), d->d_size};
-      }
-    }
+  idx->find_raw_sections();
+  idx->index_units(obj, dwp_paths);
+  if (idx->cus_.empty()) return nullptr;
+  std::sort(idx->ranges_.begin(), idx->ranges_.end(),
+            [](const CuRange& a, const CuRange& b) { return a.lo < b.lo; });
+  idx->bytes_ = idx->ranges_.capacity() * sizeof(CuRange) + idx->cus_.capacity() * sizeof(Cu);
+  return idx;
+}
+
+// The raw sections for the line-program decoder (libdw has decompressed them in place when compressed).
+void DwarfIndex::find_raw_sections() {
+  Elf* elf = dwarf_getelf(dw_);
+  size_t shstrndx;
+  if (elf == nullptr || elf_getshdrstrndx(elf, &shstrndx) != 0) return;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type == SHT_NOBITS) continue;
+    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (name == nullptr) continue;
+    std::span<const uint8_t>* target = nullptr;
+    if (std::strcmp(name, ".debug_line") == 0) target = &sections_.line;
+    if (std::strcmp(name, ".debug_str") == 0) target = &sections_.str;
+    if (std::strcmp(name, ".debug_line_str") == 0) target = &sections_.line_str;
+    if (std::strcmp(name, ".debug_addr") == 0) target = &addr_;
+    if (std::strcmp(name, ".debug_ranges") == 0) target = &ranges_sec_;
+    if (target == nullptr) continue;
+    if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0) continue;
+    Elf_Data* d = elf_getdata(scn, nullptr);
+    if (d != nullptr && d->d_buf != nullptr) *target = {static_cast<const uint8_t*>(d->d_buf), d->d_size};
   }
+}
+
+// Every compile unit with addresses, and its ranges; a split unit's data is found in its .dwo (libdw) or
+// the package, else said missing once per .dwo name.
+void DwarfIndex::index_units(const ElfObject& obj, const std::vector<std::string>& dwp_paths) {
   std::string dir = obj.path().substr(0, obj.path().rfind('/') + 1);
   if (dir.empty()) dir = "./";
   Dwarf_CU* cu = nullptr;
@@ -91,73 +104,81 @@ std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj, const ElfObje
   // The package, opened at the first unit libdw found no .dwo for: what is wrong with it, or where none was.
   std::string no_package;
   bool package_tried = false;
-  while (dwarf_get_units(dw, cu, &cu, &version, &unit_type, &cudie, &subdie) == 0) {
+  while (dwarf_get_units(dw_, cu, &cu, &version, &unit_type, &cudie, &subdie) == 0) {
     if (unit_type == DW_UT_type || unit_type == DW_UT_split_type) continue;
     Cu c;
     c.die = cudie;
     c.sub = cudie;
     c.version = version;
     if (unit_type == DW_UT_skeleton && dwarf_tag(&subdie) == DW_TAG_compile_unit) c.sub = subdie;
+    const bool unlinked = unit_type == DW_UT_skeleton && dwarf_tag(&subdie) != DW_TAG_compile_unit;
     uint64_t dwo_id = 0;
-    if (unit_type == DW_UT_skeleton && dwarf_tag(&subdie) != DW_TAG_compile_unit && !package_tried) {
+    if (unlinked && !package_tried) {
       package_tried = true;
-      for (const std::string& path : dwp_paths) {
-        struct stat st {};
-        if (::stat(path.c_str(), &st) != 0) continue;
-        auto pkg = DwpPackage::open(path);
-        if (pkg) idx->dwp_ = std::move(pkg).value();
-        if (!pkg) no_package = pkg.error();
-        break;
-      }
-      if (!idx->dwp_ && no_package.empty()) {
-        no_package = dwp_paths.empty() ? "none looked for" : "none at ";
-        for (const std::string& path : dwp_paths) no_package += (&path == &dwp_paths[0] ? "" : ", ") + path;
-      }
+      no_package = open_package(dwp_paths);
     }
-    if (unit_type == DW_UT_skeleton && dwarf_tag(&subdie) != DW_TAG_compile_unit && idx->dwp_ &&
+    if (unlinked && dwp_ &&
         dwarf_cu_info(cu, nullptr, nullptr, nullptr, nullptr, &dwo_id, nullptr, nullptr) == 0 &&
-        idx->dwp_->has(dwo_id)) {
+        dwp_->has(dwo_id)) {
       c.dwo_id = dwo_id;  // read from the package on the first lookup into the unit
-    } else if (unit_type == DW_UT_skeleton && dwarf_tag(&subdie) != DW_TAG_compile_unit) {
-      // Its functions and inlines are in a .dwo that is not there: say which, once per file name.
-      Dwarf_Attribute a;
-      const char* dwo = nullptr;
-      const char* comp_dir = nullptr;
-      if (dwarf_attr(&cudie, DW_AT_dwo_name, &a) != nullptr ||
-          dwarf_attr(&cudie, DW_AT_GNU_dwo_name, &a) != nullptr)
-        dwo = dwarf_formstring(&a);
-      if (dwarf_attr(&cudie, DW_AT_comp_dir, &a) != nullptr) comp_dir = dwarf_formstring(&a);
-      if (dwo != nullptr) {
-        std::string where = dwo[0] == '/' ? std::string(dwo) : dir + dwo;
-        if (dwo[0] != '/' && comp_dir != nullptr && std::string(comp_dir) + "/" + dwo != where)
-          where += std::string(" and ") + comp_dir + "/" + dwo;
-        std::string line = "Split DWARF file not found: " + std::string(dwo) + " (of " + obj.path() +
-                           "), looked for at " + where + "; package: ";
-        if (idx->dwp_)
-          line += idx->dwp_->path() + " has no unit with DWO id " + dwo_id_text(dwo_id);
-        else
-          line += no_package;
-        if (std::find(idx->missing_.begin(), idx->missing_.end(), line) == idx->missing_.end())
-          idx->missing_.push_back(std::move(line));
-      }
+    } else if (unlinked) {
+      note_missing_dwo(obj, dir, cudie, dwo_id, no_package);
     }
-    uint32_t id = static_cast<uint32_t>(idx->cus_.size());
+    uint32_t id = static_cast<uint32_t>(cus_.size());
     Dwarf_Addr base, start, end;
     ptrdiff_t off = 0;
     bool any = false;
     while ((off = dwarf_ranges(&cudie, off, &base, &start, &end)) > 0) {
       if (end > start) {
-        idx->ranges_.push_back({start, end, id});
+        ranges_.push_back({start, end, id});
         any = true;
       }
     }
-    if (any) idx->cus_.push_back(std::move(c));
+    if (any) cus_.push_back(std::move(c));
   }
-  if (idx->cus_.empty()) return nullptr;
-  std::sort(idx->ranges_.begin(), idx->ranges_.end(),
-            [](const CuRange& a, const CuRange& b) { return a.lo < b.lo; });
-  idx->bytes_ = idx->ranges_.capacity() * sizeof(CuRange) + idx->cus_.capacity() * sizeof(Cu);
-  return idx;
+}
+
+// The first package of `dwp_paths` that exists, into dwp_: "" when opened, else what is wrong with it or
+// where none was.
+std::string DwarfIndex::open_package(const std::vector<std::string>& dwp_paths) {
+  std::string no_package;
+  for (const std::string& path : dwp_paths) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) continue;
+    auto pkg = DwpPackage::open(path);
+    if (pkg) dwp_ = std::move(pkg).value();
+    if (!pkg) no_package = pkg.error();
+    break;
+  }
+  if (!dwp_ && no_package.empty()) {
+    no_package = dwp_paths.empty() ? "none looked for" : "none at ";
+    for (const std::string& path : dwp_paths) no_package += (&path == &dwp_paths[0] ? "" : ", ") + path;
+  }
+  return no_package;
+}
+
+// A split unit's functions and inlines are in a .dwo that is not there: says which, once per file name.
+void DwarfIndex::note_missing_dwo(const ElfObject& obj, const std::string& dir, Dwarf_Die& cudie,
+                                  uint64_t dwo_id, const std::string& no_package) {
+  Dwarf_Attribute a;
+  const char* dwo = nullptr;
+  const char* comp_dir = nullptr;
+  if (dwarf_attr(&cudie, DW_AT_dwo_name, &a) != nullptr ||
+      dwarf_attr(&cudie, DW_AT_GNU_dwo_name, &a) != nullptr)
+    dwo = dwarf_formstring(&a);
+  if (dwarf_attr(&cudie, DW_AT_comp_dir, &a) != nullptr) comp_dir = dwarf_formstring(&a);
+  if (dwo == nullptr) return;
+  std::string where = dwo[0] == '/' ? std::string(dwo) : dir + dwo;
+  if (dwo[0] != '/' && comp_dir != nullptr && std::string(comp_dir) + "/" + dwo != where)
+    where += std::string(" and ") + comp_dir + "/" + dwo;
+  std::string line = "Split DWARF file not found: " + std::string(dwo) + " (of " + obj.path() +
+                     "), looked for at " + where + "; package: ";
+  if (dwp_)
+    line += dwp_->path() + " has no unit with DWO id " + dwo_id_text(dwo_id);
+  else
+    line += no_package;
+  if (std::find(missing_.begin(), missing_.end(), line) == missing_.end())
+    missing_.push_back(std::move(line));
 }
 
 DwarfIndex::~DwarfIndex() {
@@ -206,26 +227,39 @@ void DwarfIndex::read_packaged_unit(Cu& cu) {
   bytes_ += cu.split->bytes();
 }
 
+const char* DwarfIndex::absolute(const char* f, const char* comp_dir) {
+  if (f == nullptr) return nullptr;
+  std::string p = absolute_source_path(f, comp_dir);
+  return p == f ? f : file_names_.emplace_back(std::move(p)).c_str();
+}
+
 DwarfIndex::CuData& DwarfIndex::load(Cu& cu) {
   if (cu.data) return *cu.data;
   if (cu.dwo_id != 0) read_packaged_unit(cu);
   auto data = std::make_unique<CuData>();
-
-  // The line table, flattened and sorted (end-of-sequence rows first at equal addresses): decoded directly
-  // when possible, else through libdw.
   std::vector<const char*> files;  // file index -> path, for the decoder's rows and DW_AT_call_file
-  bool decoded = false;
   size_t nlines = 0;
   Dwarf_Attribute attr;
-  Dwarf_Word stmt_list;
   const char* comp_dir = nullptr;
   if (dwarf_attr(&cu.die, DW_AT_comp_dir, &attr) != nullptr) comp_dir = dwarf_formstring(&attr);
-  // libdw's paths (fallbacks) made absolute the same way as the decoder's, kept in file_names_.
-  auto absolute = [&](const char* f) -> const char* {
-    if (f == nullptr) return nullptr;
-    std::string p = absolute_source_path(f, comp_dir);
-    return p == f ? f : file_names_.emplace_back(std::move(p)).c_str();
-  };
+  const bool decoded = load_lines(cu, comp_dir, *data, files, nlines);
+  TreeBuilder b;
+  load_tree(cu, comp_dir, decoded, *data, files, b);
+  flatten(b, data->segs);
+  bytes_ += data->lines.capacity() * sizeof(LineRow) + data->nodes.capacity() * sizeof(Node) +
+            data->segs.capacity() * sizeof(Seg) + sizeof(CuData) + files.size() * 64 +
+            nlines * 24;  // abbreviations and DIE caches of libdw, roughly
+  cu.data = std::move(data);
+  return *cu.data;
+}
+
+// The line table, flattened and sorted (end-of-sequence rows first at equal addresses): decoded directly
+// when possible, else through libdw.
+bool DwarfIndex::load_lines(Cu& cu, const char* comp_dir, CuData& data, std::vector<const char*>& files,
+                            size_t& nlines) {
+  bool decoded = false;
+  Dwarf_Attribute attr;
+  Dwarf_Word stmt_list;
   if (!sections_.line.empty() && dwarf_attr(&cu.die, DW_AT_stmt_list, &attr) != nullptr &&
       dwarf_formudata(&attr, &stmt_list) == 0) {
     std::vector<DecodedRow> rows;
@@ -242,11 +276,11 @@ DwarfIndex::CuData& DwarfIndex::load(Cu& cu) {
         }
       std::sort(seqs.begin(), seqs.end(),
                 [&](const auto& a, const auto& b) { return rows[a.first].addr < rows[b.first].addr; });
-      data->lines.reserve(rows.size());
+      data.lines.reserve(rows.size());
       for (auto [begin, end] : seqs)
         for (size_t i = begin; i < end; ++i) {
           const DecodedRow& row = rows[i];
-          data->lines.push_back(
+          data.lines.push_back(
               {row.addr, row.file < files.size() ? files[row.file] : nullptr, row.line, row.end ? 1u : 0u});
         }
       nlines = rows.size();
@@ -257,7 +291,7 @@ DwarfIndex::CuData& DwarfIndex::load(Cu& cu) {
   }
   Dwarf_Lines* lines = nullptr;
   if (!decoded && dwarf_getsrclines(&cu.die, &lines, &nlines) == 0) {
-    data->lines.reserve(nlines);
+    data.lines.reserve(nlines);
     for (size_t i = 0; i < nlines; ++i) {
       Dwarf_Line* l = dwarf_onesrcline(lines, i);
       if (l == nullptr) continue;
@@ -267,22 +301,23 @@ DwarfIndex::CuData& DwarfIndex::load(Cu& cu) {
       if (dwarf_lineaddr(l, &addr) != 0) continue;
       dwarf_lineno(l, &lineno);
       dwarf_lineendsequence(l, &end);
-      const char* file = absolute(dwarf_linesrc(l, nullptr, nullptr));
-      data->lines.push_back({addr, file, static_cast<uint32_t>(std::max(lineno, 0)), end ? 1u : 0u});
+      const char* file = absolute(dwarf_linesrc(l, nullptr, nullptr), comp_dir);
+      data.lines.push_back({addr, file, static_cast<uint32_t>(std::max(lineno, 0)), end ? 1u : 0u});
     }
     nlines *= 2;  // libdw keeps its own copy
   }
-  {
-    auto before = [](const LineRow& a, const LineRow& b) {
-      if (a.addr != b.addr) return a.addr < b.addr;
-      return a.end > b.end;
-    };
-    if (!std::is_sorted(data->lines.begin(), data->lines.end(), before))
-      std::stable_sort(data->lines.begin(), data->lines.end(), before);
-  }
+  auto before = [](const LineRow& a, const LineRow& b) {
+    if (a.addr != b.addr) return a.addr < b.addr;
+    return a.end > b.end;
+  };
+  if (!std::is_sorted(data.lines.begin(), data.lines.end(), before))
+    std::stable_sort(data.lines.begin(), data.lines.end(), before);
+  return decoded;
+}
 
-  // The function tree.
-  Builder b;
+// The function tree: a node per function and inlined call that has ranges, its ranges in b.
+void DwarfIndex::load_tree(Cu& cu, const char* comp_dir, bool decoded, CuData& data,
+                           std::vector<const char*>& files, TreeBuilder& b) {
   // DW_AT_call_file indexes the unit's file table: the decoder's, or libdw's (split units, fallback).
   if (!decoded || cu.sub.addr != cu.die.addr) {
     files.clear();
@@ -292,13 +327,14 @@ DwarfIndex::CuData& DwarfIndex::load(Cu& cu) {
     // linked, not for a package's unit read on its own.
     if ((dwarf_getsrcfiles(&cu.sub, &df, &nf) == 0 && nf > 0) ||
         (cu.split && dwarf_getsrcfiles(&cu.die, &df, &nf) == 0))
-      for (size_t i = 0; i < nf; ++i) files.push_back(absolute(dwarf_filesrc(df, i, nullptr, nullptr)));
+      for (size_t i = 0; i < nf; ++i)
+        files.push_back(absolute(dwarf_filesrc(df, i, nullptr, nullptr), comp_dir));
   }
   b.files = &files;
   auto add_node = [&](Dwarf_Die* die, int32_t parent) -> int32_t {
     uint64_t low = UINT64_MAX;
     size_t first = b.ranges.size();
-    int32_t id = static_cast<int32_t>(data->nodes.size());
+    int32_t id = static_cast<int32_t>(data.nodes.size());
     uint32_t depth = parent < 0 ? 0 : b.depth[static_cast<size_t>(parent)] + 1;
     Dwarf_Addr base, start, end;
     ptrdiff_t off = 0;
@@ -317,7 +353,7 @@ DwarfIndex::CuData& DwarfIndex::load(Cu& cu) {
       if (dwarf_attr(die, DW_AT_call_line, &a) != nullptr && dwarf_formudata(&a, &w) == 0)
         n.call_line = static_cast<uint32_t>(w);
     }
-    data->nodes.push_back(n);
+    data.nodes.push_back(n);
     b.depth.push_back(depth);
     return id;
   };
@@ -355,14 +391,15 @@ DwarfIndex::CuData& DwarfIndex::load(Cu& cu) {
     } while (dwarf_siblingof(&child, &child) == 0);
   };
   walk(walk, &cu.sub, -1, 0);
+}
 
-  // Flatten nested ranges into disjoint segments naming the deepest node (parents sort before children).
-  std::sort(b.ranges.begin(), b.ranges.end(), [](const Builder::R& x, const Builder::R& y) {
+// Flattens nested ranges into disjoint segments naming the deepest node (parents sort before children).
+void DwarfIndex::flatten(TreeBuilder& b, std::vector<Seg>& segs) {
+  std::sort(b.ranges.begin(), b.ranges.end(), [](const TreeBuilder::R& x, const TreeBuilder::R& y) {
     if (x.lo != y.lo) return x.lo < y.lo;
     if (x.depth != y.depth) return x.depth < y.depth;
     return x.hi > y.hi;
   });
-  auto& segs = data->segs;
   auto emit = [&](uint64_t pos, int32_t node) {
     if (!segs.empty() && segs.back().lo == pos) {
       segs.back().node = node;
@@ -371,7 +408,7 @@ DwarfIndex::CuData& DwarfIndex::load(Cu& cu) {
       segs.push_back({pos, node});
     }
   };
-  std::vector<Builder::R> stack;
+  std::vector<TreeBuilder::R> stack;
   auto flush = [&](uint64_t pos) {
     while (!stack.empty() && stack.back().hi <= pos) {
       uint64_t end = stack.back().hi;
@@ -386,13 +423,7 @@ DwarfIndex::CuData& DwarfIndex::load(Cu& cu) {
     emit(r.lo, r.node);
   }
   flush(UINT64_MAX);
-  data->segs.shrink_to_fit();
-
-  bytes_ += data->lines.capacity() * sizeof(LineRow) + data->nodes.capacity() * sizeof(Node) +
-            data->segs.capacity() * sizeof(Seg) + sizeof(CuData) + files.size() * 64 +
-            nlines * 24;  // abbreviations and DIE caches of libdw, roughly
-  cu.data = std::move(data);
-  return *cu.data;
+  segs.shrink_to_fit();
 }
 
 bool DwarfIndex::lookup(uint64_t svma, std::vector<RawFrame>& frames, uint64_t& func_low) {

@@ -95,8 +95,26 @@ class DwarfIndex {
     uint32_t cu;
   };
 
+  struct TreeBuilder;  // a unit's function ranges while it loads (dwarf_index.cpp)
+
   DwarfIndex() = default;
+  // open's passes: the sections the line-program decoder reads, then the units and their ranges.
+  void find_raw_sections();
+  void index_units(const ElfObject& obj, const std::vector<std::string>& dwp_paths);
+  std::string open_package(const std::vector<std::string>& dwp_paths);
+  void note_missing_dwo(const ElfObject& obj, const std::string& dir, Dwarf_Die& cudie, uint64_t dwo_id,
+                        const std::string& no_package);
+  // A unit's data on its first lookup, in passes: the line table, the function tree, its ranges flattened.
   CuData& load(Cu& cu);
+  // The line table, sorted; `files` gets the decoder's file table. False: read through libdw (nlines: rows
+  // held, for the memory estimate).
+  bool load_lines(Cu& cu, const char* comp_dir, CuData& data, std::vector<const char*>& files,
+                  size_t& nlines);
+  void load_tree(Cu& cu, const char* comp_dir, bool decoded, CuData& data, std::vector<const char*>& files,
+                 TreeBuilder& b);
+  static void flatten(TreeBuilder& b, std::vector<Seg>& segs);
+  // libdw's paths (fallbacks) made absolute the same way as the decoder's, kept in file_names_.
+  const char* absolute(const char* f, const char* comp_dir);
   void read_packaged_unit(Cu& cu);
   Cu* find_cu(uint64_t svma);
 

@@ -59,17 +59,16 @@ Result<std::shared_ptr<Library>> load_perf_map(const KnownLib& k) {
   return lib;
 }
 
-}  // namespace
-
-Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& options) {
-  const std::string want = upper(k.breakpad_id);
-  if (k.debug_name.empty() || want.empty()) return Err("empty debugName or breakpadId");
-  if (is_perf_map(k.path)) return load_perf_map(k);
+// Opens candidate files and keeps one only when its build ID is the one wanted; why the others were not
+// taken goes to `notes`.
+struct Opener {
+  const std::string& want;
   std::vector<std::string> notes;
-  auto matches = [&](const ElfObject& o) {
+
+  bool matches(const ElfObject& o) const {
     return !o.build_id().empty() && upper(elf::breakpad_id(o.build_id())) == want;
-  };
-  auto try_open = [&](const std::string& path) -> std::unique_ptr<ElfObject> {
+  }
+  std::unique_ptr<ElfObject> open(const std::string& path) {
     if (path.empty() || !is_file(path)) return nullptr;
     auto o = ElfObject::open(path);
     if (!o) {
@@ -83,16 +82,13 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
       return nullptr;
     }
     return std::move(o).value();
-  };
+  }
+};
 
-  auto lib = std::make_shared<Library>();
-  lib->debug_name = k.debug_name;
-
-  // 1. The binary: the recorded path, then the symbol directories.
+// 1. The binary: the recorded path, then the symbol directories.
+std::unique_ptr<ElfObject> find_binary(const KnownLib& k, const Options& options, bool plain_name,
+                                       Opener& opener) {
   std::vector<std::string> bin_candidates = {k.path, k.debug_path};
-  // A request may name any debugName: never let one walk out of a symbol directory.
-  const bool plain_name =
-      k.debug_name.find('/') == std::string::npos && k.debug_name != "." && k.debug_name != "..";
   for (const auto& d : options.symbol_dirs) {
     if (!plain_name) break;
     bin_candidates.push_back(d + "/" + k.debug_name);
@@ -101,29 +97,33 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
   }
   std::unique_ptr<ElfObject> binary;
   for (const auto& c : bin_candidates) {
-    if ((binary = try_open(c))) break;
+    if ((binary = opener.open(c))) break;
   }
+  return binary;
+}
 
-  // 2. A separate debug file, by build ID then by debuglink.
+// 2. A separate debug file, by build ID then by debuglink; one named by the binary but not found is said in
+// lib.missing.
+std::unique_ptr<ElfObject> find_debug(const KnownLib& k, const Options& options,
+                                      const elf::LocatorOptions& lo, bool plain_name, const ElfObject* binary,
+                                      Opener& opener, Library& lib) {
   std::vector<uint8_t> build_id;
   if (binary) {
     build_id = binary->build_id();
   } else if (!k.code_id.empty()) {
     build_id = parse_hex_bytes(k.code_id);
-    if (build_id.empty() || upper(elf::breakpad_id(build_id)) != want) build_id.clear();
+    if (build_id.empty() || upper(elf::breakpad_id(build_id)) != opener.want) build_id.clear();
   }
-  // Where debug files are looked for: the debug file here, each DWARF file's dwz alt file below.
-  const elf::LocatorOptions lo{options.symbol_dirs, options.debug_dirs, options.use_debuginfod};
   std::unique_ptr<ElfObject> debug;
   auto useful_debug = [](const ElfObject& o) {
     return o.has_section(".debug_info") || o.has_section(".symtab");
   };
   auto try_debug = [&](const std::string& path) {
     if (debug || (binary && path == binary->path())) return;
-    auto o = try_open(path);
+    auto o = opener.open(path);
     if (o && useful_debug(*o)) debug = std::move(o);
   };
-  if (!debug) {
+  {
     // The shared locator (elf/elf.h): build-ID trees, debuglink (CRC checked), --symbol-dir, debuginfod.
     elf::DebugQuery q;
     q.build_id = build_id;
@@ -138,7 +138,7 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
           try_debug(path);
           return debug != nullptr;
         },
-        &notes);
+        &opener.notes);
   }
   if (!debug && binary) {
     // Named by the binary but not found: the user should know which file to install, and where it goes.
@@ -152,8 +152,8 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
           where += ", " + d + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
       }
       if (!lo.symbol_dirs.empty()) where += " and the --symbol-dir folders";
-      lib->missing.push_back("Debug file not found: " + link->first + " (.gnu_debuglink of " +
-                             binary->path() + "), looked for in " + where);
+      lib.missing.push_back("Debug file not found: " + link->first + " (.gnu_debuglink of " + binary->path() +
+                            "), looked for in " + where);
     }
   }
   if (!debug && build_id.empty() && plain_name) {
@@ -161,59 +161,63 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
     // checks a <symbol dir>/<debugName>.debug.
     for (const auto& d : options.symbol_dirs) try_debug(d + "/" + k.debug_name + ".debug");
   }
-  if (!binary && !debug) {
-    std::string msg = "no file with build ID " + want + " found for " + k.debug_name;
-    for (const auto& n : notes) msg += "; " + n;
-    return Err(msg);
-  }
+  return debug;
+}
 
-  // 3. Symbols and DWARF.
-  lib->base_svma = binary ? binary->base_svma() : debug->base_svma();
+// 3. Symbols and DWARF: the debug file's, then the binary's (which goes into lib.objects).
+void index_symbols(Library& lib, std::unique_ptr<ElfObject> binary, const ElfObject* debug) {
+  lib.base_svma = binary ? binary->base_svma() : debug->base_svma();
   if (debug) {
-    lib->symbols.add_elf_symbols(*debug, lib->base_svma);
-    lib->dwarf_files[0] = debug.get();
-    lib->source = debug->path();
+    lib.symbols.add_elf_symbols(*debug, lib.base_svma);
+    lib.dwarf_files[0] = debug;
+    lib.source = debug->path();
   }
   if (binary) {
-    lib->symbols.add_elf_symbols(*binary, lib->base_svma);
-    lib->symbols.add_plt_symbols(*binary, lib->base_svma);
-    lib->dwarf_files[debug ? 1 : 0] = binary.get();
+    lib.symbols.add_elf_symbols(*binary, lib.base_svma);
+    lib.symbols.add_plt_symbols(*binary, lib.base_svma);
+    lib.dwarf_files[debug ? 1 : 0] = binary.get();
     if (!debug && binary->has_section(".gnu_debugdata")) {
       auto image = binary->mini_debug_info();
       if (image) {
         auto mini = ElfObject::from_memory(std::move(image).value(), binary->path() + "[.gnu_debugdata]");
         if (mini) {
-          lib->symbols.add_elf_symbols(**mini, lib->base_svma);
-          lib->objects.push_back(std::move(mini).value());
+          lib.symbols.add_elf_symbols(**mini, lib.base_svma);
+          lib.objects.push_back(std::move(mini).value());
         }
       }
     }
-    if (lib->source.empty()) lib->source = binary->path();
-    lib->code = binary.get();
-    lib->objects.push_back(std::move(binary));
+    if (lib.source.empty()) lib.source = binary->path();
+    lib.code = binary.get();
+    lib.objects.push_back(std::move(binary));
   }
-  // Split DWARF packages: <binary>.dwp (llvm-symbolizer's rule), beside the debug file (gdb's), and in the
-  // --symbol-dir folders by the binary's name. debuginfod serves no packages.
+}
+
+// Split DWARF packages: <binary>.dwp (llvm-symbolizer's rule), beside the debug file (gdb's), and in the
+// --symbol-dir folders by the binary's name. debuginfod serves no packages.
+void add_dwp_paths(Library& lib, const KnownLib& k, const Options& options, const ElfObject* debug,
+                   bool plain_name) {
   auto add_dwp = [&](const std::string& p) {
-    if (std::find(lib->dwp_paths.begin(), lib->dwp_paths.end(), p) == lib->dwp_paths.end())
-      lib->dwp_paths.push_back(p);
+    if (std::find(lib.dwp_paths.begin(), lib.dwp_paths.end(), p) == lib.dwp_paths.end())
+      lib.dwp_paths.push_back(p);
   };
-  if (lib->code != nullptr) add_dwp(lib->code->path() + ".dwp");
+  if (lib.code != nullptr) add_dwp(lib.code->path() + ".dwp");
   if (debug) {
     const std::string& d = debug->path();
     add_dwp(d.ends_with(".debug") ? d.substr(0, d.size() - 6) + ".dwp" : d + ".dwp");
   }
   if (plain_name) {
-    const std::string name = lib->code != nullptr ? std::string(base_name(lib->code->path()))
-                             : k.name.empty()     ? k.debug_name
-                                                  : k.name;
+    const std::string name = lib.code != nullptr ? std::string(base_name(lib.code->path()))
+                             : k.name.empty()    ? k.debug_name
+                                                 : k.name;
     for (const auto& d : options.symbol_dirs) add_dwp(d + "/" + name + ".dwp");
   }
-  if (debug) lib->objects.push_back(std::move(debug));
-  // dwz'd DWARF (Debian's -dbgsym packages): the alt file holds shared DIEs and strings, among them the
-  // names of inlined functions. Found here by the shared locator; opened by libdw only with the DWARF.
+}
+
+// dwz'd DWARF (Debian's -dbgsym packages): the alt file holds shared DIEs and strings, among them the
+// names of inlined functions. Found here by the shared locator; opened by libdw only with the DWARF.
+void add_dwz_alts(Library& lib, const elf::LocatorOptions& lo) {
   for (size_t i = 0; i < 2; ++i) {
-    const ElfObject* f = lib->dwarf_files[i];
+    const ElfObject* f = lib.dwarf_files[i];
     // Only a file with DWARF needs its alt file (Debian's stripped binaries keep the link, not the DWARF).
     auto link = f != nullptr && (f->has_section(".debug_info") || f->has_section(".zdebug_info"))
                     ? f->debugaltlink()
@@ -231,16 +235,43 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
     });
     if (!alt) {
       const std::string id = elf::hex(link->second);
-      lib->missing.push_back("dwz alt file not found: " + link->first + " (.gnu_debugaltlink of " +
-                             f->path() + ", build ID " + id +
-                             "), looked for at its recorded path, beside it" +
-                             (lo.symbol_dirs.empty() ? "" : ", in the --symbol-dir folders") +
-                             " and in the build-ID directories");
+      lib.missing.push_back("dwz alt file not found: " + link->first + " (.gnu_debugaltlink of " + f->path() +
+                            ", build ID " + id + "), looked for at its recorded path, beside it" +
+                            (lo.symbol_dirs.empty() ? "" : ", in the --symbol-dir folders") +
+                            " and in the build-ID directories");
       continue;
     }
-    lib->dwarf_alts[i] = alt.get();
-    lib->objects.push_back(std::move(alt));
+    lib.dwarf_alts[i] = alt.get();
+    lib.objects.push_back(std::move(alt));
   }
+}
+
+}  // namespace
+
+// Finds the binary and its debug file, indexes their symbols, and notes where split and dwz'd DWARF are.
+Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& options) {
+  const std::string want = upper(k.breakpad_id);
+  if (k.debug_name.empty() || want.empty()) return Err("empty debugName or breakpadId");
+  if (is_perf_map(k.path)) return load_perf_map(k);
+  Opener opener{want, {}};
+  auto lib = std::make_shared<Library>();
+  lib->debug_name = k.debug_name;
+  // A request may name any debugName: never let one walk out of a symbol directory.
+  const bool plain_name =
+      k.debug_name.find('/') == std::string::npos && k.debug_name != "." && k.debug_name != "..";
+  std::unique_ptr<ElfObject> binary = find_binary(k, options, plain_name, opener);
+  // Where debug files are looked for: the debug file here, each DWARF file's dwz alt file below.
+  const elf::LocatorOptions lo{options.symbol_dirs, options.debug_dirs, options.use_debuginfod};
+  std::unique_ptr<ElfObject> debug = find_debug(k, options, lo, plain_name, binary.get(), opener, *lib);
+  if (!binary && !debug) {
+    std::string msg = "no file with build ID " + want + " found for " + k.debug_name;
+    for (const auto& n : opener.notes) msg += "; " + n;
+    return Err(msg);
+  }
+  index_symbols(*lib, std::move(binary), debug.get());
+  add_dwp_paths(*lib, k, options, debug.get(), plain_name);
+  if (debug) lib->objects.push_back(std::move(debug));
+  add_dwz_alts(*lib, lo);
   lib->symbols.finish();
   return lib;
 }

@@ -2,6 +2,7 @@
 #include "recorder/unwind/rules.h"
 
 #include <array>
+#include <optional>
 
 namespace fxprof::recorder::unw {
 
@@ -30,13 +31,94 @@ struct CfaState {
 };
 
 // DWARF expression folded at rule time: values are "register + constant" or constants (RIP = the address).
+struct Val {
+  int reg;  // -1: constant
+  int64_t v;
+};
+
+// The constant operand of DW_OP_const1u..const8s (0x08-0x0d) and constu/consts (0x10, 0x11); nullopt for
+// another opcode.
+std::optional<int64_t> constant_operand(uint8_t op, Cursor& c) {
+  switch (op) {
+    case 0x08:
+      return c.u8();
+    case 0x09:
+      return c.get<int8_t>();
+    case 0x0a:
+      return c.get<uint16_t>();
+    case 0x0b:
+      return c.get<int16_t>();
+    case 0x0c:
+      return c.get<uint32_t>();
+    case 0x0d:
+      return c.get<int32_t>();
+    case 0x10:
+      return static_cast<int64_t>(c.uleb());
+    case 0x11:
+      return c.sleb();
+    default:
+      return std::nullopt;
+  }
+}
+
+// A two-operand opcode on the stack's top two values, the result in a; false when it is not one, or its
+// operands cannot be folded (a register where only constants can be).
+bool binary_op(uint8_t op, Val& a, Val b) {
+  uint64_t av = static_cast<uint64_t>(a.v), bv = static_cast<uint64_t>(b.v);
+  if (op == 0x22) {  // plus
+    if (a.reg >= 0 && b.reg >= 0) return false;
+    a = {a.reg >= 0 ? a.reg : b.reg, static_cast<int64_t>(av + bv)};
+    return true;
+  }
+  if (op == 0x1c) {  // minus
+    if (b.reg >= 0) return false;
+    a.v = static_cast<int64_t>(av - bv);
+    return true;
+  }
+  if (a.reg >= 0 || b.reg >= 0) return false;
+  switch (op) {
+    case 0x1a:
+      a.v = static_cast<int64_t>(av & bv);
+      break;  // and
+    case 0x21:
+      a.v = static_cast<int64_t>(av | bv);
+      break;  // or
+    case 0x24:
+      a.v = bv < 64 ? static_cast<int64_t>(av << bv) : 0;
+      break;  // shl
+    case 0x25:
+      a.v = bv < 64 ? static_cast<int64_t>(av >> bv) : 0;
+      break;  // shr
+    case 0x1e:
+      a.v = static_cast<int64_t>(av * bv);
+      break;  // mul
+    case 0x29:
+      a.v = a.v == b.v;
+      break;  // eq
+    case 0x2a:
+      a.v = a.v >= b.v;
+      break;  // ge
+    case 0x2b:
+      a.v = a.v > b.v;
+      break;  // gt
+    case 0x2c:
+      a.v = a.v <= b.v;
+      break;  // le
+    case 0x2d:
+      a.v = a.v < b.v;
+      break;  // lt
+    case 0x2e:
+      a.v = a.v != b.v;
+      break;  // ne
+    default:
+      return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool fold_cfa_expression(Cursor c, uint64_t addr, uint32_t& reg, int64_t& off) {
-  struct Val {
-    int reg;  // -1: constant
-    int64_t v;
-  };
   std::array<Val, 16> st;
   size_t n = 0;
   auto push = [&](Val v) {
@@ -58,36 +140,8 @@ bool fold_cfa_expression(Cursor c, uint64_t addr, uint32_t& reg, int64_t& off) {
       } else {
         return false;
       }
-    } else if (op == 0x08 || op == 0x09 || op == 0x0a || op == 0x0b || op == 0x0c || op == 0x0d ||
-               op == 0x10 || op == 0x11) {
-      int64_t v = 0;
-      switch (op) {
-        case 0x08:
-          v = c.u8();
-          break;
-        case 0x09:
-          v = c.get<int8_t>();
-          break;
-        case 0x0a:
-          v = c.get<uint16_t>();
-          break;
-        case 0x0b:
-          v = c.get<int16_t>();
-          break;
-        case 0x0c:
-          v = c.get<uint32_t>();
-          break;
-        case 0x0d:
-          v = c.get<int32_t>();
-          break;
-        case 0x10:
-          v = static_cast<int64_t>(c.uleb());
-          break;
-        case 0x11:
-          v = c.sleb();
-          break;
-      }
-      if (!push({-1, v})) return false;
+    } else if (std::optional<int64_t> v = constant_operand(op, c)) {
+      if (!push({-1, *v})) return false;
     } else if (op == 0x23) {  // DW_OP_plus_uconst
       if (n < 1) return false;
       st[n - 1].v = wrapped_sum(st[n - 1].v, c.uleb());
@@ -96,56 +150,7 @@ bool fold_cfa_expression(Cursor c, uint64_t addr, uint32_t& reg, int64_t& off) {
     } else {
       if (n < 2) return false;
       Val b = st[--n];
-      Val& a = st[n - 1];
-      uint64_t av = static_cast<uint64_t>(a.v), bv = static_cast<uint64_t>(b.v);
-      if (op == 0x22) {  // plus
-        if (a.reg >= 0 && b.reg >= 0) return false;
-        a = {a.reg >= 0 ? a.reg : b.reg, static_cast<int64_t>(av + bv)};
-        continue;
-      }
-      if (op == 0x1c) {  // minus
-        if (b.reg >= 0) return false;
-        a.v = static_cast<int64_t>(av - bv);
-        continue;
-      }
-      if (a.reg >= 0 || b.reg >= 0) return false;
-      switch (op) {
-        case 0x1a:
-          a.v = static_cast<int64_t>(av & bv);
-          break;  // and
-        case 0x21:
-          a.v = static_cast<int64_t>(av | bv);
-          break;  // or
-        case 0x24:
-          a.v = bv < 64 ? static_cast<int64_t>(av << bv) : 0;
-          break;  // shl
-        case 0x25:
-          a.v = bv < 64 ? static_cast<int64_t>(av >> bv) : 0;
-          break;  // shr
-        case 0x1e:
-          a.v = static_cast<int64_t>(av * bv);
-          break;  // mul
-        case 0x29:
-          a.v = a.v == b.v;
-          break;  // eq
-        case 0x2a:
-          a.v = a.v >= b.v;
-          break;  // ge
-        case 0x2b:
-          a.v = a.v > b.v;
-          break;  // gt
-        case 0x2c:
-          a.v = a.v <= b.v;
-          break;  // le
-        case 0x2d:
-          a.v = a.v < b.v;
-          break;  // lt
-        case 0x2e:
-          a.v = a.v != b.v;
-          break;  // ne
-        default:
-          return false;
-      }
+      if (!binary_op(op, st[n - 1], b)) return false;
     }
   }
   if (c.bad || n != 1 || st[0].reg < 0) return false;
@@ -157,7 +162,8 @@ bool fold_cfa_expression(Cursor c, uint64_t addr, uint32_t& reg, int64_t& off) {
 namespace {
 
 // Runs CFA instructions until the location passes `target`. `initial` is the state after the CIE's program
-// (for DW_CFA_restore). Returns false on malformed input.
+// (for DW_CFA_restore). Returns false on malformed input. Long because it is one switch over the DW_CFA
+// opcodes: split, the cases would lose their shared cursor, row state and remember stack.
 bool run_cfa(const uint8_t* p, const uint8_t* end, const Cie& cie, const PtrBase& base, uint64_t& loc,
              uint64_t target, CfaState& st, const CfaState& initial) {
   std::array<CfaState, 8> remembered;

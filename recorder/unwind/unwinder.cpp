@@ -236,6 +236,9 @@ Status Unwinder::load_proc_maps(uint32_t pid) {
   return {};
 }
 
+// Long because it is one walk: a switch over the rule kinds inside the frame loop, instantiated twice (the
+// fast and the full pass); the cases share the registers, the stack copy's reads and the end's accounting,
+// and this is the recording's hot path, kept in one function the compiler sees whole.
 UnwindResult Unwinder::unwind(uint32_t pid, const UserRegs& regs, std::span<const std::byte> stack,
                               std::span<uint64_t> out) {
   Impl& im = *impl_;
