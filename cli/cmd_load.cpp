@@ -143,6 +143,7 @@ std::optional<int> bake_whole(const std::string& file, server::ServeOptions& opt
       std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
       return s.exit_code();
     }
+    opts.kept_path = file;  // the copy is removed at the end: the user's file is what stays
     opts.profile_path = tmp;
   }
   opts.symbolizer = nullptr;

@@ -250,7 +250,9 @@ Status serve_profile(const ServeOptions& options) {
   symbols.libs_complete();
   (*server)->stop();
   if (browser > 0) waitpid(browser, nullptr, WNOHANG);
-  if (result) std::fprintf(stderr, "Server stopped; the profile stays in %s\n", options.profile_path.c_str());
+  if (result)
+    std::fprintf(stderr, "Server stopped; the profile stays in %s\n",
+                 (options.kept_path.empty() ? options.profile_path : options.kept_path).c_str());
   return result;
 }
 

@@ -35,7 +35,10 @@
 namespace fxprof::server {
 
 struct ServeOptions {
-  std::string profile_path;           // a .json or .json.gz Gecko profile
+  std::string profile_path;  // a .json or .json.gz Gecko profile
+  // The file the user keeps, when profile_path is a temporary copy removed after serving (load --symbol-dir
+  // serves the copy with more names): the last line names this one.
+  std::string kept_path;
   std::string address = "127.0.0.1";  // --address
   int port = 3000;                    // -P/--port; 0 = any free port (the OS picks)
   bool port_exact = false;            // true when the user named a port: no trying the next ones

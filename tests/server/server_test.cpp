@@ -768,8 +768,28 @@ TEST_CASE("fxprof load serves to profiler-cli, which symbolicates through our se
   CHECK(load.stop(SIGINT) == 0);
   CHECK_THAT(load.err(), Catch::Contains("Local server listening at http://127.0.0.1:"));
   CHECK_THAT(load.err(), Catch::Contains("Press Ctrl+C to stop."));
-  CHECK_THAT(load.err(), Catch::Contains("Server stopped"));
+  CHECK_THAT(load.err(),
+             Catch::Contains("Server stopped; the profile stays in " + dir.file("p.json.gz") + "\n"));
   CHECK(std::filesystem::exists(dir.file("p.json.gz")));
+}
+
+TEST_CASE("fxprof load --symbol-dir serves a named copy and names the user's file as the one that stays",
+          "[server][cli]") {
+  TempDir dir;
+  const std::string profile = dir.file("bare.json.gz");
+  // Self-contained, its stripped binary's sites named by their FDEs: --symbol-dir names them in a temporary
+  // copy, which is served and removed at the end.
+  auto r = run({fxprof_bin(), "record", "--heap=full", "--save-only", "-o", profile, "--",
+                test_program("heap_prog_stripped"), "leak", "50", "1000"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  LoadProcess load({"--no-open", "-P", "0", "--symbol-dir", test_program("heap_syms"), profile});
+  REQUIRE_FALSE(load.wait_for_url().empty());
+  CHECK(load.stop(SIGINT) == 0);
+  INFO(load.err());
+  CHECK_THAT(load.err(), Catch::Contains("Server stopped; the profile stays in " + profile + "\n"));
+  CHECK_THAT(load.err(), !Catch::Contains("fxprof-load"));
+  CHECK(std::filesystem::exists(profile));
 }
 
 TEST_CASE("profiler-cli --with-samply runs fxprof as its samply", "[server][profiler-cli]") {
