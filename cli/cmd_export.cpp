@@ -5,23 +5,31 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/profile_input.h"
-#include "sinks/flamegraph_svg.h"
-#include "sinks/folded.h"
+#include "sinks/exports.h"
 #include "sinks/output.h"
-#include "sinks/pprof.h"
 
 namespace fxprof::cli {
 namespace {
 
-constexpr std::string_view kUsage =
-    "Usage: fxprof export FORMAT [OPTIONS] IN [-o OUT]\n"
-    "\n"
-    "Writes the saved profile IN (.json or .json.gz) in another format, symbolicated on the way:\n"
-    "  folded   Brendan Gregg's collapsed stacks (`a;b;c 42`), one line per distinct call path, for\n"
-    "           flamegraph.pl, inferno and speedscope (default OUT: IN's name with .folded)\n"
-    "  pprof    gzipped profile.proto for go tool pprof, Pyroscope, Parca, Grafana (default OUT: .pb.gz)\n"
-    "  svg      an interactive flame graph in one self-contained SVG file (default OUT: .svg)\n"
-    "\n";
+// --help's text, the formats' lines from the sinks' table.
+const std::string& usage() {
+  static const std::string text = [] {
+    std::string u =
+        "Usage: fxprof export FORMAT [OPTIONS] IN [-o OUT]\n"
+        "\n"
+        "Writes the saved profile IN (.json or .json.gz) in another format, symbolicated on the way:\n";
+    bool first = true;
+    for (const sinks::ExportFormat& f : sinks::export_formats()) {
+      std::string line = "  " + std::string(f.name);
+      line.resize(11, ' ');
+      for (char c : f.help) line += c == '\n' ? std::string("\n           ") : std::string(1, c);
+      u += line + " (default OUT: " + (first ? "IN's name with " : "") + std::string(f.extension) + ")\n";
+      first = false;
+    }
+    return u + "\n";
+  }();
+  return text;
+}
 
 constexpr std::string_view kCommand = "export";
 
@@ -30,13 +38,14 @@ constexpr std::string_view kCommand = "export";
 int cmd_export(std::span<char*> args) {
   InputOptions input;
   std::string format, in, out;
-  sinks::TreeOptions tree;
-  sinks::SvgOptions svg;
-  bool annotate = false;
+  sinks::ExportOptions options;
+  sinks::TreeOptions& tree = options.folded.tree;
+  sinks::SvgOptions& svg = options.svg;
+  bool& annotate = options.folded.annotate;
   const Take take_in = one_operand(in, "input profile");
   const Command command{
       kCommand,
-      kUsage,
+      usage(),
       {
           {"-o", "--output", "OUT", "where to write (\"-\" for standard output; gzip when OUT ends in .gz)",
            store(out)},
@@ -62,28 +71,20 @@ int cmd_export(std::span<char*> args) {
       },
       [&](const std::string& v) { return format.empty() ? (format = v, std::string()) : take_in(v); }};
   if (auto exit = parse_options(command, args)) return *exit;
-  if (format.empty()) return usage_error(kCommand, "which format? folded, pprof or svg");
-  if (format != "folded" && format != "pprof" && format != "svg")
-    return usage_error(kCommand, "unknown format '" + format + "' (folded, pprof or svg)");
+  const std::string names = sinks::export_format_names();
+  if (format.empty()) return usage_error(kCommand, "which format? " + names);
+  const sinks::ExportFormat* sink = sinks::find_export_format(format);
+  if (sink == nullptr) return usage_error(kCommand, "unknown format '" + format + "' (" + names + ")");
   if (in.empty()) return usage_error(kCommand, "which profile? give a .json or .json.gz file");
-  if (out.empty())
-    out = sinks::output_beside(in, format == "folded" ? ".folded" : format == "pprof" ? ".pb.gz" : ".svg");
+  if (out.empty()) out = sinks::output_beside(in, std::string(sink->extension));
 
   auto profile = load_profile_for_sinks(in, input);
   if (!profile) {
     std::fprintf(stderr, "fxprof: %s\n", profile.error().c_str());
     return profile.exit_code();
   }
-  Status s;
-  if (format == "folded") {
-    s = sinks::write_folded(*profile, out, {tree, annotate});
-  } else if (format == "pprof") {
-    s = sinks::write_pprof(*profile, out);
-  } else {
-    svg.tree = tree;
-    if (svg.subtitle.empty()) svg.subtitle = in;
-    s = sinks::write_flamegraph_svg(*profile, out, svg);
-  }
+  if (svg.subtitle.empty()) svg.subtitle = in;
+  const Status s = sink->write(*profile, out, options);
   if (!s) {
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
     return s.exit_code();

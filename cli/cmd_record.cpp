@@ -23,11 +23,9 @@
 #include "recorder/quality.h"
 #include "recorder/recorder.h"
 #include "server/server.h"
-#include "sinks/flamegraph_svg.h"
-#include "sinks/folded.h"
+#include "sinks/exports.h"
 #include "sinks/heap_report.h"
 #include "sinks/output.h"
-#include "sinks/pprof.h"
 #include "sinks/report.h"
 
 namespace fxprof::cli {
@@ -260,18 +258,9 @@ std::optional<int> summary_and_exports(const RecordArgs& a, recorder::Recording&
     if (!locks.empty()) std::fprintf(stderr, "fxprof: lock waits: %s\n", locks.c_str());
   }
   for (const std::string& format : a.exports) {
-    Status s;
-    std::string path;
-    if (format == "folded") {
-      path = sinks::output_beside(a.output, ".folded");
-      s = sinks::write_folded(recording.profile, path, {});
-    } else if (format == "pprof") {
-      path = sinks::output_beside(a.output, ".pb.gz");
-      s = sinks::write_pprof(recording.profile, path);
-    } else {
-      path = sinks::output_beside(a.output, ".svg");
-      s = sinks::write_flamegraph_svg(recording.profile, path, {});
-    }
+    const sinks::ExportFormat* sink = sinks::find_export_format(format);  // checked by the options
+    const std::string path = sinks::output_beside(a.output, std::string(sink->extension));
+    const Status s = sink->write(recording.profile, path, {});
     if (!s) {
       std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
       return failure(recording.exit_status);

@@ -5,6 +5,7 @@
 #include "base/fd.h"
 #include "cli/options.h"
 #include "counters/events.h"
+#include "sinks/exports.h"
 
 namespace fxprof::cli {
 namespace {
@@ -30,6 +31,20 @@ Take stack_bytes(uint32_t& into, std::string name, bool* given = nullptr) {
     if (given) *given = true;
     return std::string();
   };
+}
+
+// --export's help, the formats from the sinks' table: "also write the profile as folded, pprof or svg
+// beside it (profile.folded,\nprofile.pb.gz, profile.svg; repeatable)".
+std::string_view export_help() {
+  static const std::string text = [] {
+    std::string files;
+    for (const sinks::ExportFormat& f : sinks::export_formats())
+      files += (files.empty() ? "profile" : ", profile") + std::string(f.extension);
+    std::string t = "also write the profile as " + sinks::export_format_names() + " beside it (";
+    const size_t comma = files.find(',');
+    return t + files.substr(0, comma + 1) + "\n" + files.substr(comma + 2) + "; repeatable)";
+  }();
+  return text;
 }
 
 // What the options say that the checks between them need.
@@ -166,12 +181,9 @@ Command record_command(RecordArgs& a, Parsed& p) {
              rec.symbol_dirs.push_back(v);  // the unwinder looks for .debug_frame there too
              return std::string();
            }},
-          {"", "--export", "FORMAT",
-           "also write the profile as folded, pprof or svg beside it (profile.folded,\n"
-           "profile.pb.gz, profile.svg; repeatable)",
+          {"", "--export", "FORMAT", export_help(),
            [&](const std::string& v) {
-             if (v != "folded" && v != "pprof" && v != "svg")
-               return std::string("--export must be folded, pprof or svg");
+             if (!sinks::find_export_format(v)) return "--export must be " + sinks::export_format_names();
              a.exports.push_back(v);
              return std::string();
            }},
