@@ -280,26 +280,33 @@ bool JsonStream::string(std::string& out, size_t max) {
 bool JsonStream::value(PieceBuffer* out) {
   int first = peek();
   if (first < 0) return failed() ? false : fail("truncated JSON");
+  return first != '{' && first != '[' && first != '"' ? scalar(out) : composite(out);
+}
+
+// Up to the next delimiter. The text ending first is a truncated document: every value this stream reads is
+// inside the top-level object.
+bool JsonStream::scalar(PieceBuffer* out) {
   size_t start = pos_;
-  // A scalar: up to the next delimiter. The text ending first is a truncated document: every value this
-  // stream reads is inside the top-level object.
-  if (first != '{' && first != '[' && first != '"') {
-    const uint64_t from = offset();
-    for (;;) {
-      if (pos_ == end_) {
-        if (!copy(out, start, pos_)) return false;
-        if (offset() - from > max_string_) return too_long("a number", from);
-        if (!fill()) return failed() ? false : fail("truncated JSON");
-        start = pos_;
-      }
-      const char c = buf_[pos_];
-      if (c == ',' || c == '}' || c == ']' || is_space(c)) {
-        if (offset() - from > max_string_) return too_long("a number", from);
-        return copy(out, start, pos_);
-      }
-      ++pos_;
+  const uint64_t from = offset();
+  for (;;) {
+    if (pos_ == end_) {
+      if (!copy(out, start, pos_)) return false;
+      if (offset() - from > max_string_) return too_long("a number", from);
+      if (!fill()) return failed() ? false : fail("truncated JSON");
+      start = pos_;
     }
+    const char c = buf_[pos_];
+    if (c == ',' || c == '}' || c == ']' || is_space(c)) {
+      if (offset() - from > max_string_) return too_long("a number", from);
+      return copy(out, start, pos_);
+    }
+    ++pos_;
   }
+}
+
+// One scan over the buffer per chunk (strings skipped in a tight loop, structural bytes found by table).
+bool JsonStream::composite(PieceBuffer* out) {
+  size_t start = pos_;
   std::vector<char> stack;  // the open brackets
   bool in_string = false, escaped = false;
   uint64_t string_from = 0;  // offset of the open string's quote

@@ -91,6 +91,8 @@ class JsonStream {
   bool fail(std::string message);
   bool too_long(const char* what, uint64_t from);  // a string or number beyond max_string_
   bool copy(PieceBuffer* out, size_t from, size_t to);
+  bool scalar(PieceBuffer* out);     // value()'s number, true, false or null: up to the next delimiter
+  bool composite(PieceBuffer* out);  // value()'s string, object or array: to its closing quote or bracket
 
   TextSource& source_;
   std::vector<char> buf_;
