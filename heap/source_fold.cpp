@@ -345,6 +345,7 @@ void Fold::finish(model::Profile& prof, const std::function<uint64_t(uint64_t)>&
   std::sort(groups.begin(), groups.end(), [](const Group& a, const Group& b) { return a.first < b.first; });
   const auto& nodes = stacks.nodes();
   std::vector<model::StackId> model_stack(nodes.size(), model::kNoStack);
+  std::vector<model::FrameId> frame_of(stacks.addresses(), UINT32_MAX);  // by address index: a frame each
   std::vector<uint32_t> path;
   auto stack_of = [&](uint32_t s) {
     if (s >= nodes.size()) return model::kNoStack;
@@ -353,7 +354,9 @@ void Fold::finish(model::Profile& prof, const std::function<uint64_t(uint64_t)>&
     for (; !path.empty(); path.pop_back()) {
       const StackTrie::Node& n = nodes[path.back()];
       const model::StackId parent = n.parent == StackTrie::kRoot ? model::kNoStack : model_stack[n.parent];
-      model_stack[path.back()] = prof.stacks.intern(parent, prof.native_frame(n.addr));
+      model::FrameId& frame = frame_of[n.addr_index];
+      if (frame == UINT32_MAX) frame = prof.native_frame(n.addr);
+      model_stack[path.back()] = prof.stacks.intern(parent, frame);
     }
     return model_stack[s];
   };

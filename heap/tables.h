@@ -130,21 +130,34 @@ class LiveBlocks {
 // The stacks the shim defines, as paths in one tree of call sites: (parent node, return address) -> node,
 // root side first. The worker interns each definition as it comes (the threads' and processes' definitions of
 // one call path become one node), so that finish() translates each distinct prefix into the model once:
-// interning every frame of every stack there was most of finish() on cc1plus's deep stacks.
+// interning every frame of every stack there was most of finish() on cc1plus's deep stacks. Each distinct
+// return address gets a dense index too (finish() makes one model frame per address, not per node).
 class StackTrie {
  public:
   static constexpr uint32_t kRoot = UINT32_MAX;  // the empty stack (also: no stack)
   struct Node {
     uint64_t addr;
     uint32_t parent;
+    uint32_t addr_index;  // the address's index among the distinct addresses (addresses())
   };
-  // The node of `frames`, leaf first.
+  // The node of `frames`, leaf first. The outer frames a definition shares with the previous one (most of
+  // them: one call path's allocations come one after another) are taken from that one's path rather than
+  // looked up: a lookup is a cache miss in a table of a million nodes, and cc1plus's new stacks are ~45 deep.
   uint32_t intern(std::span<const uint64_t> frames) {
-    uint32_t n = kRoot;
-    for (size_t i = frames.size(); i-- > 0;) n = child(n, frames[i]);
-    return n;
+    const size_t n = frames.size();
+    const size_t most = std::min(n, last_.size());
+    size_t same = 0;
+    while (same < most && frames[n - 1 - same] == last_[same].addr) ++same;
+    last_.resize(same);
+    uint32_t node = same ? last_.back().node : kRoot;
+    for (size_t i = n - same; i-- > 0;) {
+      node = child(node, frames[i]);
+      last_.push_back({frames[i], node});
+    }
+    return node;
   }
   const std::vector<Node>& nodes() const { return nodes_; }
+  size_t addresses() const { return addr_count_; }
 
  private:
   static constexpr uint32_t kEmpty = UINT32_MAX;
@@ -157,7 +170,7 @@ class StackTrie {
       const uint32_t n = slots_[i];
       if (n == kEmpty) {
         slots_[i] = static_cast<uint32_t>(nodes_.size());
-        nodes_.push_back({addr, parent});
+        nodes_.push_back({addr, parent, addr_index(addr)});
         if (nodes_.size() * 2 > slots_.size()) grow();
         return static_cast<uint32_t>(nodes_.size() - 1);
       }
@@ -173,8 +186,44 @@ class StackTrie {
           break;
         }
   }
+  // Addresses -> index, open addressing over (address, index) pairs (a few thousand distinct addresses
+  // under a million nodes).
+  uint32_t addr_index(uint64_t addr) {
+    for (size_t i = addr_home(addr);; i = (i + 1) & (addr_slots_.size() - 1)) {
+      auto& [a, index] = addr_slots_[i];
+      if (index == kEmpty) {
+        a = addr;
+        index = addr_count_++;
+        if (size_t{addr_count_} * 2 > addr_slots_.size()) grow_addrs();
+        return static_cast<uint32_t>(addr_count_ - 1);
+      }
+      if (a == addr) return index;
+    }
+  }
+  size_t addr_home(uint64_t addr) const {
+    return static_cast<size_t>((addr * 0x9E3779B97F4A7C15ull) >> 24) & (addr_slots_.size() - 1);
+  }
+  void grow_addrs() {
+    std::vector<std::pair<uint64_t, uint32_t>> old(addr_slots_.size() * 2, {0, kEmpty});
+    old.swap(addr_slots_);
+    for (const auto& [a, index] : old)
+      if (index != kEmpty)
+        for (size_t i = addr_home(a);; i = (i + 1) & (addr_slots_.size() - 1))
+          if (addr_slots_[i].second == kEmpty) {
+            addr_slots_[i] = {a, index};
+            break;
+          }
+  }
+  struct Step {
+    uint64_t addr;
+    uint32_t node;
+  };
   std::vector<Node> nodes_;
   std::vector<uint32_t> slots_ = std::vector<uint32_t>(size_t{1} << 12, kEmpty);
+  std::vector<std::pair<uint64_t, uint32_t>> addr_slots_ =
+      std::vector<std::pair<uint64_t, uint32_t>>(size_t{1} << 10, {0, kEmpty});
+  uint32_t addr_count_ = 0;
+  std::vector<Step> last_;  // the previous definition's path, root first
 };
 
 }  // namespace fxprof::heap

@@ -1,9 +1,12 @@
 // The tables HeapSource::finish() goes through the events with (heap/tables.h): the merge of the stream's
-// ascending runs into time order, and the live-block table.
+// ascending runs into time order, the live-block table and the stack trie.
 #include "heap/tables.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <map>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -55,6 +58,54 @@ TEST_CASE("heap tables: live blocks are found, replaced and erased across the ta
   CHECK(found == kBlocks / 2);
   CHECK(wrong == 0);
   CHECK(live.find(8, 0x10000) != LiveBlocks::kNone);
+}
+
+TEST_CASE("heap tables: the stack trie gives one node per call path, whatever came before", "[heap]") {
+  // Paths that share their outer frames in part (the trie reuses the previous definition's outer nodes),
+  // interned in a scrambled order and again: a node's path up to the root is its stack, equal stacks get
+  // equal nodes, and each distinct address one index.
+  StackTrie trie;
+  std::vector<std::vector<uint64_t>> stacks;  // leaf first
+  uint64_t x = 12345;
+  auto next = [&] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  for (int i = 0; i < 3000; ++i) {
+    std::vector<uint64_t> s;
+    const size_t depth = 1 + next() % 40;
+    for (size_t d = 0; d < depth; ++d) s.push_back(0x1000 + (next() % 6) * 0x10 + d * 0x100);  // root last
+    std::reverse(s.begin(), s.end());  // leaf first: its outer frames (the end) vary least
+    stacks.push_back(s);
+  }
+  std::vector<uint32_t> node(stacks.size());
+  for (size_t i = 0; i < stacks.size(); ++i) node[i] = trie.intern(stacks[i]);
+  size_t wrong = 0, unequal = 0;
+  for (size_t k = 0; k < stacks.size(); ++k) {
+    const size_t i = (k * 7919) % stacks.size();
+    wrong += trie.intern(stacks[i]) != node[i];
+    std::vector<uint64_t> path;
+    for (uint32_t n = node[i]; n != StackTrie::kRoot; n = trie.nodes()[n].parent)
+      path.push_back(trie.nodes()[n].addr);
+    unequal += path != stacks[i];
+  }
+  CHECK(wrong == 0);
+  CHECK(unequal == 0);
+  CHECK(trie.intern({}) == StackTrie::kRoot);
+  std::map<uint64_t, uint32_t> index;
+  size_t mismatched = 0;
+  for (const StackTrie::Node& n : trie.nodes()) {
+    auto [it, fresh] = index.try_emplace(n.addr, n.addr_index);
+    mismatched += it->second != n.addr_index;
+  }
+  CHECK(mismatched == 0);
+  CHECK(trie.addresses() == index.size());
+  std::set<uint32_t> indices;
+  for (const auto& [addr, i] : index) indices.insert(i);
+  CHECK(indices.size() == index.size());
+  CHECK(*indices.rbegin() == index.size() - 1);
 }
 
 }  // namespace
