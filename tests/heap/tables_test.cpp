@@ -87,18 +87,19 @@ TEST_CASE("heap tables: the stack trie gives one node per call path, whatever ca
     const size_t i = (k * 7919) % stacks.size();
     wrong += trie.intern(stacks[i]) != node[i];
     std::vector<uint64_t> path;
-    for (uint32_t n = node[i]; n != StackTrie::kRoot; n = trie.nodes()[n].parent)
-      path.push_back(trie.nodes()[n].addr);
+    for (uint32_t n = node[i]; n != StackTrie::kRoot; n = trie.parent(n))
+      path.push_back(trie.address(trie.addr_index(n)));
     unequal += path != stacks[i];
   }
   CHECK(wrong == 0);
   CHECK(unequal == 0);
   CHECK(trie.intern({}) == StackTrie::kRoot);
-  std::map<uint64_t, uint32_t> index;
+  std::map<uint64_t, uint32_t> index;  // each address one index, each index one address
   size_t mismatched = 0;
-  for (const StackTrie::Node& n : trie.nodes()) {
-    auto [it, fresh] = index.try_emplace(n.addr, n.addr_index);
-    mismatched += it->second != n.addr_index;
+  for (uint32_t n = 0; n < trie.size(); ++n) {
+    const uint32_t i = trie.addr_index(n);
+    auto [it, fresh] = index.try_emplace(trie.address(i), i);
+    mismatched += it->second != i;
   }
   CHECK(mismatched == 0);
   CHECK(trie.addresses() == index.size());
