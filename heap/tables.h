@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/fd.h"
+#include "heap/wire.h"
 #include "model/profile.h"
 
 namespace fxprof::heap {
@@ -137,20 +138,19 @@ class LiveBlocks {
 class StackTrie {
  public:
   static constexpr uint32_t kRoot = model::kNoStack;  // the empty stack (also: no stack)
-  // The node of `frames`, leaf first. The outer frames a definition shares with the previous one (more than
-  // half of them on cc1plus: one call path's allocations come one after another) are taken from that one's
-  // path rather than looked up. cc1plus's 120k definitions of 45 frames on average, 1M nodes: 0.26-0.35 s
-  // through a hash table of (parent, address), 0.08-0.10 s so.
-  uint32_t intern(std::span<const uint64_t> frames) {
-    const size_t n = frames.size();
-    const size_t most = std::min(n, last_.size());
-    size_t same = 0;
-    while (same < most && frames[n - 1 - same] == last_[same].addr) ++same;
-    last_.resize(same);
-    uint32_t node = same ? last_.back().node : kRoot;
-    for (size_t i = n - same; i-- > 0;) {
-      node = table_.intern(node, index_of(frames[i]));
-      last_.push_back({frames[i], node});
+  // The node of a definition (heap/wire.h): `inner` frames, leaf first, below the `shared` outermost nodes
+  // of `path`, the thread's previous definition's nodes (root first), which becomes this one's. Its shared
+  // part is not looked up again (more than half of cc1plus's frames). cc1plus's 120k definitions of 45 frames
+  // on average, 1M nodes: 0.26-0.35 s through a hash table of (parent, address), 0.08-0.10 s so.
+  // kNone when the definition is not one (`shared` beyond `path`, or deeper than the shim ever sends).
+  static constexpr uint32_t kNone = UINT32_MAX - 1;
+  uint32_t intern(std::span<const uint64_t> inner, size_t shared, std::vector<uint32_t>& path) {
+    if (shared > path.size() || shared + inner.size() > wire::kMaxFrames) return kNone;
+    path.resize(shared);
+    uint32_t node = shared ? path.back() : kRoot;
+    for (size_t i = inner.size(); i-- > 0;) {
+      node = table_.intern(node, index_of(inner[i]));
+      path.push_back(node);
     }
     return node;
   }
@@ -188,15 +188,10 @@ class StackTrie {
           break;
         }
   }
-  struct Step {
-    uint64_t addr;
-    uint32_t node;
-  };
   model::StackTable table_;
   std::vector<uint64_t> addrs_;  // by index
   std::vector<std::pair<uint64_t, uint32_t>> addr_slots_ =
       std::vector<std::pair<uint64_t, uint32_t>>(size_t{1} << 10, {0, kEmpty});
-  std::vector<Step> last_;  // the previous definition's path, root first
 };
 
 }  // namespace fxprof::heap

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -61,9 +62,10 @@ TEST_CASE("heap tables: live blocks are found, replaced and erased across the ta
 }
 
 TEST_CASE("heap tables: the stack trie gives one node per call path, whatever came before", "[heap]") {
-  // Paths that share their outer frames in part (the trie reuses the previous definition's outer nodes),
-  // interned in a scrambled order and again: a node's path up to the root is its stack, equal stacks get
-  // equal nodes, and each distinct address one index.
+  // Definitions as the shim sends them (heap/wire.h): the frames not shared with the thread's previous one.
+  // Paths that share their outer frames in part, defined by two threads in turns, then again in a scrambled
+  // order: a node's path up to the root is its stack, equal stacks get equal nodes, each distinct address
+  // one index.
   StackTrie trie;
   std::vector<std::vector<uint64_t>> stacks;  // leaf first
   uint64_t x = 12345;
@@ -75,25 +77,35 @@ TEST_CASE("heap tables: the stack trie gives one node per call path, whatever ca
   };
   for (int i = 0; i < 3000; ++i) {
     std::vector<uint64_t> s;
-    const size_t depth = 1 + next() % 40;
-    for (size_t d = 0; d < depth; ++d) s.push_back(0x1000 + (next() % 6) * 0x10 + d * 0x100);  // root last
+    const size_t depth = 1 + next() % wire::kMaxFrames;
+    for (size_t d = 0; d < depth; ++d) s.push_back(0x1000 + (next() % 6) * 0x10 + d * 0x100);  // root first
     std::reverse(s.begin(), s.end());  // leaf first: its outer frames (the end) vary least
     stacks.push_back(s);
   }
+  std::vector<uint64_t> last[2];  // each thread's previous definition
+  std::vector<uint32_t> path[2];
+  auto define = [&](int thread, const std::vector<uint64_t>& s) {
+    std::vector<uint64_t>& l = last[thread];
+    size_t shared = 0;
+    while (shared < std::min(s.size(), l.size()) && s[s.size() - 1 - shared] == l[l.size() - 1 - shared])
+      ++shared;
+    l = s;
+    return trie.intern(std::span(s).first(s.size() - shared), shared, path[thread]);
+  };
   std::vector<uint32_t> node(stacks.size());
-  for (size_t i = 0; i < stacks.size(); ++i) node[i] = trie.intern(stacks[i]);
+  for (size_t i = 0; i < stacks.size(); ++i) node[i] = define(static_cast<int>(i % 2), stacks[i]);
   size_t wrong = 0, unequal = 0;
   for (size_t k = 0; k < stacks.size(); ++k) {
     const size_t i = (k * 7919) % stacks.size();
-    wrong += trie.intern(stacks[i]) != node[i];
-    std::vector<uint64_t> path;
+    wrong += define(static_cast<int>(k % 2), stacks[i]) != node[i];
+    std::vector<uint64_t> up;
     for (uint32_t n = node[i]; n != StackTrie::kRoot; n = trie.parent(n))
-      path.push_back(trie.address(trie.addr_index(n)));
-    unequal += path != stacks[i];
+      up.push_back(trie.address(trie.addr_index(n)));
+    unequal += up != stacks[i];
   }
   CHECK(wrong == 0);
   CHECK(unequal == 0);
-  CHECK(trie.intern({}) == StackTrie::kRoot);
+  CHECK(define(0, {}) == StackTrie::kRoot);
   std::map<uint64_t, uint32_t> index;  // each address one index, each index one address
   size_t mismatched = 0;
   for (uint32_t n = 0; n < trie.size(); ++n) {
@@ -107,6 +119,17 @@ TEST_CASE("heap tables: the stack trie gives one node per call path, whatever ca
   for (const auto& [addr, i] : index) indices.insert(i);
   CHECK(indices.size() == index.size());
   CHECK(*indices.rbegin() == index.size() - 1);
+  // What the shim never sends: more shared frames than the thread's last definition has, or a stack deeper
+  // than kMaxFrames.
+  std::vector<uint32_t> fresh_path;
+  const uint64_t one = 0x1000;
+  CHECK(trie.intern(std::span(&one, 1), 1, fresh_path) == StackTrie::kNone);
+  const std::vector<uint64_t> deep(wire::kMaxFrames, 0x2000);
+  std::vector<uint32_t> deep_path;
+  CHECK(trie.intern(deep, 0, deep_path) != StackTrie::kNone);
+  CHECK(deep_path.size() == wire::kMaxFrames);
+  CHECK(trie.intern(std::span(&one, 1), wire::kMaxFrames, deep_path) == StackTrie::kNone);
+  CHECK(deep_path.size() == wire::kMaxFrames);  // untouched
 }
 
 }  // namespace
