@@ -304,18 +304,16 @@ uint32_t current_stack(ThreadState& s) {
          reinterpret_cast<uintptr_t>(frames[first]) < self_hi)
     ++first;
   const auto count = static_cast<uint32_t>(std::min(n - first, static_cast<int>(wire::kMaxFrames)));
-  uint64_t stack[wire::kMaxFrames];
-  for (uint32_t i = 0; i < count; ++i) stack[i] = reinterpret_cast<uintptr_t>(frames[first + i]);
-  const auto [id, fresh] = s.stacks.find(fxprof::heap::shim::stack_hash(stack, count));
+  const auto [id, fresh] = s.stacks.find(fxprof::heap::shim::stack_hash(frames + first, count));
   if (!fresh) return id;
   // Only the inner frames: the outer ones are the thread's previous definition's (heap/wire.h).
-  const uint32_t shared = s.stacks.share_outer(stack, count);
+  const uint32_t shared = s.stacks.share_outer(frames + first, count);
   const uint32_t inner = count - shared;
   const Record def{static_cast<uint8_t>(Kind::StackDef), {}, id, 0, inner, shared};
   const uint32_t bytes = sizeof def + inner * 8;
   if (s.fill + bytes + sizeof(Record) > kRoom) flush_locked(s);  // with an opening Clock record
   put(s, &def, sizeof def);
-  put(s, stack, inner * 8);
+  put(s, frames + first, inner * 8);  // (return addresses are 8 bytes, as the wire's)
   return id;
 }
 
