@@ -219,13 +219,13 @@ void apply_symbols(Profile& p, const std::vector<SymbolRequest>& requests, Apply
 
   std::vector<FrameId> scratch;
   // A frame's new frames in this process, per role, once: a deep stack's frames recur in many stacks.
-  std::vector<std::array<std::vector<FrameId>, 2>> new_frames;
-  std::vector<uint8_t> known;  // per old frame: the roles new_frames holds
+  // Emptied after each process by the frames it touched (a build's thousands of processes each touch few).
+  std::vector<std::array<std::vector<FrameId>, 2>> new_frames(p.frames.size());
+  std::vector<uint8_t> known(p.frames.size(), 0);  // per old frame: the roles new_frames holds
+  std::vector<FrameId> known_frames;
   for (Process& proc : p.processes) {
     std::vector<Mapping> maps = mappings_of(p, proc);
     std::vector<StackId> used = mark_used(p, proc, roles);
-    new_frames.assign(p.frames.size(), {});
-    known.assign(p.frames.size(), 0);
     for (StackId s : used) {
       StackId old_prefix = p.stacks.prefix(s);
       StackId parent = old_prefix == kNoStack ? kNoStack : remap[old_prefix][1];
@@ -235,6 +235,7 @@ void apply_symbols(Profile& p, const std::vector<SymbolRequest>& requests, Apply
         std::vector<FrameId>& chain = new_frames[old_frame][role == kLeaf ? 0 : 1];
         if (!(known[old_frame] & role)) {
           chain = frames_for(old_frame, place_of(p.frames.get(old_frame), maps), role, scratch);
+          if (known[old_frame] == 0) known_frames.push_back(old_frame);
           known[old_frame] |= role;
         }
         StackId node = parent;
@@ -254,6 +255,11 @@ void apply_symbols(Profile& p, const std::vector<SymbolRequest>& requests, Apply
       roles[s] = 0;
       remap[s] = {kNoStack, kNoStack};
     }
+    for (FrameId f : known_frames) {
+      known[f] = 0;
+      new_frames[f] = {};
+    }
+    known_frames.clear();
   }
   p.frames = std::move(frames);
   p.stacks = std::move(stacks);

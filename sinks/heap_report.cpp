@@ -23,12 +23,21 @@ class SiteFinder {
   explicit SiteFinder(const model::Profile& p) : p_(p), functions_(p) {}
 
   // A site: where a process's stack allocated, as a dense index (see proc_of(), stack_of(), name_id()).
-  uint32_t site(size_t proc, model::StackId stack) {
-    // Dense per process: a full-mode profile has a row per few allocations, on 100k+ distinct stacks.
+  // Says how many rows process `proc` has, before site() is asked for them.
+  void expect(size_t proc, size_t rows) {
     if (proc >= site_of_.size()) site_of_.resize(proc + 1);
-    std::vector<uint32_t>& cache = site_of_[proc];
-    if (cache.empty()) cache.assign(p_.stacks.size() + 1, kUnknown);  // the last: kNoStack's
-    uint32_t& cached = cache[stack == model::kNoStack ? p_.stacks.size() : stack];
+    // Dense for a process with many rows (a full-mode profile: a row per few allocations, on 100k+ distinct
+    // stacks), where a hash map's lookups were much of the report; hashed for the others (a process per
+    // file of a build would make thousands of tables of every stack of the profile).
+    if (rows * 4 >= p_.stacks.size() && site_of_[proc].empty())
+      site_of_[proc].assign(p_.stacks.size() + 1, kUnknown);  // the last: kNoStack's
+  }
+  uint32_t site(size_t proc, model::StackId stack) {
+    if (proc >= site_of_.size()) site_of_.resize(proc + 1);
+    std::vector<uint32_t>& dense = site_of_[proc];
+    uint32_t& cached = dense.empty()
+                           ? sparse_.try_emplace(uint64_t{proc} << 32 | stack, kUnknown).first->second
+                           : dense[stack == model::kNoStack ? p_.stacks.size() : stack];
     if (cached != kUnknown) return cached;
     const model::StackId at = site_stack(proc, stack);
     auto [it, fresh] = site_ids_.try_emplace(uint64_t{proc} << 32 | at, static_cast<uint32_t>(sites_.size()));
@@ -108,6 +117,7 @@ class SiteFinder {
   FunctionTable functions_;
   std::vector<std::vector<uint32_t>> site_of_;       // per process: stack -> its site (kUnknown: not yet)
   std::unordered_map<uint64_t, uint32_t> site_ids_;  // (process, site stack) -> site
+  std::unordered_map<uint64_t, uint32_t> sparse_;    // (process, stack) -> its site, for the others
   std::vector<Site> sites_;
   std::vector<uint32_t> by_function_;  // function -> name id
   std::unordered_map<std::string, uint32_t> name_ids_;
@@ -234,6 +244,9 @@ HeapReport make_heap_report(const model::Profile& p, size_t limit) {
   SiteTally leaks, allocs, peak;
   std::vector<std::pair<uint64_t, int64_t>> timeline;  // (time, bytes): the peak when meta has none
   for (size_t pi = 0; pi < p.processes.size(); ++pi) {
+    size_t rows = 0;
+    for (const model::Thread& t : p.processes[pi].threads) rows += t.allocations.size();
+    sites.expect(pi, rows);
     for (const model::Thread& t : p.processes[pi].threads) {
       std::vector<uint64_t> freed;  // sorted: a hash set's node per free row cost more than the sort
       for (const model::Allocation& a : t.allocations)
