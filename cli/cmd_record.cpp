@@ -5,9 +5,11 @@
 
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "base/fd.h"
 #include "cli/commands.h"
@@ -193,10 +195,12 @@ struct FrameNamer {
 };
 
 // Names the frames (baked in, or only the Wakeup stacks of "Held by" when served lazily), writes the file and
-// says what was recorded. The exit status on failure.
+// says what was recorded; `heap_report` gets the heap summary's figures when they were made beside the
+// writer. The exit status on failure.
 std::optional<int> name_and_write(const RecordArgs& a, recorder::Recording& recording,
                                   symbolizer::Symbolizer& symbols, const SignalHold& hold,
-                                  FrameNamer& name_frames, size_t preloaded) {
+                                  FrameNamer& name_frames, size_t preloaded,
+                                  std::future<sinks::HeapReport>& heap_report) {
   const recorder::Options& rec = a.rec;
   const auto& st = recording.stats;
   const Clock::time_point ended = Clock::now();
@@ -215,6 +219,12 @@ std::optional<int> name_and_write(const RecordArgs& a, recorder::Recording& reco
       for (const model::Meta::Problem& q : wakes.meta.data_quality) recording.profile.meta.add_problem(q);
     });
   }
+  // The heap summary reads the named model as the writer does: made on a thread of its own meanwhile (the
+  // writer mostly waits for its deflating thread: cc1plus's --heap=full summary took 40-100 ms after it).
+  if (a.heap && recording.profile.meta.presymbolicated && !hold.interrupted())
+    heap_report = std::async(std::launch::async, [&p = std::as_const(recording.profile)] {
+      return sinks::make_heap_report(p, 5);
+    });
   const Clock::time_point writing = Clock::now();
   if (auto s = gecko::write_gecko_profile(recording.profile, a.output); !s) {
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
@@ -244,12 +254,16 @@ std::optional<int> name_and_write(const RecordArgs& a, recorder::Recording& reco
 // for the file. The exit status when an export fails.
 std::optional<int> summary_and_exports(const RecordArgs& a, recorder::Recording& recording,
                                        const SignalHold& hold, FrameNamer& name_frames,
-                                       const std::string& heap_lost) {
+                                       const std::string& heap_lost,
+                                       std::future<sinks::HeapReport>& heap_report) {
   const bool heap = a.heap.has_value();
   if ((a.quiet && a.exports.empty() && !heap) || hold.interrupted()) return std::nullopt;
   if (!recording.profile.meta.presymbolicated) name_frames();
-  if (heap)
-    std::fputs(sinks::format_heap_summary(sinks::make_heap_report(recording.profile, 5), 5).c_str(), stderr);
+  if (heap) {
+    const sinks::HeapReport r =
+        heap_report.valid() ? heap_report.get() : sinks::make_heap_report(recording.profile, 5);
+    std::fputs(sinks::format_heap_summary(r, 5).c_str(), stderr);
+  }
   std::fputs(heap_lost.c_str(), stderr);
   if (!a.quiet) {
     std::string top = sinks::top_self_summary(recording.profile, 5);
@@ -321,8 +335,10 @@ int cmd_record(std::span<char*> args) {
   // the file is complete, then take a pending one as "do not serve".
   SignalHold hold;
   FrameNamer name_frames{recording->profile, *symbols, {}, 0};
-  if (auto exit = name_and_write(a, *recording, *symbols, hold, name_frames, preloaded)) return *exit;
-  if (auto exit = summary_and_exports(a, *recording, hold, name_frames, heap_lost)) return *exit;
+  std::future<sinks::HeapReport> heap_report;
+  if (auto exit = name_and_write(a, *recording, *symbols, hold, name_frames, preloaded, heap_report))
+    return *exit;
+  if (auto exit = summary_and_exports(a, *recording, hold, name_frames, heap_lost, heap_report)) return *exit;
   serve.libs = pipeline::known_libs(recording->profile);     // no need to read the file back to serve it
   serve.view = gecko::gecko_view_query(recording->profile);  // every thread shown, the busiest selected
   // Binaries deleted while they ran are served through the recorder's descriptors (model::Lib::read_path).

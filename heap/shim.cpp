@@ -25,7 +25,8 @@
 //  - Stacks: libunwind's unw_backtrace (frame-pointer free, CFI based, with its own per-thread cache of
 //    unwind info). Measured here on a 6-deep chain: ~0.5 us per backtrace after warm-up, against ~1.2 us for
 //    _Unwind_Backtrace (libgcc) and no reliable result from frame pointers through Debian's libstdc++. Each
-//    thread interns its stacks in a small hash table, so a repeated call site is sent once.
+//    thread interns its stacks (heap/shim_stacks.h): a repeated call stack is sent once, a new one as the
+//    frames it does not share with the thread's previous definition.
 //  - Times: the TSC where it is invariant (see event_time; every chunk then carries clock pairs), as two
 //    clock_gettime calls through kvm-clock were ~110 of the ~630 ns a malloc+free cost in full mode here.
 //  - Transport: each thread fills a 4 KiB chunk and writes it with one write(2) to the pipe inherited through
@@ -47,6 +48,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cmath>
@@ -58,6 +60,7 @@
 
 #include "heap/shim_clock.h"
 #include "heap/shim_sampling.h"
+#include "heap/shim_stacks.h"
 #include "heap/wire.h"
 
 namespace {
@@ -137,23 +140,14 @@ using fxprof::heap::shim::use_tsc;
 // The shim's own code, skipped at the top of every backtrace.
 uintptr_t self_lo = 0, self_hi = 0;
 
-constexpr size_t kCacheSlots = size_t{1}
-                               << 16;  // per-thread stack cache: hash -> id (1 MiB, touched as used)
-struct CacheSlot {
-  uint64_t hash;
-  uint32_t id;
-  uint32_t used;
-};
-
 struct ThreadState {
   std::atomic<int> lock{0};  // taken by the owner while writing, by the exit flusher to flush
   uint32_t tid = 0;
   uint32_t pid = 0;
-  uint32_t next_stack = 0;
   uint32_t fill = 0;  // bytes of records in buf
   uint64_t rng = 0;
   alignas(16) char buf[wire::kChunkMax];
-  CacheSlot cache[kCacheSlots];
+  fxprof::heap::shim::StackCache stacks;  // (the mapping's zero pages until used)
 };
 
 constexpr size_t kMaxThreads = 4096;
@@ -309,42 +303,18 @@ uint32_t current_stack(ThreadState& s) {
   while (first < n && reinterpret_cast<uintptr_t>(frames[first]) >= self_lo &&
          reinterpret_cast<uintptr_t>(frames[first]) < self_hi)
     ++first;
-  int count = n - first;
-  if (count > static_cast<int>(wire::kMaxFrames)) count = static_cast<int>(wire::kMaxFrames);
-  // Four independent multiply chains, folded at the end: one chain over ~45 frames waited on each multiply
-  // in turn (half of this function's time on python).
-  constexpr uint64_t kMul = 0xFF51AFD7ED558CCDull;
-  auto at = [&](int i) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(frames[first + i])); };
-  uint64_t a = 1469598103934665603ull, b = 0x9E3779B97F4A7C15ull, c = 0xC2B2AE3D27D4EB4Full,
-           d = 0x165667B19E3779F9ull;
-  int i = 0;
-  for (; i + 4 <= count; i += 4) {
-    a = (a ^ at(i)) * kMul;
-    b = (b ^ at(i + 1)) * kMul;
-    c = (c ^ at(i + 2)) * kMul;
-    d = (d ^ at(i + 3)) * kMul;
-  }
-  for (; i < count; ++i) a = (a ^ at(i)) * kMul;
-  uint64_t h = static_cast<uint64_t>(count);
-  for (uint64_t l : {a, b, c, d}) h = (h ^ l ^ (l >> 29)) * 0xC4CEB9FE1A85EC53ull;
-  h ^= h >> 32;
-  size_t slot = static_cast<size_t>(h) & (kCacheSlots - 1);
-  for (size_t probe = 0; probe < 16; ++probe) {
-    CacheSlot& c = s.cache[(slot + probe) & (kCacheSlots - 1)];
-    if (c.used && c.hash == h) return c.id;
-    if (!c.used) {
-      c = {h, s.next_stack++, 1};
-      Record def{static_cast<uint8_t>(Kind::StackDef), {}, c.id, 0, static_cast<uint64_t>(count), 0};
-      uint32_t bytes = sizeof def + static_cast<uint32_t>(count) * 8;
-      if (s.fill + bytes + sizeof(Record) > kRoom) flush_locked(s);  // with an opening Clock record
-      put(s, &def, sizeof def);
-      put(s, frames + first, static_cast<uint32_t>(count) * 8);
-      return c.id;
-    }
-  }
-  // A crowded neighbourhood: start over (ids keep growing, so old definitions are simply superseded).
-  std::memset(s.cache, 0, sizeof s.cache);
-  return current_stack(s);
+  const auto count = static_cast<uint32_t>(std::min(n - first, static_cast<int>(wire::kMaxFrames)));
+  const auto [id, fresh] = s.stacks.find(fxprof::heap::shim::stack_hash(frames + first, count));
+  if (!fresh) return id;
+  // Only the inner frames: the outer ones are the thread's previous definition's (heap/wire.h).
+  const uint32_t shared = s.stacks.share_outer(frames + first, count);
+  const uint32_t inner = count - shared;
+  const Record def{static_cast<uint8_t>(Kind::StackDef), {}, id, 0, inner, shared};
+  const uint32_t bytes = sizeof def + inner * 8;
+  if (s.fill + bytes + sizeof(Record) > kRoom) flush_locked(s);  // with an opening Clock record
+  put(s, &def, sizeof def);
+  put(s, frames + first, inner * 8);  // (return addresses are 8 bytes, as the wire's)
+  return id;
 }
 
 __attribute__((noinline)) void resolve() {
@@ -552,13 +522,12 @@ void in_child() {
     s->pid = cur_pid.load();
     s->tid = static_cast<uint32_t>(syscall(SYS_gettid));
     s->fill = 0;
-    s->next_stack = 0;
+    s->stacks.reset();
     // Its own samples: with the parent's generator the children of a forking server would all sample the
     // same allocations.
     s->rng =
         fxprof::heap::shim::mix_seed(s->rng ^ (forks + 1) * 0xD1B54A32D192ED03ull ^ (seed ? 0 : now_ns()));
     if (!full_mode) tls.countdown = next_countdown(*s);
-    std::memset(s->cache, 0, sizeof s->cache);
     registry[0].store(s);
     if (out_fd >= 0) send_hello(*s);  // a new process's thread, to the recorder
   }

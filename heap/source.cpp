@@ -85,6 +85,7 @@ constexpr uint64_t kNever = UINT64_MAX;
 struct Parser {
   StackTrie stacks;  // every stack defined (a stack id's value: its node)
   std::unordered_map<uint64_t, std::vector<uint32_t>> stack_ids;   // (pid<<32|tid) -> [id] -> index (dense)
+  std::unordered_map<uint64_t, std::vector<uint32_t>> paths;       // (pid<<32|tid) -> its last definition
   std::map<std::pair<uint64_t, uint32_t>, uint32_t> external_ids;  // (thread, id from kExternalStackIds)
   std::unordered_map<uint32_t, uint32_t> inst_of_pid;
   std::vector<uint32_t> inst_pid;
@@ -155,7 +156,8 @@ struct Parser {
         size = sizeof r + n * 8;
         uint64_t frames[wire::kMaxFrames];
         std::memcpy(frames, chunk.data() + off + sizeof r, n * 8);
-        const uint32_t node = stacks.intern({frames, n});
+        const uint32_t node = stacks.intern({frames, n}, r.size, paths[thread]);
+        if (node == StackTrie::kNone) return false;  // not a definition the shim makes: its uses stay unknown
         if (r.stack >= wire::kExternalStackIds) {
           external_ids[{thread, r.stack}] = node;
         } else if (r.stack < kMaxStackIds) {  // the shim's (it counts from 0 per thread); others ignored

@@ -165,7 +165,8 @@ uint64_t& Fold::last_alloc(uint32_t inst, uint32_t tid) {
 // row and its free row (model::Allocation), split by whether they were live at the peak: every per-stack sum
 // the front end and `report --heap` take stays exact, and a profile of millions of allocations keeps a few
 // rows per call site and bucket. The buckets are 1 ms to start with, doubled (the rows re-keyed) whenever
-// the recording passes 256 of them, and at the end to at most 128 over the recording.
+// the recording passes 128 of them: at most 128 over the recording, as the rows are made (re-keying them
+// all after the exit, when it passed 256, was 20 ms of cc1plus's wait).
 void Fold::widen(uint64_t ms, uint64_t buckets) {
   while ((ms >> shift_) >= buckets) {
     ++shift_;
@@ -214,7 +215,7 @@ void Fold::add(const FoldEvent& e) {
   if (i == 0) t0_ = e.time;
   last_time_ = std::max(last_time_, e.time);
   const uint64_t ms = ms_of(e.time);
-  widen(ms, 256);
+  widen(ms, 128);
   if (e.alloc) {
     auto [slot, fresh] = live_.insert(e.inst, e.addr, 0);
     if (!fresh) {  // its free was not seen (reentrant)
@@ -343,17 +344,20 @@ void Fold::finish(model::Profile& prof, const std::function<uint64_t(uint64_t)>&
   // once, its parent first.
   std::vector<Group>& groups = groups_.all();
   std::sort(groups.begin(), groups.end(), [](const Group& a, const Group& b) { return a.first < b.first; });
-  const auto& nodes = stacks.nodes();
-  std::vector<model::StackId> model_stack(nodes.size(), model::kNoStack);
+  std::vector<model::StackId> model_stack(stacks.size(), model::kNoStack);
+  std::vector<model::FrameId> frame_of(stacks.addresses(), UINT32_MAX);  // by address index: a frame each
   std::vector<uint32_t> path;
   auto stack_of = [&](uint32_t s) {
-    if (s >= nodes.size()) return model::kNoStack;
-    for (uint32_t n = s; n != StackTrie::kRoot && model_stack[n] == model::kNoStack; n = nodes[n].parent)
+    if (s >= stacks.size()) return model::kNoStack;
+    for (uint32_t n = s; n != StackTrie::kRoot && model_stack[n] == model::kNoStack; n = stacks.parent(n))
       path.push_back(n);
     for (; !path.empty(); path.pop_back()) {
-      const StackTrie::Node& n = nodes[path.back()];
-      const model::StackId parent = n.parent == StackTrie::kRoot ? model::kNoStack : model_stack[n.parent];
-      model_stack[path.back()] = prof.stacks.intern(parent, prof.native_frame(n.addr));
+      const uint32_t n = path.back();
+      const model::StackId parent =
+          stacks.parent(n) == StackTrie::kRoot ? model::kNoStack : model_stack[stacks.parent(n)];
+      model::FrameId& frame = frame_of[stacks.addr_index(n)];
+      if (frame == UINT32_MAX) frame = prof.native_frame(stacks.address(stacks.addr_index(n)));
+      model_stack[n] = prof.stacks.intern(parent, frame);
     }
     return model_stack[s];
   };

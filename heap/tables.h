@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "base/fd.h"
+#include "heap/wire.h"
+#include "model/profile.h"
 
 namespace fxprof::heap {
 
@@ -61,8 +63,10 @@ void merge_runs(V& v, Less less) {
 }
 
 // Live blocks: (pid, address) -> the allocation's event index. Open addressing with linear probing, deletion
-// by backward shift (no tombstones), doubled at half full: std::unordered_map's node per block was a malloc,
-// a free and a cache miss per event, a third of finish() with 5M allocations.
+// by backward shift (no tombstones), doubled at three quarters full: std::unordered_map's node per block was a
+// malloc, a free and a cache miss per event, a third of finish() with 5M allocations. (At half full, python's
+// 1.2M live blocks made 128 MB of tables on the way to a 64 MB one, whose fresh pages the kernel zeroed for
+// 0.56 s of the worker's CPU; a probe runs on into the next slots, mostly the same cache line.)
 class LiveBlocks {
  public:
   static constexpr size_t kNone = SIZE_MAX;
@@ -77,7 +81,7 @@ class LiveBlocks {
   }
   // The slot of (pid, addr), created holding `event` when new (second: whether it was).
   std::pair<size_t, bool> insert(uint32_t pid, uint64_t addr, uint32_t event) {
-    if ((used_ + 1) * 2 > slots_.size()) grow();
+    if ((used_ + 1) * 4 > slots_.size() * 3) grow();
     for (size_t i = home(pid, addr);; i = (i + 1) & mask()) {
       Slot& s = slots_[i];
       if (s.event == kEmpty) {
@@ -127,54 +131,69 @@ class LiveBlocks {
   size_t used_ = 0;
 };
 
-// The stacks the shim defines, as paths in one tree of call sites: (parent node, return address) -> node,
-// root side first. The worker interns each definition as it comes (the threads' and processes' definitions of
-// one call path become one node), so that finish() translates each distinct prefix into the model once:
-// interning every frame of every stack there was most of finish() on cc1plus's deep stacks.
+// The stacks the shim defines, as paths in one tree of call sites, root side first: the worker interns each
+// definition as it comes (the threads' and processes' definitions of one call path become one node), so that
+// finish() translates each distinct prefix into the model once: interning every frame of every stack there
+// was most of finish() on cc1plus's deep stacks. The tree is a model::StackTable over the distinct return
+// addresses' indices (its child lists find a node below the one just made or found without a cache miss in
+// a million-node hash table); finish() makes one model frame per address.
 class StackTrie {
  public:
-  static constexpr uint32_t kRoot = UINT32_MAX;  // the empty stack (also: no stack)
-  struct Node {
-    uint64_t addr;
-    uint32_t parent;
-  };
-  // The node of `frames`, leaf first.
-  uint32_t intern(std::span<const uint64_t> frames) {
-    uint32_t n = kRoot;
-    for (size_t i = frames.size(); i-- > 0;) n = child(n, frames[i]);
-    return n;
+  static constexpr uint32_t kRoot = model::kNoStack;  // the empty stack (also: no stack)
+  // The node of a definition (heap/wire.h): `inner` frames, leaf first, below the `shared` outermost nodes
+  // of `path`, the thread's previous definition's nodes (root first), which becomes this one's. Its shared
+  // part is not looked up again (more than half of cc1plus's frames). cc1plus's 120k definitions of 45 frames
+  // on average, 1M nodes: 0.26-0.35 s through a hash table of (parent, address), 0.08-0.10 s so.
+  // kNone when the definition is not one (`shared` beyond `path`, or deeper than the shim ever sends).
+  static constexpr uint32_t kNone = UINT32_MAX - 1;
+  uint32_t intern(std::span<const uint64_t> inner, size_t shared, std::vector<uint32_t>& path) {
+    if (shared > path.size() || shared + inner.size() > wire::kMaxFrames) return kNone;
+    path.resize(shared);
+    uint32_t node = shared ? path.back() : kRoot;
+    for (size_t i = inner.size(); i-- > 0;) {
+      node = table_.intern(node, index_of(inner[i]));
+      path.push_back(node);
+    }
+    return node;
   }
-  const std::vector<Node>& nodes() const { return nodes_; }
+  size_t size() const { return table_.size(); }
+  uint32_t parent(uint32_t node) const { return table_.prefix(node); }
+  uint32_t addr_index(uint32_t node) const { return table_.frame(node); }  // see address()
+  uint64_t address(uint32_t addr_index) const { return addrs_[addr_index]; }
+  size_t addresses() const { return addrs_.size(); }
 
  private:
   static constexpr uint32_t kEmpty = UINT32_MAX;
-  size_t home(uint32_t parent, uint64_t addr) const {
-    const uint64_t h = (addr ^ (uint64_t{parent} << 40 | parent)) * 0x9E3779B97F4A7C15ull;
-    return static_cast<size_t>(h >> 24) & (slots_.size() - 1);
-  }
-  uint32_t child(uint32_t parent, uint64_t addr) {
-    for (size_t i = home(parent, addr);; i = (i + 1) & (slots_.size() - 1)) {
-      const uint32_t n = slots_[i];
-      if (n == kEmpty) {
-        slots_[i] = static_cast<uint32_t>(nodes_.size());
-        nodes_.push_back({addr, parent});
-        if (nodes_.size() * 2 > slots_.size()) grow();
-        return static_cast<uint32_t>(nodes_.size() - 1);
+  // Address -> index, open addressing over (address, index) pairs: a few thousand distinct addresses.
+  uint32_t index_of(uint64_t addr) {
+    for (size_t i = addr_home(addr);; i = (i + 1) & (addr_slots_.size() - 1)) {
+      auto& [a, index] = addr_slots_[i];
+      if (index == kEmpty) {
+        a = addr;
+        index = static_cast<uint32_t>(addrs_.size());
+        addrs_.push_back(addr);
+        if (addrs_.size() * 2 > addr_slots_.size()) grow_addrs();
+        return static_cast<uint32_t>(addrs_.size() - 1);
       }
-      if (nodes_[n].addr == addr && nodes_[n].parent == parent) return n;
+      if (a == addr) return index;
     }
   }
-  void grow() {
-    std::vector<uint32_t>(slots_.size() * 2, kEmpty).swap(slots_);
-    for (uint32_t n = 0; n < nodes_.size(); ++n)
-      for (size_t i = home(nodes_[n].parent, nodes_[n].addr);; i = (i + 1) & (slots_.size() - 1))
-        if (slots_[i] == kEmpty) {
-          slots_[i] = n;
+  size_t addr_home(uint64_t addr) const {
+    return static_cast<size_t>((addr * 0x9E3779B97F4A7C15ull) >> 24) & (addr_slots_.size() - 1);
+  }
+  void grow_addrs() {
+    std::vector<std::pair<uint64_t, uint32_t>>(addr_slots_.size() * 2, {0, kEmpty}).swap(addr_slots_);
+    for (uint32_t index = 0; index < addrs_.size(); ++index)
+      for (size_t i = addr_home(addrs_[index]);; i = (i + 1) & (addr_slots_.size() - 1))
+        if (addr_slots_[i].second == kEmpty) {
+          addr_slots_[i] = {addrs_[index], index};
           break;
         }
   }
-  std::vector<Node> nodes_;
-  std::vector<uint32_t> slots_ = std::vector<uint32_t>(size_t{1} << 12, kEmpty);
+  model::StackTable table_;
+  std::vector<uint64_t> addrs_;  // by index
+  std::vector<std::pair<uint64_t, uint32_t>> addr_slots_ =
+      std::vector<std::pair<uint64_t, uint32_t>>(size_t{1} << 10, {0, kEmpty});
 };
 
 }  // namespace fxprof::heap

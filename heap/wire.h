@@ -4,7 +4,9 @@
 // that chunks from many threads and processes sharing the pipe never interleave. A chunk is a ChunkHeader
 // then records, each starting with its Kind byte: an allocation is a packed 29-byte AllocRecord, a free an
 // 18-byte FreeRecord (the events, millions of them), the rest 32-byte Records; a StackDef record is followed
-// by `count` 8-byte return addresses. Stack ids are
+// by `addr` 8-byte return addresses, leaf first, the stack's inner frames: its `size` outer frames are the
+// outer ones of the same thread's previous definition (0 for the first; cc1plus's new stacks share 26 of 45
+// frames on average with the one before). Stack ids are
 // scoped to (pid, tid): each thread interns its own call sites, so a definition always precedes its uses in
 // the stream (they travel in the same thread's chunks, in order) without any lock between threads. Numbers:
 // an allocation and its free are 47 bytes (64 with 32-byte records: python's 5.2M allocations were 355 MB
@@ -50,7 +52,7 @@ struct Record {
   uint32_t stack;  // Alloc/StackDef: the thread-scoped stack id
   uint64_t time;   // CLOCK_MONOTONIC ns (as perf's samples), or TSC ticks in a chunk with Clock records
   uint64_t addr;   // Alloc/Free: the block; StackDef: number of frames following
-  uint64_t size;   // Lost: count
+  uint64_t size;   // Lost: count; StackDef: outer frames shared with the thread's previous definition
 };
 static_assert(sizeof(Record) == 32);
 

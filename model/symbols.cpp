@@ -60,7 +60,15 @@ std::vector<StackId> mark_used(const Profile& p, const Process& proc, std::vecto
     for (const Marker& m : t.markers) callers_only(m.stack);
     for (const Allocation& a : t.allocations) callers_only(a.stack);
   }
-  std::sort(touched.begin(), touched.end());
+  // In order: sorted when few, else read off `roles` in one pass (a full-mode heap profile touches 1M+
+  // stacks, most of the table, where sorting them took longer than the pass).
+  if (touched.size() < roles.size() / 16) {
+    std::sort(touched.begin(), touched.end());
+  } else {
+    touched.clear();
+    for (StackId s = 0; s < roles.size(); ++s)
+      if (roles[s]) touched.push_back(s);
+  }
   return touched;
 }
 
@@ -113,18 +121,28 @@ std::vector<const Lib*> disjoint_libs(const Process& process) {
 std::vector<SymbolRequest> symbol_requests(Profile& p) {
   std::vector<std::vector<uint64_t>> wanted;
   std::vector<uint8_t> roles(p.stacks.size(), 0);
+  std::vector<uint8_t> frame_roles(p.frames.size(), 0);  // the roles each frame has in the process's stacks
+  std::vector<FrameId> frames_used;
   for (const Process& proc : p.processes) {
     std::vector<Mapping> maps = mappings_of(p, proc);
     std::vector<StackId> used = mark_used(p, proc, roles);
     if (wanted.size() < p.binaries.size()) wanted.resize(p.binaries.size());
+    // By frame: a deep stack's frames recur in many stacks (cc1plus's 1M heap stacks hold 7k frames).
     for (StackId s : used) {
-      Place pl = place_of(p.frames.get(p.stacks.frame(s)), maps);
-      if (pl.binary != kNoBinary && p.binaries[pl.binary].symbolicatable()) {
-        for (uint8_t role : {kLeaf, kCaller})
-          if (roles[s] & role) wanted[pl.binary].push_back(asked(pl, role));
-      }
+      const FrameId f = p.stacks.frame(s);
+      if (frame_roles[f] == 0) frames_used.push_back(f);
+      frame_roles[f] |= roles[s];
       roles[s] = 0;
     }
+    for (FrameId f : frames_used) {
+      Place pl = place_of(p.frames.get(f), maps);
+      if (pl.binary != kNoBinary && p.binaries[pl.binary].symbolicatable()) {
+        for (uint8_t role : {kLeaf, kCaller})
+          if (frame_roles[f] & role) wanted[pl.binary].push_back(asked(pl, role));
+      }
+      frame_roles[f] = 0;
+    }
+    frames_used.clear();
   }
   std::vector<SymbolRequest> out;
   for (size_t b = 0; b < wanted.size(); ++b) {
@@ -213,22 +231,44 @@ class FrameRewriter {
   std::unordered_map<ChainKey, std::vector<FrameId>, ChainKeyHash> chains_;
 };
 
+// A frame's new frames in one process, per role, found once: a deep stack's frames recur in many stacks.
+// Emptied after each process by the frames it touched (a build's thousands of processes each touch few).
+struct ProcessFrames {
+  explicit ProcessFrames(size_t frames) : chains(frames), known(frames, 0) {}
+  std::vector<std::array<std::vector<FrameId>, 2>> chains;  // per old frame: [leaf, caller]
+  std::vector<uint8_t> known;                               // per old frame: the roles `chains` holds
+  std::vector<FrameId> touched;
+  std::vector<FrameId> scratch;
+  void clear() {
+    for (FrameId f : touched) {
+      known[f] = 0;
+      chains[f] = {};
+    }
+    touched.clear();
+  }
+};
+
 // The stacks of one process rebuilt on the new frames, and its samples, markers and allocations pointed at
-// them. `roles` and `remap` are dense over all old stacks, cleared again on return.
+// them. `roles`, `remap` and `cache` are dense over all old stacks or frames, cleared again on return.
 void rewrite_process(Profile& p, Process& proc, FrameRewriter& rewriter, StackTable& stacks,
                      std::vector<uint8_t>& roles, std::vector<std::array<StackId, 2>>& remap,
-                     std::vector<FrameId>& scratch) {
+                     ProcessFrames& cache) {
   std::vector<Mapping> maps = mappings_of(p, proc);
   std::vector<StackId> used = mark_used(p, proc, roles);
   for (StackId s : used) {
     StackId old_prefix = p.stacks.prefix(s);
     StackId parent = old_prefix == kNoStack ? kNoStack : remap[old_prefix][1];
     FrameId old_frame = p.stacks.frame(s);
-    Place pl = place_of(p.frames.get(old_frame), maps);
     for (uint8_t role : {kLeaf, kCaller}) {
       if (!(roles[s] & role)) continue;
+      std::vector<FrameId>& chain = cache.chains[old_frame][role == kLeaf ? 0 : 1];
+      if (!(cache.known[old_frame] & role)) {
+        chain = rewriter.frames_for(old_frame, place_of(p.frames.get(old_frame), maps), role, cache.scratch);
+        if (cache.known[old_frame] == 0) cache.touched.push_back(old_frame);
+        cache.known[old_frame] |= role;
+      }
       StackId node = parent;
-      for (FrameId nf : rewriter.frames_for(old_frame, pl, role, scratch)) node = stacks.intern(node, nf);
+      for (FrameId nf : chain) node = stacks.intern(node, nf);
       remap[s][role == kLeaf ? 0 : 1] = node;
     }
   }
@@ -244,6 +284,7 @@ void rewrite_process(Profile& p, Process& proc, FrameRewriter& rewriter, StackTa
     roles[s] = 0;
     remap[s] = {kNoStack, kNoStack};
   }
+  cache.clear();
 }
 
 }  // namespace
@@ -254,8 +295,8 @@ void apply_symbols(Profile& p, const std::vector<SymbolRequest>& requests, Apply
   stacks.reserve(p.stacks.size());
   std::vector<uint8_t> roles(p.stacks.size(), 0);
   std::vector<std::array<StackId, 2>> remap(p.stacks.size(), {kNoStack, kNoStack});  // [leaf, caller]
-  std::vector<FrameId> scratch;
-  for (Process& proc : p.processes) rewrite_process(p, proc, rewriter, stacks, roles, remap, scratch);
+  ProcessFrames cache(p.frames.size());
+  for (Process& proc : p.processes) rewrite_process(p, proc, rewriter, stacks, roles, remap, cache);
   p.frames = rewriter.take();
   p.stacks = std::move(stacks);
 }

@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "sinks/functions.h"
 
@@ -24,31 +22,44 @@ class SiteFinder {
  public:
   explicit SiteFinder(const model::Profile& p) : p_(p), functions_(p) {}
 
-  model::StackId site_stack(size_t proc, model::StackId stack) {
-    auto [it, fresh] = cache_.try_emplace(uint64_t{proc} << 32 | stack, model::kNoStack);
-    if (!fresh) return it->second;
-    // By whole inline runs (a symbolicated address is frames of depth n..0): a site is the function the code
-    // is in, whatever the allocator calls inlined into it.
-    model::StackId s = stack;
-    while (s != model::kNoStack) {
-      while (p_.frames.get(p_.stacks.frame(s)).inline_depth > 0 && p_.stacks.prefix(s) != model::kNoStack)
-        s = p_.stacks.prefix(s);
-      if (!is_allocator(proc, p_.stacks.frame(s))) break;
-      s = p_.stacks.prefix(s);
-    }
-    it->second = s == model::kNoStack ? stack : s;
-    return it->second;
+  // A site: where a process's stack allocated, as a dense index (see proc_of(), stack_of(), name_id()).
+  // Says how many rows process `proc` has, before site() is asked for them.
+  void expect(size_t proc, size_t rows) {
+    if (proc >= site_of_.size()) site_of_.resize(proc + 1);
+    // Dense for a process with many rows (a full-mode profile: a row per few allocations, on 100k+ distinct
+    // stacks), where a hash map's lookups were much of the report; hashed for the others (a process per
+    // file of a build would make thousands of tables of every stack of the profile).
+    if (rows * 4 >= p_.stacks.size() && site_of_[proc].empty())
+      site_of_[proc].assign(p_.stacks.size() + 1, kUnknown);  // the last: kNoStack's
   }
+  uint32_t site(size_t proc, model::StackId stack) {
+    if (proc >= site_of_.size()) site_of_.resize(proc + 1);
+    std::vector<uint32_t>& dense = site_of_[proc];
+    uint32_t& cached = dense.empty()
+                           ? sparse_.try_emplace(uint64_t{proc} << 32 | stack, kUnknown).first->second
+                           : dense[stack == model::kNoStack ? p_.stacks.size() : stack];
+    if (cached != kUnknown) return cached;
+    const model::StackId at = site_stack(proc, stack);
+    auto [it, fresh] = site_ids_.try_emplace(uint64_t{proc} << 32 | at, static_cast<uint32_t>(sites_.size()));
+    if (fresh) sites_.push_back({static_cast<uint32_t>(proc), at, kUnknown});
+    cached = it->second;
+    return cached;
+  }
+  size_t proc_of(uint32_t site) const { return sites_[site].proc; }
+  model::StackId stack_of(uint32_t site) const { return sites_[site].stack; }
 
-  std::string name(size_t proc, model::StackId s) {
-    if (s == model::kNoStack) return "(no stack)";
-    const model::FrameId f = p_.stacks.frame(s);
-    const Function& fn = functions_.function(functions_.lines(proc, f)[0].function);
-    if (fn.lib < 0 || fn.name.find("+0x") != std::string::npos) return fn.name;  // "lib+0x..." already
-    const std::string& lib = functions_.libs()[static_cast<size_t>(fn.lib)].name;
-    if (fn.name.starts_with("0x")) return lib + "+" + fn.name;  // an address the symbols do not cover
-    return fn.name + " (" + lib + ")";
+  // The site's name, "function (lib)", as an index into names(): made once per function, where making the
+  // text for each of a full-mode profile's 100k+ site stacks, four times over, was most of the report's time.
+  uint32_t name_id(uint32_t site) {
+    Site& st = sites_[site];
+    if (st.name != kUnknown) return st.name;
+    if (st.stack == model::kNoStack) return st.name = intern_name("(no stack)");
+    const FunctionId f = functions_.lines(st.proc, p_.stacks.frame(st.stack))[0].function;
+    if (f >= by_function_.size()) by_function_.resize(f + 1, kUnknown);
+    if (by_function_[f] == kUnknown) by_function_[f] = intern_name(name(functions_.function(f)));
+    return st.name = by_function_[f];
   }
+  const std::vector<std::string>& names() const { return names_; }
 
   std::vector<std::string> path(size_t proc, model::StackId s) {
     std::vector<std::string> out;
@@ -61,6 +72,36 @@ class SiteFinder {
   }
 
  private:
+  static constexpr uint32_t kUnknown = UINT32_MAX;
+  struct Site {
+    uint32_t proc;
+    model::StackId stack;
+    uint32_t name;  // kUnknown until asked
+  };
+  model::StackId site_stack(size_t proc, model::StackId stack) {
+    // By whole inline runs (a symbolicated address is frames of depth n..0): a site is the function the code
+    // is in, whatever the allocator calls inlined into it.
+    model::StackId s = stack;
+    while (s != model::kNoStack) {
+      while (p_.frames.get(p_.stacks.frame(s)).inline_depth > 0 && p_.stacks.prefix(s) != model::kNoStack)
+        s = p_.stacks.prefix(s);
+      if (!is_allocator(proc, p_.stacks.frame(s))) break;
+      s = p_.stacks.prefix(s);
+    }
+    return s == model::kNoStack ? stack : s;
+  }
+  // "function (lib)", or what names an address the symbols do not cover.
+  std::string name(const Function& fn) const {
+    if (fn.lib < 0 || fn.name.find("+0x") != std::string::npos) return fn.name;  // "lib+0x..." already
+    const std::string& lib = functions_.libs()[static_cast<size_t>(fn.lib)].name;
+    if (fn.name.starts_with("0x")) return lib + "+" + fn.name;  // an address the symbols do not cover
+    return fn.name + " (" + lib + ")";
+  }
+  uint32_t intern_name(std::string text) {
+    auto [it, fresh] = name_ids_.try_emplace(std::move(text), static_cast<uint32_t>(names_.size()));
+    if (fresh) names_.push_back(it->first);
+    return it->second;
+  }
   bool is_allocator(size_t proc, model::FrameId f) {
     const Function& fn = functions_.function(functions_.lines(proc, f)[0].function);
     return (fn.lib >= 0 && allocator_lib(functions_.libs()[static_cast<size_t>(fn.lib)].name)) ||
@@ -74,49 +115,64 @@ class SiteFinder {
   }
   const model::Profile& p_;
   FunctionTable functions_;
-  std::unordered_map<uint64_t, model::StackId> cache_;
+  std::vector<std::vector<uint32_t>> site_of_;       // per process: stack -> its site (kUnknown: not yet)
+  std::unordered_map<uint64_t, uint32_t> site_ids_;  // (process, site stack) -> site
+  std::unordered_map<uint64_t, uint32_t> sparse_;    // (process, stack) -> its site, for the others
+  std::vector<Site> sites_;
+  std::vector<uint32_t> by_function_;  // function -> name id
+  std::unordered_map<std::string, uint32_t> name_ids_;
+  std::vector<std::string> names_;
 };
 
-// Blocks per site stack, then per site name, ranked.
+// Blocks per site, then per site name, ranked.
 class SiteTally {
  public:
-  void add(size_t proc, model::StackId site, int64_t bytes, uint64_t count) {
-    Entry& e = by_stack_[uint64_t{proc} << 32 | site];
+  void add(uint32_t site, int64_t bytes, uint64_t count) {
+    if (site >= by_site_.size()) by_site_.resize(std::max<size_t>(site + 1, by_site_.size() * 2));
+    Entry& e = by_site_[site];
+    if (!e.used) touched_.push_back(site);
+    e.used = true;
     e.bytes += bytes;
     e.count += count;
   }
   std::vector<HeapSite> top(SiteFinder& sites, size_t limit, bool by_count) {
     struct Named {
       HeapSite site;
-      uint64_t best_key = 0;
+      uint32_t best_site = 0;
       int64_t best = -1;
+      bool seen = false;
     };
-    std::map<std::string, Named> named;
-    for (const auto& [key, e] : by_stack_) {
-      const size_t proc = key >> 32;
-      const auto stack = static_cast<model::StackId>(key & 0xffffffffu);
-      Named& n = named[sites.name(proc, stack)];
+    std::vector<Named> named;  // by name id
+    for (uint32_t site : touched_) {
+      const Entry& e = by_site_[site];
+      const uint32_t id = sites.name_id(site);
+      if (id >= named.size()) named.resize(id + 1);
+      Named& n = named[id];
+      n.seen = true;
       n.site.bytes += e.bytes;
       n.site.count += e.count;
       const int64_t weight = by_count ? static_cast<int64_t>(e.count) : e.bytes;
       if (weight > n.best) {
         n.best = weight;
-        n.best_key = key;
+        n.best_site = site;
       }
     }
     std::vector<Named*> ranked;
-    for (auto& [name, n] : named) {
-      n.site.name = name;
-      ranked.push_back(&n);
-    }
-    std::stable_sort(ranked.begin(), ranked.end(), [&](const Named* a, const Named* b) {
-      return by_count ? a->site.count > b->site.count : a->site.bytes > b->site.bytes;
+    for (uint32_t id = 0; id < named.size(); ++id)
+      if (named[id].seen) {
+        named[id].site.name = sites.names()[id];
+        ranked.push_back(&named[id]);
+      }
+    // Equal figures in the order of their names.
+    std::sort(ranked.begin(), ranked.end(), [&](const Named* a, const Named* b) {
+      const auto wa = by_count ? static_cast<int64_t>(a->site.count) : a->site.bytes;
+      const auto wb = by_count ? static_cast<int64_t>(b->site.count) : b->site.bytes;
+      return wa != wb ? wa > wb : a->site.name < b->site.name;
     });
     if (ranked.size() > limit) ranked.resize(limit);
     std::vector<HeapSite> out;
     for (Named* n : ranked) {
-      n->site.call_path =
-          sites.path(n->best_key >> 32, static_cast<model::StackId>(n->best_key & 0xffffffffu));
+      n->site.call_path = sites.path(sites.proc_of(n->best_site), sites.stack_of(n->best_site));
       out.push_back(std::move(n->site));
     }
     return out;
@@ -126,8 +182,10 @@ class SiteTally {
   struct Entry {
     int64_t bytes = 0;
     uint64_t count = 0;
+    bool used = false;
   };
-  std::unordered_map<uint64_t, Entry> by_stack_;
+  std::vector<Entry> by_site_;
+  std::vector<uint32_t> touched_;  // the sites added to, in that order
 };
 
 std::string bytes_text(int64_t b) {
@@ -186,26 +244,30 @@ HeapReport make_heap_report(const model::Profile& p, size_t limit) {
   SiteTally leaks, allocs, peak;
   std::vector<std::pair<uint64_t, int64_t>> timeline;  // (time, bytes): the peak when meta has none
   for (size_t pi = 0; pi < p.processes.size(); ++pi) {
+    size_t rows = 0;
+    for (const model::Thread& t : p.processes[pi].threads) rows += t.allocations.size();
+    sites.expect(pi, rows);
     for (const model::Thread& t : p.processes[pi].threads) {
-      std::unordered_set<uint64_t> freed;
+      std::vector<uint64_t> freed;  // sorted: a hash set's node per free row cost more than the sort
       for (const model::Allocation& a : t.allocations)
-        if (a.bytes < 0) freed.insert(a.address);
+        if (a.bytes < 0) freed.push_back(a.address);
+      std::sort(freed.begin(), freed.end());
       for (const model::Allocation& a : t.allocations) {
         if (!p.meta.heap) timeline.push_back({a.time_ns, a.bytes});
         if (a.bytes < 0) {
           r.frees += a.count;
           continue;
         }
-        const model::StackId site = sites.site_stack(pi, a.stack);
+        const uint32_t site = sites.site(pi, a.stack);
         r.allocations += a.count;
         r.bytes_allocated += a.bytes;
-        allocs.add(pi, site, a.bytes, a.count);
-        if (!freed.contains(a.address)) {
+        allocs.add(site, a.bytes, a.count);
+        if (!std::binary_search(freed.begin(), freed.end(), a.address)) {
           r.leaked_bytes += a.bytes;
           r.leaked_blocks += a.count;
-          leaks.add(pi, site, a.bytes, a.count);
+          leaks.add(site, a.bytes, a.count);
         }
-        if (a.at_peak) peak.add(pi, site, a.bytes, a.count);
+        if (a.at_peak) peak.add(site, a.bytes, a.count);
       }
     }
   }

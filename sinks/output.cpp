@@ -3,7 +3,13 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <atomic>
 #include <cerrno>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include "base/fd.h"
 
@@ -41,7 +47,11 @@ class PlainFile : public OutputFile {
   std::string error_;
 };
 
-// gzip through zlib's deflate; level 1: profiles compress ~10x at level 1 and the writer stays I/O bound.
+// gzip through zlib's deflate; level 1: profiles compress ~8x at level 1 and the writer stays I/O bound.
+// Past its first megabyte the output is deflated on a thread of its own, a megabyte at a time, while the
+// caller makes the next one: a large profile costs the longer of the two rather than their sum (cc1plus
+// under --heap=full: 64 MB of JSON, 0.16 s to make and 0.27 s to deflate). One z_stream takes the buffers in
+// order, so the bytes are those of deflating it all in one thread.
 class GzipFile : public PlainFile {
  public:
   GzipFile(AtomicFile file, std::string path) : PlainFile(std::move(file), std::move(path)) {
@@ -51,15 +61,70 @@ class GzipFile : public PlainFile {
       initialized_ = true;
   }
   ~GzipFile() override {
+    abandoned_.store(true, std::memory_order_relaxed);  // never finished: the temporary file goes
+    stop_thread();
     if (initialized_) deflateEnd(&z_);
   }
-  void write(std::string_view bytes) override { deflate_some(bytes, Z_NO_FLUSH); }
+  void write(std::string_view bytes) override {
+    filling_.append(bytes);
+    if (filling_.size() >= kBuffer) hand_off();
+  }
   Status finish() override {
+    if (thread_.joinable()) {
+      hand_off();
+      stop_thread();
+    } else {
+      deflate_some(filling_, Z_NO_FLUSH);
+    }
+    filling_.clear();
     deflate_some({}, Z_FINISH);
     return PlainFile::finish();
   }
 
  private:
+  static constexpr size_t kBuffer = size_t{1} << 20;
+  static constexpr size_t kInFlight = 4;  // buffers queued at most: the caller waits beyond (bounded memory)
+
+  // Queues the filled buffer for the deflating thread (started on the first one).
+  void hand_off() {
+    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+    std::unique_lock<std::mutex> lock(mu_);
+    room_.wait(lock, [&] { return queue_.size() < kInFlight; });
+    queue_.push_back(std::move(filling_));
+    filling_.clear();
+    if (!spare_.empty()) {  // a buffer the thread is done with: no allocation per megabyte
+      filling_ = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    filling_.reserve(kBuffer + (256 << 10));
+    work_.notify_one();
+  }
+  void run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      work_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+      if (queue_.empty()) return;
+      std::string buf = std::move(queue_.front());
+      queue_.pop_front();
+      room_.notify_one();
+      lock.unlock();
+      // Only this thread uses the z_stream (and error_) until stop_thread() joins it.
+      if (!abandoned_.load(std::memory_order_relaxed)) deflate_some(buf, Z_NO_FLUSH);
+      buf.clear();
+      lock.lock();
+      spare_.push_back(std::move(buf));
+    }
+  }
+  // Lets the thread deflate what is queued (or drop it, abandoned_) and end, and joins it.
+  void stop_thread() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    work_.notify_one();
+    thread_.join();
+  }
   void deflate_some(std::string_view bytes, int flush) {
     if (!initialized_ || !error_.empty()) return;
     z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
@@ -79,6 +144,14 @@ class GzipFile : public PlainFile {
   }
   z_stream z_{};
   bool initialized_ = false;
+  std::string filling_;  // the caller's buffer
+  std::mutex mu_;        // guards queue_, spare_, stopping_
+  std::condition_variable work_, room_;
+  std::deque<std::string> queue_;
+  std::vector<std::string> spare_;
+  bool stopping_ = false;
+  std::atomic<bool> abandoned_{false};
+  std::thread thread_;  // last: it uses the members above
 };
 
 }  // namespace

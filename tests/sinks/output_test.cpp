@@ -4,8 +4,11 @@
 
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
 
 #include "tests/support/support.h"
 
@@ -64,4 +67,63 @@ TEST_CASE("an output file in a missing folder is a clear error") {
   REQUIRE_FALSE(out);
   CHECK(out.error().find("cannot create /nonexistent-dir/p.json") == 0);
   CHECK(out.error().find("No such file or directory") != std::string::npos);
+}
+
+// Past its first megabyte a .gz output is deflated on a thread of its own while the writer goes on: the same
+// bytes as the plain file after gunzip, in one gzip member (the whole of it inflates in one zlib stream).
+TEST_CASE("a large gzip output deflated beside the writer gives the plain file's bytes") {
+  test::TempDir dir;
+  const std::string plain = dir.file("big.json"), gz = dir.file("big.json.gz");
+  for (const std::string& path : {plain, gz}) {
+    auto out = sinks::OutputFile::create(path);
+    REQUIRE(out);
+    {
+      JsonWriter w(**out);  // flushed into the output when it goes, before finish()
+      w.begin_array();
+      uint64_t x = 88172645463325252ull;  // xorshift: numbers that do not compress to nothing
+      for (int i = 0; i < 600000; ++i) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        w.begin_object().key("type").value("Native allocation").key("size").value(x % 100000);
+        w.key("stack").value(static_cast<uint64_t>(i)).end_object();
+      }
+      w.end_array();
+    }
+    REQUIRE((*out)->finish());
+  }
+  const std::string text = test::read_profile_text(plain);
+  REQUIRE(text.size() > 20u << 20);  // many buffers through the thread
+  CHECK(test::read_profile_text(gz) == text);
+  // One member: zlib inflates the file to its end in a single stream.
+  std::string packed;
+  {
+    std::ifstream f(gz, std::ios::binary);
+    packed.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  z_stream z{};
+  REQUIRE(inflateInit2(&z, 15 + 16) == Z_OK);
+  std::string out(text.size() + 1, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(packed.data());
+  z.avail_in = static_cast<uInt>(packed.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  CHECK(inflate(&z, Z_FINISH) == Z_STREAM_END);
+  CHECK(z.avail_in == 0);
+  CHECK(z.total_out == text.size());
+  inflateEnd(&z);
+}
+
+TEST_CASE("a large gzip output never finished leaves nothing behind") {
+  test::TempDir dir;
+  const std::string path = dir.file("p.json.gz");
+  {
+    auto out = sinks::OutputFile::create(path);
+    REQUIRE(out);
+    const std::string mb(1 << 20, 'x');
+    for (int i = 0; i < 8; ++i) (*out)->write(mb);  // the deflating thread has started
+  }
+  CHECK(access(path.c_str(), F_OK) != 0);
+  CHECK(rmdir(dir.path().c_str()) == 0);
+  mkdir(dir.path().c_str(), 0755);
 }
