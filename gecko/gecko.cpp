@@ -165,6 +165,51 @@ void write_marker_schema(const Profile& p, JsonWriter& w) {
   w.end_array();
 }
 
+// The Profile Info panel's extra sections: how stacks were walked, and the data-quality lines.
+void write_extra(const Profile& p, JsonWriter& w) {
+  const auto& sw = p.meta.stack_walk;
+  if (!sw && p.meta.data_quality.empty()) return;
+  auto entry = [&](std::string_view label, uint64_t v) {
+    w.begin_object()
+        .key("label")
+        .value(label)
+        .key("format")
+        .value("integer")
+        .key("value")
+        .value(v)
+        .end_object();
+  };
+  w.key("extra").begin_array();
+  if (sw) {
+    w.begin_object().key("label").value("Stack walking").key("entries").begin_array();
+    entry("Stacks unwound (DWARF)", sw->stacks);
+    entry("Ended at the end of the stack copy", sw->truncated);
+    entry("Failed (no unwind information)", sw->failed);
+    entry(kStackWalkFramePointer, sw->frame_pointer);
+    entry(kStackWalkScanned, sw->scanned);
+    w.end_array().end_object();
+  }
+  if (!p.meta.data_quality.empty()) {
+    w.begin_object().key("label").value(kDataQuality).key("entries").begin_array();
+    for (const model::Meta::Problem& q : p.meta.data_quality) entry(q.label, q.count);
+    w.end_array().end_object();
+  }
+  w.end_array();
+}
+
+// The heap's figures, fxprof's own key (the front end copies meta field by field): mode, rate, temporary
+// allocations, the peak and the sizes' histogram.
+void write_heap_meta(const model::Meta::HeapStats& h, uint64_t origin, JsonWriter& w) {
+  w.key("fxprofHeap").begin_object();
+  w.key("mode").value(h.sampled ? "sampled" : "full").key("rate").value(h.rate_bytes);
+  w.key("temporary").value(h.temporary).key("peakBytes").value(h.peak_bytes);
+  if (h.sampled) w.key("temporaryError").value(h.temporary_error);
+  w.key("peakTime").value(rel_ms(h.peak_time_ns, origin));
+  w.key("sizes").begin_array();
+  for (const auto& b : h.sizes) w.begin_array().value(b.max_size).value(b.count).value(b.bytes).end_array();
+  w.end_array().end_object();
+}
+
 void write_meta(const Profile& p, const Process* proc, bool top, JsonWriter& w) {
   const uint64_t origin = proc ? proc->start_ns : p.meta.start_monotonic_ns;
   const double start_unix = p.meta.start_unix_ms + rel_ms(origin, p.meta.start_monotonic_ns);
@@ -198,35 +243,7 @@ void write_meta(const Profile& p, const Process* proc, bool top, JsonWriter& w) 
   // The busiest thread (the printed URL's thread=N), for `fxprof load`, which serves without reading samples.
   if (top)
     if (auto busiest = gecko_busiest_thread(p)) w.key("fxprofSelectedThread").value(uint64_t{*busiest});
-  const auto& sw = p.meta.stack_walk;
-  if (top && (sw || !p.meta.data_quality.empty())) {
-    auto entry = [&](std::string_view label, uint64_t v) {
-      w.begin_object()
-          .key("label")
-          .value(label)
-          .key("format")
-          .value("integer")
-          .key("value")
-          .value(v)
-          .end_object();
-    };
-    w.key("extra").begin_array();
-    if (sw) {
-      w.begin_object().key("label").value("Stack walking").key("entries").begin_array();
-      entry("Stacks unwound (DWARF)", sw->stacks);
-      entry("Ended at the end of the stack copy", sw->truncated);
-      entry("Failed (no unwind information)", sw->failed);
-      entry(kStackWalkFramePointer, sw->frame_pointer);
-      entry(kStackWalkScanned, sw->scanned);
-      w.end_array().end_object();
-    }
-    if (!p.meta.data_quality.empty()) {
-      w.begin_object().key("label").value(kDataQuality).key("entries").begin_array();
-      for (const model::Meta::Problem& q : p.meta.data_quality) entry(q.label, q.count);
-      w.end_array().end_object();
-    }
-    w.end_array();
-  }
+  if (top) write_extra(p, w);
   w.key("categories");
   write_categories(p, w);
   w.key("markerSchema");
@@ -237,17 +254,7 @@ void write_meta(const Profile& p, const Process* proc, bool top, JsonWriter& w) 
   if (top) {
     w.key("profilingStartTime").value(0.0);
     if (p.meta.end_monotonic_ns) w.key("profilingEndTime").value(rel_ms(*p.meta.end_monotonic_ns, origin));
-    if (const auto& h = p.meta.heap) {  // fxprof's own key: the front end copies meta field by field
-      w.key("fxprofHeap").begin_object();
-      w.key("mode").value(h->sampled ? "sampled" : "full").key("rate").value(h->rate_bytes);
-      w.key("temporary").value(h->temporary).key("peakBytes").value(h->peak_bytes);
-      if (h->sampled) w.key("temporaryError").value(h->temporary_error);
-      w.key("peakTime").value(rel_ms(h->peak_time_ns, origin));
-      w.key("sizes").begin_array();
-      for (const auto& b : h->sizes)
-        w.begin_array().value(b.max_size).value(b.count).value(b.bytes).end_array();
-      w.end_array().end_object();
-    }
+    if (p.meta.heap) write_heap_meta(*p.meta.heap, origin, w);  // fxprof's own key
   }
   w.end_object();
 }
@@ -310,32 +317,39 @@ struct PidLabel {
   void write(JsonWriter& w) const { w.value(pid); }
 };
 
-void write_thread(const Profile& p, const Process& proc, PidLabel pid, const Thread& t, JsonWriter& w) {
-  // The stacks this thread uses, closed under prefixes, in increasing global order (topological).
-  LocalIndex stack_index(p.stacks.size(), t.samples.size() + t.markers.size() + t.allocations.size());
-  auto use = [&](StackId leaf) {
-    for (StackId id = leaf; id != model::kNoStack && stack_index.get(id) == LocalIndex::kNone;
-         id = p.stacks.prefix(id))
-      stack_index.set(id, 0);
-  };
-  for (const auto& s : t.samples) use(s.stack);
-  for (const auto& m : t.markers) use(m.stack);
-  for (const auto& a : t.allocations) use(a.stack);
-  const std::vector<StackId> used = stack_index.ids();
-  for (uint32_t i = 0; i < used.size(); ++i) stack_index.set(used[i], i);
-
-  LocalStrings strings;
-  LocalIndex frame_index(p.frames.size(), used.size());
-  std::vector<model::FrameId> frames;
-  for (StackId s : used) {
-    model::FrameId f = p.stacks.frame(s);
-    if (frame_index.get(f) == LocalIndex::kNone) {
-      frame_index.set(f, static_cast<uint32_t>(frames.size()));
-      frames.push_back(f);
+// A thread's own tables: the stacks it uses, closed under prefixes, in increasing global order
+// (topological), the frames they use, and its strings (Gecko's tables are per thread).
+struct ThreadTables {
+  ThreadTables(const Profile& p, const Thread& t)
+      : stacks(p.stacks.size(), t.samples.size() + t.markers.size() + t.allocations.size()),
+        frame_index(p.frames.size(), 0) {
+    auto use = [&](StackId leaf) {
+      for (StackId id = leaf; id != model::kNoStack && stacks.get(id) == LocalIndex::kNone;
+           id = p.stacks.prefix(id))
+        stacks.set(id, 0);
+    };
+    for (const auto& s : t.samples) use(s.stack);
+    for (const auto& m : t.markers) use(m.stack);
+    for (const auto& a : t.allocations) use(a.stack);
+    used = stacks.ids();
+    for (uint32_t i = 0; i < used.size(); ++i) stacks.set(used[i], i);
+    frame_index = LocalIndex(p.frames.size(), used.size());
+    for (StackId s : used) {
+      model::FrameId f = p.stacks.frame(s);
+      if (frame_index.get(f) == LocalIndex::kNone) {
+        frame_index.set(f, static_cast<uint32_t>(frames.size()));
+        frames.push_back(f);
+      }
     }
   }
+  LocalIndex stacks;  // global stack id -> the thread's
+  std::vector<StackId> used;
+  LocalIndex frame_index;  // global frame id -> the thread's
+  std::vector<model::FrameId> frames;
+  LocalStrings strings;
+};
 
-  w.begin_object();
+void write_thread_head(const Process& proc, PidLabel pid, const Thread& t, JsonWriter& w) {
   if (t.is_main && pid.superseded)
     w.key("name").value(proc.name + std::string(gecko::kBeforeExec));
   else
@@ -351,8 +365,10 @@ void write_thread(const Profile& p, const Process& proc, PidLabel pid, const Thr
     w.value(rel_ms(std::max(*t.end_ns, proc.start_ns), proc.start_ns));
   else
     w.null();
+}
 
-  // Samples, sorted by time.
+// Samples, sorted by time.
+void write_samples(const Process& proc, const Thread& t, const ThreadTables& tt, JsonWriter& w) {
   std::vector<uint32_t> order(t.samples.size());
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(),
@@ -367,7 +383,7 @@ void write_thread(const Profile& p, const Process& proc, PidLabel pid, const Thr
     if (s.stack == model::kNoStack)
       w.null();
     else
-      w.value(stack_index.at(s.stack));
+      w.value(tt.stacks.at(s.stack));
     w.value(rel_ms(s.time_ns, proc.start_ns)).value(0);
     if (s.cpu_delta_ns < 0)
       w.null();
@@ -376,36 +392,16 @@ void write_thread(const Profile& p, const Process& proc, PidLabel pid, const Thr
     w.end_array();
   }
   w.end_array().end_object();
+}
 
-  // Markers.
-  w.key("markers").begin_object();
-  w.key("schema").begin_object().key("name").value(0).key("startTime").value(1).key("endTime").value(2);
-  w.key("phase").value(3).key("category").value(4).key("data").value(5).end_object();
-  w.key("data").begin_array();
-  for (const auto& m : t.markers) {
-    w.begin_array();
-    w.value(strings.intern(m.name == model::kNoString ? std::string_view("marker") : p.strings.get(m.name)));
-    bool has_start = m.phase != model::MarkerPhase::IntervalEnd;
-    bool has_end = m.phase == model::MarkerPhase::Interval || m.phase == model::MarkerPhase::IntervalEnd;
-    if (has_start)
-      w.value(rel_ms(m.start_ns, proc.start_ns));
-    else
-      w.null();
-    if (has_end)
-      w.value(rel_ms(m.phase == model::MarkerPhase::IntervalEnd ? m.start_ns : m.end_ns, proc.start_ns));
-    else
-      w.null();
-    w.value(static_cast<int>(m.phase)).value(static_cast<int>(m.category));
-    write_marker_payload(p, m, proc.start_ns, stack_index, w);
-    w.end_array();
-  }
-  // Heap events: `Native allocation` markers become the thread's native allocations table on import. They
-  // are most of a heap profile (1M full-mode allocations are 2M of them), so each carries only what the front
-  // end reads (format doc 1.9a): its time (to the microsecond: the 0.1 us digit cost a byte an event
-  // gzipped), size, memoryAddress, threadId, and a stack whose samples table has only the `stack` column (the
-  // front end takes the first sample's stack and nothing else from it). Before: ~395 bytes an event, 21.8 MB
-  // .json.gz for 1M malloc+free; now ~165 bytes, 8.1 MB.
-  const uint32_t name_index = t.allocations.empty() ? 0 : strings.intern("Native allocation");
+// Heap events: `Native allocation` markers become the thread's native allocations table on import. They
+// are most of a heap profile (1M full-mode allocations are 2M of them), so each carries only what the front
+// end reads (format doc 1.9a): its time (to the microsecond: the 0.1 us digit cost a byte an event
+// gzipped), size, memoryAddress, threadId, and a stack whose samples table has only the `stack` column (the
+// front end takes the first sample's stack and nothing else from it). Before: ~395 bytes an event, 21.8 MB
+// .json.gz for 1M malloc+free; now ~165 bytes, 8.1 MB.
+void write_allocations(const Process& proc, const Thread& t, ThreadTables& tt, JsonWriter& w) {
+  const uint32_t name_index = t.allocations.empty() ? 0 : tt.strings.intern("Native allocation");
   for (const auto& a : t.allocations) {
     w.begin_array().value(name_index).value(rel_ms_us(a.time_ns, proc.start_ns)).null().value(0).value(0);
     w.begin_object().key("type").value("Native allocation").key("size").value(a.bytes);
@@ -418,28 +414,58 @@ void write_thread(const Profile& p, const Process& proc, PidLabel pid, const Thr
     if (a.stack == model::kNoStack)
       w.null();
     else
-      w.value(stack_index.at(a.stack));
+      w.value(tt.stacks.at(a.stack));
     w.end_array().end_array().end_object().end_object();
     w.end_object().end_array();
   }
-  w.end_array().end_object();
+}
 
-  // Stack and frame tables.
+// Markers, then the heap events (markers too, to the front end).
+void write_markers(const Profile& p, const Process& proc, const Thread& t, ThreadTables& tt, JsonWriter& w) {
+  w.key("markers").begin_object();
+  w.key("schema").begin_object().key("name").value(0).key("startTime").value(1).key("endTime").value(2);
+  w.key("phase").value(3).key("category").value(4).key("data").value(5).end_object();
+  w.key("data").begin_array();
+  for (const auto& m : t.markers) {
+    w.begin_array();
+    w.value(
+        tt.strings.intern(m.name == model::kNoString ? std::string_view("marker") : p.strings.get(m.name)));
+    bool has_start = m.phase != model::MarkerPhase::IntervalEnd;
+    bool has_end = m.phase == model::MarkerPhase::Interval || m.phase == model::MarkerPhase::IntervalEnd;
+    if (has_start)
+      w.value(rel_ms(m.start_ns, proc.start_ns));
+    else
+      w.null();
+    if (has_end)
+      w.value(rel_ms(m.phase == model::MarkerPhase::IntervalEnd ? m.start_ns : m.end_ns, proc.start_ns));
+    else
+      w.null();
+    w.value(static_cast<int>(m.phase)).value(static_cast<int>(m.category));
+    write_marker_payload(p, m, proc.start_ns, tt.stacks, w);
+    w.end_array();
+  }
+  write_allocations(proc, t, tt, w);
+  w.end_array().end_object();
+}
+
+void write_stack_table(const Profile& p, const ThreadTables& tt, JsonWriter& w) {
   w.key("stackTable").begin_object();
   w.key("schema").begin_object().key("prefix").value(0).key("frame").value(1).end_object();
   w.key("data").begin_array();
-  for (StackId s : used) {
+  for (StackId s : tt.used) {
     w.begin_array();
     StackId prefix = p.stacks.prefix(s);
     if (prefix == model::kNoStack)
       w.null();
     else
-      w.value(stack_index.at(prefix));
-    w.value(frame_index.at(p.stacks.frame(s)));
+      w.value(tt.stacks.at(prefix));
+    w.value(tt.frame_index.at(p.stacks.frame(s)));
     w.end_array();
   }
   w.end_array().end_object();
+}
 
+void write_frame_table(const Profile& p, ThreadTables& tt, JsonWriter& w) {
   w.key("frameTable").begin_object();
   w.key("schema").begin_object();
   w.key("location").value(0).key("relevantForJS").value(1).key("innerWindowID").value(2);
@@ -449,11 +475,11 @@ void write_thread(const Profile& p, const Process& proc, PidLabel pid, const Thr
   // (its file, its inline depth, its binary-relative address), so that our reader gets the model back.
   w.key(kFileColumn).value(8).key(kInlineDepthColumn).value(9).key(kAddressColumn).value(10).end_object();
   w.key("data").begin_array();
-  for (model::FrameId fid : frames) {
+  for (model::FrameId fid : tt.frames) {
     const auto& f = p.frames.get(fid);
     const bool in_binary = f.kind == model::FrameKind::Native && f.binary != model::kNoBinary;
     w.begin_array();
-    w.value(strings.intern(frame_location(p, f))).value(false).value(0).null();
+    w.value(tt.strings.intern(frame_location(p, f))).value(false).value(0).null();
     if (f.line > 0)
       w.value(f.line);
     else
@@ -461,7 +487,7 @@ void write_thread(const Profile& p, const Process& proc, PidLabel pid, const Thr
     w.null();
     w.value(static_cast<int>(f.category)).value(0);
     if (f.file != model::kNoString)
-      w.value(strings.intern(p.strings.get(f.file)));
+      w.value(tt.strings.intern(p.strings.get(f.file)));
     else
       w.null();
     w.value(static_cast<unsigned>(f.inline_depth));
@@ -472,9 +498,20 @@ void write_thread(const Profile& p, const Process& proc, PidLabel pid, const Thr
     w.end_array();
   }
   w.end_array().end_object();
+}
 
+// One thread's object: its head, samples, markers, stack and frame tables, then the strings they interned
+// (in that order: the string indices follow it).
+void write_thread(const Profile& p, const Process& proc, PidLabel pid, const Thread& t, JsonWriter& w) {
+  ThreadTables tt(p, t);
+  w.begin_object();
+  write_thread_head(proc, pid, t, w);
+  write_samples(proc, t, tt, w);
+  write_markers(p, proc, t, tt, w);
+  write_stack_table(p, tt, w);
+  write_frame_table(p, tt, w);
   w.key("stringTable");
-  strings.write(w);
+  tt.strings.write(w);
   w.end_object();
 }
 

@@ -280,8 +280,7 @@ void Fold::add(const FoldEvent& e) {
   --live_blocks_;
 }
 
-void Fold::finish(model::Profile& prof, const std::function<uint64_t(uint64_t)>& to_ns,
-                  std::span<const uint32_t> inst_pid, const StackTrie& stacks) {
+model::Meta::HeapStats Fold::stats(const std::function<uint64_t(uint64_t)>& to_ns) const {
   model::Meta::HeapStats stats;
   stats.sampled = sampled_;
   stats.rate_bytes = sampled_ ? rate_ : 0;
@@ -299,8 +298,10 @@ void Fold::finish(model::Profile& prof, const std::function<uint64_t(uint64_t)>&
     bin.max_size = b == 0 ? 1 : b >= 64 ? UINT64_MAX : uint64_t{1} << b;
     stats.sizes.push_back(bin);
   }
-  prof.meta.heap = std::move(stats);
+  return stats;
+}
 
+void Fold::close_live_blocks() {
   // What is still allocated: rows without a free row, at the peak when allocated by it.
   widen(ms_of(last_time_), 128);
   std::vector<bool> freed(blocks_.size(), false);  // blocks_ holds the freed blocks' slots too
@@ -313,8 +314,10 @@ void Fold::finish(model::Profile& prof, const std::function<uint64_t(uint64_t)>&
   merge(groups_, pending_, true);
   live_ = LiveBlocks();
   blocks_ = {};
+}
 
-  ThreadCache where(prof);
+void Fold::write_counters(model::Profile& prof, const std::function<uint64_t(uint64_t)>& to_ns,
+                          std::span<const uint32_t> inst_pid, ThreadCache& where) {
   // The Memory counters, on the process entry each instance is.
   for (uint32_t inst = 0; inst < counters_.size(); ++inst) {
     CounterState& c = counters_[inst];
@@ -339,7 +342,10 @@ void Fold::finish(model::Profile& prof, const std::function<uint64_t(uint64_t)>&
       if (k.name == "Heap" && !k.samples.empty() && end > k.samples.back().time_ns)
         k.samples.push_back({end, 0, 0});
   }
+}
 
+void Fold::write_rows(model::Profile& prof, const std::function<uint64_t(uint64_t)>& to_ns,
+                      std::span<const uint32_t> inst_pid, const StackTrie& stacks, ThreadCache& where) {
   // The rows, in the order of their first allocation. Each node of the stacks used becomes a model stack
   // once, its parent first.
   std::vector<Group>& groups = groups_.all();
@@ -392,6 +398,15 @@ void Fold::finish(model::Profile& prof, const std::function<uint64_t(uint64_t)>&
       return a.time_ns < b.time_ns;
     });
   }
+}
+
+void Fold::finish(model::Profile& prof, const std::function<uint64_t(uint64_t)>& to_ns,
+                  std::span<const uint32_t> inst_pid, const StackTrie& stacks) {
+  prof.meta.heap = stats(to_ns);
+  close_live_blocks();
+  ThreadCache where(prof);
+  write_counters(prof, to_ns, inst_pid, where);
+  write_rows(prof, to_ns, inst_pid, stacks, where);
 }
 
 }  // namespace fxprof::heap::internal

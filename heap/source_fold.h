@@ -17,6 +17,8 @@
 
 namespace fxprof::heap::internal {
 
+class ThreadCache;  // source_internal.h: the model thread of a (pid, tid) at a time
+
 // One allocation or free. Times are in the fold's unit (TSC ticks, or ns), mapped to ns by finish().
 struct FoldEvent {
   uint64_t time = 0;
@@ -125,6 +127,13 @@ class Fold {
   }
   void widen(uint64_t ms, uint64_t buckets);
   void end_block(uint32_t bi, uint64_t t, uint64_t ms);
+  // finish()'s steps: meta.heap's figures; the blocks still allocated as rows; the Memory counters; the rows.
+  model::Meta::HeapStats stats(const std::function<uint64_t(uint64_t)>& to_ns) const;
+  void close_live_blocks();
+  void write_counters(model::Profile& prof, const std::function<uint64_t(uint64_t)>& to_ns,
+                      std::span<const uint32_t> inst_pid, ThreadCache& where);
+  void write_rows(model::Profile& prof, const std::function<uint64_t(uint64_t)>& to_ns,
+                  std::span<const uint32_t> inst_pid, const StackTrie& stacks, ThreadCache& where);
   static void merge(Groups& into, Groups& from, bool peak);
   void add_to(Groups& g, const Block& b, uint32_t died, bool peak, uint64_t died_time);
   uint64_t& last_alloc(uint32_t inst, uint32_t tid);
