@@ -77,8 +77,8 @@ asan-build:
 test-asan: asan-build
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest -j $(JOBS) --output-on-failure
 
-# ThreadSanitizer for the multi-threaded parts: only the in-process tests of the server, the symbolizer and
-# the heap recorder's worker that start threads (tests/CMakeLists.txt, FXPROF_TSAN_TESTS), built by clang -O1
+# ThreadSanitizer for the multi-threaded parts: only the in-process tests of the server, the symbolizer, the gzip
+# writer and the heap recorder's worker that start threads (tests/CMakeLists.txt, FXPROF_TSAN_TESTS), built by clang -O1
 # (TSan's own advice: -O0 runs several times slower).
 tsan-build:
 	@[ -f $(TSAN_BUILD)/build.ninja ] || CC=clang CXX=clang++ cmake -S . -B $(TSAN_BUILD) -G Ninja \
