@@ -1,5 +1,6 @@
 #include "recorder/bpf_ring.h"
 
+#include <bpf/libbpf.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -81,6 +82,12 @@ Result<BpfRing> BpfRing::open(int map_fd, size_t size) {
   if (epoll_ctl(r.epoll_.get(), EPOLL_CTL_ADD, map_fd, &ev) != 0)
     return Err("cannot poll the BPF ring buffer: " + errno_text(errno));
   return r;
+}
+
+Result<BpfRing> BpfRing::open(bpf_object* object, const char* name) {
+  bpf_map* map = bpf_object__find_map_by_name(object, name);
+  if (!map || bpf_map__fd(map) < 0) return Err(std::string("the BPF program has no ring buffer ") + name);
+  return open(bpf_map__fd(map), bpf_map__max_entries(map));
 }
 
 size_t BpfRing::consume(const std::function<void(std::span<const std::byte>)>& f) {

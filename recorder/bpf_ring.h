@@ -18,6 +18,8 @@
 #include "base/fd.h"
 #include "base/result.h"
 
+struct bpf_object;
+
 namespace fxprof::recorder {
 
 // The ring's shared state as mapped: positions grow without bound; `data` is a power of two in size.
@@ -39,6 +41,8 @@ class BpfRing {
   // readable when the program asked for the reader to be woken (BPF_RB_FORCE_WAKEUP, or by default at each
   // record), as libbpf's ring_buffer__epoll_fd is. The error says which step failed.
   static Result<BpfRing> open(int map_fd, size_t size);
+  // The ring buffer map named `name` of a loaded object, its size its max_entries.
+  static Result<BpfRing> open(bpf_object* object, const char* name);
   BpfRing() = default;
 
   // Hands each record waiting to `f` (non-blocking); returns how many.

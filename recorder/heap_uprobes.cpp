@@ -90,11 +90,7 @@ Result<std::unique_ptr<HeapUprobes>> HeapUprobes::start(
   }
   if (u->attached_.empty()) return Err("no allocator function to probe in " + path);
   b.dropped_fd = bpf_object__find_map_fd_by_name(b.object.get(), "dropped");
-  const int ring_fd = bpf_object__find_map_fd_by_name(b.object.get(), "events");
-  if (ring_fd < 0) return Err("the BPF program has no ring buffer");
-  bpf_map* events = bpf_object__find_map_by_name(b.object.get(), "events");
-  if (!events) return Err("the BPF program has no ring buffer");
-  Result<BpfRing> ring = BpfRing::open(ring_fd, bpf_map__max_entries(events));
+  Result<BpfRing> ring = BpfRing::open(b.object.get(), "events");
   if (!ring.ok()) return Err(ring.error());
   b.ring.emplace(std::move(*ring));
   HeapUprobes* self = u.get();

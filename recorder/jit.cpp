@@ -29,6 +29,12 @@ T load(std::string_view image, size_t at) {
   return v;
 }
 
+// "PATH: why" when the file `st` describes may not be used (jit_file_untrusted), else "".
+std::string untrusted_file(const std::string& path, const struct stat& st, std::span<const uint32_t> uids) {
+  std::string why = jit_file_untrusted(st.st_uid, st.st_mode, uids);
+  return why.empty() ? why : path + ": " + why;
+}
+
 // Opens a regular file (never blocks on a FIFO or device that happens to carry the name). Symbolic links
 // are refused: anyone can create /tmp/perf-PID.map, and a link there must not make a recorder running as
 // root copy lines of another file into a profile. Nor may a file of another user (jit_file_untrusted,
@@ -38,8 +44,7 @@ Result<UniqueFd> open_regular(const std::string& path, struct stat& st, std::spa
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW));
   if (!fd.valid()) return Err("cannot open " + path + ": " + errno_text(errno));
   if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return Err(path + ": not a regular file");
-  if (std::string why = jit_file_untrusted(st.st_uid, st.st_mode, uids); !why.empty()) {
-    std::string message = path + ": " + why;
+  if (std::string message = untrusted_file(path, st, uids); !message.empty()) {
     if (untrusted != nullptr) *untrusted = message;
     return Err(std::move(message));
   }
@@ -190,14 +195,26 @@ std::vector<model::JitCode> merge_jit_sources(std::vector<model::JitCode> perf_m
 }
 
 void PerfMapFollower::poll(uint64_t now_ns) {
-  struct stat at_path {};
-  const bool there = ::lstat(path_.c_str(), &at_path) == 0;
-  if (fd_.valid() && (!there || at_path.st_dev != dev_ || at_path.st_ino != ino_ ||
-                      static_cast<uint64_t>(at_path.st_size) < offset_)) {
-    fd_ = UniqueFd();  // replaced or truncated: another program's map now
+  auto forget = [&] {
+    fd_ = UniqueFd();
     entries_.clear();
     partial_.clear();
     offset_ = 0;
+  };
+  struct stat at_path {};
+  const bool there = ::lstat(path_.c_str(), &at_path) == 0;
+  if (fd_.valid() && (!there || at_path.st_dev != dev_ || at_path.st_ino != ino_ ||
+                      static_cast<uint64_t>(at_path.st_size) < offset_))
+    forget();  // replaced or truncated: another program's map now
+  // Owner and mode again on what is open: a map that became another user's, or writable by others, while
+  // it was followed is refused as a whole (its lines may be that user's), like one that was so from the
+  // start.
+  struct stat now {};
+  if (fd_.valid() && fstat(fd_.get(), &now) == 0) {
+    if (std::string message = untrusted_file(path_, now, uids_); !message.empty()) {
+      untrusted_ = std::move(message);
+      forget();
+    }
   }
   if (!fd_.valid() && there) {
     struct stat st {};
@@ -205,19 +222,6 @@ void PerfMapFollower::poll(uint64_t now_ns) {
       fd_ = std::move(*fd);
       dev_ = st.st_dev;
       ino_ = st.st_ino;
-    }
-  }
-  // Owner and mode again on what is open: a map that became another user's, or writable by others, while
-  // it was followed is refused as a whole (its lines may be that user's), like one that was so from the
-  // start.
-  struct stat now {};
-  if (fd_.valid() && fstat(fd_.get(), &now) == 0) {
-    if (std::string why = jit_file_untrusted(now.st_uid, now.st_mode, uids_); !why.empty()) {
-      untrusted_ = path_ + ": " + why;
-      fd_ = UniqueFd();
-      entries_.clear();
-      partial_.clear();
-      offset_ = 0;
     }
   }
   if (fd_.valid()) {

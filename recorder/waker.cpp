@@ -106,11 +106,8 @@ Result<std::unique_ptr<WakerTracer>> WakerTracer::start([[maybe_unused]] bool st
   if (!t->link_) return Err("cannot attach to sched_waking: " + errno_text(errno));
   t->traced_fd_ = bpf_object__find_map_fd_by_name(t->object_.get(), "traced");
   t->dropped_fd_ = bpf_object__find_map_fd_by_name(t->object_.get(), "dropped");
-  const int ring_fd = bpf_object__find_map_fd_by_name(t->object_.get(), "wakings");
-  if (t->traced_fd_ < 0 || t->dropped_fd_ < 0 || ring_fd < 0) return Err("the BPF program has no maps");
-  bpf_map* ring = bpf_object__find_map_by_name(t->object_.get(), "wakings");
-  if (!ring) return Err("the BPF program has no maps");
-  Result<BpfRing> r = BpfRing::open(ring_fd, bpf_map__max_entries(ring));
+  if (t->traced_fd_ < 0 || t->dropped_fd_ < 0) return Err("the BPF program has no maps");
+  Result<BpfRing> r = BpfRing::open(t->object_.get(), "wakings");
   if (!r.ok()) return Err(r.error());
   t->ring_.emplace(std::move(*r));
   return t;
