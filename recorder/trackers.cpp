@@ -10,26 +10,18 @@
 namespace fxprof::recorder {
 
 FirstTrackers make_trackers(TrackerContext& context, std::vector<std::unique_ptr<Tracker>>& t) {
-  // What the task tracker's changes mean to every tracker of the list (`t` outlives them: the builder's).
-  auto tasks =
-      std::make_unique<TaskTracker>(context.profile, context.procfs,
-                                    TaskTracker::Hooks{[&t](uint32_t pid) {
-                                                         for (const std::unique_ptr<Tracker>& x : t)
-                                                           x->forget_process(pid);
-                                                       },
-                                                       [&t](uint32_t tid) {
-                                                         for (const std::unique_ptr<Tracker>& x : t)
-                                                           x->forget_thread(tid);
-                                                       },
-                                                       [&t](uint32_t pid, uint64_t before_ns, Release why) {
-                                                         for (const std::unique_ptr<Tracker>& x : t)
-                                                           x->release(pid, before_ns, why);
-                                                       },
-                                                       [&t](uint32_t pid) {
-                                                         for (const std::unique_ptr<Tracker>& x : t)
-                                                           x->process_ended(pid);
-                                                       },
-                                                       [&context] { return context.counts.lost; }});
+  // What the task tracker's changes mean to every tracker of the list (`t` outlives them: the builder's):
+  // the same call on each.
+  auto to_each = [&t](auto hook) {
+    return [&t, hook](auto... args) {
+      for (const std::unique_ptr<Tracker>& x : t) (x.get()->*hook)(args...);
+    };
+  };
+  auto tasks = std::make_unique<TaskTracker>(
+      context.profile, context.procfs,
+      TaskTracker::Hooks{to_each(&Tracker::forget_process), to_each(&Tracker::forget_thread),
+                         to_each(&Tracker::release), to_each(&Tracker::process_ended),
+                         [&context] { return context.counts.lost; }});
   tasks->serve(context);
   TaskTracker& task_ref = *tasks;
   auto libs = std::make_unique<LibraryTracker>(
