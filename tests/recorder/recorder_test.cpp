@@ -623,10 +623,21 @@ TEST_CASE("recorder: attach follows the processes the program starts afterwards"
   CpuLog cpu;
   Spawned loop({"/bin/sh", "-c", "while true; do " + test_program("rec_busy") + " spin 30; done"}, cpu);
   REQUIRE(cpu.wait_for("main"));  // the loop runs its children
+  // The recording ends once ten more children ran their 30 ms of CPU: a fixed duration recorded only a few
+  // startups on a loaded machine (attaching took most of it), so the count follows the children's CPU.
+  const size_t children_before = cpu.count("main");
+  std::thread killer([&] {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);  // only the recorder's signalfd may take it
+    cpu.wait_for("main", children_before + 10);
+    kill(getpid(), SIGTERM);
+  });
   recorder::Options o;
   o.pids = {loop.pid()};
-  o.duration_s = 0.5;
   auto r = recorder::record(o);
+  killer.join();
   REQUIRE(r.ok());
   const model::Profile& p = r->profile;
   CHECK(p.processes.at(0).pid == static_cast<uint32_t>(loop.pid()));
