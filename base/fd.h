@@ -97,35 +97,47 @@ Result<std::string> read_file(const std::string& path);
 // "strerror(errno)" without the thread-safety trap of strerror().
 std::string errno_text(int err);
 
-// What writing to an output path means; decided here for every writer (record, export, symbolicate, diff):
+// What writing to an output path means; decided here for every writer (record, export, symbolicate, diff,
+// stat, report):
 //  - a new name or a regular file: replaced atomically (AtomicFile below); behind a symlink the file the
 //    link leads to is replaced and the link stays (a dangling link's target is created);
 //  - "-", /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N: that open descriptor, written as a stream
 //    (as a shell's redirection does: a `>> log` behind it is appended to, not replaced);
 //  - a device, FIFO or socket (/dev/null, a named pipe): opened and written as a stream, never replaced;
 //  - a directory: refused.
+// Links are followed as the kernel's fs.protected_symlinks=1 would, whatever this machine's setting: the last
+// component's link only when it belongs to the user running fxprof or to root, and a link in a sticky
+// world-writable folder (/tmp) on the way likewise; a FIFO or socket another user owns in such a folder is
+// refused too (protected_fifos). Otherwise: one line naming the link and its owner.
 enum class OutputKind { kReplace, kStream };
 struct OutputTarget {
   OutputKind kind = OutputKind::kReplace;
-  std::string path;  // the file to replace (links followed), or the path to open as a stream
+  std::string path;  // the file to replace (links followed: no link left in it), or the stream to open
   int fd = -1;       // for "-" and /dev/fd/N style names: the descriptor to write to (not owned)
 };
 Result<OutputTarget> resolve_output(const std::string& path);
+
+// How long create() waits for a FIFO's reader (it polls: signals may be blocked while it waits).
+inline constexpr int kFifoReaderWaitMs = 10'000;
 
 // Writes an output as resolve_output() says. For a replaced file: it appears under its final name only when
 // complete: an unnamed O_TMPFILE in the target folder, fsynced, linked under a temporary name and renamed
 // over the target (readers never see a half-written file; a killed writer leaves nothing behind). Mode 0600:
 // profiles hold command lines and paths, as perf.data does. Where O_TMPFILE is not supported, a named
-// `path.tmp.XXXXXXXX` file is used instead. For a stream, the bytes go straight to it and commit() closes it.
+// `NAME.tmp.XXXXXXXX` file is used instead. The folder is opened once, without following links, and every
+// later step is relative to it: a link planted after the check changes nothing. For a stream, the bytes go
+// straight to it and commit() closes it; a FIFO nobody reads within `fifo_wait_ms` is an error.
 class AtomicFile {
  public:
-  static Result<AtomicFile> create(const std::string& path);
+  static Result<AtomicFile> create(const std::string& path, int fifo_wait_ms = kFifoReaderWaitMs);
   // How a writer checks, before long work, that it will be able to write `path`: a replaced file's temporary
   // is created and dropped; a stream is checked for write permission but not opened (opening a FIFO would
   // wait for its reader, and closing it would end the reader's input).
   static Result<OutputKind> check(const std::string& path);
   AtomicFile(AtomicFile&& o) noexcept
       : fd_(std::move(o.fd_)),
+        dir_(std::move(o.dir_)),
+        name_(std::move(o.name_)),
         temp_(std::move(o.temp_)),
         final_(std::move(o.final_)),
         committed_(o.committed_),
@@ -138,15 +150,15 @@ class AtomicFile {
 
   int fd() const { return fd_.get(); }
   bool stream() const { return stream_; }
-  const std::string& temp_path() const { return temp_; }  // "" while unnamed (O_TMPFILE) or a stream
   // Replaced file: fsyncs, names and renames; the rename is the commit point. Stream: closes.
   Status commit();
 
  private:
-  AtomicFile(UniqueFd fd, std::string temp, std::string final_path, bool stream = false)
-      : fd_(std::move(fd)), temp_(std::move(temp)), final_(std::move(final_path)), stream_(stream) {}
+  AtomicFile(UniqueFd fd, std::string final_path) : fd_(std::move(fd)), final_(std::move(final_path)) {}
   UniqueFd fd_;
-  std::string temp_;
+  UniqueFd dir_;      // the target's folder (O_PATH, opened without following links)
+  std::string name_;  // the target's name in dir_
+  std::string temp_;  // the temporary name in dir_ ("" while unnamed, O_TMPFILE)
   std::string final_;
   bool committed_ = false;
   bool stream_ = false;

@@ -1,5 +1,8 @@
 #include "base/terminal.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 
 namespace fxprof {
@@ -67,6 +70,65 @@ std::string terminal_safe(std::string_view text) {
     }
   }
   return out;
+}
+
+namespace {
+
+// Where the URL starting at `at` ends: at whitespace, a quote or an angle bracket (how messages quote them),
+// without the punctuation of the sentence around it.
+size_t url_end(std::string_view text, size_t at) {
+  size_t end = at;
+  while (end < text.size() && static_cast<unsigned char>(text[end]) > 0x20 && text[end] != '"' &&
+         text[end] != '\'' && text[end] != '<' && text[end] != '>')
+    ++end;
+  while (end > at && std::string_view(".,:;)").find(text[end - 1]) != std::string_view::npos) --end;
+  return end;
+}
+
+// One URL with its query and user information hidden.
+std::string redact_url(std::string_view url) {
+  std::string out;
+  const size_t scheme = url.find("://") + 3;
+  std::string_view rest = url.substr(scheme);
+  out.append(url.substr(0, scheme));
+  const size_t host_end = std::min(rest.find('/'), rest.find('?'));
+  if (const size_t at = rest.substr(0, std::min(host_end, rest.size())).rfind('@');
+      at != std::string_view::npos) {
+    out += "<redacted>@";
+    rest.remove_prefix(at + 1);
+  }
+  const size_t query = std::min(rest.find('?'), rest.find('#'));
+  if (query == std::string_view::npos) return out.append(rest);
+  out.append(rest.substr(0, query));
+  return out += rest[query] == '?' ? "?<redacted>" : "";
+}
+
+}  // namespace
+
+std::string redact_urls(std::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    size_t next = std::string_view::npos;
+    for (std::string_view scheme : {"http://", "https://"}) next = std::min(next, text.find(scheme, i));
+    if (next == std::string_view::npos) {
+      out.append(text.substr(i));
+      break;
+    }
+    out.append(text.substr(i, next - i));
+    const size_t end = url_end(text, next);
+    out += redact_url(text.substr(next, end - next));
+    i = end;
+  }
+  return out;
+}
+
+void say(std::string_view line) {
+  std::string out = "fxprof: " + terminal_safe(redact_urls(line)) + "\n";
+  for (std::string_view rest = out; !rest.empty();) {
+    const ssize_t n = ::write(STDERR_FILENO, rest.data(), rest.size());
+    if (n <= 0) break;
+    rest.remove_prefix(static_cast<size_t>(n));
+  }
 }
 
 }  // namespace fxprof

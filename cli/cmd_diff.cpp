@@ -11,6 +11,7 @@
 
 #include "base/signals.h"
 #include "base/temp_dir.h"
+#include "base/terminal.h"
 #include "base/url.h"
 #include "cli/commands.h"
 #include "cli/options.h"
@@ -49,7 +50,7 @@ int serve_both(model::Profile& base, model::Profile& next, const std::string& ad
   for (int i = 0; i < 2; ++i) {
     profiles[i]->meta.presymbolicated = true;  // names are in: the comparison view does not symbolicate
     if (auto s = gecko::write_gecko_profile(*profiles[i], files[i]); !s) {
-      std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+      say(s.error());
       return 1;
     }
   }
@@ -67,7 +68,7 @@ int serve_both(model::Profile& base, model::Profile& next, const std::string& ad
     auto s = server::ProfileServer::start(c, symbols);
     if (!s) {
       pthread_sigmask(SIG_SETMASK, &old, nullptr);
-      std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+      say(s.error());
       return 1;
     }
     servers[i] = std::move(*s);
@@ -199,7 +200,7 @@ int cmd_diff(std::span<char*> args) {
     for (const std::string& f : *side) {
       auto profile = load_profile_for_sinks(f, a.input);
       if (!profile) {
-        std::fprintf(stderr, "fxprof: %s\n", profile.error().c_str());
+        say(profile.error());
         return profile.exit_code();
       }
       (side == &a.files ? base_runs : new_runs).push_back(std::move(*profile));
@@ -221,7 +222,7 @@ int cmd_diff(std::span<char*> args) {
   std::fflush(table_out);
   a.svg.subtitle = a.files[0] + " -> " + a.new_files[0];
   if (auto s = sinks::write_diff_svg(base, next, a.out, a.svg); !s) {
-    std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+    say(s.error());
     return s.exit_code();
   }
   if (a.out != "-") std::fprintf(stderr, "fxprof: wrote %s\n", a.out.c_str());

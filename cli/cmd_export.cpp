@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <string>
 
+#include "base/terminal.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/profile_input.h"
@@ -80,13 +81,13 @@ int cmd_export(std::span<char*> args) {
 
   auto profile = load_profile_for_sinks(in, input);
   if (!profile) {
-    std::fprintf(stderr, "fxprof: %s\n", profile.error().c_str());
+    say(profile.error());
     return profile.exit_code();
   }
   if (svg.subtitle.empty()) svg.subtitle = in;
   const Status s = sink->write(*profile, out, options);
   if (!s) {
-    std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+    say(s.error());
     return s.exit_code();
   }
   if (out != "-") std::fprintf(stderr, "fxprof: wrote %s\n", out.c_str());

@@ -12,6 +12,7 @@
 
 #include "base/signals.h"
 #include "base/temp_dir.h"
+#include "base/terminal.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "gecko/gecko.h"
@@ -126,7 +127,7 @@ std::optional<int> bake_whole(const std::string& file, server::ServeOptions& opt
                               std::optional<TempFolder>& resolved) {
   auto profile = gecko::read_gecko_profile(file);
   if (!profile) {
-    std::fprintf(stderr, "fxprof: %s\n", profile.error().c_str());
+    say(profile.error());
     return profile.exit_code();
   }
   opts.view = gecko::gecko_view_query(*profile);  // every thread shown, the busiest selected
@@ -140,7 +141,7 @@ std::optional<int> bake_whole(const std::string& file, server::ServeOptions& opt
     }
     const std::string tmp = resolved->path() + "/profile.json";
     if (auto s = gecko::write_gecko_profile(*profile, tmp); !s) {
-      std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+      say(s.error());
       return s.exit_code();
     }
     opts.kept_path = file;  // the copy is removed at the end: the user's file is what stays
@@ -187,7 +188,7 @@ int cmd_load(std::span<char*> args) {
     if (auto exit = bake_whole(file, opts, resolved)) return *exit;
   }
   if (auto s = server::serve_profile(opts); !s) {
-    std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+    say(s.error());
     return s.exit_code();
   }
   return 0;

@@ -38,6 +38,8 @@ int cmd_push(std::span<char*> args) {
            store(targets.options.app)},
           {"", "--label", "NAME=VALUE", "a label of the series (repeatable)",
            [&](const std::string& v) { return add_label(v, targets.options.labels); }},
+          {"", "--strip-args", "", "push the program's name without its arguments (\"recorded by\")",
+           set(targets.strip_args, true)},
           header_option(targets.options.headers,
                         "an extra request header, e.g. authorization or a tenant (repeatable)"),
           symbol_dir_option(input.symbols.symbol_dirs),

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "base/fd.h"
+#include "base/terminal.h"
 #include "cli/commands.h"
 #include "cli/publish.h"
 #include "cli/record_options.h"
@@ -83,7 +84,7 @@ bool start_heap(const RecordArgs& a, HeapRecording& heap) {
       return heap::HeapSource::start(*a.heap);
     }();
     if (!h) {
-      std::fprintf(stderr, "fxprof: %s\n", h.error().c_str());
+      say(h.error());
       return false;
     }
     heap.source = std::move(*h);
@@ -227,7 +228,7 @@ std::optional<int> name_and_write(const RecordArgs& a, recorder::Recording& reco
     });
   const Clock::time_point writing = Clock::now();
   if (auto s = gecko::write_gecko_profile(recording.profile, a.output); !s) {
-    std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+    say(s.error());
     return failure(recording.exit_status);
   }
   if (rec.verbose)
@@ -276,7 +277,7 @@ std::optional<int> summary_and_exports(const RecordArgs& a, recorder::Recording&
     const std::string path = sinks::output_beside(a.output, std::string(sink->extension));
     const Status s = sink->write(recording.profile, path, {});
     if (!s) {
-      std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+      say(s.error());
       return failure(recording.exit_status);
     }
     std::fprintf(stderr, "fxprof: wrote %s\n", path.c_str());
@@ -324,7 +325,7 @@ int cmd_record(std::span<char*> args) {
   const size_t preloaded = preloader ? preloader->stop() : 0;
   const std::string heap_lost = finish_heap(heap, recording, rec);
   if (!recording) {
-    std::fprintf(stderr, "fxprof: %s\n", recording.error().c_str());
+    say(recording.error());
     return recording.exit_code();
   }
   const int exit_status = recording->exit_status;
@@ -359,7 +360,7 @@ int cmd_record(std::span<char*> args) {
     serve.profile_path = a.output;
     serve.symbolizer = &*symbols;
     if (auto s = server::serve_profile(serve); !s) {
-      std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+      say(s.error());
       return failure(exit_status);
     }
   }

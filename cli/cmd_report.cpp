@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 
+#include "base/terminal.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/profile_input.h"
@@ -81,7 +82,7 @@ int print_json(F&& body) {
   }
   (*out)->write("\n");
   if (auto s = (*out)->finish(); !s) {
-    std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+    say(s.error());
     return 1;
   }
   return 0;
@@ -110,7 +111,7 @@ int cmd_report(std::span<char*> args) {
   if (auto exit = parse_report_args(args, a)) return *exit;
   auto profile = load_profile_for_sinks(a.in, a.input);
   if (!profile) {
-    std::fprintf(stderr, "fxprof: %s\n", profile.error().c_str());
+    say(profile.error());
     return profile.exit_code();
   }
   if (a.heap) return report_heap(*profile, a);

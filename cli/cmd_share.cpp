@@ -41,6 +41,10 @@ int cmd_share(std::span<char*> args) {
            "that takes a PUT) and print the Firefox Profiler's from-url link; the store\n"
            "must send CORS headers",
            store(share.share_to)},
+          {"", "--strip-args", "",
+           "upload the program's name without its arguments (meta.arguments,\n"
+           "meta.product and each process's product)",
+           set(share.strip_args, true)},
           header_option(share.headers, "with --share-to: an extra request header (repeatable)"),
           symbol_dir_option(input.symbols.symbol_dirs),
       },

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/fd.h"
+#include "base/terminal.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "counters/cachesim.h"
@@ -107,26 +108,33 @@ std::optional<int> parse_stat_args(std::span<char*> args, StatArgs& a) {
   return std::nullopt;
 }
 
-// Where the report goes: -o FILE, opened before the program runs (a file we cannot write is found then),
-// else standard error.
+// Where the report goes: -o FILE, opened before the program runs (a file we cannot write is found then; the
+// one output writer, base/fd.h AtomicFile, decides what the path means), else standard error.
 class ReportOut {
  public:
-  explicit ReportOut(const std::string& path) : path_(path) {
-    if (!path_.empty()) fd_.reset(::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  explicit ReportOut(const std::string& path) {
+    if (path.empty()) return;
+    auto f = AtomicFile::create(path);
+    if (f)
+      file_.emplace(std::move(*f));
+    else
+      error_ = f.error();
   }
-  bool failed() const { return !path_.empty() && !fd_.valid(); }
+  const std::string& error() const { return error_; }
   void emit(const std::string& text) {
-    if (fd_.valid()) {
-      if (::write(fd_.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
-        std::fprintf(stderr, "fxprof: cannot write %s: %s\n", path_.c_str(), errno_text(errno).c_str());
-    } else {
+    if (!file_) {
       std::fputs(text.c_str(), stderr);
+      return;
     }
+    Status s = ::write(file_->fd(), text.data(), text.size()) == static_cast<ssize_t>(text.size())
+                   ? file_->commit()
+                   : Err("cannot write the report: " + errno_text(errno));
+    if (!s) say(s.error());
   }
 
  private:
-  const std::string& path_;
-  UniqueFd fd_;
+  std::optional<AtomicFile> file_;
+  std::string error_;
 };
 
 }  // namespace
@@ -136,8 +144,8 @@ int cmd_stat(std::span<char*> args) {
   StatArgs a;
   if (auto exit = parse_stat_args(args, a)) return *exit;
   ReportOut out(a.output);
-  if (out.failed()) {
-    std::fprintf(stderr, "fxprof: cannot write %s: %s\n", a.output.c_str(), errno_text(errno).c_str());
+  if (!out.error().empty()) {
+    say(out.error());
     return 1;
   }
   if (a.cache_sim) {
@@ -147,7 +155,7 @@ int cmd_stat(std::span<char*> args) {
         stderr);
     auto sim = counters::run_cache_sim(a.opt.command, a.ll_size);
     if (!sim) {
-      std::fprintf(stderr, "fxprof: %s\n", sim.error().c_str());
+      say(sim.error());
       return sim.exit_code();
     }
     out.emit(a.json ? counters::format_cache_sim_json(*sim) : counters::format_cache_sim(*sim));
@@ -156,7 +164,7 @@ int cmd_stat(std::span<char*> args) {
 
   auto r = counters::run_stat(a.opt);
   if (!r) {
-    std::fprintf(stderr, "fxprof: %s\n", r.error().c_str());
+    say(r.error());
     return r.exit_code();
   }
   for (const std::string& n : r->notices) std::fprintf(stderr, "fxprof: %s\n", n.c_str());

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <string>
 
+#include "base/terminal.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "pipeline/symbolicate.h"
@@ -34,7 +35,7 @@ int cmd_symbolicate(std::span<char*> args) {
   if (out.empty()) return usage_error(kCommand, "where to? give -o OUT (it may be IN itself)");
   symbolizer::Symbolizer symbolizer(symbols);
   if (auto s = pipeline::symbolicate_file(in, out, symbolizer); !s) {
-    std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+    say(s.error());
     return s.exit_code();
   }
   std::fprintf(stderr, "fxprof: wrote %s\n", out.c_str());

@@ -8,6 +8,7 @@
 
 #include "base/fd.h"
 #include "base/temp_dir.h"
+#include "base/terminal.h"
 #include "base/url.h"
 #include "gecko/gecko.h"
 #include "sinks/pprof.h"
@@ -15,8 +16,9 @@
 namespace fxprof::cli {
 namespace {
 
-// What a reader of the uploaded profile learns, said before it leaves the machine.
-void print_contents(const model::Profile& p, size_t bytes) {
+// What a reader of the uploaded profile learns, said before it leaves the machine. Every name in it comes
+// from the profile (another person's file, perhaps): each line goes through the one printer (say()).
+void print_contents(const model::Profile& p, size_t bytes, bool stripped) {
   std::set<std::string> folders, threads;
   size_t nthreads = 0;
   std::string procs;
@@ -35,15 +37,19 @@ void print_contents(const model::Profile& p, size_t bytes) {
   for (const auto& f : folders)
     if (folder_list.size() < 300) folder_list += (folder_list.empty() ? "" : ", ") + f;
   for (const auto& t : threads) thread_list += (thread_list.empty() ? "" : ", ") + t;
-  std::fprintf(stderr,
-               "fxprof: the profile (%.1f MB) holds:\n"
-               "  processes: %s\n"
-               "  %zu threads, named: %s%s\n"
-               "  paths of the program and its libraries, in: %s\n"
-               "  function names, source file paths and the machine's OS and CPU\n",
-               static_cast<double>(bytes) / 1e6, procs.c_str(), nthreads, thread_list.c_str(),
-               nthreads > threads.size() ? ", ..." : "",
-               folder_list.empty() ? "(none)" : folder_list.c_str());
+  char size[64];
+  std::snprintf(size, sizeof size, "%.1f MB", static_cast<double>(bytes) / 1e6);
+  const std::string& command = p.meta.machine.command_line;
+  say("the profile (" + std::string(size) + ") holds:");
+  say("  command line: " + (command.empty() ? std::string("(none recorded)") : command) +
+      (stripped          ? " (arguments stripped)"
+       : command.empty() ? ""
+                         : " (--strip-args leaves the arguments out)"));
+  say("  processes: " + procs);
+  say("  " + std::to_string(nthreads) + " threads, named: " + thread_list +
+      (nthreads > threads.size() ? ", ..." : ""));
+  say("  paths of the program and its libraries, in: " + (folder_list.empty() ? "(none)" : folder_list));
+  say("  function names, source file paths and the machine's OS and CPU");
 }
 
 bool confirm_upload() {
@@ -55,41 +61,51 @@ bool confirm_upload() {
 
 }  // namespace
 
+void strip_arguments(model::Profile& profile) {
+  std::string& command = profile.meta.machine.command_line;
+  if (command.empty() || command.starts_with("-p ")) return;
+  command = command.substr(0, command.find(' '));
+  profile.meta.product = "fxprof: " + command;
+}
+
 int share_profile(const std::string& path, const InputOptions& input, const ShareOptions& o) {
   auto profile = load_profile_for_sinks(path, input);
   if (!profile) {
-    std::fprintf(stderr, "fxprof: %s\n", profile.error().c_str());
+    say(profile.error());
     return profile.exit_code();
   }
   profile->meta.presymbolicated = true;  // self-contained: opens with no fxprof server
+  if (o.strip_args) strip_arguments(*profile);
   TempFolder dir("fxprof-share");
   if (dir.path().empty()) {
-    std::fprintf(stderr, "fxprof: cannot make a temporary folder\n");
+    say("cannot make a temporary folder");
     return 1;
   }
   const std::string file = dir.path() + "/profile.json.gz";
   if (auto s = gecko::write_gecko_profile(*profile, file); !s) {
-    std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+    say(s.error());
     return 1;
   }
   auto gzip = read_file(file);
   if (!gzip) {
-    std::fprintf(stderr, "fxprof: %s\n", gzip.error().c_str());
+    say(gzip.error());
     return 1;
   }
   if (!o.share_to.empty()) {
     if (auto s = share::put_profile(o.share_to, *gzip, o.headers); !s) {
-      std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+      say(s.error());
       return 1;
     }
-    std::fprintf(stderr,
-                 "fxprof: stored %.1f MB at the URL given; the Firefox Profiler opens it only if the store "
-                 "sends CORS headers (Access-Control-Allow-Origin for %s)\n",
-                 static_cast<double>(gzip->size()) / 1e6, profiler_origin().c_str());
+    char size[32];
+    std::snprintf(size, sizeof size, "%.1f MB", static_cast<double>(gzip->size()) / 1e6);
+    say("stored " + std::string(size) +
+        " at the URL given; the Firefox Profiler opens it only if the store sends CORS headers "
+        "(Access-Control-Allow-Origin for " +
+        profiler_origin() + ")");
     std::printf("%s\n", from_url_link(o.share_to).c_str());
     return 0;
   }
-  print_contents(*profile, gzip->size());
+  print_contents(*profile, gzip->size(), o.strip_args);
   if (gzip->size() > share::kUploadLimitBytes) {
     std::fprintf(stderr,
                  "fxprof: the profile is %.1f MB gzipped; the Firefox Profiler's store takes at most 150 MB "
@@ -108,11 +124,10 @@ int share_profile(const std::string& path, const InputOptions& input, const Shar
       return 1;
     }
   }
-  std::fprintf(stderr, "fxprof: uploading to %s (the service takes at most 150 MB)...\n",
-               o.upload_origin.c_str());
+  say("uploading to " + o.upload_origin + " (the service takes at most 150 MB)...");
   auto token = share::upload_public(o.upload_origin, *gzip);
   if (!token) {
-    std::fprintf(stderr, "fxprof: %s\n", token.error().c_str());
+    say(token.error());
     return 1;
   }
   std::printf("%s\n", share::public_link(*token).c_str());
@@ -131,9 +146,10 @@ std::string add_label(const std::string& kv, share::Labels& labels) {
 int push_profile(const std::string& path, const InputOptions& input, PushTargets t) {
   auto profile = load_profile_for_sinks(path, input);
   if (!profile) {
-    std::fprintf(stderr, "fxprof: %s\n", profile.error().c_str());
+    say(profile.error());
     return profile.exit_code();
   }
+  if (t.strip_args) strip_arguments(*profile);
   if (t.options.app.empty())
     t.options.app = profile->processes.empty() ? "fxprof" : profile->processes[0].name;
   const model::Meta& m = profile->meta;
@@ -145,35 +161,34 @@ int push_profile(const std::string& path, const InputOptions& input, PushTargets
       static_cast<uint64_t>((m.start_unix_ms + static_cast<double>(duration_ns) / 1e6) / 1000) + 1;
   TempFolder dir("fxprof-push");
   if (dir.path().empty()) {
-    std::fprintf(stderr, "fxprof: cannot make a temporary folder\n");
+    say("cannot make a temporary folder");
     return 1;
   }
   const std::string file = dir.path() + "/profile.pb.gz";
   if (auto s = sinks::write_pprof(*profile, file); !s) {
-    std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+    say(s.error());
     return 1;
   }
   auto pprof = read_file(file);
   if (!pprof) {
-    std::fprintf(stderr, "fxprof: %s\n", pprof.error().c_str());
+    say(pprof.error());
     return 1;
   }
   int rc = 0;
   if (!t.pyroscope.empty()) {
     if (auto s = share::push_pyroscope(t.pyroscope, *pprof, t.options); !s) {
-      std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+      say(s.error());
       rc = 1;
     } else {
-      std::fprintf(stderr, "fxprof: pushed to Pyroscope at %s as %s\n", t.pyroscope.c_str(),
-                   t.options.app.c_str());
+      say("pushed to Pyroscope at " + t.pyroscope + " as " + t.options.app);
     }
   }
   if (!t.parca.empty()) {
     if (auto s = share::push_parca(t.parca, *pprof, t.options); !s) {
-      std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+      say(s.error());
       rc = 1;
     } else {
-      std::fprintf(stderr, "fxprof: pushed to Parca at %s as %s\n", t.parca.c_str(), t.options.app.c_str());
+      say("pushed to Parca at " + t.parca + " as " + t.options.app);
     }
   }
   return rc;

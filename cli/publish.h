@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/profile_input.h"
+#include "model/profile.h"
 #include "share/share.h"
 
 namespace fxprof::cli {
@@ -15,6 +16,7 @@ struct ShareOptions {
   std::string upload_origin = share::kDefaultUploadOrigin;
   std::string share_to;              // PUT here instead (a private store)
   std::vector<std::string> headers;  // extra request headers for --share-to
+  bool strip_args = false;           // --strip-args: upload the program's name, not its arguments
 };
 
 // Bakes symbols into `path`'s profile, gzips it and uploads it (or PUTs it); prints the link on stdout.
@@ -24,7 +26,13 @@ int share_profile(const std::string& path, const InputOptions& input, const Shar
 struct PushTargets {
   std::string pyroscope, parca;  // URLs; at least one
   share::PushOptions options;    // app "" = the program's name
+  bool strip_args = false;       // --strip-args
 };
+
+// --strip-args: the command line without its arguments, everywhere a profile holds it (meta.arguments,
+// meta.product, which the Gecko writer also gives each process): "fxprof: /usr/bin/app". An attach
+// ("-p PIDS") has no arguments to strip.
+void strip_arguments(model::Profile& profile);
 
 // Symbolicates `path`'s profile, writes it as pprof and pushes it to each target.
 int push_profile(const std::string& path, const InputOptions& input, PushTargets targets);

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "base/fd.h"
+#include "base/terminal.h"
 #include "cli/options.h"
 #include "counters/events.h"
 #include "sinks/exports.h"
@@ -199,6 +200,12 @@ Command record_command(RecordArgs& a, Parsed& p) {
            "from-url link instead of serving",
            store(a.share_options.share_to)},
           {"", "--yes", "", "with --share: upload without asking", set(a.share_options.yes, true)},
+          {"", "--strip-args", "",
+           "with --share, --share-to, --push: send the program's name without its arguments",
+           [&](const std::string&) {
+             a.share_options.strip_args = a.push.strip_args = true;
+             return std::string();
+           }},
           {"", "--upload-url", "ORIGIN", "with --share: the store (default https://api.profiler.firefox.com)",
            store(a.share_options.upload_origin)},
           {"", "--push", "KIND=URL",
@@ -268,7 +275,7 @@ std::optional<int> parse_record_args(std::span<char*> args, RecordArgs& a) {
   // An output we cannot write (a directory, a read-only folder) is found now, not after the program ran.
   auto output_kind = AtomicFile::check(a.output);
   if (!output_kind) {
-    std::fprintf(stderr, "fxprof: %s\n", output_kind.error().c_str());
+    say(output_kind.error());
     return 1;
   }
   // The server reads the profile back from its file: a device or pipe cannot be served.

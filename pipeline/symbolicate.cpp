@@ -6,6 +6,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "base/terminal.h"
 #include "gecko/gecko.h"
 #include "gecko/gecko_reader.h"
 #include "model/symbols.h"
@@ -81,14 +82,14 @@ SymbolicateStats symbolicate(model::Profile& profile, symbolizer::Symbolizer& sy
       // Pseudo-libraries ([vdso], [heap]...) have no file to read: not worth a warning on every recording.
       const std::string& shown = b.name.empty() ? b.debug_name : b.name;
       if (!shown.empty() && shown[0] != '[')
-        std::fprintf(stderr, "fxprof: warning: no symbols for %s: %s\n", shown.c_str(),
-                     infos ? "wrong number of results" : infos.error().c_str());
+        say("warning: no symbols for " + shown + ": " +
+            (infos ? std::string("wrong number of results") : infos.error()));
       continue;
     }
     // Debug files the binary names that are not there: one line and one data-quality entry each (once per
     // profile: a profile symbolicated again keeps its entries).
     for (std::string& m : symbols.missing_files(b.debug_name, b.breakpad_id))
-      if (profile.meta.add_problem({m, 1})) std::fprintf(stderr, "fxprof: %s\n", m.c_str());
+      if (profile.meta.add_problem({m, 1})) say(m);
     r.answers.reserve(infos->size());
     for (symbolizer::SymbolInfo& info : *infos) {
       r.answers.push_back(to_model_symbol(std::move(info)));

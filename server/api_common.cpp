@@ -1,4 +1,6 @@
 // What the JSON API endpoints share: error bodies, refusal statuses, addresses in requests.
+#include <poll.h>
+
 #include <charconv>
 
 #include "base/hex.h"
@@ -43,6 +45,19 @@ bool parse_address(std::string_view s, uint64_t& v) {
   if (s.empty() || s[0] < '0' || s[0] > '9') return false;  // from_chars would skip nothing, not fail
   auto r = std::from_chars(s.data(), s.data() + s.size(), v, 10);
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+namespace {
+thread_local int watched_fd = -1;
+}
+
+ClientWatch::ClientWatch(int fd) : previous_(watched_fd) { watched_fd = fd; }
+ClientWatch::~ClientWatch() { watched_fd = previous_; }
+
+bool client_gone() {
+  if (watched_fd < 0) return false;
+  pollfd p{watched_fd, POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
 }  // namespace fxprof::server::internal

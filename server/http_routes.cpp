@@ -183,6 +183,7 @@ void ProfileServer::Impl::answer_api(Conn& c) {
   bool big = c.body.capacity() > kTrimAbove;
   try {
     if (big) big_requests.acquire();  // a parse takes ~6x the body: at most two big ones at a time
+    internal::ClientWatch watch(c.fd.get());
     // The transport reserved simdjson's padding past the body: the endpoint parses it in place.
     ApiResponse a =
         fn(*symbols, simdjson::padded_string_view(c.body.data(), c.body.size(), c.body.capacity()));

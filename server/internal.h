@@ -25,6 +25,21 @@ ApiResponse symbolicate_v5(symbolizer::Symbolizer& symbols, simdjson::padded_str
 ApiResponse source_v1(symbolizer::Symbolizer& symbols, simdjson::padded_string_view body);
 ApiResponse asm_v1(symbolizer::Symbolizer& symbols, simdjson::padded_string_view body);
 
+// Whether the client of the request this thread answers has gone (closed or reset its connection): long
+// work checks it between steps and stops, instead of computing an answer nobody will read. A worker watches
+// its connection's socket for the duration of a call (ClientWatch); without one, never gone.
+bool client_gone();
+class ClientWatch {
+ public:
+  explicit ClientWatch(int fd);
+  ~ClientWatch();
+  ClientWatch(const ClientWatch&) = delete;
+  ClientWatch& operator=(const ClientWatch&) = delete;
+
+ private:
+  int previous_;
+};
+
 // The one wording of a body that is not a JSON object: "empty request", "malformed JSON request: <why>" or
 // "malformed request: expected a JSON object"; "" when `root` is an object.
 std::string parse_object(simdjson::dom::parser& parser, simdjson::padded_string_view body,

@@ -5,6 +5,8 @@
 #include <memory>
 #include <mutex>
 
+#include "base/terminal.h"
+
 namespace fxprof::share {
 namespace {
 
@@ -75,13 +77,20 @@ Result<HttpResponse> send(const HttpRequest& request) {
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
   // A stalled transfer ends; a slow but moving 150 MB upload does not.
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
+  // And a total deadline: a server answering at 2 B/s once held `share` for 464 s.
+  const long deadline = request.deadline_s > 0 ? request.deadline_s : upload_deadline_s(request.body.size());
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, deadline);
   curl_easy_setopt(c, CURLOPT_USERAGENT, "fxprof/0.1");
   const CURLcode rc = curl_easy_perform(c);
-  if (sink.overflow) return Err(request.url + " answered with more than 1 MiB; is it the right URL?");
+  const std::string url = redact_urls(request.url);
+  if (sink.overflow) return Err(url + " answered with more than 1 MiB; is it the right URL?");
+  if (rc == CURLE_OPERATION_TIMEDOUT)
+    return Err("gave up on " + url + ": no answer within " + std::to_string(deadline) +
+               " s, or slower than 1 KiB/s for 60 s");
   if (rc != CURLE_OK)
-    return Err("cannot reach " + request.url + ": " + (error[0] ? error : curl_easy_strerror(rc)));
+    return Err("cannot reach " + url + ": " + redact_urls(error[0] ? error : curl_easy_strerror(rc)));
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);
   return response;
 }
@@ -89,11 +98,11 @@ Result<HttpResponse> send(const HttpRequest& request) {
 std::string describe_answer(const HttpResponse& response) {
   std::string line = response.body.substr(0, response.body.find('\n'));
   if (line.size() > 200) line = line.substr(0, 200) + "...";
-  for (char& ch : line)
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';
   std::string out = "HTTP " + std::to_string(response.status);
-  if (!line.empty()) out += ": " + line;
+  if (!line.empty()) out += ": " + terminal_safe(line);
   return out;
 }
+
+long upload_deadline_s(size_t body_bytes) { return 120 + static_cast<long>(body_bytes / (64 * 1024)); }
 
 }  // namespace fxprof::share

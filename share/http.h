@@ -20,6 +20,8 @@ struct HttpRequest {
   std::string url;
   std::vector<std::string> headers;  // "Name: value"
   std::string_view body;
+  // The whole exchange's deadline, in seconds; 0: upload_deadline_s(body.size()).
+  long deadline_s = 0;
 };
 
 struct HttpResponse {
@@ -31,10 +33,17 @@ struct HttpResponse {
 inline constexpr size_t kMaxResponseBytes = 1 << 20;
 
 // Sends the request; an answer of any status is a response (the caller decides what is an error). Fails
-// only when no answer came (cannot connect, TLS, timeout: no progress for 60 s).
+// only when no answer came (cannot connect, TLS, below 1 KiB/s for 60 s, or past the deadline: a server
+// trickling its answer a byte at a time does not hold fxprof). Messages name the URL without its query
+// (a presigned URL's signature) or user information.
 Result<HttpResponse> send(const HttpRequest& request);
 
-// "HTTP 413: <the answer's first line, at most 200 bytes>": what a service said, for one-line errors.
+// The total deadline of a request sending `body_bytes`: 2 minutes, plus the time to send the body at
+// 64 KiB/s (a 150 MB upload: 40 minutes).
+long upload_deadline_s(size_t body_bytes);
+
+// "HTTP 413: <the answer's first line, at most 200 bytes, terminal-safe>": what a service said, for one-line
+// errors.
 std::string describe_answer(const HttpResponse& response);
 
 }  // namespace fxprof::share

@@ -4,6 +4,7 @@
 #include <protozero/pbf_writer.hpp>
 #include <random>
 
+#include "base/terminal.h"
 #include "base/url.h"
 #include "share/http.h"
 #include "share/share.h"
@@ -157,7 +158,7 @@ Status push_parca(const std::string& address, std::string_view pprof, const Push
   if (st.code == -1) return Err("Parca's answer has no gRPC status; is " + url + " a Parca server?");
   if (st.code != 0)
     return Err("Parca refused the profile: gRPC status " + std::to_string(st.code) +
-               (st.message.empty() ? "" : ": " + st.message));
+               (st.message.empty() ? "" : ": " + terminal_safe(st.message.substr(0, 200))));
   return {};
 }
 

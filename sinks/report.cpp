@@ -173,7 +173,7 @@ std::string format_report(const Report& r, const ReportOptions& options) {
   out += buf;
   // What ran where: the lines of the Firefox Profiler's Profile Info ("Platform").
   const model::Meta::Machine& m = r.machine;
-  if (!m.command_line.empty()) out += "command: " + m.command_line + "\n";
+  if (!m.command_line.empty()) out += "command: " + terminal_safe(m.command_line) + "\n";
   if (!m.cpu_name.empty() || m.logical_cpus || m.main_memory || !r.oscpu.empty()) {
     std::string line = m.cpu_name;
     auto add = [&](const std::string& part) { line += (line.empty() ? "" : ", ") + part; };

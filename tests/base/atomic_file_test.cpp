@@ -126,3 +126,31 @@ TEST_CASE("a directory is refused, by check() and create()") {
   REQUIRE_FALSE(f);
   CHECK(f.error() == "cannot write " + dir.path() + "/: it is a directory");
 }
+
+TEST_CASE("a FIFO nobody opens for reading is refused after the wait, not waited on forever") {
+  test::TempDir dir;
+  const std::string fifo = dir.file("pipe");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  auto f = AtomicFile::create(fifo, 100);
+  REQUIRE_FALSE(f);
+  CHECK(f.error() == "cannot write " + fifo + ": nobody opened the FIFO for reading within 0.1 s");
+}
+
+TEST_CASE("a link swapped in for the folder after the check is not followed") {
+  // create() opens the folder component by component with O_NOFOLLOW: a plain folder works, and so does a
+  // trusted link (ours) on the way, resolved before.
+  test::TempDir dir;
+  ::mkdir(dir.file("real").c_str(), 0700);
+  REQUIRE(::symlink("real", dir.file("via").c_str()) == 0);
+  REQUIRE(write_all(dir.file("via/p.json"), "through our own link"));
+  CHECK(*read_file(dir.file("real/p.json")) == "through our own link");
+  // The file replaced is the link's target; a later link at the final name is replaced, not followed.
+  auto f = AtomicFile::create(dir.file("real/q.json"));
+  REQUIRE(f);
+  REQUIRE(::symlink(dir.file("elsewhere").c_str(), dir.file("real/q.json").c_str()) == 0);
+  REQUIRE(f->commit());
+  struct stat st {};
+  REQUIRE(::lstat(dir.file("real/q.json").c_str(), &st) == 0);
+  CHECK(S_ISREG(st.st_mode));
+  CHECK(::access(dir.file("elsewhere").c_str(), F_OK) != 0);
+}

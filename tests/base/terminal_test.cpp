@@ -18,3 +18,16 @@ TEST_CASE("terminal_safe escapes C0, DEL, C1 and bytes that are not UTF-8, keeps
   CHECK(terminal_safe("\x9b\xff\xc3(\xe0\x80\x80\xed\xa0\x80") ==
         "\\x9b\\xff\\xc3(\\xe0\\x80\\x80\\xed\\xa0\\x80");  // stray, invalid, overlong, surrogate
 }
+
+TEST_CASE("redact_urls hides every URL's query string and user information, keeps the rest") {
+  using fxprof::redact_urls;
+  CHECK(
+      redact_urls("cannot reach https://bucket.s3.example/p.json.gz?X-Amz-Signature=abc&X-Amz-Credential=k: "
+                  "timeout") == "cannot reach https://bucket.s3.example/p.json.gz?<redacted>: timeout");
+  CHECK(redact_urls("http://user:pw@host:8080/x and http://h/y?t=1#frag, http://h/z#f.") ==
+        "http://<redacted>@host:8080/x and http://h/y?<redacted>, http://h/z.");
+  CHECK(redact_urls("'https://h/a?s=1' \"http://h/b?s=2\"") ==
+        "'https://h/a?<redacted>' \"http://h/b?<redacted>\"");
+  CHECK(redact_urls("no url here: a?b=c") == "no url here: a?b=c");
+  CHECK(redact_urls("http://h?x=1") == "http://h?<redacted>");
+}

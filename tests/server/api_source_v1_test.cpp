@@ -1,12 +1,14 @@
 // Tests of server/api_source_v1.cpp: the request shapes the Firefox Profiler sends, its refusals, and answers
 // checked against binutils' view of the test programs (tests/programs/symbolizer).
 #include <pwd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <fstream>
 
+#include "server/internal.h"
 #include "tests/server/api_support.h"
 
 using namespace fxprof::test::api;
@@ -146,4 +148,46 @@ TEST_CASE("api: /source/v1 never follows a symlink, and serves regular files onl
     CHECK(refused.http_status == 403);
     CHECK(refused.body.find("TOP-SECRET") == std::string::npos);
   }
+}
+
+// Issue 37.6: a source file of NUL bytes grows six-fold as JSON (\u0000): 64 MiB of them made a 402 MB
+// answer. The answer is capped (32 MiB), not only the file, and a client that has gone stops the work.
+TEST_CASE("api: /source/v1 caps the answer, not only the file, and stops for a client that has gone") {
+  fxprof::test::TempDir dir;
+  const std::string src = dir.file("big.c"), bin = dir.file("big");
+  {
+    std::ofstream(src)
+        << "int hot(int x) { return x * 3 + 1; }\nint main(int c, char** v) { return hot(c); }\n";
+  }
+  auto cc = run({"gcc", "-g", "-O1", "-Wl,--build-id", "-o", bin, src});
+  REQUIRE(cc.status == 0);
+  Prog p = prog(bin);
+  sym::Symbolizer s(no_system_debug());
+  s.add_known_lib(known(p, bin, "big"));
+  const std::string request = R"({"debugName":"big","debugId":")" + p.breakpad + R"(","moduleOffset":")" +
+                              hex(nm_symbols(bin).at("hot").addr) + R"(","file":")" + src + R"("})";
+  // 8 MiB of NUL bytes: 48 MiB once escaped.
+  { std::ofstream(src, std::ios::binary) << std::string(size_t{8} << 20, '\0'); }
+  auto big = fxprof::server::source_v1(s, request);
+  CHECK(big.http_status == 413);
+  CHECK(big.body.size() < 1000);
+  CHECK(big.body.find("too large once escaped as JSON") != std::string::npos);
+  // 8 MiB of text is served whole.
+  const std::string text(size_t{8} << 20, 'x');
+  { std::ofstream(src, std::ios::binary) << text; }
+  auto ok = fxprof::server::source_v1(s, request);
+  REQUIRE(ok.http_status == 200);
+  simdjson::dom::parser parser;
+  CHECK(std::string_view(parse(parser, ok.body)["source"]) == text);
+  // The worker's client closed its connection: no answer is computed.
+  int sv[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+  ::close(sv[1]);
+  {
+    fxprof::server::internal::ClientWatch watch(sv[0]);
+    auto gone = fxprof::server::internal::source_v1(s, simdjson::padded_string(request));
+    CHECK(gone.http_status == 499);
+    CHECK(gone.body.size() < 1000);
+  }
+  ::close(sv[0]);
 }
