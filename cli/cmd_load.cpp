@@ -179,7 +179,7 @@ int cmd_load(std::span<char*> args) {
     opts.libs.emplace();  // registered above, as they are read
     // Every thread shown (any view state does it), the busiest selected as record chose it (the samples are
     // not read: the file's meta says which).
-    opts.view = "thread=" + gecko::url_uint(head.selected_thread);
+    opts.view = gecko::view_query_for_thread(head.selected_thread);
     read_whole = head.presymbolicated && !opts.symbols.symbol_dirs.empty();
   }
   if (read_whole) {

@@ -629,9 +629,18 @@ std::string url_uint(uint64_t value) {
   return r;
 }
 
+std::string view_query_for_thread(uint64_t thread) {
+  // `v` says which URL version the query is written in: without it the front end reads version 0, where
+  // `thread` was a decimal number ("g" is NaN: thread 0). `thread` is in the uintarray encoding since version
+  // 6 (src/app-logic/url-handling.ts, upgrader 6); version 7 made an absent timelineType the default graph
+  // (upgrader 7 sets "category" on older URLs); no later upgrader changes a query of `thread` and
+  // `symbolServer`. Not the newest version (17 at df31314e): a front end older than the URL refuses it.
+  return "v=7&thread=" + url_uint(thread);
+}
+
 std::string gecko_view_query(const Profile& profile) {
   const std::optional<size_t> thread = gecko_busiest_thread(profile);
-  return thread ? "thread=" + url_uint(*thread) : std::string();
+  return thread ? view_query_for_thread(*thread) : std::string();
 }
 
 Status write_gecko_profile(const Profile& profile, const std::string& path) {

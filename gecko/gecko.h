@@ -61,13 +61,15 @@ void write_gecko(const model::Profile& profile, JsonWriter& w);
 // most samples; nullopt for a profile without threads.
 std::optional<size_t> gecko_busiest_thread(const model::Profile& profile);
 
-// The front end's view state for `profile`, as URL query parameters ("thread=N", or "" without threads).
+// The front end's view state for `profile`, as URL query parameters ("v=7&thread=N", or "" without threads).
 // `thread` selects the busiest thread; and a URL that selects a thread is one whose track visibility the
 // front end takes from the URL (none hidden) instead of hiding every thread under 5% of the busiest one's
 // CPU (src/actions/receive-profile.ts, finalizeFullProfileView): a sleeper, a pipe reader, the threads a
 // wall-clock profile is for, all show when it opens. The compare view needs it too: each of its profiles
 // must select a thread.
 std::string gecko_view_query(const model::Profile& profile);
+// The same for a thread index already known ("v=7&thread=c": the URL version and the thread in its encoding).
+std::string view_query_for_thread(uint64_t thread);
 // A number as the front end's URL state writes it (its uintarray encoding: 12 is "c", 40 is "x8").
 std::string url_uint(uint64_t value);
 

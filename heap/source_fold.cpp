@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <map>
 
 #include "heap/source_internal.h"
+#include "model/counters.h"
 
 namespace fxprof::heap::internal {
 
@@ -318,29 +320,32 @@ void Fold::close_live_blocks() {
 
 void Fold::write_counters(model::Profile& prof, const std::function<uint64_t(uint64_t)>& to_ns,
                           std::span<const uint32_t> inst_pid, ThreadCache& where) {
-  // The Memory counters, on the process entry each instance is.
+  // The Memory counters, on the process entry each instance is, in time order (an exec chain is several
+  // instances of one process).
+  std::map<uint32_t, std::vector<model::CounterSample>> by_proc;
   for (uint32_t inst = 0; inst < counters_.size(); ++inst) {
     CounterState& c = counters_[inst];
     if (c.bucket == UINT64_MAX) continue;
     counter_flush(c);
     const uint32_t proc = where.get(inst_pid[inst], c.first_tid, to_ns(c.first_time)).first;
-    auto& ks = prof.processes[proc].counters;
-    auto it = std::find_if(ks.begin(), ks.end(), [](const model::Counter& k) { return k.name == "Heap"; });
-    if (it == ks.end()) {
-      ks.push_back({"Heap", "Memory", "Heap bytes in use (fxprof --heap)", {}});
-      it = ks.end() - 1;
-    }
-    for (const model::CounterSample& s : c.samples)
-      it->samples.push_back({to_ns(s.time_ns), s.delta, s.count});
+    auto& out = by_proc[proc];
+    for (const model::CounterSample& s : c.samples) out.push_back({to_ns(s.time_ns), s.delta, s.count});
     c.samples = {};
   }
-  // The last value holds to the process's end (or the recording's), as the RSS track's does: the track does
-  // not stop at the last allocation or free.
-  for (model::Process& p : prof.processes) {
-    const uint64_t end = p.end_ns ? *p.end_ns : prof.meta.end_monotonic_ns.value_or(0);
-    for (model::Counter& k : p.counters)
-      if (k.name == "Heap" && !k.samples.empty() && end > k.samples.back().time_ns)
-        k.samples.push_back({end, 0, 0});
+  for (auto& [proc, samples] : by_proc) {
+    std::stable_sort(
+        samples.begin(), samples.end(),
+        [](const model::CounterSample& a, const model::CounterSample& b) { return a.time_ns < b.time_ns; });
+    // Each bucket's sample is at its start: the value still held just before it (model/counters.h writes
+    // that where it matters, a gap of more than a bucket), and to the process's end.
+    model::CounterSeries series(model::CounterSeries::Graph::Level, 1'000'000);
+    for (const model::CounterSample& s : samples) {
+      if (s.time_ns > 0) series.read(s.time_ns - 1, 0);
+      series.read(s.time_ns, s.delta, s.count);
+    }
+    model::Process& p = prof.processes[proc];
+    p.counters.push_back({"Heap", "Memory", "Heap bytes in use (fxprof --heap)",
+                          series.finish(model::counter_end(prof, p, 0))});
   }
 }
 

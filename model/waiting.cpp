@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/counters.h"
 #include "model/profile.h"
 
 namespace fxprof::model {
@@ -32,11 +33,13 @@ void add_waiting_counters(model::Profile& profile, uint64_t interval_ns) {
       }
     }
     if (change.empty()) continue;
-    model::Counter c{
-        "Threads waiting", "Locks", "Threads waiting on a lock (futex) during each sampling interval", {}};
+    model::CounterSeries series(model::CounterSeries::Graph::Rate);
+    uint64_t written = 0;
     auto emit = [&](uint64_t cell, int64_t n) {
-      if (!c.samples.empty() && c.samples.back().time_ns >= proc.start_ns + cell * interval_ns) return;
-      c.samples.push_back({proc.start_ns + cell * interval_ns, n, 0});
+      const uint64_t t = proc.start_ns + cell * interval_ns;
+      if (!series.empty() && written >= t) return;
+      written = t;
+      series.read(t, n);
     };
     int64_t waiting = 0;
     for (auto it = change.begin(); it != change.end(); ++it) {
@@ -46,7 +49,9 @@ void add_waiting_counters(model::Profile& profile, uint64_t interval_ns) {
       const uint64_t until = std::next(it) == change.end() ? cell + 1 : std::next(it)->first;
       for (uint64_t k = cell; k < until && (waiting > 0 || k == cell); ++k) emit(k, waiting);
     }
-    proc.counters.push_back(std::move(c));
+    proc.counters.push_back({"Threads waiting", "Locks",
+                             "Threads waiting on a lock (futex) during each sampling interval",
+                             series.finish(model::counter_end(profile, proc, 0))});
   }
 }
 

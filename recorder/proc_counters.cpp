@@ -45,10 +45,8 @@ void ProcCounters::add(Series& s, int kind, uint64_t now, uint64_t value) {
   const int64_t delta =
       s.seen || !attached_ ? static_cast<int64_t>(value - std::min(value, s.last[kind])) : 0;
   s.last[kind] = std::max(value, s.last[kind]);
-  // A sample when the count moved, and one more when it stops (the front end draws straight lines).
-  if (delta != 0 || s.last_delta[kind] != 0 || s.samples[kind].empty())
-    s.samples[kind].push_back({now, delta, static_cast<uint64_t>(delta)});
-  s.last_delta[kind] = delta;
+  s.moved[kind] |= delta != 0;
+  s.samples[kind].read(now, delta, static_cast<uint64_t>(delta));
 }
 
 void ProcCounters::tick(const model::Profile& profile, uint64_t now) {
@@ -97,20 +95,20 @@ void ProcCounters::finish(model::Profile& profile) {
       {"Page faults (major)", "Page faults that waited for the disk"},
       {"Context switches",
        "Times the process's threads were switched onto a CPU (/proc/PID/task/TID/schedstat)"},
-      {"Run-queue delay",
+      {"Run-queue delay (µs)",  // the unit in the name: the tooltip of a rate track shows the name and the
+                                // value
        "Microseconds the process's threads waited runnable for a CPU (schedstat run delay)"},
   };
   for (auto& [index, s] : series_) {
     if (index >= profile.processes.size()) continue;
+    const uint64_t end = model::counter_end(profile, profile.processes[index], 0);
     for (int k = 0; k < kKinds; ++k) {
-      bool moved = false;
-      for (const auto& c : s.samples[k]) moved |= c.delta != 0;
       // Faults and switches always (a flat line says "none"); major faults and run delay only when they
       // happened.
-      if (!moved && (k == kMajor || k == kRunDelay)) continue;
+      if (!s.moved[k] && (k == kMajor || k == kRunDelay)) continue;
       if (s.samples[k].empty()) continue;
       profile.processes[index].counters.push_back(
-          {kNames[k][0], "Scheduling", kNames[k][1], std::move(s.samples[k])});
+          {kNames[k][0], "Scheduling", kNames[k][1], s.samples[k].finish(end)});
     }
   }
   series_.clear();

@@ -5,8 +5,9 @@
 // (/proc/PID/stat, all its threads), and per live thread /proc/PID/task/TID/schedstat's run delay (time
 // runnable, waiting for a CPU) and timeslice count (times it was switched in: its context switches). Each
 // counter sample is the change since the previous one, so the Firefox Profiler draws when the program
-// faulted or waited for a CPU on the same timeline as the samples. In attach mode what happened before the
-// first tick is the baseline, not a spike.
+// faulted or waited for a CPU on the same timeline as the samples; model/counters.h writes them (a zero at
+// the read before and after each change, one at the process's end). In attach mode what happened before
+// the first tick is the baseline, not a spike.
 //
 // Cost (measured by the sampler itself, `-v` prints it): one /proc/PID/stat read per process and one
 // schedstat read per thread per tick: 25 us a tick for one thread, 61 us for node's 7 here, 0.25-0.6 % of
@@ -17,6 +18,7 @@
 #include <map>
 #include <vector>
 
+#include "model/counters.h"
 #include "model/profile.h"
 #include "recorder/host.h"
 
@@ -42,8 +44,9 @@ class ProcCounters {
   enum { kMinor, kMajor, kSwitches, kRunDelay, kKinds };
   struct Series {
     uint64_t last[kKinds] = {};  // cumulative values at the last tick
-    int64_t last_delta[kKinds] = {};
-    std::vector<model::CounterSample> samples[kKinds];
+    bool moved[kKinds] = {};     // any change at all
+    std::vector<model::CounterSeries> samples =
+        std::vector<model::CounterSeries>(kKinds, model::CounterSeries(model::CounterSeries::Graph::Rate));
     std::map<uint32_t, std::pair<uint64_t, uint64_t>> threads;  // tid -> (run delay ns, timeslices)
     bool seen = false;
   };

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -39,14 +40,33 @@ std::string group_name(gid_t gid) {
   return std::to_string(gid);
 }
 
+// The process of the busiest thread (most CPU time, then most samples: the thread the printed URL opens,
+// gecko::gecko_busiest_thread), or null for a profile without threads.
+model::Process* busiest_process(model::Profile& profile) {
+  model::Process* best = nullptr;
+  int64_t best_cpu = -1;
+  size_t best_samples = 0;
+  for (model::Process& p : profile.processes)
+    for (const model::Thread& t : p.threads) {
+      int64_t cpu = 0;
+      for (const model::Sample& s : t.samples) cpu += std::max<int64_t>(s.cpu_delta_ns, 0);
+      if (!best || cpu > best_cpu || (cpu == best_cpu && t.samples.size() > best_samples)) {
+        best = &p;
+        best_cpu = cpu;
+        best_samples = t.samples.size();
+      }
+    }
+  return best;
+}
+
 // The thread a problem of process `pid` is marked on: that process's main thread (its last process entry:
-// the program after its execs), else the top process's; null for a profile without threads.
+// the program after its execs), else (pid 0, or a process without threads) the busiest process's; null for
+// a profile without threads.
 model::Thread* marker_thread(model::Profile& profile, uint32_t pid) {
   model::Process* proc = nullptr;
   for (model::Process& p : profile.processes)
     if (pid != 0 && p.pid == pid && !p.threads.empty()) proc = &p;
-  if (!proc && !profile.processes.empty() && !profile.processes[0].threads.empty())
-    proc = &profile.processes[0];
+  if (!proc) proc = busiest_process(profile);
   if (!proc) return nullptr;
   for (model::Thread& t : proc->threads)
     if (t.is_main) return &t;
@@ -87,9 +107,13 @@ void report_quality(model::Profile& profile, std::span<const QualityProblem> pro
   for (const QualityProblem& q : problems) {
     if (!q.line.empty()) std::fprintf(stderr, "fxprof: %s\n", q.line.c_str());
     profile.meta.data_quality.push_back({q.label, q.count});
-    model::MarkerField what{profile.strings.intern("what"), true, 0, profile.strings.intern(q.label)};
-    mark(marker_thread(profile, q.pid), "Data quality", "DataQuality", q.time_ns ? q.time_ns : end,
-         {what, field("count", static_cast<double>(q.count))});
+    std::vector<QualityProblem::Mark> marks = q.marks;
+    if (marks.empty()) marks.push_back({q.pid, q.time_ns, q.label, q.count});
+    for (const QualityProblem::Mark& k : marks) {
+      model::MarkerField what{profile.strings.intern("what"), true, 0, profile.strings.intern(k.label)};
+      mark(marker_thread(profile, k.pid), "Data quality", "DataQuality", k.time_ns ? k.time_ns : end,
+           {what, field("count", static_cast<double>(k.count))});
+    }
   }
   if (const auto& sw = profile.meta.stack_walk) {
     model::MarkerSchema s;
@@ -195,13 +219,16 @@ std::optional<UnfollowedExec> exec_not_followed(Procfs& procfs, uint32_t pid) {
 }
 
 void name_unfollowed(Procfs& procfs, UnfollowedExec& u) {
-  if (!u.binary.empty()) return;
+  if (!u.reason.empty()) return;
   // The new program's arguments are in place only once its exec has set up the stack: until then (a
   // reader faster than the exec) the command line reads empty, and the name is asked again at the end.
   const std::string dir = "/proc/" + std::to_string(u.pid);
   if (auto cmd = procfs.read(dir + "/cmdline"); cmd && !cmd->empty() && (*cmd)[0] != '\0') {
-    u.binary = std::string(cmd->c_str());
+    // argv[0] as typed ("passwd"): the reason is the file's, which PATH finds.
+    u.binary = command_path(std::string(cmd->c_str()));
     u.reason = unprofilable_reason(u.binary);
+  } else if (!u.binary.empty()) {  // gone: the name known so far, looked up in PATH
+    u.reason = unprofilable_reason(command_path(u.binary));
   }
 }
 
@@ -218,10 +245,12 @@ QualityProblem unfollowed_problem(std::span<const UnfollowedExec> execs) {
   }
   if (execs.size() > 3) list += " and " + std::to_string(execs.size() - 3) + " more";
   q.label = "Not profiled after exec (setuid or unreadable binary): " + names;
-  if (!execs.empty()) {
-    q.pid = execs[0].pid;
-    q.time_ns = execs[0].time_ns;
-  }
+  for (const UnfollowedExec& e : execs)  // each on its own process, at its own exec
+    q.marks.push_back({e.pid, e.time_ns,
+                       "Not profiled after exec (" +
+                           (e.reason.empty() ? std::string("setuid or unreadable") : e.reason) +
+                           "): " + (e.binary.empty() ? std::string("a program") : e.binary),
+                       1});
   q.line = "not profiled from their exec on: " + list +
            ". The kernel stops profiling a process that executes a setuid or setgid program or one you "
            "cannot read; ";
@@ -231,10 +260,12 @@ QualityProblem unfollowed_problem(std::span<const UnfollowedExec> execs) {
   return q;
 }
 
-QualityProblem lost_records_problem(uint64_t lost, uint64_t unknown_samples, size_t processes) {
+QualityProblem lost_records_problem(uint64_t lost, uint64_t unknown_samples, size_t processes,
+                                    uint64_t first_ns) {
   QualityProblem q;
   q.label = "Records lost (ring buffer overflow)";
   q.count = lost;
+  q.time_ns = first_ns;  // pid 0: on the process the user sees first
   q.line = std::to_string(lost) + " records lost (the reader fell behind; shown as \"Lost records\" markers)";
   if (unknown_samples > 0)
     q.line += ": " + std::to_string(unknown_samples) + " samples of " + std::to_string(processes) +
@@ -243,6 +274,17 @@ QualityProblem lost_records_problem(uint64_t lost, uint64_t unknown_samples, siz
               "process whose exec was lost keeps its parent's name";
   q.line += ". Lower -F, use --call-graph fp (smaller samples) or a larger --buffer-size";
   return q;
+}
+
+uint64_t earliest_marker(const model::Profile& profile, std::string_view name) {
+  uint64_t first = 0;
+  for (const model::Process& p : profile.processes)
+    for (const model::Thread& t : p.threads)
+      for (const model::Marker& m : t.markers)
+        if (m.name != model::kNoString && profile.strings.get(m.name) == name &&
+            (first == 0 || m.start_ns < first))
+          first = m.start_ns;
+  return first;
 }
 
 }  // namespace fxprof::recorder

@@ -36,13 +36,25 @@ struct QualityProblem {
   std::string label;     // the meta entry: what and where (the binary or process named)
   uint64_t count = 0;    // how many (processes, stacks, samples, records)
   std::string line;      // the stderr line ("" when another line already says it: meta entry only)
-  uint32_t pid = 0;      // the process it happened in (0: the recording as a whole, the top process)
+  uint32_t pid = 0;      // the process it happened in (0: the recording as a whole: see report_quality)
   uint64_t time_ns = 0;  // when it happened (0: known at the end, marked at the end of the recording)
+  // A problem that happened in several processes (each exec not followed): a marker for each, on its own
+  // process at its own time, instead of the one at (pid, time_ns).
+  struct Mark {
+    uint32_t pid = 0;
+    uint64_t time_ns = 0;
+    std::string label;
+    uint64_t count = 1;
+  };
+  std::vector<Mark> marks;
 };
 
 // The one place problems are reported: each line on stderr, each entry in profile.meta.data_quality, and
 // each a "Data quality" marker on the main thread of the process it happened in, at the time it did; the
-// stack-walking counts (profile.meta.stack_walk, when set) a "Stack walking" marker at the end. The Firefox
+// stack-walking counts (profile.meta.stack_walk, when set) a "Stack walking" marker at the end. A problem of
+// the recording as a whole (pid 0), and the stack walking, are marked on the main thread of the process
+// whose thread the printed URL opens (the busiest: most CPU time, then most samples), not on the first
+// process's (a shell that only started the program). The Firefox
 // Profiler's Gecko importer drops meta.extra, where the entries are also written, so the markers are how the
 // front end shows them (marker chart and table, the timeline's overview, profiler-cli's `profile markers`).
 void report_quality(model::Profile& profile, std::span<const QualityProblem> problems);
@@ -86,6 +98,11 @@ QualityProblem unfollowed_problem(std::span<const UnfollowedExec> execs);
 // The problem for `lost` records (PERF_RECORD_LOST): with them went samples and perhaps the mmap, comm and
 // exec records that name code and processes; `unknown_samples` of `processes` processes ran in code no
 // known mapping covers.
-QualityProblem lost_records_problem(uint64_t lost, uint64_t unknown_samples, size_t processes);
+// `first_ns`: when the first was lost (0: unknown).
+QualityProblem lost_records_problem(uint64_t lost, uint64_t unknown_samples, size_t processes,
+                                    uint64_t first_ns = 0);
+
+// The earliest start of a marker named `name` on any thread of `profile` (0 when there is none).
+uint64_t earliest_marker(const model::Profile& profile, std::string_view name);
 
 }  // namespace fxprof::recorder

@@ -193,7 +193,8 @@ void Session::report_data_quality(model::Profile& prof) {
                             "behind), so some waits have no \"Woken by\" and no Wakeup marker"});
   if (rec_.stats.lost_records) {
     problems.push_back(lost_records_problem(rec_.stats.lost_records, builder_->unknown_code_samples(),
-                                            builder_->unknown_code_processes()));
+                                            builder_->unknown_code_processes(),
+                                            earliest_marker(prof, "Lost records")));
     if (builder_->unknown_code_samples() > 0)
       problems.push_back({"Samples in code whose mapping was lost", builder_->unknown_code_samples(), ""});
   }

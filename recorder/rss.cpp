@@ -49,30 +49,18 @@ void RssSampler::tick(const model::Profile& profile, uint64_t now) {
     if (pages == 0) continue;  // gone, or exited and not yet reaped: its last value stands
     Series& s = series_[static_cast<uint32_t>(i)];
     const auto bytes = static_cast<int64_t>(pages * page_size_);
-    if (!s.samples.empty() && bytes == s.last) {
-      s.last_read_ns = now;
-      continue;
-    }
-    // The front end draws straight lines between samples: the last read of the old value before the new
-    // one makes the change a step, not a ramp from the previous change.
-    if (!s.samples.empty() && s.last_read_ns > s.samples.back().time_ns)
-      s.samples.push_back({s.last_read_ns, 0, 0});
-    s.samples.push_back({now, bytes - s.last, 0});
+    s.samples.read(now, bytes - s.last);
     s.last = bytes;
-    s.last_read_ns = now;
   }
 }
 
 void RssSampler::finish(model::Profile& profile) {
   for (auto& [index, s] : series_) {
     if (index >= profile.processes.size() || s.samples.empty()) continue;
-    // The last value holds to the process's end (or the recording's): the track covers its whole life.
-    const model::Process& p = profile.processes[index];
-    const uint64_t end = p.end_ns ? *p.end_ns : profile.meta.end_monotonic_ns.value_or(s.last_read_ns);
-    if (end > s.samples.back().time_ns) s.samples.push_back({end, 0, 0});
+    const uint64_t end = model::counter_end(profile, profile.processes[index], 0);
     profile.processes[index].counters.push_back(
         {"RSS", "Memory", "Resident set size: the process's pages in RAM (/proc/PID/statm)",
-         std::move(s.samples)});
+         s.samples.finish(end)});
   }
   series_.clear();
 }

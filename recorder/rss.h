@@ -4,9 +4,8 @@
 // after each round of reading; tick() reads the resident page count of every process the profile knows and
 // has not seen exit. finish() turns what was read into a Gecko counter per process ("RSS", category Memory:
 // the front end draws it as a memory track), each sample the change since the previous one. Only changes
-// are written, each as a step (the last read of the old value, then the new one: the front end joins
-// samples by straight lines), and a last sample at the process's end (or the recording's), so the track
-// covers the process's whole life.
+// are written, each as a step, and a last sample at the process's end (or the recording's), so the track
+// covers the process's whole life (model/counters.h, the writer of every counter).
 //
 // Cost: one open/read/close of a 30-byte /proc file per live process per tick (~10 us), 100 times a second;
 // unprivileged (the recorded programs are our own or ptrace-able). A process is sampled once its own
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "base/fd.h"
+#include "model/counters.h"
 #include "model/profile.h"
 #include "recorder/host.h"
 
@@ -42,9 +42,8 @@ class RssSampler {
 
  private:
   struct Series {
-    int64_t last = 0;           // bytes at the last sample written
-    uint64_t last_read_ns = 0;  // when `last` was read last
-    std::vector<model::CounterSample> samples;
+    int64_t last = 0;  // bytes at the last read
+    model::CounterSeries samples{model::CounterSeries::Graph::Level};
   };
   Procfs& procfs_;
   UniqueFd timer_;

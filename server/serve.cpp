@@ -231,11 +231,14 @@ Status serve_profile(const ServeOptions& options) {
                    "No display (DISPLAY and WAYLAND_DISPLAY are unset): open the URL above in a browser.\n");
     }
   }
-  std::fprintf(
-      stderr,
-      "Chrome (142 and later) and newer Firefox versions ask whether profiler.firefox.com may access\n"
-      "devices on your local network: allow it, or the profile cannot be fetched from this server.\n"
-      "Press Ctrl+C to stop.\n");
+  // The front end that asks is the one the URL names (PROFILER_URL may point elsewhere).
+  std::string front = profiler_origin();
+  if (const size_t scheme = front.find("://"); scheme != std::string::npos) front.erase(0, scheme + 3);
+  std::fprintf(stderr,
+               "Chrome (142 and later) and newer Firefox versions ask whether %s may access\n"
+               "devices on your local network: allow it, or the profile cannot be fetched from this server.\n"
+               "Press Ctrl+C to stop.\n",
+               front.c_str());
 
   Status result;
   for (;;) {

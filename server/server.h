@@ -53,7 +53,7 @@ struct ServeOptions {
   // The libraries to answer for, when the caller already read the profile (record, load: from the model);
   // without them the file is inspected here.
   std::optional<std::vector<symbolizer::KnownLib>> libs;
-  // The front end's view state the printed URL carries ("thread=N": gecko::gecko_view_query).
+  // The front end's view state the printed URL carries ("v=7&thread=N": gecko::gecko_view_query).
   std::string view;
 };
 
@@ -88,7 +88,7 @@ Result<ProfileInfo> inspect_profile(const std::string& path);
 
 // https://profiler.firefox.com/from-url/<enc(profile_url)>/?symbolServer=<enc(symbol_server)>; the origin
 // can be replaced with $PROFILER_URL (a self-hosted front end), as in samply. `view`: more query parameters
-// of the front end's URL state ("thread=3": gecko::gecko_view_query), appended as they are.
+// of the front end's URL state ("v=7&thread=3": gecko::gecko_view_query), appended as they are.
 std::string firefox_profiler_url(std::string_view profile_url, std::string_view symbol_server,
                                  std::string_view view = {});
 // A fresh token: 24 bytes from getrandom in base32 (39 characters of [0-9a-z] without e, o, u, t).

@@ -164,10 +164,11 @@ std::vector<std::string> compared_urls(const std::string& line) {
 
 TEST_CASE("diff --serve --port: each profile of the comparison selects its busiest thread") {
   TempDir dir;
-  // A busy thread beside a sleeper and a waiting main thread: the busiest is not the first thread.
+  // Fifteen idle threads, then the busy one: its index is 10 or more, a letter in the URL's encoding, which
+  // the front end reads only in a URL that says its version (issue 38.1).
   for (const char* name : {"base.json.gz", "new.json.gz"}) {
     auto r =
-        run({fxprof_bin(), "record", "--save-only", "-o", dir.file(name), "--", test_program("e2e_sleeper")});
+        run({fxprof_bin(), "record", "--save-only", "-o", dir.file(name), "--", test_program("e2e_many")});
     INFO(r.err);
     REQUIRE(r.status == 0);
   }
@@ -183,13 +184,14 @@ TEST_CASE("diff --serve --port: each profile of the comparison selects its busie
     auto doc = parse_json(parser, list.out);
     simdjson::dom::element first = simdjson::dom::array(doc["threads"]).at(0);
     INFO(list.out);
-    CHECK(std::string_view(first["name"]) == "e2e-busy");
+    CHECK(std::string_view(first["name"]) == "many-busy");
     return int64_t(first["threadIndex"]);
   };
   const int64_t expected[2] = {busiest(dir.file("base.json.gz")), busiest(dir.file("new.json.gz"))};
-  CHECK(expected[0] > 0);
+  CHECK(expected[0] >= 10);
 
   std::string compare, base_line;
+  std::vector<std::string> selected;
   int port = 0, status = -1;
   for (int attempt = 0; attempt < 3 && compare.empty(); ++attempt) {  // a port taken in between: another pair
     port = free_port_pair();
@@ -199,10 +201,26 @@ TEST_CASE("diff --serve --port: each profile of the comparison selects its busie
     base_line = serve.wait_for_line("base profile: ");
     compare = serve.wait_for_line("/compare/?profiles[]=");
     INFO(serve.err());
-    if (!compare.empty()) status = serve.stop(SIGINT);
+    if (compare.empty()) continue;
+    // The thread each inner URL opens, as the front end reads it (profiler-cli loads a profiler URL with the
+    // front end's own URL handling), while the profiles are served.
+    for (const std::string& inner : compared_urls(compare)) {
+      ProfilerCli cli;
+      auto load = cli.load_args({inner});
+      INFO(inner << "\n" << load.out << load.err);
+      REQUIRE(load.status == 0);
+      auto st = cli.cmd({"status", "--json"});
+      REQUIRE(st.status == 0);
+      simdjson::dom::parser parser;
+      simdjson::dom::array threads = parse_json(parser, st.out)["selectedThreads"];
+      REQUIRE(threads.size() == 1);
+      selected.emplace_back(std::string_view(threads.at(0)["name"]));
+    }
+    status = serve.stop(SIGINT);
   }
   REQUIRE(!compare.empty());
   CHECK(status == 0);
+  CHECK(selected == std::vector<std::string>{"many-busy", "many-busy"});
   CHECK(base_line.find("http://127.0.0.1:" + std::to_string(port) + "/") != std::string::npos);
   const std::vector<std::string> urls = compared_urls(compare);
   REQUIRE(urls.size() == 2);
@@ -210,10 +228,11 @@ TEST_CASE("diff --serve --port: each profile of the comparison selects its busie
     INFO(urls[i]);
     CHECK(urls[i].find("127.0.0.1%3A" + std::to_string(port + static_cast<int>(i)) + "%2F") !=
           std::string::npos);
-    // thread=N in the front end's uintarray encoding: below 32, one character of 0-9a-v.
-    const size_t at = urls[i].find("/calltree/?thread=");
+    // thread=N in the front end's uintarray encoding (one character of 0-9a-v below 32), after the URL
+    // version that encoding belongs to.
+    const size_t at = urls[i].find("/calltree/?v=7&thread=");
     REQUIRE(at != std::string::npos);
-    const std::string enc = urls[i].substr(at + 18);
+    const std::string enc = urls[i].substr(at + 22);
     const std::string digits = "0123456789abcdefghijklmnopqrstuv";
     REQUIRE(enc.size() == 1);
     CHECK(static_cast<int64_t>(digits.find(enc[0])) == expected[i]);

@@ -64,7 +64,50 @@ std::vector<CliThread> cli_threads(ProfilerCli& cli) {
   return out;
 }
 
+// The thread the front end selects when it opens `url` (a profiler.firefox.com URL whose profile is still
+// served): profiler-cli loads the URL as the front end does (its own stateFromLocation, URL upgraders
+// included) and says which thread is selected.
+std::string selected_by_url(const std::string& line) {
+  const size_t from = line.find("https://");
+  REQUIRE(from != std::string::npos);
+  const std::string url = line.substr(from, line.find_first_of(" \t\r\n", from) - from);
+  ProfilerCli cli;
+  auto load = cli.load_args({url});
+  INFO(load.out << load.err);
+  REQUIRE(load.status == 0);
+  auto status = cli.cmd({"status", "--json"});
+  INFO(status.out << status.err);
+  REQUIRE(status.status == 0);
+  simdjson::dom::parser parser;
+  auto doc = parse_json(parser, status.out);
+  simdjson::dom::array selected = doc["selectedThreads"];
+  REQUIRE(selected.size() == 1);
+  return std::string(std::string_view(selected.at(0)["name"]));
+}
+
 }  // namespace
+
+TEST_CASE("view: the URL opens the busiest thread when its index is 10 or more", "[view]") {
+  // Issue 38.1: 15 idle threads started first, the busy one last (index 16: "g" in the URL's encoding).
+  // Without the URL's version the front end reads `thread` as a decimal number and falls back to thread 0.
+  TempDir dir;
+  const std::string out = dir.file("p.json.gz");
+  Background rec({fxprof_bin(), "record", "-n", "-o", out, "--", test_program("e2e_many")});
+  const std::string url = rec.wait_for_line("from-url", std::chrono::seconds(120));
+  INFO(rec.err());
+  REQUIRE(!url.empty());
+  INFO(url);
+  CHECK(decode_url_uint(query_param(url, "thread")) >= 10);
+  CHECK(selected_by_url(url) == "many-busy");
+  CHECK(rec.stop(SIGINT) == 0);
+
+  // `fxprof load` prints the same view, and it opens the same thread.
+  FxprofServer server(out);
+  INFO(server.err());
+  REQUIRE(!server.profiler_url().empty());
+  CHECK(query_param(server.profiler_url(), "thread") == query_param(url, "thread"));
+  CHECK(selected_by_url(server.profiler_url()) == "many-busy");
+}
 
 TEST_CASE("view: the printed URL selects the busy thread and shows the sleeper beside it", "[view]") {
   TempDir dir;
@@ -114,6 +157,28 @@ TEST_CASE("view: the printed URL selects the busy thread and shows the sleeper b
   INFO(server.err());
   REQUIRE(!server.profiler_url().empty());
   CHECK(query_param(server.profiler_url(), "thread") == thread);
+}
+
+}  // namespace fxprof::test
+
+namespace fxprof::test {
+
+TEST_CASE("view: the note on the local-network prompt names the front end the URL opens", "[view]") {
+  // Issue 38.8: PROFILER_URL points at another front end; that one is the site the browser asks about.
+  TempDir dir;
+  const std::string out = dir.file("p.json.gz");
+  auto rec = run({fxprof_bin(), "record", "--save-only", "-o", out, "--", test_program("e2e_many")});
+  INFO(rec.err);
+  REQUIRE(rec.status == 0);
+  CmdOptions o;
+  o.env = {{"PROFILER_URL", "https://profiler.example.test"}};
+  Background load({fxprof_bin(), "load", "--no-open", out}, o);
+  CHECK(!load.wait_for_line("https://profiler.example.test/from-url/").empty());
+  load.stop(SIGINT);
+  const std::string err = load.err();
+  INFO(err);
+  CHECK(err.find("ask whether profiler.example.test may access") != std::string::npos);
+  CHECK(err.find("profiler.firefox.com") == std::string::npos);
 }
 
 }  // namespace fxprof::test

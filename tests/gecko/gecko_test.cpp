@@ -223,11 +223,11 @@ TEST_CASE("the URL's view state selects the busiest thread by the importer's ind
   auto p = sample_profile();
   // The main thread used the most CPU: the first thread written.
   CHECK(gecko::gecko_busiest_thread(p) == 0u);
-  CHECK(gecko::gecko_view_query(p) == "thread=0");
+  CHECK(gecko::gecko_view_query(p) == "v=7&thread=0");
   // Now the child's thread: after the top process's two threads.
   p.processes[1].threads[0].samples[0].cpu_delta_ns = 5'000'000;
   CHECK(gecko::gecko_busiest_thread(p) == 2u);
-  CHECK(gecko::gecko_view_query(p) == "thread=2");
+  CHECK(gecko::gecko_view_query(p) == "v=7&thread=2");
   // The worker, written after the main thread whatever the model's order.
   std::swap(p.processes[0].threads[0], p.processes[0].threads[1]);
   p.processes[0].threads[0].samples[0].cpu_delta_ns = 9'000'000;

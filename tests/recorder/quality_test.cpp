@@ -429,3 +429,83 @@ TEST_CASE("quality: the file execvp runs, and the lines' wording", "[quality]") 
       u.line.starts_with("not profiled from their exec on: /usr/bin/passwd (pid 10: setuid root), ./locked "
                          "(pid 11: not readable by you (mode 0111)). "));
 }
+
+TEST_CASE("quality: each marker is on the affected process's main thread, at the time it happened",
+          "[quality]") {
+  // Issue 38.4: a shell (the top process, no CPU) started gzip (busy: the thread the URL opens) and two
+  // programs the kernel stopped profiling at their execs, one setuid and one setgid.
+  namespace model = fxprof::model;
+  constexpr uint64_t ms = 1000000;
+  model::Profile p;
+  p.meta.start_monotonic_ns = 1000 * ms;
+  p.meta.end_monotonic_ns = 6000 * ms;
+  p.meta.stack_walk = model::Meta::StackWalk{};
+  p.meta.stack_walk->stacks = 100;
+  auto add = [&](uint32_t pid, const char* name, int64_t cpu_ns) {
+    model::Process& proc = p.processes.emplace_back();
+    proc.pid = pid;
+    proc.name = name;
+    proc.start_ns = 1000 * ms;
+    model::Thread& t = proc.threads.emplace_back();
+    t.tid = pid;
+    t.is_main = true;
+    t.name = name;
+    t.samples.push_back({});
+    t.samples.back().cpu_delta_ns = static_cast<int32_t>(cpu_ns);
+  };
+  add(10, "sh", 0);
+  add(11, "gzip", 900 * ms);
+  add(12, "dq_suser", 0);
+  add(13, "dq_sgid", 0);
+  std::vector<fxprof::recorder::UnfollowedExec> execs = {
+      {12, "/t/dq_suser", "setuid to user fxprof-test (999)", 1500 * ms},
+      {13, "/t/dq_sgid", "setgid group fxprof-test (999)", 2500 * ms}};
+  std::vector<fxprof::recorder::QualityProblem> problems = {
+      fxprof::recorder::unfollowed_problem(execs),
+      fxprof::recorder::lost_records_problem(40, 0, 0, 3000 * ms)};
+  fxprof::recorder::report_quality(p, problems);
+
+  // (process, marker name, what) of every marker, with its time.
+  struct Seen {
+    std::string process, name, what;
+    uint64_t time;
+  };
+  std::vector<Seen> seen;
+  for (const model::Process& proc : p.processes)
+    for (const model::Marker& m : proc.threads[0].markers) {
+      std::string what;
+      for (const model::MarkerField& f : m.fields)
+        if (f.is_string && p.strings.get(f.key) == "what") what = std::string(p.strings.get(f.string));
+      seen.push_back({proc.name, std::string(p.strings.get(m.name)), what, (m.start_ns - 1000 * ms) / ms});
+    }
+  for (const Seen& s : seen) INFO(s.process << ": " << s.name << " " << s.what << " at " << s.time);
+  REQUIRE(seen.size() == 4);
+  auto find = [&](const std::string& needle) -> const Seen* {
+    for (const Seen& s : seen)
+      if ((s.name + " " + s.what).find(needle) != std::string::npos) return &s;
+    return nullptr;
+  };
+  const Seen* suid = find("dq_suser");
+  const Seen* sgid = find("dq_sgid");
+  const Seen* lost = find("Records lost");
+  const Seen* walk = find("Stack walking");
+  REQUIRE(suid);
+  REQUIRE(sgid);
+  REQUIRE(lost);
+  REQUIRE(walk);
+  // One marker per program, each on its own track, at its exec, saying why.
+  CHECK(suid->process == "dq_suser");
+  CHECK(suid->time == 500);
+  CHECK(suid->what.find("setuid to user") != std::string::npos);
+  CHECK(suid->what.find("dq_sgid") == std::string::npos);
+  CHECK(sgid->process == "dq_sgid");
+  CHECK(sgid->time == 1500);
+  CHECK(sgid->what.find("setgid group") != std::string::npos);
+  // The recording's own problems on the process the user sees (gzip, not the shell): the loss when it began.
+  CHECK(lost->process == "gzip");
+  CHECK(lost->time == 2000);
+  CHECK(walk->process == "gzip");
+  // The meta entry and the stderr line stay one for all the programs.
+  REQUIRE(p.meta.data_quality.size() == 2);
+  CHECK(p.meta.data_quality[0].count == 2);
+}
