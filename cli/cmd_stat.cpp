@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/fd.h"
 #include "cli/commands.h"
@@ -34,6 +35,7 @@ struct StatArgs {
   counters::StatOptions opt;
   bool json = false, cache_sim = false;
   uint64_t ll_size = 0;
+  uint32_t repeat = 1;
   std::string output, events;
 };
 
@@ -71,8 +73,17 @@ Command stat_command(StatArgs& a) {
              a.ll_size = b;
              return std::string();
            }},
-          {"", "--json", "", "the same as JSON", set(a.json, true)},
-          {"-o", "--output", "FILE", "write the report to FILE instead of standard error", store(a.output)},
+          {"", "--json", "", "the same as JSON, on standard output", set(a.json, true)},
+          {"-o", "--output", "FILE",
+           "write the report to FILE instead (\"-\": standard output; default: the\n"
+           "text on standard error, as perf stat, and --json on standard output)",
+           store(a.output)},
+          {"-r", "--repeat", "N",
+           "run COMMAND N times (as perf stat -r): the mean of each count and its\n"
+           "relative standard deviation, ( +- x% ); no per-process counts",
+           number([](double n) { return !(n < 1 || n > 10000 || n != static_cast<uint32_t>(n)); },
+                  "--repeat needs a number of runs (1-10000)",
+                  [&](double n) { a.repeat = static_cast<uint32_t>(n); })},
           pid_option(a.opt.pids,
                      "count running processes (and what they start) until Ctrl+C, --duration\n"
                      "or their exit; per process = per PID given"),
@@ -91,6 +102,10 @@ std::optional<int> parse_stat_args(std::span<char*> args, StatArgs& a) {
     return usage_error(kCommand, "give either a command or -p PID, not both");
   if (opt.duration_s > 0 && opt.pids.empty())
     return usage_error(kCommand, "--duration applies to -p; a launched program is counted until it exits");
+  if (a.repeat > 1 && !opt.pids.empty())
+    return usage_error(kCommand, "--repeat runs a command: it cannot attach (-p)");
+  if (a.repeat > 1 && a.cache_sim)
+    return usage_error(kCommand, "--repeat and --cache-sim do not go together");
   if (a.cache_sim && !opt.pids.empty())
     return usage_error(kCommand, "--cache-sim runs the program under Cachegrind: it cannot attach (-p)");
   if (a.ll_size && !a.cache_sim) return usage_error(kCommand, "--ll-size applies to --cache-sim");
@@ -107,25 +122,30 @@ std::optional<int> parse_stat_args(std::span<char*> args, StatArgs& a) {
   return std::nullopt;
 }
 
-// Where the report goes: -o FILE, opened before the program runs (a file we cannot write is found then),
-// else standard error.
+// Where the report goes: -o FILE, opened before the program runs (a file we cannot write is found then);
+// `-o -` standard output; else the text on standard error (as perf stat: the program's own output stays
+// apart) and --json on standard output (for a pipe into jq).
 class ReportOut {
  public:
-  explicit ReportOut(const std::string& path) : path_(path) {
-    if (!path_.empty()) fd_.reset(::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  ReportOut(const std::string& path, bool json)
+      : path_(path), stdout_(path == "-" || (path.empty() && json)) {
+    if (!path_.empty() && path_ != "-")
+      fd_.reset(::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   }
-  bool failed() const { return !path_.empty() && !fd_.valid(); }
+  bool failed() const { return !path_.empty() && path_ != "-" && !fd_.valid(); }
   void emit(const std::string& text) {
     if (fd_.valid()) {
       if (::write(fd_.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
         std::fprintf(stderr, "fxprof: cannot write %s: %s\n", path_.c_str(), errno_text(errno).c_str());
     } else {
-      std::fputs(text.c_str(), stderr);
+      std::fputs(text.c_str(), stdout_ ? stdout : stderr);
+      std::fflush(stdout_ ? stdout : stderr);
     }
   }
 
  private:
   const std::string& path_;
+  const bool stdout_;
   UniqueFd fd_;
 };
 
@@ -135,7 +155,7 @@ class ReportOut {
 int cmd_stat(std::span<char*> args) {
   StatArgs a;
   if (auto exit = parse_stat_args(args, a)) return *exit;
-  ReportOut out(a.output);
+  ReportOut out(a.output, a.json);
   if (out.failed()) {
     std::fprintf(stderr, "fxprof: cannot write %s: %s\n", a.output.c_str(), errno_text(errno).c_str());
     return 1;
@@ -154,14 +174,26 @@ int cmd_stat(std::span<char*> args) {
     return sim->exit_status;
   }
 
-  auto r = counters::run_stat(a.opt);
-  if (!r) {
-    std::fprintf(stderr, "fxprof: %s\n", r.error().c_str());
-    return r.exit_code();
+  // Attached: said at once, so that a user (or a test's handshake) knows counting has started.
+  a.opt.attached = [&] {
+    std::fprintf(stderr, "fxprof: counting %s (Ctrl+C stops)\n",
+                 a.opt.pids.size() == 1 ? ("pid " + std::to_string(a.opt.pids[0])).c_str() : "the processes");
+    std::fflush(stderr);
+  };
+  std::vector<counters::StatResult> runs;
+  for (uint32_t i = 0; i < a.repeat; ++i) {
+    auto r = counters::run_stat(a.opt);
+    if (!r) {
+      std::fprintf(stderr, "fxprof: %s\n", r.error().c_str());
+      return r.exit_code();
+    }
+    if (i == 0)  // the same notices every run: said once
+      for (const std::string& n : r->notices) std::fprintf(stderr, "fxprof: %s\n", n.c_str());
+    runs.push_back(std::move(*r));
   }
-  for (const std::string& n : r->notices) std::fprintf(stderr, "fxprof: %s\n", n.c_str());
-  out.emit(a.json ? counters::format_stat_json(*r) : counters::format_stat(*r));
-  return r->exit_status;
+  const counters::StatResult r = counters::mean_of_runs(std::move(runs));
+  out.emit(a.json ? counters::format_stat_json(r) : counters::format_stat(r));
+  return r.exit_status;
 }
 
 }  // namespace fxprof::cli
