@@ -1,7 +1,7 @@
 // The program of the on-CPU share tests (issue 36): CPU-bound, each function spinning for a share of its own
 // CPU time, so its shares of on-CPU samples are the same however loaded the machine.
-//   exp_shares          hot_loop 160 ms, warm_loop 120 ms, cool_loop 120 ms: hot_loop is the hottest (40%)
-//   exp_shares moved    hot_loop 40 ms, moved_loop 120 ms (new: 30% of the CPU), warm_loop 120, cool_loop 120
+//   exp_shares          hot_loop 80 ms, warm_loop 60 ms, cool_loop 60 ms: hot_loop is the hottest (40%)
+//   exp_shares moved    hot_loop 20 ms, moved_loop 60 ms (new: 30% of the CPU), warm_loop 60, cool_loop 60
 #include <time.h>
 
 #include <cstring>
@@ -30,9 +30,9 @@ __attribute__((noinline)) void cool_loop(long ms) { SPIN(ms); }
 
 int main(int argc, char** argv) {
   const bool moved = argc > 1 && std::strcmp(argv[1], "moved") == 0;
-  hot_loop(moved ? 40 : 160);
-  if (moved) moved_loop(120);
-  warm_loop(120);
-  cool_loop(120);
+  hot_loop(moved ? 20 : 80);
+  if (moved) moved_loop(60);
+  warm_loop(60);
+  cool_loop(60);
   return 0;
 }
