@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Symbolization benchmark: fxprof's /symbolicate/v5 cold and warm against llvm-symbolizer and eu-addr2line on the
 # same 10,000 addresses, for a large symbol table (libLLVM, llvm-14 package) and a large binary with full DWARF.
 #   bench/symbolize.sh [BUILD_DIR]     (default: build; DWARF_BIN=FILE picks the DWARF binary)

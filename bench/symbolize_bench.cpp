@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/fd.h"
 #include "elf/elf.h"
 #include "model/profile.h"
 #include "server/server.h"
@@ -34,16 +35,18 @@ double cpu_now() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-// Runs argv with stdin from `in_path` and stdout/stderr to /dev/null; returns its CPU seconds (user + system)
-// or -1.
-double run_tool(const std::vector<std::string>& argv, const std::string& in_path) {
+// Runs argv with stdin from `in_path`, stdout to `out_path` (default /dev/null) and stderr to /dev/null;
+// returns its CPU seconds (user + system) or -1.
+double run_tool(const std::vector<std::string>& argv, const std::string& in_path,
+                const std::string& out_path = "/dev/null") {
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
     int in = open(in_path.c_str(), O_RDONLY);
     int null = open("/dev/null", O_WRONLY);
+    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     dup2(in, 0);
-    dup2(null, 1);
+    dup2(out, 1);
     dup2(null, 2);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -58,6 +61,36 @@ double run_tool(const std::vector<std::string>& argv, const std::string& in_path
   if (!WIFEXITED(status) || WEXITSTATUS(status) == 127) return -1;
   return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
          static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+// llvm-symbolizer's answer per address (blocks of "function\nfile:line:col\n" lines, innermost first, a
+// blank line after each address): the outermost function of each, "??" when unknown.
+std::vector<std::string> llvm_outermost(const std::string& path) {
+  std::vector<std::string> out;
+  auto text = fxprof::read_file(path);
+  if (!text) return out;
+  std::string last;
+  size_t line_no = 0;
+  for (size_t at = 0; at < text->size();) {
+    size_t nl = text->find('\n', at);
+    if (nl == std::string::npos) nl = text->size();
+    const std::string line = text->substr(at, nl - at);
+    at = nl + 1;
+    if (line.empty()) {
+      if (line_no > 0) out.push_back(last);
+      line_no = 0;
+      continue;
+    }
+    if (line_no++ % 2 == 0) last = line;
+  }
+  if (line_no > 0) out.push_back(last);
+  return out;
+}
+
+// A name without its parameter list, for comparing two demanglers' spellings of one function.
+std::string without_params(const std::string& n) {
+  const size_t p = n.find('(');
+  return p == std::string::npos || p == 0 ? n : n.substr(0, p);
 }
 
 }  // namespace
@@ -154,8 +187,6 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::printf("response: %zu bytes\n", r.body.size());
-    for (size_t p = 0; (p = r.body.find("\"function\":", p)) != std::string::npos; ++p) ++found;
-    for (size_t p = 0; (p = r.body.find("\"inlines\":", p)) != std::string::npos; ++p) ++with_inlines;
   }
   sym::Symbolizer s(opts);
   s.add_known_lib(lib);
@@ -166,11 +197,41 @@ int main(int argc, char** argv) {
   double t2 = cpu_now();
   for (int i = 0; i < warm_rounds; ++i) (void)s.lookup(debug_name, breakpad, addrs);
   double warm_lookup = (cpu_now() - t2) / warm_rounds;
+  // Counted per address from the API (the JSON's "function" keys include the inlined frames').
+  auto answers = s.lookup(debug_name, breakpad, addrs);
+  if (!answers) {
+    std::fprintf(stderr, "error: %s\n", answers.error().c_str());
+    return 1;
+  }
+  for (const sym::SymbolInfo& a : *answers) {
+    found += a.found;
+    with_inlines += !a.inlines.empty();
+  }
 
   double llvm = -1, eu = -1;
+  char llvm_out[] = "/tmp/fxprof-bench-llvm-XXXXXX";
+  close(mkstemp(llvm_out));
   if (tools)
     llvm = run_tool({"llvm-symbolizer", "--obj=" + file, "--inlining", "--functions=linkage", "--demangle"},
-                    tmpl);
+                    tmpl, llvm_out);
+  // The answers must agree with llvm-symbolizer's (the outermost function of each address), or the times
+  // compare different work.
+  size_t agree = 0, compared = 0;
+  std::string first_difference;
+  if (llvm > 0) {
+    const std::vector<std::string> theirs = llvm_outermost(llvm_out);
+    for (size_t i = 0; i < theirs.size() && i < answers->size(); ++i) {
+      const sym::SymbolInfo& a = (*answers)[i];
+      const std::string ours = a.found ? a.function : "??";
+      ++compared;
+      if (ours == theirs[i] || without_params(ours) == without_params(theirs[i]))
+        ++agree;
+      else if (first_difference.empty())
+        first_difference =
+            std::to_string(addrs[i] + base) + ": fxprof '" + ours + "', llvm-symbolizer '" + theirs[i] + "'";
+    }
+  }
+  unlink(llvm_out);
   if (tools) eu = run_tool({"eu-addr2line", "-e", file, "-f", "-i", "-C"}, eu_tmpl);
   if (eu > 0) eu *= static_cast<double>(addrs.size()) / static_cast<double>(eu_n);
   unlink(tmpl);
@@ -188,6 +249,15 @@ int main(int argc, char** argv) {
                 llvm * 1e3, cold / llvm);
   else
     std::printf("llvm-symbolizer: not available\n");
+  if (llvm > 0) {
+    std::printf("answers agree with llvm-symbolizer's (outermost function): %zu of %zu addresses%s%s\n",
+                agree, compared,
+                first_difference.empty() ? "" : "; first difference: ", first_difference.c_str());
+    if (compared < addrs.size() || agree * 100 < compared * 99) {
+      std::fprintf(stderr, "error: fewer than 99%% of the answers agree with llvm-symbolizer's\n");
+      return 1;
+    }
+  }
   if (eu > 0)
     std::printf("eu-addr2line (%zu addresses, scaled):     %8.1f ms CPU -> fxprof cold is %.3fx its time\n",
                 eu_n, eu * 1e3, cold / eu);

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Unwinding benchmark and DWARF recording overhead.
 #  1. fxprof_unwind_bench: real stacks of real programs recorded once (32 KiB copies), unwound again and again on
 #     one core: stacks per second (target >= 200,000/s), cold and warm.

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -28,7 +29,7 @@ constexpr std::string_view kUsage =
     "       fxprof diff [OPTIONS] BASE1 BASE2... -- NEW1 NEW2...\n"
     "\n"
     "Compares two saved profiles (for example before and after a change), symbolicated on the way. Prints\n"
-    "the functions whose share of samples changed most (self and total, in percentage points of each\n"
+    "the functions whose share of on-CPU samples changed most (self and total, in percentage points of each\n"
     "profile's samples, so runs of different length compare), and writes a differential flame graph: NEW's\n"
     "flame graph with boxes coloured by the change of their share (red grew, blue shrank).\n"
     "With several runs per side (before and after `--`), shares are each side's mean and the spread of a\n"
@@ -102,6 +103,7 @@ struct DiffArgs {
   bool serve = false, markdown = false;
   std::optional<double> fail_above;
   sinks::SvgOptions svg;
+  sinks::Clock clock = sinks::Clock::Cpu;
 };
 
 // diff's table. Long because it is the table: one row an option, in --help's order.
@@ -110,12 +112,21 @@ Command diff_command(DiffArgs& a) {
       kCommand,
       kUsage,
       {
+          {"", "--cpu-only", "", "compare shares of on-CPU samples (the default)",
+           set(a.clock, sinks::Clock::Cpu)},
+          {"", "--wall", "",
+           "compare shares of on-CPU and blocked samples (never preempted ones:\n"
+           "they measure the machine's load, not the program)",
+           set(a.clock, sinks::Clock::Wall)},
           {"", "--fail-above", "P",
            "a CI gate: exit 3 when a function's self share grew by more than P\n"
-           "percentage points and by more than the spread of either side's runs",
+           "percentage points beyond the sampling error of both shares and by more\n"
+           "than the spread of either side's runs",
            number([](double n) { return !(n < 0); }, "--fail-above needs percentage points (0 or more)",
                   [&](double n) { a.fail_above = n; })},
-          {"", "--function", "NAME", "with --fail-above: gate on NAME's total share instead",
+          {"", "--function", "NAME",
+           "with --fail-above: gate on NAME's total share instead (the full\n"
+           "signature or the bare name: hash_block finds app::hash_block(char const*))",
            store(a.gate_function)},
           {"", "--markdown", "", "print the table (and the gate's verdict) as Markdown, for a pull request",
            set(a.markdown, true)},
@@ -172,18 +183,21 @@ std::string gate_verdict(const sinks::Diff& d, const DiffArgs& a,
   if (!a.fail_above) return std::string();
   const std::string& gate_function = a.gate_function;
   failures = sinks::gate_failures(d, *a.fail_above, gate_function);
-  char buf[400];
+  char buf[600];
+  const bool self = gate_function.empty();
   if (!failures.empty())
-    std::snprintf(buf, sizeof buf, "gate failed: %s %s grew %+.2f points (limit %.2f, spread %.2f)",
-                  failures[0]->name.c_str(), gate_function.empty() ? "self share" : "total share",
-                  gate_function.empty() ? failures[0]->self_change() : failures[0]->total_change(),
-                  *a.fail_above,
-                  gate_function.empty() ? failures[0]->self_noise() : failures[0]->total_noise());
+    std::snprintf(buf, sizeof buf,
+                  "gate failed: %s %s grew %+.2f points (limit %.2f, sampling error %.2f, spread %.2f)",
+                  failures[0]->name.c_str(), self ? "self share" : "total share",
+                  self ? failures[0]->self_change() : failures[0]->total_change(), *a.fail_above,
+                  self ? failures[0]->self_margin : failures[0]->total_margin,
+                  self ? failures[0]->self_noise() : failures[0]->total_noise());
   else
-    std::snprintf(
-        buf, sizeof buf, "gate passed: no %s grew by more than %.2f points beyond the runs' spread",
-        gate_function.empty() ? "function's self share" : ("total share of " + gate_function).c_str(),
-        *a.fail_above);
+    std::snprintf(buf, sizeof buf,
+                  "gate passed: no %s grew by more than %.2f points beyond the sampling error and the runs' "
+                  "spread",
+                  self ? "function's self share" : ("total share of " + gate_function).c_str(),
+                  *a.fail_above);
   std::string verdict = buf;
   if (failures.size() > 1) verdict += " and " + std::to_string(failures.size() - 1) + " more";
   return verdict;
@@ -208,7 +222,15 @@ int cmd_diff(std::span<char*> args) {
   }
   model::Profile& base = base_runs.front();
   model::Profile& next = new_runs.front();
-  sinks::Diff d = sinks::diff_runs(base_runs, new_runs, a.svg.tree.inlined);
+  sinks::Diff d = sinks::diff_runs(base_runs, new_runs, a.svg.tree.inlined, a.clock);
+  if (!a.gate_function.empty() && std::none_of(d.rows.begin(), d.rows.end(), [&](const sinks::DiffRow& r) {
+        return sinks::function_matches(r.name, a.gate_function);
+      })) {
+    std::fprintf(stderr, "fxprof: --function %s: no function of that name in either profile\n",
+                 a.gate_function.c_str());
+    return 1;
+  }
+  a.svg.tree.clock = d.clock;
   std::vector<const sinks::DiffRow*> failures;
   const std::string verdict = gate_verdict(d, a, failures);
   // With the SVG on standard output, the table goes to stderr.

@@ -17,9 +17,9 @@ namespace {
 constexpr std::string_view kUsage =
     "Usage: fxprof report [OPTIONS] IN\n"
     "\n"
-    "Prints the top functions of the saved profile IN by self and by total share of samples, per process\n"
-    "(or per thread), with lost records, unwind failures and the recording's data-quality entries;\n"
-    "symbolicated on the way.\n"
+    "Prints the top functions of the saved profile IN by self and by total share of on-CPU samples (--wall:\n"
+    "of every sample), per process (or per thread), with the off-CPU time by reason beside them, lost\n"
+    "records, unwind failures and the recording's data-quality entries; symbolicated on the way.\n"
     "\n";
 
 constexpr std::string_view kCommand = "report";
@@ -39,6 +39,12 @@ std::optional<int> parse_report_args(std::span<char*> args, ReportArgs& a) {
       kCommand,
       kUsage,
       {
+          {"-i", "--input", "IN", "the profile (as perf report -i; or give IN as the operand)",
+           one_operand(a.in, "profile")},
+          {"", "--cpu-only", "", "shares of on-CPU samples; off-CPU time by reason beside them (the default)",
+           set(opts.clock, sinks::Clock::Cpu)},
+          {"", "--wall", "", "shares of wall-clock samples: on the CPU, blocked and preempted",
+           set(opts.clock, sinks::Clock::Wall)},
           {"", "--threads", "", "a section per thread instead of per process", set(opts.per_thread, true)},
           {"", "--inline", "", "inlined functions count as functions of their own (the default)",
            set(opts.inlined, true)},

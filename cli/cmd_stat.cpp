@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/fd.h"
 #include "base/terminal.h"
@@ -35,6 +36,7 @@ struct StatArgs {
   counters::StatOptions opt;
   bool json = false, cache_sim = false;
   uint64_t ll_size = 0;
+  uint32_t repeat = 1;
   std::string output, events;
 };
 
@@ -72,8 +74,17 @@ Command stat_command(StatArgs& a) {
              a.ll_size = b;
              return std::string();
            }},
-          {"", "--json", "", "the same as JSON", set(a.json, true)},
-          {"-o", "--output", "FILE", "write the report to FILE instead of standard error", store(a.output)},
+          {"", "--json", "", "the same as JSON, on standard output", set(a.json, true)},
+          {"-o", "--output", "FILE",
+           "write the report to FILE instead (\"-\": standard output; default: the\n"
+           "text on standard error, as perf stat, and --json on standard output)",
+           store(a.output)},
+          {"-r", "--repeat", "N",
+           "run COMMAND N times (as perf stat -r): the mean of each count and its\n"
+           "relative standard deviation, ( +- x% ); no per-process counts",
+           number([](double n) { return !(n < 1 || n > 10000 || n != static_cast<uint32_t>(n)); },
+                  "--repeat needs a number of runs (1-10000)",
+                  [&](double n) { a.repeat = static_cast<uint32_t>(n); })},
           pid_option(a.opt.pids,
                      "count running processes (and what they start) until Ctrl+C, --duration\n"
                      "or their exit; per process = per PID given"),
@@ -92,6 +103,10 @@ std::optional<int> parse_stat_args(std::span<char*> args, StatArgs& a) {
     return usage_error(kCommand, "give either a command or -p PID, not both");
   if (opt.duration_s > 0 && opt.pids.empty())
     return usage_error(kCommand, "--duration applies to -p; a launched program is counted until it exits");
+  if (a.repeat > 1 && !opt.pids.empty())
+    return usage_error(kCommand, "--repeat runs a command: it cannot attach (-p)");
+  if (a.repeat > 1 && a.cache_sim)
+    return usage_error(kCommand, "--repeat and --cache-sim do not go together");
   if (a.cache_sim && !opt.pids.empty())
     return usage_error(kCommand, "--cache-sim runs the program under Cachegrind: it cannot attach (-p)");
   if (a.ll_size && !a.cache_sim) return usage_error(kCommand, "--ll-size applies to --cache-sim");
@@ -109,10 +124,12 @@ std::optional<int> parse_stat_args(std::span<char*> args, StatArgs& a) {
 }
 
 // Where the report goes: -o FILE, opened before the program runs (a file we cannot write is found then; the
-// one output writer, base/fd.h AtomicFile, decides what the path means), else standard error.
+// one output writer, base/fd.h AtomicFile, decides what the path means: `-o -` is standard output); else the
+// text on standard error (as perf stat: the program's own output stays apart) and --json on standard output
+// (for a pipe into jq).
 class ReportOut {
  public:
-  explicit ReportOut(const std::string& path) {
+  ReportOut(const std::string& path, bool json) : stdout_(json) {
     if (path.empty()) return;
     auto f = AtomicFile::create(path);
     if (f)
@@ -123,7 +140,8 @@ class ReportOut {
   const std::string& error() const { return error_; }
   void emit(const std::string& text) {
     if (!file_) {
-      std::fputs(text.c_str(), stderr);
+      std::fputs(text.c_str(), stdout_ ? stdout : stderr);
+      std::fflush(stdout_ ? stdout : stderr);
       return;
     }
     Status s = ::write(file_->fd(), text.data(), text.size()) == static_cast<ssize_t>(text.size())
@@ -133,6 +151,7 @@ class ReportOut {
   }
 
  private:
+  const bool stdout_;
   std::optional<AtomicFile> file_;
   std::string error_;
 };
@@ -143,7 +162,7 @@ class ReportOut {
 int cmd_stat(std::span<char*> args) {
   StatArgs a;
   if (auto exit = parse_stat_args(args, a)) return *exit;
-  ReportOut out(a.output);
+  ReportOut out(a.output, a.json);
   if (!out.error().empty()) {
     say(out.error());
     return 1;
@@ -162,14 +181,25 @@ int cmd_stat(std::span<char*> args) {
     return sim->exit_status;
   }
 
-  auto r = counters::run_stat(a.opt);
-  if (!r) {
-    say(r.error());
-    return r.exit_code();
+  // Attached: said at once, so that a user (or a test's handshake) knows counting has started.
+  a.opt.attached = [&] {
+    say("counting " + (a.opt.pids.size() == 1 ? "pid " + std::to_string(a.opt.pids[0]) : "the processes") +
+        " (Ctrl+C stops)");
+  };
+  std::vector<counters::StatResult> runs;
+  for (uint32_t i = 0; i < a.repeat; ++i) {
+    auto r = counters::run_stat(a.opt);
+    if (!r) {
+      say(r.error());
+      return r.exit_code();
+    }
+    if (i == 0)  // the same notices every run: said once
+      for (const std::string& n : r->notices) say(n);
+    runs.push_back(std::move(*r));
   }
-  for (const std::string& n : r->notices) std::fprintf(stderr, "fxprof: %s\n", n.c_str());
-  out.emit(a.json ? counters::format_stat_json(*r) : counters::format_stat(*r));
-  return r->exit_status;
+  const counters::StatResult r = counters::mean_of_runs(std::move(runs));
+  out.emit(a.json ? counters::format_stat_json(r) : counters::format_stat(r));
+  return r.exit_status;
 }
 
 }  // namespace fxprof::cli

@@ -94,13 +94,23 @@ Command record_command(RecordArgs& a, Parsed& p) {
            number([](double n) { return !(n < 1 || n > 1e15); }, "--period needs a positive number of events",
                   [&](double n) { rec.event_period = static_cast<uint64_t>(n); })},
           {"", "--call-graph", "MODE",
-           "dwarf (default: copy the user stack and unwind it with the binaries' CFI)\n"
-           "or fp (frame pointers only: cheaper, for programs built with them)",
+           "dwarf (default: copy the user stack and unwind it with the binaries' CFI;\n"
+           "perf's dwarf,BYTES sets --stack-size too) or fp (frame pointers only:\n"
+           "cheaper, for programs built with them)",
            [&](const std::string& v) {
-             if (v != "dwarf" && v != "fp") return std::string("--call-graph must be dwarf or fp");
-             rec.call_graph = v == "dwarf" ? recorder::CallGraph::Dwarf : recorder::CallGraph::FramePointer;
-             return std::string();
+             const std::string mode = v.substr(0, v.find(','));
+             if (mode != "dwarf" && mode != "fp")
+               return std::string("--call-graph must be dwarf[,BYTES] or fp");
+             rec.call_graph =
+                 mode == "dwarf" ? recorder::CallGraph::Dwarf : recorder::CallGraph::FramePointer;
+             if (mode == "fp" && mode != v) return std::string("--call-graph fp takes no size");
+             return mode == v ? std::string()
+                              : stack_bytes(rec.stack_size, "--call-graph dwarf,BYTES",
+                                            &p.stack_given)(v.substr(v.find(',') + 1));
            }},
+          {"-g", "--call-graphs", "",
+           "accepted as in perf record -g: stacks are always recorded (--call-graph)",
+           [](const std::string&) { return std::string(); }},
           {"", "--stack-size", "BYTES",
            "user stack copied per sample in dwarf mode (default 32768, at most 65528;\n"
            "8192 with -e)",

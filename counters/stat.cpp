@@ -450,6 +450,7 @@ Result<StatResult> attach(Session& s) {
     }
   }
   if (auto st = s.open_all(threads, false); !st) return std::move(st).take_error();
+  if (s.opt.attached) s.opt.attached();
   std::vector<UniqueFd> pidfds;
   for (int pid : s.opt.pids) pidfds.emplace_back(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
   const uint64_t t0 = now_ns();

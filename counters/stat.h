@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct StatOptions {
   std::vector<int> pids;             // attach mode
   double duration_s = 0;             // attach mode: stop after this long (0: Ctrl+C or exit)
   std::vector<EventSpec> events;     // empty: default_stat_events(have_pmu())
+  std::function<void()> attached;    // attach mode: called once every thread is counted
 };
 
 struct Count {
@@ -51,7 +53,14 @@ struct StatResult {
   double elapsed_s = 0;
   int exit_status = 0;               // launch mode: the program's (128+N when signal N killed it)
   std::vector<std::string> notices;  // said once each on stderr by the CLI
+  // -r N (perf stat -r): the counts and elapsed time are means over `runs` runs, each event's relative
+  // standard deviation in `stddev_percent` (parallel to events; empty for one run), no per-process counts.
+  uint32_t runs = 1;
+  std::vector<double> stddev_percent;
 };
+
+// Folds the results of N runs of one command into their means (see StatResult::runs).
+StatResult mean_of_runs(std::vector<StatResult> runs);
 
 // Runs (or attaches to) the program and counts. An exec failure is an Error with exit_code 127.
 Result<StatResult> run_stat(const StatOptions& options);

@@ -1,6 +1,7 @@
 // `fxprof stat`'s output: perf stat's layout (value, event, '#' derived figure), then what the figures
 // suggest, one sentence each, as the profiling guides read them.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -153,11 +154,38 @@ std::vector<Derived> derive(const StatResult& r) {
   return out;
 }
 
+StatResult mean_of_runs(std::vector<StatResult> runs) {
+  StatResult r = std::move(runs.back());
+  const auto n = static_cast<double>(runs.size());
+  r.runs = static_cast<uint32_t>(runs.size());
+  if (runs.size() < 2) return r;
+  r.processes.clear();
+  r.stddev_percent.assign(r.events.size(), 0);
+  double elapsed = 0;
+  for (const StatResult& run : runs) elapsed += run.elapsed_s;
+  r.elapsed_s = elapsed / n;
+  for (size_t e = 0; e < r.events.size(); ++e) {
+    double sum = 0, sq = 0;
+    for (const StatResult& run : runs) {
+      const auto v = static_cast<double>(e < run.total.size() ? run.total[e].value : 0);
+      sum += v;
+      sq += v * v;
+    }
+    const double mean = sum / n;
+    const double var = std::max(0.0, (sq - n * mean * mean) / (n - 1));
+    r.total[e].value = static_cast<uint64_t>(mean + 0.5);
+    // perf stat -r's "( +- x% )": the standard deviation of the mean, relative to the mean.
+    r.stddev_percent[e] = mean > 0 ? 100.0 * std::sqrt(var / n) / mean : 0;
+  }
+  return r;
+}
+
 std::string format_stat(const StatResult& r) {
   std::string cmd;
   for (const std::string& a : r.command) cmd += (cmd.empty() ? "" : " ") + a;
-  std::string out =
-      "\n Performance counter stats for '" + cmd + "'" + (r.user_only ? " (user space only)" : "") + ":\n\n";
+  std::string out = "\n Performance counter stats for '" + cmd + "'" +
+                    (r.user_only ? " (user space only)" : "") +
+                    (r.runs > 1 ? " (" + std::to_string(r.runs) + " runs)" : std::string()) + ":\n\n";
   const auto derived = derive(r);
   for (size_t i = 0; i < r.events.size(); ++i) {
     const EventSpec& e = r.events[i];
@@ -171,6 +199,8 @@ std::string format_stat(const StatResult& r) {
       }
     if (r.total[i].available && r.total[i].running < 0.999)
       line += fmt("  (%.2f%%)", r.total[i].running * 100);
+    if (r.total[i].available && i < r.stddev_percent.size())
+      line += fmt("  ( +- %.2f%% )", r.stddev_percent[i]);
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
   }
@@ -223,6 +253,7 @@ std::string format_stat_json(const StatResult& r) {
     w.key("elapsedSeconds").value(r.elapsed_s);
     w.key("pmu").value(r.pmu);
     w.key("userOnly").value(r.user_only);
+    w.key("runs").value(r.runs);
     w.key("events").begin_array();
     for (size_t i = 0; i < r.events.size(); ++i) {
       w.begin_object().key("name").value(r.events[i].name);
@@ -234,6 +265,7 @@ std::string format_stat_json(const StatResult& r) {
       w.key("unit").value(r.events[i].unit == "msec" ? "ns" : "");
       w.key("available").value(r.total[i].available);
       w.key("running").value(r.total[i].running);
+      if (i < r.stddev_percent.size()) w.key("stddevPercent").value(r.stddev_percent[i]);
       w.end_object();
     }
     w.end_array();

@@ -86,13 +86,14 @@ Status Session::choose_config(int pid) {
     }
     if ((err == EACCES || err == EPERM) && opt_.command.empty() && another_users(pid))
       return attach_refused(pid, err);
-    if ((err == EACCES || err == EPERM) && !cfg_.exclude_kernel && !root_ && paranoid_ == 2) {
+    // 2, and 3 on kernels without Debian's patch that refuses everything there (upstream treats 3 as 2, as
+    // perf record does): user space only. Where 3 refuses that too, permission_error says so.
+    if ((err == EACCES || err == EPERM) && !cfg_.exclude_kernel && !root_ && paranoid_ >= 2) {
       cfg_.exclude_kernel = true;
       tried_user_only = true;
-      notice(
-          "kernel.perf_event_paranoid=2 lets ordinary users sample only the user space of their own "
-          "processes: recording without kernel frames (for kernel stacks: `sudo sysctl "
-          "kernel.perf_event_paranoid=1` or run as root)");
+      notice("kernel.perf_event_paranoid=" + std::to_string(paranoid_) +
+             " lets ordinary users sample only the user space of their own processes: recording without "
+             "kernel frames (for kernel stacks: `sudo sysctl kernel.perf_event_paranoid=1` or run as root)");
       continue;
     }
     if (err == EACCES || err == EPERM || err == ENOSYS)

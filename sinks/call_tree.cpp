@@ -73,6 +73,7 @@ CallTree CallTree::build(const model::Profile& profile, FunctionTable& functions
   uint32_t group = 0, group_root = kNone;
   size_t group_process = SIZE_MAX;
   std::vector<model::StackId> chain;
+  const OffCpuFrames off(profile);
 
   for (size_t pi = 0; pi < profile.processes.size(); ++pi) {
     const model::Process& proc = profile.processes[pi];
@@ -99,6 +100,7 @@ CallTree CallTree::build(const model::Profile& profile, FunctionTable& functions
           ++t.no_stack_;
           continue;
         }
+        if (!off.counts(s.stack, options.clock)) continue;
         uint32_t n;
         if (stamp[s.stack] == group) {
           n = node_of[s.stack];

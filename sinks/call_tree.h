@@ -25,6 +25,7 @@ struct TreeOptions {
   bool inlined = true;         // inlined functions as their own frames (else merged into their caller)
   bool process_roots = false;  // a root frame per process: "name (pid N)"
   bool thread_roots = false;   // a root frame per thread: "name (tid N)"
+  Clock clock = Clock::Cpu;    // which samples count (functions.h): on-CPU ones unless asked
   // Which threads to count; empty = all. Arguments: process index, thread index.
   std::function<bool(size_t, size_t)> select;
 };

@@ -15,12 +15,76 @@ double percent(uint64_t part, uint64_t whole) {
   return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
 
+// The variance of a share of `percent_share`% measured on `n` samples (Agresti-Coull: z^2 more samples, half
+// of them hits, so that a share of 0 -- a function new in one profile -- still has a variance).
+double share_variance(double percent_share, uint64_t n) {
+  constexpr double z2 = 1.96 * 1.96;
+  const double nn = static_cast<double>(n) + z2;
+  const double p = (percent_share / 100 * static_cast<double>(n) + z2 / 2) / nn;
+  return p * (1 - p) / nn;
+}
+
+// The sampling margin of a change from `base` to `next` (percent of each side's samples): the half-width of
+// the 95% interval of the difference of two binomial shares, in points.
+double margin(double base, uint64_t base_n, double next, uint64_t next_n) {
+  if (base_n == 0 || next_n == 0) return 0;
+  return 100 * 1.96 * std::sqrt(share_variance(base, base_n) + share_variance(next, next_n));
+}
+
+// What the shares are of, for the table's first line.
+const char* clock_samples(Clock c) {
+  return c == Clock::Cpu       ? "on-CPU"
+         : c == Clock::Program ? "on-CPU and blocked (not preempted)"
+                               : "wall-clock";
+}
+
+// A name without its parameter list: "ns::f<int>(char const*) const" -> "ns::f<int>".
+std::string_view without_params(std::string_view n) {
+  int depth = 0;
+  for (size_t i = 1; i < n.size(); ++i) {
+    if (n[i] == '<') ++depth;
+    if (n[i] == '>' && depth > 0) --depth;
+    if (n[i] == '(' && depth == 0) return n.substr(0, i);
+  }
+  return n;
+}
+
+// The bare name: no parameters, no trailing template arguments, no namespace or class.
+std::string_view bare_name(std::string_view n) {
+  n = without_params(n);
+  if (n.ends_with('>')) {
+    int depth = 0;
+    for (size_t i = n.size(); i-- > 0;) {
+      if (n[i] == '>') ++depth;
+      if (n[i] == '<' && --depth == 0) {
+        n = n.substr(0, i);
+        break;
+      }
+    }
+  }
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i + 1 < n.size(); ++i) {
+    if (n[i] == '<') ++depth;
+    if (n[i] == '>' && depth > 0) --depth;
+    if (depth == 0 && n[i] == ':' && n[i + 1] == ':') start = i + 2;
+  }
+  return n.substr(start);
+}
+
 }  // namespace
 
-Diff diff_runs(std::span<const model::Profile> base, std::span<const model::Profile> next, bool inlined) {
+bool function_matches(std::string_view name, std::string_view query) {
+  return !query.empty() && (name == query || without_params(name) == query || bare_name(name) == query);
+}
+
+Diff diff_runs(std::span<const model::Profile> base, std::span<const model::Profile> next, bool inlined,
+               Clock clock) {
   TreeOptions to;
   to.inlined = inlined;
+  to.clock = clock == Clock::Wall ? Clock::Program : clock;  // never the machine's preemptions
   Diff d;
+  d.clock = to.clock;
   d.base_runs = base.size();
   d.new_runs = next.size();
   // Each run's shares per function name (same-named functions of two libs add up).
@@ -66,6 +130,8 @@ Diff diff_runs(std::span<const model::Profile> base, std::span<const model::Prof
     mean_and_range(base_shares[r].total, row.base_total, row.base_total_spread);
     mean_and_range(new_shares[r].self, row.new_self, row.new_self_spread);
     mean_and_range(new_shares[r].total, row.new_total, row.new_total_spread);
+    row.self_margin = margin(row.base_self, d.base_samples, row.new_self, d.new_samples);
+    row.total_margin = margin(row.base_total, d.base_samples, row.new_total, d.new_samples);
   }
   std::stable_sort(d.rows.begin(), d.rows.end(), [](const DiffRow& a, const DiffRow& b) {
     const double sa = std::fabs(a.self_change()), sb = std::fabs(b.self_change());
@@ -77,24 +143,27 @@ Diff diff_runs(std::span<const model::Profile> base, std::span<const model::Prof
   return d;
 }
 
-Diff diff_profiles(const model::Profile& base, const model::Profile& next, bool inlined) {
-  return diff_runs(std::span(&base, 1), std::span(&next, 1), inlined);
+Diff diff_profiles(const model::Profile& base, const model::Profile& next, bool inlined, Clock clock) {
+  return diff_runs(std::span(&base, 1), std::span(&next, 1), inlined, clock);
 }
 
 std::string format_diff(const Diff& d, size_t limit) {
   const bool spread = d.base_runs > 1 || d.new_runs > 1;
+  const char* kind = clock_samples(d.clock);
   std::string out;
-  char buf[200];
+  char buf[320];
   if (spread)
-    std::snprintf(buf, sizeof buf,
-                  "base %zu runs, %llu samples; new %zu runs, %llu samples; shares are means of each run's "
-                  "share, spread the widest range of a side's runs\n",
-                  d.base_runs, static_cast<unsigned long long>(d.base_samples), d.new_runs,
-                  static_cast<unsigned long long>(d.new_samples));
-  else
     std::snprintf(
-        buf, sizeof buf, "base %llu samples, new %llu samples; shares are of each profile's samples\n",
-        static_cast<unsigned long long>(d.base_samples), static_cast<unsigned long long>(d.new_samples));
+        buf, sizeof buf,
+        "base %zu runs, %llu %s samples; new %zu runs, %llu samples; shares are means of each run's "
+        "share, spread the widest range of a side's runs\n",
+        d.base_runs, static_cast<unsigned long long>(d.base_samples), kind, d.new_runs,
+        static_cast<unsigned long long>(d.new_samples));
+  else
+    std::snprintf(buf, sizeof buf,
+                  "base %llu %s samples, new %llu samples; shares are of each profile's samples\n",
+                  static_cast<unsigned long long>(d.base_samples), kind,
+                  static_cast<unsigned long long>(d.new_samples));
   out += buf;
   out += spread ? "   self: base     new   change  spread   total: base     new   change  spread  function\n"
                 : "   self: base     new   change   total: base     new   change  function\n";
@@ -119,9 +188,9 @@ std::string format_diff_markdown(const Diff& d, size_t limit, const std::string&
   std::string out;
   if (!verdict.empty()) out += "**" + verdict + "**\n\n";
   char buf[200];
-  std::snprintf(buf, sizeof buf, "Base: %zu run(s), %llu samples. New: %zu run(s), %llu samples.\n\n",
-                d.base_runs, static_cast<unsigned long long>(d.base_samples), d.new_runs,
-                static_cast<unsigned long long>(d.new_samples));
+  std::snprintf(buf, sizeof buf, "Base: %zu run(s), %llu %s samples. New: %zu run(s), %llu samples.\n\n",
+                d.base_runs, static_cast<unsigned long long>(d.base_samples), clock_samples(d.clock),
+                d.new_runs, static_cast<unsigned long long>(d.new_samples));
   out += buf;
   out +=
       "| function | self base | self new | self change | total base | total new | total change | spread |\n";
@@ -145,9 +214,10 @@ std::vector<const DiffRow*> gate_failures(const Diff& d, double threshold, const
   std::vector<const DiffRow*> out;
   for (const DiffRow& r : d.rows) {
     if (!function.empty()) {
-      if (r.name == function && r.total_change() > threshold && r.total_change() > r.total_noise())
+      if (function_matches(r.name, function) && r.total_change() > threshold + r.total_margin &&
+          r.total_change() > r.total_noise())
         out.push_back(&r);
-    } else if (r.self_change() > threshold && r.self_change() > r.self_noise()) {
+    } else if (r.self_change() > threshold + r.self_margin && r.self_change() > r.self_noise()) {
       out.push_back(&r);
     }
   }

@@ -12,8 +12,8 @@ Status folded(const model::Profile& p, const std::string& path, const ExportOpti
   return write_folded(p, path, o.folded);
 }
 
-Status pprof(const model::Profile& p, const std::string& path, const ExportOptions&) {
-  return write_pprof(p, path);
+Status pprof(const model::Profile& p, const std::string& path, const ExportOptions& o) {
+  return write_pprof(p, path, o.folded.tree.clock);
 }
 
 Status svg(const model::Profile& p, const std::string& path, const ExportOptions& o) {

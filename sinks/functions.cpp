@@ -8,6 +8,58 @@
 
 namespace fxprof::sinks {
 
+OffCpuFrames::OffCpuFrames(const model::Profile& profile) : profile_(profile) {
+  kinds_.resize(profile.frames.size(), OnCpu);
+  for (size_t i = 0; i < kinds_.size(); ++i) {
+    const model::Frame& f = profile.frames.get(static_cast<model::FrameId>(i));
+    if (f.kind != model::FrameKind::Label || f.category != model::Category::Idle) continue;
+    const bool preempted = f.name != model::kNoString && profile.strings.get(f.name) == "[preempted]";
+    kinds_[i] = preempted ? Preempted : Blocked;
+  }
+}
+
+std::string_view OffCpuFrames::reason(model::StackId stack) const {
+  if (kind(stack) == OnCpu) return {};
+  const model::Frame& f = profile_.frames.get(profile_.stacks.frame(stack));
+  std::string_view name = f.name != model::kNoString ? profile_.strings.get(f.name) : "[blocked]";
+  if (name.size() >= 2 && name.front() == '[' && name.back() == ']') name = name.substr(1, name.size() - 2);
+  return name;
+}
+
+std::string WallTime::format() const {
+  std::string out;
+  char buf[32];
+  for (const auto& [reason, n] : off_cpu) {
+    std::snprintf(buf, sizeof buf, " %.1f%%",
+                  samples ? 100.0 * static_cast<double>(n) / static_cast<double>(samples) : 0.0);
+    out += (out.empty() ? "" : ", ") + reason + buf;
+  }
+  return out.empty() ? out : out + " of wall time";
+}
+
+WallTime wall_time(const model::Profile& profile, const OffCpuFrames& off,
+                   const std::function<bool(size_t, size_t)>& select) {
+  WallTime w;
+  std::unordered_map<std::string_view, uint64_t> reasons;
+  for (size_t pi = 0; pi < profile.processes.size(); ++pi)
+    for (size_t ti = 0; ti < profile.processes[pi].threads.size(); ++ti) {
+      if (select && !select(pi, ti)) continue;
+      for (const model::Sample& s : profile.processes[pi].threads[ti].samples) {
+        if (s.stack == model::kNoStack) continue;
+        ++w.samples;
+        if (off.kind(s.stack) == OffCpuFrames::OnCpu)
+          ++w.on_cpu;
+        else
+          ++reasons[off.reason(s.stack)];
+      }
+    }
+  for (const auto& [reason, n] : reasons) w.off_cpu.emplace_back(std::string(reason), n);
+  std::sort(w.off_cpu.begin(), w.off_cpu.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  return w;
+}
+
 FunctionTable::FunctionTable(const model::Profile& profile) : profile_(profile) {
   process_libs_.resize(profile.processes.size());
   for (size_t i = 0; i < profile.processes.size(); ++i) {

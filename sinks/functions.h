@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -50,6 +51,46 @@ struct FrameLine {
 struct LibInfo {
   std::string name, path, code_id;
 };
+
+// Which samples the function views count (issue 36). An off-CPU sample (recorder/offcpu.h) ends in a label
+// of the Idle category that names why the thread was off the CPU: "[blocked: futex]", "[preempted]"...
+// Shares of wall-clock samples move with the machine's load (a preempted thread waited for a CPU, not for
+// the program), so every view ranks on-CPU samples unless asked otherwise.
+enum class Clock : uint8_t {
+  Cpu,      // on-CPU samples only: report, diff, export and the summary line by default
+  Wall,     // every sample: on-CPU, blocked and preempted (--wall)
+  Program,  // on-CPU and blocked, not preempted: diff --wall (preemption is the machine's state)
+};
+
+// The off-CPU leaves of a profile's frames, to classify samples by their stack in O(1).
+class OffCpuFrames {
+ public:
+  enum Kind : uint8_t { OnCpu = 0, Blocked = 1, Preempted = 2 };
+  explicit OffCpuFrames(const model::Profile& profile);
+  Kind kind(model::StackId stack) const { return kinds_[profile_.stacks.frame(stack)]; }
+  bool counts(model::StackId stack, Clock clock) const {
+    const Kind k = kind(stack);
+    return clock == Clock::Wall || k == OnCpu || (clock == Clock::Program && k == Blocked);
+  }
+  // The reason as the off-CPU line names it ("blocked: futex", "preempted"); "" for an on-CPU stack.
+  std::string_view reason(model::StackId stack) const;
+
+ private:
+  const model::Profile& profile_;
+  std::vector<Kind> kinds_;  // per frame
+};
+
+// Wall-clock time beside the on-CPU view: how many samples a part of the profile has, and how many of them
+// were off the CPU, per reason.
+struct WallTime {
+  uint64_t samples = 0, on_cpu = 0;                       // samples with a stack
+  std::vector<std::pair<std::string, uint64_t>> off_cpu;  // reason -> samples, most first
+  // "blocked: futex 28.0%, preempted 12.0% of wall time"; "" when nothing was off the CPU.
+  std::string format() const;
+};
+// Over the threads `select` keeps (process index, thread index; empty = all).
+WallTime wall_time(const model::Profile& profile, const OffCpuFrames& off,
+                   const std::function<bool(size_t, size_t)>& select = {});
 
 class FunctionTable {
  public:

@@ -247,8 +247,10 @@ struct Weight {
 // A thread's samples and allocations summed by stack; `order` gets the stacks as first seen.
 class ThreadWeights {
  public:
-  explicit ThreadWeights(const model::Profile& profile)
-      : profile_(profile), interval_ns_(static_cast<int64_t>(profile.meta.interval_ms * 1e6)) {}
+  ThreadWeights(const model::Profile& profile, Clock clock)
+      : profile_(profile),
+        interval_ns_(static_cast<int64_t>(profile.meta.interval_ms * 1e6)),
+        clock_(clock) {}
 
   void sum(const model::Thread& th) {
     per_stack_.clear();
@@ -257,9 +259,11 @@ class ThreadWeights {
       if (s.stack == model::kNoStack) continue;
       auto [it, inserted] = per_stack_.try_emplace(s.stack);
       if (inserted) order.push_back(s.stack);
-      ++it->second.count;
+      const bool off = off_cpu(s.stack);
+      // samples/count, pprof's default view, counts on-CPU samples unless --wall; off_cpu keeps the waits.
+      if (!off || clock_ == Clock::Wall) ++it->second.count;
       if (s.cpu_delta_ns > 0) it->second.cpu_ns += s.cpu_delta_ns;
-      if (off_cpu(s.stack)) it->second.off_cpu_ns += interval_ns_;
+      if (off) it->second.off_cpu_ns += interval_ns_;
     }
     freed_.clear();
     for (const model::Allocation& a : th.allocations)
@@ -288,17 +292,18 @@ class ThreadWeights {
 
   const model::Profile& profile_;
   const int64_t interval_ns_;
+  const Clock clock_;
   std::unordered_set<uint64_t> freed_;  // a thread's allocation rows that have their free row
   std::unordered_map<model::StackId, Weight> per_stack_;
 };
 
 // Samples: aggregated per thread by stack, each after the locations it uses.
 void write_samples(const model::Profile& profile, Strings& strings, Locations& locations, Writer& w,
-                   bool heap) {
+                   bool heap, Clock clock) {
   auto& top = w.top();
   const int64_t k_thread = strings.intern("thread"), k_tid = strings.intern("tid"),
                 k_process = strings.intern("process"), k_pid = strings.intern("pid");
-  ThreadWeights weights(profile);
+  ThreadWeights weights(profile, clock);
   std::vector<uint64_t> locs;
   std::vector<model::FrameId> run;
   for (size_t pi = 0; pi < profile.processes.size(); ++pi) {
@@ -348,13 +353,13 @@ void write_samples(const model::Profile& profile, Strings& strings, Locations& l
 }  // namespace
 
 // Header, samples (each after the locations it uses), mappings, functions, then the strings all of them name.
-void write_pprof(const model::Profile& profile, OutputFile& out) {
+void write_pprof(const model::Profile& profile, OutputFile& out, Clock clock) {
   FunctionTable functions(profile);
   Strings strings;
   Writer w(out);
   const bool heap = write_header(w.top(), strings, profile);
   Locations locations(profile, functions, w.top());
-  write_samples(profile, strings, locations, w, heap);
+  write_samples(profile, strings, locations, w, heap, clock);
   locations.write_tables(strings, w);
   for (const std::string& s : strings.list()) {
     w.top().add_string(pb::kStringTable, s);
@@ -363,10 +368,10 @@ void write_pprof(const model::Profile& profile, OutputFile& out) {
   w.flush();
 }
 
-Status write_pprof(const model::Profile& profile, const std::string& path) {
+Status write_pprof(const model::Profile& profile, const std::string& path, Clock clock) {
   auto out = open_output(path);
   if (!out) return std::move(out).take_error();
-  write_pprof(profile, **out);
+  write_pprof(profile, **out, clock);
   return (*out)->finish();
 }
 

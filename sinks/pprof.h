@@ -21,14 +21,16 @@
 
 #include "base/result.h"
 #include "model/profile.h"
+#include "sinks/functions.h"
 #include "sinks/output.h"
 
 namespace fxprof::sinks {
 
 // Writes `profile` to `path` ("-": standard output; gzip when it ends in ".gz", as the default
-// profile.pb.gz does).
-Status write_pprof(const model::Profile& profile, const std::string& path);
+// profile.pb.gz does). `clock`: Cpu counts only on-CPU samples in samples/count (off-CPU ones keep their
+// off_cpu/nanoseconds); Wall counts every sample there.
+Status write_pprof(const model::Profile& profile, const std::string& path, Clock clock = Clock::Cpu);
 
-void write_pprof(const model::Profile& profile, OutputFile& out);
+void write_pprof(const model::Profile& profile, OutputFile& out, Clock clock = Clock::Cpu);
 
 }  // namespace fxprof::sinks

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "base/terminal.h"
 #include "sinks/call_tree.h"
@@ -144,8 +146,12 @@ Report make_report(const model::Profile& profile, const ReportOptions& options) 
   to.inlined = options.inlined;
   to.process_roots = true;
   to.thread_roots = options.per_thread;
+  to.clock = options.clock;
   CallTree t = CallTree::build(profile, fns, to);
   r.samples = t.total_samples();
+  r.clock = options.clock;
+  const OffCpuFrames off(profile);
+  r.wall = wall_time(profile, off);
   r.samples_without_stack = t.samples_without_stack();
   r.lost_records = count_lost(profile);
   r.data_quality = profile.meta.data_quality;
@@ -155,7 +161,14 @@ Report make_report(const model::Profile& profile, const ReportOptions& options) 
   for (const auto& p : profile.processes) r.threads += static_cast<uint32_t>(p.threads.size());
   r.truncated_stacks = count_truncated(profile);
   for (uint32_t root : section_roots(t, options.per_thread))
-    if (t.node(root).total != 0) r.sections.push_back(make_section(t, fns, root, options));
+    if (t.node(root).total != 0) {
+      ReportSection sec = make_section(t, fns, root, options);
+      sec.wall = wall_time(profile, off, [&](size_t pi, size_t ti) {
+        const model::Process& p = profile.processes[pi];
+        return p.pid == sec.pid && (sec.thread_name.empty() || p.threads[ti].tid == sec.tid);
+      });
+      r.sections.push_back(std::move(sec));
+    }
   std::stable_sort(r.sections.begin(), r.sections.end(),
                    [](const auto& a, const auto& b) { return a.samples > b.samples; });
   return r;
@@ -171,6 +184,17 @@ std::string format_report(const Report& r, const ReportOptions& options) {
                 static_cast<unsigned long long>(r.lost_records),
                 static_cast<unsigned long long>(r.truncated_stacks), percent(r.truncated_stacks, r.samples));
   out += buf;
+  // Which samples the shares below are of (README, "On-CPU and wall-clock time").
+  if (r.clock == Clock::Cpu) {
+    std::snprintf(
+        buf, sizeof buf, "shares of on-CPU samples (%llu of %llu wall-clock samples; --wall counts all)",
+        static_cast<unsigned long long>(r.samples), static_cast<unsigned long long>(r.wall.samples));
+    out += buf;
+  } else {
+    out += "shares of wall-clock samples (on the CPU and off it)";
+  }
+  if (const std::string o = r.wall.format(); !o.empty()) out += "; off-CPU: " + o;
+  out += '\n';
   // What ran where: the lines of the Firefox Profiler's Profile Info ("Platform").
   const model::Meta::Machine& m = r.machine;
   if (!m.command_line.empty()) out += "command: " + terminal_safe(m.command_line) + "\n";
@@ -211,6 +235,7 @@ std::string format_report(const Report& r, const ReportOptions& options) {
                   static_cast<unsigned long long>(sec.samples), percent(sec.samples, r.samples),
                   static_cast<double>(sec.cpu_ns) / 1e6);
     out += buf;
+    if (const std::string o = sec.wall.format(); !o.empty()) out += "  off-CPU: " + o + "\n";
     auto table = [&](const char* title, const std::vector<ReportFunction>& fs, bool by_total) {
       std::snprintf(buf, sizeof buf, "  %s\n     self%%   total%%   samples  function\n", title);
       out += buf;
@@ -235,9 +260,22 @@ std::string format_report(const Report& r, const ReportOptions& options) {
   return out;
 }
 
+namespace {
+
+void json_wall(const WallTime& wall, JsonWriter& w) {
+  w.key("wallSamples").value(wall.samples).key("offCpu").begin_array();
+  for (const auto& [reason, n] : wall.off_cpu)
+    w.begin_object().key("reason").value(reason).key("samples").value(n).end_object();
+  w.end_array();
+}
+
+}  // namespace
+
 void write_report_json(const Report& r, JsonWriter& w) {
   w.begin_object();
+  w.key("clock").value(r.clock == Clock::Cpu ? "cpu" : "wall");
   w.key("samples").value(r.samples);
+  json_wall(r.wall, w);
   w.key("samplesWithoutStack").value(r.samples_without_stack);
   w.key("lostRecords").value(r.lost_records);
   w.key("truncatedStacks").value(r.truncated_stacks);
@@ -257,6 +295,7 @@ void write_report_json(const Report& r, JsonWriter& w) {
     w.key("process").value(sec.process_name).key("pid").value(sec.pid);
     if (!sec.thread_name.empty()) w.key("thread").value(sec.thread_name).key("tid").value(sec.tid);
     w.key("samples").value(sec.samples).key("cpuMs").value(static_cast<double>(sec.cpu_ns) / 1e6);
+    json_wall(sec.wall, w);
     auto list = [&](const char* key, const std::vector<ReportFunction>& fs) {
       w.key(key).begin_array();
       for (const auto& f : fs)
@@ -287,32 +326,55 @@ void write_report_json(const Report& r, JsonWriter& w) {
   w.end_object();
 }
 
+namespace {
+
+// Standard-library code inlined into the program (Rust's core/alloc/std, C++'s std and __gnu_cxx): in the
+// summary its self time counts for the function it was inlined into, as perf's symbol-level view would
+// count it, so that `core::ptr::copy` or `std::vector<int>::operator[]` does not outrank the loop that
+// called it.
+bool library_inline(std::string_view name) {
+  if (name.starts_with('<')) name.remove_prefix(1);  // <core::slice::Iter<T> as core::iter::Iterator>::next
+  for (std::string_view prefix : {"core::", "alloc::", "std::", "__gnu_cxx::"})
+    if (name.starts_with(prefix)) return true;
+  return false;
+}
+
+}  // namespace
+
 std::string top_self_summary(const model::Profile& profile, size_t n) {
   FunctionTable fns(profile);
   CallTree t = CallTree::build(profile, fns, {});
-  if (t.total_samples() == 0) return {};
-  auto stats = t.function_stats(0);
-  // fxprof's own work in the program (the heap shim) is not the program's: its samples are left out.
+  const std::string off_cpu = wall_time(profile, OffCpuFrames(profile)).format();
+  if (t.total_samples() == 0) return off_cpu.empty() ? std::string() : "no on-CPU samples; " + off_cpu;
+  // Per node, in index order (a parent before its children): the function its self time counts for, and
+  // whether it runs under fxprof's heap shim (fxprof's own work in the program: left out).
   const FunctionId shim = fns.label(model::kHeapShimLabel);
-  std::unordered_map<FunctionId, uint64_t> own_self;
+  std::vector<FunctionId> counts_for(t.nodes().size());
+  std::vector<bool> in_shim(t.nodes().size());
+  std::unordered_map<FunctionId, uint64_t> self;
   uint64_t own = 0;
   for (uint32_t i = 1; i < t.nodes().size(); ++i) {
-    if (t.node(i).function != shim) continue;
-    own += t.node(i).total;
-    own_self[shim] += t.node(i).self;
-    t.walk(
-        i, [&](uint32_t c) { own_self[t.node(c).function] += t.node(c).self; }, [](uint32_t) {});
+    const CallTree::Node& node = t.node(i);
+    in_shim[i] = node.function == shim || (node.parent != 0 && in_shim[node.parent]);
+    const bool to_caller =
+        node.inlined && node.parent != 0 && library_inline(fns.function(node.function).name);
+    counts_for[i] = to_caller ? counts_for[node.parent] : node.function;
+    if (in_shim[i])
+      own += node.self;
+    else if (node.self > 0)
+      self[counts_for[i]] += node.self;
   }
-  for (auto& st : stats)
-    if (auto it = own_self.find(st.function); it != own_self.end()) st.self -= std::min(st.self, it->second);
-  std::stable_sort(stats.begin(), stats.end(), [](const auto& a, const auto& b) { return a.self > b.self; });
+  std::vector<std::pair<FunctionId, uint64_t>> ranked(self.begin(), self.end());
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
   const uint64_t total = t.total_samples() - std::min(own, t.total_samples());
   std::string out;
   char buf[80];
-  for (size_t i = 0; i < stats.size() && i < n && stats[i].self > 0 && total > 0; ++i) {
+  for (size_t i = 0; i < ranked.size() && i < n && total > 0; ++i) {
     if (!out.empty()) out += ", ";
-    out += terminal_safe(fns.function(stats[i].function).name);
-    std::snprintf(buf, sizeof buf, " %.1f%%", percent(stats[i].self, total));
+    out += terminal_safe(fns.function(ranked[i].first).name);
+    std::snprintf(buf, sizeof buf, " %.1f%%", percent(ranked[i].second, total));
     out += buf;
   }
   if (own > 0) {
@@ -320,6 +382,7 @@ std::string top_self_summary(const model::Profile& profile, size_t n) {
                   percent(own, t.total_samples()));
     out += buf;
   }
+  if (!off_cpu.empty()) out += (out.empty() ? "" : " (on-CPU); ") + off_cpu;
   return out;
 }
 

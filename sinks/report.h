@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "model/profile.h"
+#include "sinks/functions.h"
 #include "sinks/output.h"
 
 namespace fxprof::sinks {
@@ -24,6 +25,7 @@ struct ReportOptions {
   size_t limit = 10;              // --limit: functions per table
   bool tree = false;              // --tree: the call tree of each section
   double tree_min_percent = 0.5;  // of the section's samples
+  Clock clock = Clock::Cpu;       // on-CPU samples (default) or every sample (--wall)
 };
 
 struct ReportFunction {
@@ -47,10 +49,13 @@ struct ReportSection {
   uint64_t cpu_ns = 0;
   std::vector<ReportFunction> by_self, by_total;  // at most `limit` each
   std::vector<ReportTreeNode> tree;               // roots of the call tree with --tree
+  WallTime wall;                                  // its wall-clock samples and their off-CPU reasons
 };
 
 struct Report {
-  uint64_t samples = 0;  // with a stack
+  uint64_t samples = 0;  // with a stack, counted by the clock asked for
+  Clock clock = Clock::Cpu;
+  WallTime wall;  // every sample with a stack, and the off-CPU ones by reason
   uint64_t samples_without_stack = 0;
   uint64_t lost_records = 0;
   uint64_t truncated_stacks = 0;  // samples whose stack ends in "(stack truncated)"
@@ -67,7 +72,8 @@ Report make_report(const model::Profile& profile, const ReportOptions& options);
 std::string format_report(const Report& report, const ReportOptions& options);
 void write_report_json(const Report& report, JsonWriter& w);
 
-// "main 41.2%, compute 30.1%, ..." : the top `n` functions by self share of the whole profile, for the
+// "main 41.2%, compute 30.1%, ... (on-CPU); blocked: futex 28.0%, preempted 12.0% of wall time": the top `n`
+// functions by self share of the whole profile's on-CPU samples, then the off-CPU time by reason, for the
 // summary line after recording; "" when there are no samples.
 std::string top_self_summary(const model::Profile& profile, size_t n);
 

@@ -73,31 +73,33 @@ TEST_CASE("diff --serve serves both profiles, symbolicated, for the comparison v
 }
 
 TEST_CASE("diff --fail-above: the same program passes, a 2x slower function fails with exit 3") {
+  // 4000 samples a second: 1200-1600 a run, so that a share's sampling error (the gate's margin) is about
+  // 3.5 points, not 7 as at 1000.
   TempDir dir;
-  record_exp_work(dir.file("a1.json.gz"), "1");
-  record_exp_work(dir.file("a2.json.gz"), "1");
-  record_exp_work(dir.file("b1.json.gz"), "2");
-  record_exp_work(dir.file("b2.json.gz"), "2");
-  auto same = run({fxprof_bin(), "diff", "--fail-above", "8", dir.file("a1.json.gz"), dir.file("a2.json.gz"),
+  record_exp_work(dir.file("a1.json.gz"), "1", true, "4000");
+  record_exp_work(dir.file("a2.json.gz"), "1", true, "4000");
+  record_exp_work(dir.file("b1.json.gz"), "2", true, "4000");
+  record_exp_work(dir.file("b2.json.gz"), "2", true, "4000");
+  auto same = run({fxprof_bin(), "diff", "--fail-above", "5", dir.file("a1.json.gz"), dir.file("a2.json.gz"),
                    "-o", dir.file("d.svg")});
   INFO(same.out << same.err);
   CHECK(same.status == 0);
   CHECK(same.out.find("fxprof: gate passed") != std::string::npos);
 
-  // beta: 1/3 -> 1/2 of the samples, about +17 points.
-  auto slower = run({fxprof_bin(), "diff", "--fail-above", "8", dir.file("a1.json.gz"),
+  // beta: 1/3 -> 1/2 of the samples, about +17 points: beyond 5 and the sampling error.
+  auto slower = run({fxprof_bin(), "diff", "--fail-above", "5", dir.file("a1.json.gz"),
                      dir.file("b1.json.gz"), "-o", dir.file("d.svg")});
   INFO(slower.out << slower.err);
   CHECK(slower.status == 3);
   CHECK(slower.out.find("fxprof: gate failed: beta(long) self share grew +") != std::string::npos);
 
   // --function gates on one function's total share.
-  auto alpha = run({fxprof_bin(), "diff", "--fail-above", "8", "--function", "alpha(long)",
+  auto alpha = run({fxprof_bin(), "diff", "--fail-above", "5", "--function", "alpha(long)",
                     dir.file("a1.json.gz"), dir.file("b1.json.gz"), "-o", dir.file("d.svg")});
   CHECK(alpha.status == 0);  // alpha's share shrank
 
   // Several runs per side: means and spreads; --markdown for a pull request.
-  auto runs = run({fxprof_bin(), "diff", "--markdown", "--fail-above", "8", dir.file("a1.json.gz"),
+  auto runs = run({fxprof_bin(), "diff", "--markdown", "--fail-above", "5", dir.file("a1.json.gz"),
                    dir.file("a2.json.gz"), "--", dir.file("b1.json.gz"), dir.file("b2.json.gz"), "-o",
                    dir.file("d.svg")});
   INFO(runs.out << runs.err);

@@ -12,11 +12,13 @@ namespace fxprof::test {
 
 // Records `exp_work FACTOR` into `path` with symbols baked in (or raw addresses, which the sink commands then
 // symbolicate on the model with inline depths); fails the test if recording fails.
-inline void record_exp_work(const std::string& path, const std::string& factor = "1", bool baked = true) {
+// `freq`: -F (default 1000 a second; the gate's tests sample more, so that its sampling error is small).
+inline void record_exp_work(const std::string& path, const std::string& factor = "1", bool baked = true,
+                            const std::string& freq = "1000") {
   // --cpu-only: the sinks' shares are compared with CPU work (a loaded machine would add [preempted] time).
   auto r =
       run({fxprof_bin(), "record", "--cpu-only", "--save-only", baked ? "--symbolicate" : "--no-symbolicate",
-           "-o", path, "--", test_program("exp_work"), factor});
+           "-F", freq, "-o", path, "--", test_program("exp_work"), factor});
   INFO(r.err);
   REQUIRE(r.status == 0);
 }

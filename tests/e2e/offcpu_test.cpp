@@ -360,7 +360,8 @@ TEST_CASE(
   require_lint_clean(text);
 
   double waited = 0, waited_any_lock = 0;
-  size_t markers = 0, in_contender = 0, other_reason = 0, woken_by_other = 0, lock_waits = 0, held_by = 0;
+  size_t markers = 0, in_contender = 0, other_reason = 0, woken_by_other = 0, lock_waits = 0, held_by = 0,
+         with_holder = 0;
   size_t wakeups = 0, wakeups_in_holder = 0, wakeups_elsewhere = 0;
   std::ostringstream unwoken;  // the markers not woken by another contender, for the failure's message
   std::set<int64_t> waiters;   // threads that waited for the mutex (all four, unless a loaded machine ran one
@@ -384,6 +385,7 @@ TEST_CASE(
                 << "'";
       ++markers;
       if (m.holder == "offcpu_hold_lock") ++held_by;
+      if (!m.holder.empty()) ++with_holder;
       waited += m.end - m.start + run_queue_after(t, m);
       for (const auto& f : m.cause)
         if (f.find("offcpu_contender") != std::string::npos) {
@@ -419,7 +421,12 @@ TEST_CASE(
   CHECK(wakeups * 10 >= markers * 9);
   CHECK(wakeups_elsewhere == 0);
   CHECK(wakeups_in_holder == wakeups);
-  CHECK(held_by == wakeups);
+  // Every holder named is the right one. A wake is paired with the wait it ended by time, and the kernel
+  // may order a wake before the waiter's switch-out (a loaded machine does, now and then: 47 of 48), so
+  // the pairs are 90 % of the wakes, as the wakes are of the waits.
+  CHECK(held_by == with_holder);
+  CHECK(held_by <= wakeups);
+  CHECK(held_by * 10 >= wakeups * 9);
 
   // The process's "Threads waiting" track: each thread counts in every sampling interval that one of its lock
   // waits touches, so the track's area is at least the time waited and at most two intervals more per wait.

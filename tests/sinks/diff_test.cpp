@@ -77,3 +77,80 @@ TEST_CASE("the diff table prints function names with control characters escaped"
   CHECK(table.find('\x1b') == std::string::npos);
   CHECK(table.find("\\e[2Jclear\n") != std::string::npos);
 }
+
+namespace {
+
+// sink_profile with `n` off-CPU samples ([preempted] or [blocked: futex] under main) in the app thread.
+model::Profile with_off_cpu(model::Profile p, const char* reason, int n) {
+  std::vector<model::FrameId> path{p.label_frame("main", model::Category::User),
+                                   p.label_frame(reason, model::Category::Idle)};
+  auto s = p.stacks.intern_path(path);
+  for (int i = 0; i < n; ++i) p.processes[0].threads[0].samples.push_back({test::kSinkT0 + 99'000'000, s, 0});
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("diff compares on-CPU samples: [preempted] never counts, blocked time only with --wall") {
+  // The same code, the second run on a busier machine: 60 more samples [preempted], 20 [blocked: futex].
+  const model::Profile busy =
+      with_off_cpu(with_off_cpu(test::sink_profile(), "[preempted]", 60), "[blocked: futex]", 20);
+  auto cpu = sinks::diff_profiles(test::sink_profile(), busy);
+  CHECK(cpu.new_samples == 20);
+  for (const auto& r : cpu.rows) {
+    INFO(r.name);
+    CHECK(r.self_change() == Approx(0));
+    CHECK(r.name != "[preempted]");
+  }
+  CHECK(sinks::gate_failures(cpu, 5, "").empty());
+  // --wall (Program): blocked samples count, preempted ones never.
+  auto wall = sinks::diff_profiles(test::sink_profile(), busy, true, sinks::Clock::Wall);
+  CHECK(wall.clock == sinks::Clock::Program);
+  CHECK(wall.new_samples == 40);
+  bool blocked = false;
+  for (const auto& r : wall.rows) {
+    CHECK(r.name != "[preempted]");
+    blocked |= r.name == "[blocked: futex]" && r.new_self == Approx(50.0);
+  }
+  CHECK(blocked);
+}
+
+TEST_CASE("the gate: a change must exceed the limit beyond its sampling error, even with one run a side") {
+  // helper: 25% of 20 samples -> 62.5% of 40: +37.5 points; the 95% interval of that change on so few
+  // samples is about +-23 points: over a limit of 10, not beyond it by the error.
+  auto d = sinks::diff_profiles(test::sink_profile(), slower_helper(20));
+  REQUIRE(d.rows[0].name == "helper");
+  CHECK(d.rows[0].self_noise() == 0);  // one run a side: no spread
+  CHECK(d.rows[0].self_margin > 20);
+  CHECK(d.rows[0].self_margin < 30);
+  CHECK(sinks::gate_failures(d, 20, "").empty());  // 37.5 < 20 + ~23
+  CHECK(sinks::gate_failures(d, 20, "helper").empty());
+  // The same shares on 100x the samples: an error of ~2.5 points, and the gate fails.
+  std::vector<model::Profile> base(1, test::sink_profile()), next(1, slower_helper(20));
+  for (auto* side : {&base, &next})
+    for (model::Process& proc : (*side)[0].processes)
+      for (model::Thread& th : proc.threads) {
+        const auto samples = th.samples;
+        for (int k = 1; k < 100; ++k) th.samples.insert(th.samples.end(), samples.begin(), samples.end());
+      }
+  auto many = sinks::diff_runs(base, next);
+  REQUIRE(many.rows[0].name == "helper");
+  CHECK(many.rows[0].self_change() == Approx(37.5));
+  CHECK(many.rows[0].self_margin < 4);
+  REQUIRE(sinks::gate_failures(many, 20, "").size() == 1);
+  CHECK(sinks::gate_failures(many, 20, "")[0]->name == "helper");
+}
+
+TEST_CASE("--function matches a signature written in full or bare") {
+  CHECK(sinks::function_matches("app::hash_block(char const*, unsigned long)", "hash_block"));
+  CHECK(sinks::function_matches("app::hash_block(char const*, unsigned long)", "app::hash_block"));
+  CHECK(sinks::function_matches("app::hash_block(char const*, unsigned long)",
+                                "app::hash_block(char const*, unsigned long)"));
+  CHECK(sinks::function_matches("demo::hash_block", "hash_block"));
+  CHECK(
+      sinks::function_matches("std::vector<int, std::allocator<int> >::push_back(int const&)", "push_back"));
+  CHECK(sinks::function_matches("sort_all<std::pair<int, int> >(int)", "sort_all"));
+  CHECK(sinks::function_matches("beta(long)", "beta"));
+  CHECK_FALSE(sinks::function_matches("app::hash_block_fast(char const*)", "hash_block"));
+  CHECK_FALSE(sinks::function_matches("hash_block", ""));
+}

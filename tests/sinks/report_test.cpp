@@ -145,3 +145,77 @@ TEST_CASE("names from the file reach the terminal with their control characters 
   }
   CHECK(sinks::top_self_summary(p, 1).starts_with("evil\\e]52;c;cm0gLXJm\\x07\\u009b1m "));
 }
+
+namespace {
+
+// sink_profile with 60 [preempted] and 20 [blocked: futex] samples under main in the app thread: what a
+// busy machine adds to the same code's profile.
+model::Profile busy_profile() {
+  model::Profile p = test::sink_profile();
+  for (auto [reason, n] : {std::pair{"[preempted]", 60}, std::pair{"[blocked: futex]", 20}}) {
+    std::vector<model::FrameId> path{p.label_frame("main", model::Category::User),
+                                     p.label_frame(reason, model::Category::Idle)};
+    auto s = p.stacks.intern_path(path);
+    for (int i = 0; i < n; ++i)
+      p.processes[0].threads[0].samples.push_back({test::kSinkT0 + 99'000'000, s, 0});
+  }
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("report and the summary rank on-CPU samples, off-CPU time beside them; --wall counts all") {
+  const model::Profile p = busy_profile();
+  // 100 samples with a stack: 20 on the CPU, 60 preempted, 20 blocked.
+  CHECK(sinks::top_self_summary(p, 2) ==
+        "compute 50.0%, helper 25.0% (on-CPU); preempted 60.0%, blocked: futex 20.0% of wall time");
+  sinks::ReportOptions o;
+  sinks::Report cpu = sinks::make_report(p, o);
+  CHECK(cpu.samples == 20);
+  CHECK(cpu.wall.samples == 100);
+  REQUIRE(cpu.sections.size() == 2);
+  CHECK(cpu.sections[0].by_self[0].name == "compute");
+  CHECK(cpu.sections[0].by_self[0].self_percent == Approx(9.0 / 17 * 100));
+  CHECK(cpu.sections[0].wall.samples == 97);
+  const std::string text = sinks::format_report(cpu, o);
+  INFO(text);
+  CHECK(text.find("shares of on-CPU samples (20 of 100 wall-clock samples; --wall counts all); off-CPU: "
+                  "preempted 60.0%, blocked: futex 20.0% of wall time\n") != std::string::npos);
+  CHECK(text.find("  off-CPU: preempted 61.9%, blocked: futex 20.6% of wall time\n") != std::string::npos);
+  CHECK(text.find("[preempted]") == std::string::npos);
+  o.clock = sinks::Clock::Wall;
+  sinks::Report wall = sinks::make_report(p, o);
+  CHECK(wall.samples == 100);
+  CHECK(wall.sections[0].by_self[0].name == "[preempted]");
+  CHECK(sinks::format_report(wall, o).find("shares of wall-clock samples") != std::string::npos);
+}
+
+TEST_CASE("the summary counts standard-library code inlined into a function for that function") {
+  // main -> compute, with Rust's core::ptr::copy and C++'s std::vector<int>::size inlined into compute:
+  // perf's symbol-level view would show compute alone.
+  model::Profile p;
+  p.binaries.push_back({"app", "/tmp/app", "app", "/tmp/app", "AB", "ab", ""});
+  auto frame = [&](const char* name, uint8_t depth) {
+    model::Frame f;
+    f.address = 0x1000;
+    f.name = p.strings.intern(name);
+    f.inline_depth = depth;
+    f.binary = 0;
+    return p.frames.intern(f);
+  };
+  const model::FrameId main_f = frame("main", 0), compute = frame("compute", 0);
+  const model::FrameId copy = frame("core::ptr::copy<u8>", 1),
+                       size = frame("std::vector<int>::size() const", 1);
+  const model::FrameId user = frame("app::checksum", 1);
+  model::Thread& t = p.processes.emplace_back().threads.emplace_back();
+  auto add = [&](std::vector<model::FrameId> path, int n) {
+    auto s = p.stacks.intern_path(path);
+    for (int i = 0; i < n; ++i) t.samples.push_back({test::kSinkT0, s, 1});
+  };
+  add({main_f, compute, copy}, 6);
+  add({main_f, compute, size}, 2);
+  add({main_f, compute}, 1);
+  add({main_f, compute, user}, 3);  // the program's own inlined function keeps its samples
+  add({main_f}, 4);
+  CHECK(sinks::top_self_summary(p, 3) == "compute 56.2%, main 25.0%, app::checksum 18.8%");
+}

@@ -11,6 +11,7 @@
 namespace {
 
 pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_barrier_t start;  // all four exist before any takes the lock: they contend however loaded the machine
 volatile unsigned long sink;
 
 // Returns the ms it waited for the lock.
@@ -29,6 +30,7 @@ __attribute__((noinline)) double offcpu_hold_lock() {
 }
 
 __attribute__((noinline)) void* offcpu_contender(void*) {
+  pthread_barrier_wait(&start);
   double waited = 0;
   for (int i = 0; i < 20; ++i) waited += offcpu_hold_lock();
   ms_log("wait", waited);
@@ -41,6 +43,7 @@ int main() {
   std::printf("mutex %p\n", static_cast<void*>(&lock));
   std::fflush(stdout);
   pthread_t t[4];
+  pthread_barrier_init(&start, nullptr, 4);
   for (auto& th : t) pthread_create(&th, nullptr, offcpu_contender, nullptr);
   for (auto& th : t) pthread_join(th, nullptr);
   return 0;

@@ -1,4 +1,5 @@
-// Lazy PLT binding, sampled mid-resolution: for MS milliseconds, dlopen libunw_lazy_a.so (which calls 1,000
+// Lazy PLT binding, sampled mid-resolution: for MS milliseconds of its own CPU time (so that the samples a
+// test gets follow from its CPU time, however loaded the machine), dlopen libunw_lazy_a.so (which calls 1,000
 // functions of libunw_lazy_b.so through its lazily bound PLT), call lazy_call_all once, dlclose.
 //   unw_lazy MS LIBDIR        main -> run_lazy -> lazy_call_all -> _dl_runtime_resolve_xsavec -> _dl_fixup...
 #include <dlfcn.h>
@@ -11,7 +12,7 @@
 namespace {
 double now_ms() {
   timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 }  // namespace

@@ -1,7 +1,7 @@
 // Built without .eh_frame entries (-fno-asynchronous-unwind-tables): unwound from .debug_frame (built -g, in
 // the binary or a separate debug file) or, built with frame pointers and no -g, by the frame-pointer
 // fallback.
-//   main -> nocfi_outer -> nocfi_mid -> nocfi_leaf (spins for MS milliseconds)
+//   main -> nocfi_outer -> nocfi_mid -> nocfi_leaf (spins for MS milliseconds of CPU time)
 #include <cstdint>
 #include <cstdlib>
 #include <ctime>
@@ -11,7 +11,7 @@ volatile uint64_t g_nocfi_sink;
 
 __attribute__((noinline)) double nocfi_now_ms() {
   timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 

@@ -8,6 +8,8 @@
 //   unw_prog plt MS          main -> run_plt -> plt_nop (libunw_plt.so) through the PLT, over and over
 //   unw_prog vdso MS         main -> run_vdso -> clock_gettime (libc) -> the vDSO, over and over
 //   unw_prog mixed MS LIB    recurse, qsort, signal, thread and dlopen, one after the other
+// MS is the calling thread's CPU time (the vdso mode's excepted: wall time), so that the samples a test gets
+// follow from CPU time, however loaded the machine.
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
@@ -28,7 +30,7 @@ volatile int g_depth_seen;
 
 static double now_ms() {
   timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
@@ -84,9 +86,7 @@ __attribute__((noinline)) void sig_victim(double until) {
   for (;;) {
     for (int i = 0; i < 100000; ++i) x = x * 6364136223846793005ull + 1442695040888963407ull;
     g_sink = x;
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    if (ts.tv_sec * 1e3 + ts.tv_nsec / 1e6 >= until) break;
+    if (now_ms() >= until) break;
   }
 }
 
@@ -161,7 +161,9 @@ __attribute__((noinline)) void run_plt(double ms) {
 }
 
 extern "C" __attribute__((noinline)) void run_vdso(double ms) {
-  double until = now_ms() + ms;
+  timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  double until = start.tv_sec * 1e3 + start.tv_nsec / 1e6 + ms;
   uint64_t n = 0;
   for (;;) {
     timespec ts;
