@@ -30,6 +30,9 @@ echo
 echo "== memory of an hour-long profile (bench/longprofile.sh; LONGPROFILE_SECONDS=60 for a quick run)"
 bash "$here/longprofile.sh" "$build"
 
+echo "== fxprof import against perf report and perf script (bench/import.sh)"
+bash "$here/import.sh" "$build"
+echo
 echo "== fxprof load of a big profile: time to serving (bench/load.sh)"
 bash "$here/load.sh" "$build"
 echo
