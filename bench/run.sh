@@ -31,6 +31,7 @@ bench "local server (bench/http_bench.cpp)" "$build/bench/fxprof_http_bench" 3
 bench "off-CPU capture (bench/offcpu.sh)" bash "$here/offcpu.sh" "$build"
 bench "memory of an hour-long profile (bench/longprofile.sh; LONGPROFILE_SECONDS=60 for a quick run)" \
   bash "$here/longprofile.sh" "$build"
+bench "fxprof import against perf report and perf script (bench/import.sh)" bash "$here/import.sh" "$build"
 bench "fxprof load of a big profile: time to serving (bench/load.sh)" bash "$here/load.sh" "$build"
 bench "JIT names over time (bench/jit.sh)" bash "$here/jit.sh" "$build" 1
 bench "heap profiling overhead against heaptrack (bench/heap.sh)" bash "$here/heap.sh" "$build"

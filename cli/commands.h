@@ -7,6 +7,7 @@
 namespace fxprof::cli {
 
 int cmd_record(std::span<char*> args);       // cli/cmd_record.cpp
+int cmd_import(std::span<char*> args);       // cli/cmd_import.cpp
 int cmd_load(std::span<char*> args);         // cli/cmd_load.cpp
 int cmd_symbolicate(std::span<char*> args);  // cli/cmd_symbolicate.cpp
 int cmd_export(std::span<char*> args);       // cli/cmd_export.cpp

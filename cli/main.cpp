@@ -16,6 +16,7 @@ constexpr const char* kUsage =
     "Usage:\n"
     "  fxprof record [OPTIONS] [--] COMMAND [ARGS...]   launch COMMAND and profile it\n"
     "  fxprof record [OPTIONS] -p PID[,PID...]          profile running processes until Ctrl+C\n"
+    "  fxprof import [OPTIONS] FILE                     make a profile of a perf.data file and open it\n"
     "  fxprof load [OPTIONS] FILE                       serve a saved profile and open it\n"
     "  fxprof symbolicate IN -o OUT                     bake symbols into a profile to share it\n"
     "  fxprof export folded|pprof|svg IN [-o OUT]       write a profile as folded stacks, pprof or a flame "
@@ -49,6 +50,7 @@ int main(int argc, char** argv) {
   std::string_view cmd = argv[1];
   std::span<char*> rest(argv + 2, static_cast<size_t>(argc - 2));
   if (cmd == "record") return fxprof::cli::cmd_record(rest);
+  if (cmd == "import") return fxprof::cli::cmd_import(rest);
   if (cmd == "load") return fxprof::cli::cmd_load(rest);
   if (cmd == "symbolicate") return fxprof::cli::cmd_symbolicate(rest);
   if (cmd == "export") return fxprof::cli::cmd_export(rest);

@@ -1,13 +1,42 @@
 #include "cli/profile_input.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "base/fd.h"
 #include "gecko/gecko_reader.h"
+#include "perf/data_file.h"
 #include "pipeline/symbolicate.h"
+#include "recorder/perf_import.h"
 
 namespace fxprof::cli {
 
+namespace {
+
+// A perf.data file (its "PERFILE2" magic) is imported as `fxprof import` does, instead of read as a profile.
+bool is_perf_data(const std::string& path) {
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  char magic[8] = {};
+  return fd.valid() && pread(fd.get(), magic, 8, 0) == 8 && std::memcmp(magic, "PERFILE2", 8) == 0;
+}
+
+Result<model::Profile> import_perf(const std::string& path, const InputOptions& options) {
+  auto file = perf::DataFile::read(path);
+  if (!file) return std::move(file).take_error();
+  recorder::ImportOptions o;
+  o.symbol_dirs = options.symbols.symbol_dirs;
+  auto imported = recorder::import_perf_data(*file, o);
+  if (!imported) return Err(path + ": " + imported.error());
+  return std::move(imported->profile);
+}
+
+}  // namespace
+
 Result<model::Profile> load_profile_for_sinks(const std::string& path, const InputOptions& options) {
   gecko::ReadInfo info;
-  auto profile = gecko::read_gecko_profile(path, &info);
+  auto profile = is_perf_data(path) ? import_perf(path, options) : gecko::read_gecko_profile(path, &info);
   if (!profile) return profile;
   if (info.processed)
     return Err(path + ": a processed-format profile (as samply writes); fxprof reads Gecko profiles");

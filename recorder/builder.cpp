@@ -20,7 +20,7 @@ ProfileBuilder::ProfileBuilder(model::Profile& profile, Unwinder* unwinder, cons
       unwinder_(unwinder),
       procfs_(procfs),
       events_(events),
-      layout_(RecordLayout::of(events)),
+      layout_(RecordLayout::of(events).attrs()),
       ctx_{profile,
            procfs,
            {},  // the views: the task tracker's (make_trackers)

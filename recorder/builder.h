@@ -111,6 +111,9 @@ class ProfileBuilder final : public RecordSink {
   void tick(uint64_t now_ns) {
     for (const std::unique_ptr<Tracker>& t : trackers_) t->tick(now_ns);
   }
+  // The records come from a perf.data file (perf/data_file.h): decoded by its events' attributes, by id,
+  // instead of the recorder's own two. Before any record.
+  void set_layout(perf::Layout layout) { layout_ = std::move(layout); }
   // Told each lib as it enters the profile (recorder::Options::on_binary_mapped).
   void on_binary_mapped(std::function<void(const model::Lib&)> f) { libs_.on_binary_mapped = std::move(f); }
   // Names kernel frames and counts; `end_ns` closes nothing (open threads stay open-ended).
@@ -177,7 +180,7 @@ class ProfileBuilder final : public RecordSink {
   Unwinder* unwinder_;
   Procfs& procfs_;
   EventConfig events_;
-  RecordLayout layout_;
+  perf::Layout layout_;  // the records' attributes: the recorder's two events, or a perf.data file's
   std::vector<model::FrameId> path_;  // reused per sample
   std::vector<uint64_t> user_, kernel_, spliced_;
   std::array<uint64_t, 1024> unwound_{};

@@ -12,6 +12,7 @@
 
 #include "base/fd.h"
 #include "base/result.h"
+#include "perf/records.h"
 #include "recorder/host.h"
 
 namespace fxprof::recorder {
@@ -52,7 +53,7 @@ perf_event_attr make_attr(const EventConfig& c);
 // those and the switch records).
 perf_event_attr make_switch_attr(const EventConfig& c);
 // perf_regs.h (x86-64) bit of RDI, the first system-call argument.
-inline constexpr uint64_t kPerfRegDiBit = uint64_t{1} << 5;
+using perf::kPerfRegDiBit;
 
 // perf_event_open(2) with PERF_FLAG_FD_CLOEXEC; on failure returns an invalid fd and sets `err` to errno.
 UniqueFd perf_event_open(const perf_event_attr& attr, int pid, int cpu, int group_fd, int& err);

@@ -1,0 +1,190 @@
+// `fxprof import FILE`: a perf.data file through the recorder's profile builder (recorder/perf_import.h),
+// then what `record` does after a recording: name, write, summarize, serve.
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "base/fd.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "gecko/gecko.h"
+#include "perf/data_file.h"
+#include "pipeline/locks.h"
+#include "pipeline/symbolicate.h"
+#include "recorder/perf_import.h"
+#include "server/server.h"
+#include "sinks/output.h"
+#include "sinks/report.h"
+
+namespace fxprof::cli {
+namespace {
+
+constexpr std::string_view kUsage =
+    "Usage: fxprof import [OPTIONS] FILE\n"
+    "\n"
+    "Reads a perf.data file (`perf record`, -g or --call-graph dwarf, any event, -a, -p; `-` reads perf\n"
+    "record -o - from standard input), builds the profile `fxprof record` would have made, writes it, then\n"
+    "serves it and opens the Firefox Profiler on it.\n"
+    "\n";
+
+constexpr std::string_view kCommand = "import";
+
+struct ImportArgs {
+  recorder::ImportOptions import;
+  server::ServeOptions serve;
+  std::string input, output = "profile.json.gz";
+  bool save_only = false, quiet = false;
+  int symbolicate = -1;  // -1: yes with --save-only, no when serving
+};
+
+// A comma-separated list of positive ids.
+Take ids(std::vector<uint32_t>& into, std::string what) {
+  return [&into, what](const std::string& v) {
+    for (size_t start = 0; start <= v.size();) {
+      const size_t comma = v.find(',', start);
+      auto n = parse_number(v.substr(start, comma == std::string::npos ? comma : comma - start));
+      if (!n || *n < 1 || *n > 4294967295.0 || *n != static_cast<double>(static_cast<uint32_t>(*n)))
+        return what + " needs ids, like 123,456";
+      into.push_back(static_cast<uint32_t>(*n));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    return std::string();
+  };
+}
+
+Command import_command(ImportArgs& a) {
+  recorder::ImportOptions& o = a.import;
+  return Command{
+      kCommand,
+      kUsage,
+      {
+          heading("Import:"),
+          {"-e", "--event", "EVENT",
+           "the event whose samples make the profile (default: the file's first\n"
+           "event with samples); the others are listed",
+           store(o.event)},
+          {"", "--pid", "PID[,PID...]", "only these processes", ids(o.pids, "--pid")},
+          {"", "--tid", "TID[,TID...]", "only these threads", ids(o.tids, "--tid")},
+          {"", "--time-range", "START,END",
+           "only samples in this range, in seconds of the file's clock as `perf\n"
+           "script` prints them (either may be empty)",
+           [&](const std::string& v) {
+             const Status s = recorder::parse_time_range(v, o);
+             return s ? std::string() : s.error();
+           }},
+          {"-v", "--verbose", "", "print what the file holds (events, records out of order, unwinding)",
+           set(o.verbose, true)},
+          heading("\nOutput (as for record):"),
+          {"-o", "--output", "FILE", "profile file (default profile.json.gz; gzip when it ends in .gz)",
+           store(a.output)},
+          {"-s", "--save-only", "",
+           "write the profile and exit, without serving it; the profile is made\n"
+           "self-contained (symbols baked in) unless --no-symbolicate",
+           set(a.save_only, true)},
+          {"", "--symbolicate", "", "bake symbols into the profile", set(a.symbolicate, 1)},
+          {"", "--no-symbolicate", "", "keep raw addresses (symbolicated lazily by `fxprof load`)",
+           set(a.symbolicate, 0)},
+          {"", "--symbol-dir", "DIR", "also look for symbol files in DIR (repeatable; also for unwinding)",
+           [&](const std::string& v) {
+             a.serve.symbols.symbol_dirs.push_back(v);
+             o.symbol_dirs.push_back(v);
+             return std::string();
+           }},
+          {"-q", "--quiet", "", "no top-functions line", set(a.quiet, true)},
+          heading("\nServing (unless --save-only):"),
+          {"-n", "--no-open", "", "do not open a browser; print the Firefox Profiler URL",
+           set(a.serve.open_browser, false)},
+          address_option(a.serve.address, "address to serve on (default 127.0.0.1)"),
+          {"-P", "--port", "PORT", "port to serve on (default 3000 or the next free one)",
+           number([](double n) { return !(n < 1 || n > 65535); }, "--port needs a port number",
+                  [&](double n) {
+                    a.serve.port = static_cast<int>(n);
+                    a.serve.port_exact = true;
+                  })},
+      },
+      one_operand(a.input, "perf.data file")};
+}
+
+// What the file held beyond the profile: the other events, and with -v how it was read.
+void say_events(const ImportArgs& a, const recorder::ImportStats& st) {
+  for (const auto& [name, count] : st.events)
+    if (name != st.event)
+      std::fprintf(stderr, "fxprof: the file also has %llu samples of %s (--event %s imports them)\n",
+                   static_cast<unsigned long long>(count), name.c_str(),
+                   name.substr(0, name.find(':')).c_str());
+  if (!a.import.verbose) return;
+  std::fprintf(stderr,
+               "fxprof: %s: %llu samples of %s in the file, %s stacks; %llu records out of time order (kept, "
+               "sorted), %llu perf records not read; kernel names %s\n",
+               a.input.c_str(), static_cast<unsigned long long>(st.file_samples), st.event.c_str(),
+               st.dwarf ? "DWARF-unwound" : "frame-pointer", static_cast<unsigned long long>(st.out_of_order),
+               static_cast<unsigned long long>(st.dropped),
+               st.kernel_names ? "from this machine's kallsyms" : "not available (another kernel)");
+}
+
+}  // namespace
+
+int cmd_import(std::span<char*> args) {
+  ImportArgs a;
+  if (auto exit = parse_options(import_command(a), args)) return *exit;
+  if (a.input.empty()) return usage_error(kCommand, "which file? give a perf.data FILE (or - for a pipe)");
+  auto kind = AtomicFile::check(a.output);
+  if (!kind) {
+    std::fprintf(stderr, "fxprof: %s\n", kind.error().c_str());
+    return 1;
+  }
+  if (*kind == OutputKind::kStream && !a.save_only)
+    return usage_error(kCommand,
+                       a.output + " is not a regular file: add --save-only to write the profile to it");
+
+  auto file = perf::DataFile::read(a.input);
+  if (!file) {
+    std::fprintf(stderr, "fxprof: %s\n", file.error().c_str());
+    return 1;
+  }
+  auto imported = recorder::import_perf_data(*file, a.import);
+  file = Error{};  // the records are in the model now
+  if (!imported) {
+    std::fprintf(stderr, "fxprof: %s: %s\n", a.input.c_str(), imported.error().c_str());
+    return 1;
+  }
+  model::Profile& profile = imported->profile;
+  const recorder::ImportStats& st = imported->stats;
+  say_events(a, st);
+
+  symbolizer::Symbolizer symbols(a.serve.symbols);
+  bool named = false;
+  if (a.symbolicate == 1 || (a.symbolicate == -1 && a.save_only)) {
+    pipeline::symbolicate(profile, symbols);
+    pipeline::add_lock_holders(profile);
+    profile.meta.presymbolicated = named = true;
+  }
+  if (auto s = gecko::write_gecko_profile(profile, a.output); !s) {
+    std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+    return 1;
+  }
+  std::fprintf(
+      stderr,
+      "fxprof: imported %.2f s, %llu samples of %s, %u threads, %u processes, %llu lost records -> %s\n",
+      st.duration_s, static_cast<unsigned long long>(st.samples), st.event.c_str(), st.threads, st.processes,
+      static_cast<unsigned long long>(st.lost_records), a.output.c_str());
+  if (!a.quiet) {
+    if (!named) pipeline::symbolicate(profile, symbols);
+    const std::string top = sinks::top_self_summary(profile, 5);
+    if (!top.empty()) std::fprintf(stderr, "fxprof: top self: %s\n", top.c_str());
+  }
+  if (a.save_only) return 0;
+  a.serve.libs = pipeline::known_libs(profile);
+  a.serve.view = gecko::gecko_view_query(profile);
+  imported = Error{};  // free the model before serving
+  a.serve.profile_path = a.output;
+  a.serve.symbolizer = &symbols;
+  if (auto s = server::serve_profile(a.serve); !s) {
+    std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace fxprof::cli

@@ -1,0 +1,296 @@
+// A perf.data file fed to the profile builder (perf_import.h): the file's /proc, the choice of event, the
+// filters, the rounds, then the build-ID check and the header's facts in the meta.
+#include "recorder/perf_import.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "base/fd.h"
+#include "elf/elf.h"
+#include "recorder/builder.h"
+#include "recorder/quality.h"
+#include "recorder/unwind/unwinder.h"
+
+namespace fxprof::recorder {
+
+namespace {
+
+// The GNU build ID in /sys/kernel/notes (the running kernel's), "" when unreadable.
+std::string running_kernel_build_id() {
+  auto notes = read_file("/sys/kernel/notes");
+  if (!notes) return {};
+  std::string_view n = *notes;
+  while (n.size() >= 12) {
+    uint32_t namesz, descsz, type;
+    std::memcpy(&namesz, n.data(), 4);
+    std::memcpy(&descsz, n.data() + 4, 4);
+    std::memcpy(&type, n.data() + 8, 4);
+    const size_t name_len = (namesz + 3) & ~3u, desc_len = (descsz + 3) & ~3u;
+    if (n.size() - 12 < name_len || n.size() - 12 - name_len < desc_len) break;
+    if (type == 3 && namesz == 4 && n.substr(12, 3) == "GNU")
+      return std::string(n.substr(12 + name_len, descsz));
+    n.remove_prefix(12 + name_len + desc_len);
+  }
+  return {};
+}
+
+// Whether the file was recorded on the kernel running now: its kernel build ID, else its release and host.
+bool recorded_on_this_kernel(const perf::Features& f) {
+  for (const perf::BuildIdEntry& b : f.build_ids)
+    if (b.path == "[kernel.kallsyms]" && !b.build_id.empty()) {
+      const std::string running = running_kernel_build_id();
+      return !running.empty() && running.starts_with(b.build_id);
+    }
+  struct utsname un;
+  return uname(&un) == 0 && f.os_release == un.release && f.hostname == un.nodename;
+}
+
+// The recording's /proc, from the file: thread names from its COMM records (the processes are gone), the
+// kernel's function names from this machine's kallsyms when it is the kernel that was recorded.
+class FileProcfs final : public Procfs {
+ public:
+  FileProcfs(const perf::DataFile& file, bool kernel) : kernel_(kernel) {
+    for (const perf::RecordAt& r : file.records) {
+      if (r.h->type != PERF_RECORD_COMM) continue;
+      const perf::Record rec = perf::decode(r.h, file.layout);
+      if (const auto* c = std::get_if<perf::CommRecord>(&rec))
+        comm_.try_emplace(c->tid, std::string(c->comm));
+    }
+  }
+  Result<std::string> read(const std::string& path) override {
+    // "/proc/PID/task/TID/comm" or "/proc/PID/comm": the first name the file gave the thread.
+    if (path.ends_with("/comm")) {
+      const std::string dir = path.substr(0, path.size() - 5);
+      const uint32_t tid = static_cast<uint32_t>(std::strtoul(dir.c_str() + dir.rfind('/') + 1, nullptr, 10));
+      if (auto it = comm_.find(tid); it != comm_.end()) return it->second;
+    }
+    return Err(path + ": not in the perf.data file");
+  }
+  std::vector<uint32_t> list(const std::string&) override { return {}; }
+  std::vector<std::string> kernel_symbols(std::span<const uint64_t> addrs) override {
+    if (!kernel_) return {};
+    return live_procfs().kernel_symbols(addrs);
+  }
+
+ private:
+  bool kernel_;
+  std::unordered_map<uint32_t, std::string> comm_;
+};
+
+// Which records go to the builder: the chosen event's samples, the side-band records, the filters.
+struct Filter {
+  uint32_t event = 0;
+  std::unordered_set<uint32_t> pids, tids;
+  uint64_t start = 0, end = ~uint64_t{0};
+
+  bool wants(uint32_t pid, uint32_t tid) const {
+    return (pids.empty() || pids.count(pid)) && (tids.empty() || tids.count(tid));
+  }
+  bool keep(const perf::Record& r) const {
+    if (const auto* s = std::get_if<perf::SampleRecord>(&r))
+      return s->event == event && s->time >= start && s->time <= end && wants(s->pid, s->tid);
+    if (const auto* m = std::get_if<perf::Mmap2Record>(&r))
+      return m->pid != ~uint32_t{0} &&
+             (pids.empty() || pids.count(m->pid));  // the kernel's (pid -1): not a process
+    if (const auto* c = std::get_if<perf::CommRecord>(&r)) return pids.empty() || pids.count(c->pid);
+    if (const auto* f = std::get_if<perf::ForkRecord>(&r)) return pids.empty() || pids.count(f->pid);
+    if (const auto* e = std::get_if<perf::ExitRecord>(&r)) return pids.empty() || pids.count(e->pid);
+    return true;
+  }
+};
+
+// The event whose samples make the profile: the one named, else the first with samples.
+Result<uint32_t> choose_event(const perf::DataFile& file, const ImportOptions& o, ImportStats& st) {
+  std::vector<uint64_t> counts(file.events.size());
+  for (const perf::RecordAt& r : file.records)
+    if (r.h->type == PERF_RECORD_SAMPLE) {
+      const uint32_t e = file.layout.event_of(r.h);
+      if (e < counts.size()) ++counts[e];
+    }
+  std::optional<uint32_t> chosen;
+  for (uint32_t e = 0; e < counts.size(); ++e) {
+    const std::string& name = file.events[e].name;
+    if (counts[e]) st.events.emplace_back(name, counts[e]);
+    const bool named = !o.event.empty() && (name == o.event || name.substr(0, name.find(':')) == o.event);
+    if (!chosen && (named || (o.event.empty() && counts[e]))) chosen = e;
+  }
+  if (!chosen) {
+    std::string names;
+    for (const perf::Event& e : file.events) names += (names.empty() ? "" : ", ") + e.name;
+    if (!o.event.empty()) return Err("no event " + o.event + " in the file (its events: " + names + ")");
+    return Err("the file has no samples (its events: " + names + ")");
+  }
+  st.event = file.events[*chosen].name;
+  st.file_samples = counts[*chosen];
+  return *chosen;
+}
+
+// Header features into the meta: the machine, the command, the interval.
+void describe(const perf::DataFile& file, const perf_event_attr& attr, model::Profile& p) {
+  const perf::Features& f = file.features;
+  std::string cmd;
+  for (const std::string& w : f.cmdline) cmd += (cmd.empty() ? "" : " ") + w;
+  p.meta.machine.command_line = cmd;
+  p.meta.machine.logical_cpus = f.cpus_online;
+  p.meta.machine.main_memory = f.total_mem_kb * 1024;
+  p.meta.machine.cpu_name = f.cpu_desc;
+  if (!f.os_release.empty()) p.meta.oscpu = "Linux " + f.os_release + (f.arch.empty() ? "" : " " + f.arch);
+  p.meta.product = "fxprof import: " + (cmd.empty() ? std::string("perf.data") : cmd) +
+                   (f.hostname.empty() ? "" : " (on " + f.hostname + ")");
+  if (attr.freq && attr.sample_freq)
+    p.meta.interval_ms = 1000.0 / static_cast<double>(attr.sample_freq);
+  else if (!attr.freq && attr.sample_period && attr.type == PERF_TYPE_SOFTWARE && attr.config <= 1)
+    p.meta.interval_ms = static_cast<double>(attr.sample_period) / 1e6;  // cpu-clock, task-clock: ns
+}
+
+// Libraries whose binary on disk is not the one recorded keep the recorded build ID: the symbolizer then
+// looks for that one (by ID, --symbol-dir, debuginfod) and never names frames from the wrong file.
+void check_build_ids(const perf::DataFile& file, model::Profile& p) {
+  std::unordered_map<std::string, const std::string*> recorded;
+  for (const perf::BuildIdEntry& b : file.features.build_ids)
+    if (!b.build_id.empty()) recorded[b.path] = &b.build_id;
+  std::vector<QualityProblem> problems;
+  std::unordered_set<std::string> said;
+  for (model::Process& proc : p.processes)
+    for (model::Lib& lib : proc.libs) {
+      auto it = recorded.find(lib.path);
+      if (it == recorded.end()) continue;
+      const std::vector<uint8_t> id(it->second->begin(), it->second->end());
+      const std::string hex = elf::hex(id);
+      if (lib.code_id == hex) continue;
+      lib.code_id = hex;
+      lib.breakpad_id = elf::breakpad_id(id);
+      if (said.insert(lib.path).second)
+        problems.push_back({"Binary differs from the recorded one (build ID): " + lib.path, 1,
+                            lib.path + " on this machine is not the binary perf recorded (build ID " + hex +
+                                "): its functions are named only from a file with that build ID "
+                                "(--symbol-dir, debuginfod)"});
+    }
+  report_quality(p, problems);
+}
+
+// perf puts binaries in the build-ID table (ELF files); one naming another kind of file (/etc/shadow) is
+// not a table perf wrote: the file is refused before anything of it is opened as a binary.
+Status check_build_id_paths(const perf::DataFile& file) {
+  for (const perf::BuildIdEntry& b : file.features.build_ids) {
+    if (b.path.empty() || b.path[0] != '/' || b.path.ends_with(".map") ||
+        b.path.find("/jit-") != std::string::npos)
+      continue;
+    UniqueFd fd(open(b.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    struct stat st {};
+    if (!fd.valid() || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) continue;  // gone: a line later
+    char magic[4] = {};
+    if (pread(fd.get(), magic, 4, 0) == 4 && std::memcmp(magic,
+                                                         "\x7f"
+                                                         "ELF",
+                                                         4) == 0)
+      continue;
+    return Err("its build-ID table names " + b.path +
+               ", which is not a binary (perf lists only ELF files there): refusing the file");
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<Imported> import_perf_data(const perf::DataFile& file, const ImportOptions& o) {
+  Imported out;
+  ImportStats& st = out.stats;
+  if (Status s = check_build_id_paths(file); !s) return std::move(s).take_error();
+  auto chosen = choose_event(file, o, st);
+  if (!chosen) return std::move(chosen).take_error();
+  const perf_event_attr& attr = file.events[*chosen].attr;
+  st.dwarf = (attr.sample_type & PERF_SAMPLE_REGS_USER) && (attr.sample_type & PERF_SAMPLE_STACK_USER);
+  st.out_of_order = file.out_of_order;
+  st.dropped = file.dropped;
+  st.kernel_names = recorded_on_this_kernel(file.features);
+
+  model::Profile& profile = out.profile;
+  describe(file, attr, profile);
+  EventConfig events;
+  events.dwarf = st.dwarf;
+  events.regs_mask = user_regs_mask();
+  std::unique_ptr<Unwinder> unwinder;
+  if (st.dwarf) {
+    elf::LocatorOptions locator;
+    locator.symbol_dirs = o.symbol_dirs;
+    unwinder = std::make_unique<Unwinder>(std::move(locator));
+  }
+  FileProcfs procfs(file, st.kernel_names);
+  ProfileBuilder builder(profile, unwinder.get(), events, procfs);
+  perf::Layout layout = file.layout;
+  layout.unwind_regs = events.regs_mask;
+  builder.set_layout(layout);
+
+  Filter filter;
+  filter.event = *chosen;
+  filter.pids.insert(o.pids.begin(), o.pids.end());
+  filter.tids.insert(o.tids.begin(), o.tids.end());
+  filter.start = o.start_ns.value_or(0);
+  filter.end = o.end_ns.value_or(~uint64_t{0});
+  // Rounds of records, as the recorder hands them over (the builder releases stacks at each round's end).
+  std::vector<RecordRef> round;
+  constexpr size_t kRound = 1 << 14;
+  uint64_t first = 0, last = 0;
+  for (const perf::RecordAt& r : file.records) {
+    if (!filter.keep(perf::decode(r.h, layout))) continue;
+    if (r.time) {
+      if (!first) first = r.time;
+      last = std::max(last, r.time);
+    }
+    round.push_back({r.time, r.h, false});
+    if (round.size() == kRound) {
+      builder.on_records(round);
+      round.clear();
+    }
+  }
+  builder.on_records(round);
+  builder.on_end(last);
+  profile.meta.start_monotonic_ns = first;
+  profile.meta.end_monotonic_ns = last;
+  check_build_ids(file, profile);
+
+  st.samples = builder.samples();
+  st.lost_records = builder.lost();
+  st.processes = static_cast<uint32_t>(profile.processes.size());
+  for (const model::Process& p : profile.processes) st.threads += static_cast<uint32_t>(p.threads.size());
+  st.duration_s = static_cast<double>(last - first) / 1e9;
+  if (unwinder) {
+    const UnwindStats& u = unwinder->stats();
+    profile.meta.stack_walk =
+        model::Meta::StackWalk{u.stacks, u.truncated, u.failed, u.fp_stacks, u.scanned_stacks};
+  }
+  if (st.samples == 0)
+    return Err("no samples left to import" +
+               std::string(o.pids.empty() && o.tids.empty() && !o.start_ns && !o.end_ns
+                               ? ""
+                               : " (the --pid, --tid and --time-range filters left none)"));
+  return out;
+}
+
+Status parse_time_range(const std::string& text, ImportOptions& o) {
+  const size_t comma = text.find(',');
+  if (comma == std::string::npos) return Err("--time-range: START,END in seconds (either may be empty)");
+  auto seconds = [](const std::string& s, std::optional<uint64_t>& into) {
+    if (s.empty()) return true;
+    char* end = nullptr;
+    const double v = std::strtod(s.c_str(), &end);
+    if (end != s.c_str() + s.size() || !(v >= 0) || v > 1e10) return false;
+    into = static_cast<uint64_t>(v * 1e9 + 0.5);
+    return true;
+  };
+  if (!seconds(text.substr(0, comma), o.start_ns) || !seconds(text.substr(comma + 1), o.end_ns))
+    return Err("--time-range: '" + text + "' is not START,END in seconds");
+  return {};
+}
+
+}  // namespace fxprof::recorder
