@@ -64,10 +64,11 @@ Command stat_command(StatArgs& a) {
            "with --cache-sim: simulate a last-level cache of BYTES (a power of two,\n"
            "at least 65536; 16-way) instead of this machine's",
            [&](const std::string& v) {
-             auto n = parse_number(v);
-             const auto b = n ? static_cast<uint64_t>(*n) : 0;
-             if (!n || *n != static_cast<double>(b) || b < 65536 || b > (uint64_t{1} << 40) || (b & (b - 1)))
-               return std::string("--ll-size needs a power of two of at least 65536 bytes");
+             std::string error;
+             auto n = parse_number("--ll-size", v, {65536, 0x1p40, "a power of two of bytes", true}, error);
+             if (!n) return error;
+             const auto b = static_cast<uint64_t>(*n);
+             if (b & (b - 1)) return "--ll-size: expected a power of two of bytes, got '" + v + "'";
              a.ll_size = b;
              return std::string();
            }},
