@@ -37,7 +37,7 @@ TEST_CASE("usage errors are one clear line and exit 2") {
            Case{{"record", "--off-cpu-stack-size", "100", "true"},
                 "--off-cpu-stack-size: expected a number of bytes between 512 and 65528, got '100'"},
            Case{{"record", "-p", "12x"},
-                "--pid: expected process ids, each a whole number between 1 and 4194304, got '12x'"},
+                "--pid: expected process ids, each a whole number between 1 and 2^22, got '12x'"},
            Case{{"record", "--off-cpu-threshold", "-1", "true"},
                 "--off-cpu-threshold: expected a number of milliseconds between 0 and 86400000, got '-1'"},
            // Issue 37: nan, inf and overflowing values were taken (and crashed or misbehaved later).
