@@ -122,8 +122,7 @@ Command diff_command(DiffArgs& a) {
            "a CI gate: exit 3 when a function's self share grew by more than P\n"
            "percentage points beyond the sampling error of both shares and by more\n"
            "than the spread of either side's runs",
-           number([](double n) { return !(n < 0); }, "--fail-above needs percentage points (0 or more)",
-                  [&](double n) { a.fail_above = n; })},
+           number("--fail-above", {0, 100, "percentage points"}, [&](double n) { a.fail_above = n; })},
           {"", "--function", "NAME",
            "with --fail-above: gate on NAME's total share instead (the full\n"
            "signature or the bare name: hash_block finds app::hash_block(char const*))",
@@ -144,8 +143,7 @@ Command diff_command(DiffArgs& a) {
           {"-P", "--port", "PORT",
            "port of the first profile's server with --serve, the second's is PORT+1\n"
            "(default: any free ports)",
-           number([](double n) { return !(n < 1 || n > 65534 || n != static_cast<int>(n)); },
-                  "--port needs a port number (1-65534: the second profile takes PORT+1)",
+           number("--port", {1, 65534, "a port number (the second profile takes PORT+1)", true},
                   [&](double n) { a.port = static_cast<int>(n); })},
       },
       [&](const std::string& v) {

@@ -68,11 +68,9 @@ int cmd_export(std::span<char*> args) {
           {"", "--icicle", "", "(svg) callers at the top, callees below", set(svg.icicle, true)},
           {"", "--title", "TEXT", "(svg) the title (default \"Flame Graph\")", store(svg.title)},
           {"", "--width", "PX", "(svg) width in pixels (default 1200)",
-           number([](double n) { return !(n < 100 || n > 100000); },
-                  "--width needs a number of pixels (100 or more)", [&](double n) { svg.width = n; })},
+           number("--width", {100, 100000, "a number of pixels"}, [&](double n) { svg.width = n; })},
           {"", "--min-width", "PX", "(svg) leave out boxes narrower than PX pixels (default 0.1)",
-           number([](double n) { return !(n < 0); }, "--min-width needs a number of pixels",
-                  [&](double n) { svg.min_width = n; })},
+           number("--min-width", {0, 100000, "a number of pixels"}, [&](double n) { svg.min_width = n; })},
       },
       [&](const std::string& v) { return format.empty() ? (format = v, std::string()) : take_in(v); }};
   if (auto exit = parse_options(command, args)) return *exit;

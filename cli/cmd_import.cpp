@@ -97,7 +97,7 @@ Command import_command(ImportArgs& a) {
            set(a.serve.open_browser, false)},
           address_option(a.serve.address, "address to serve on (default 127.0.0.1)"),
           {"-P", "--port", "PORT", "port to serve on (default 3000 or the next free one)",
-           number([](double n) { return !(n < 1 || n > 65535); }, "--port needs a port number",
+           number("--port", {1, 65535, "a port number", true},
                   [&](double n) {
                     a.serve.port = static_cast<int>(n);
                     a.serve.port_exact = true;

@@ -82,8 +82,7 @@ std::optional<int> parse_load_args(std::span<char*> args, server::ServeOptions& 
           {"-P", "--port", "PORT",
            "port to serve on (default 3000 or the next free one up to 3099;\n"
            "a port given here is used or it is an error; 0 = any free port)",
-           number([](double n) { return !(n < 0 || n > 65535 || n != static_cast<int>(n)); },
-                  "--port needs a port number",
+           number("--port", {0, 65535, "a port number", true},
                   [&](double n) {
                     opts.port = static_cast<int>(n);
                     opts.port_exact = true;

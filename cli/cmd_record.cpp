@@ -139,6 +139,20 @@ std::string finish_heap(HeapRecording& heap, Result<recorder::Recording>& record
     if (h.lost_chunks > 0)
       heap_lost = "fxprof: heap: " + std::to_string(h.lost_chunks) +
                   " event chunks lost (the program closed the pipe)\n";
+    // Streams cut short: said with the data quality, and again under the figures they leave incomplete.
+    std::vector<recorder::QualityProblem> cuts;
+    for (const heap::StreamCut& c : h.cuts) {
+      std::string name = program;  // the process's own name when perf saw it (a child)
+      for (const model::Process& p : recording->profile.processes)
+        if (p.pid == c.pid && !p.name.empty()) name = p.name;
+      cuts.push_back({"Heap stream cut: " + name + " (pid " + std::to_string(c.pid) + ")", 1,
+                      heap::stream_cut_line(name, c, recording->profile.meta.start_monotonic_ns), c.pid,
+                      c.time_ns});
+    }
+    if (!cuts.empty()) recorder::report_quality(recording->profile, cuts);
+    if (!cuts.empty())
+      heap_lost += "fxprof: heap: incomplete: the stream of " + std::to_string(cuts.size()) +
+                   " process(es) was cut (above), their later allocations are not counted\n";
   }
   heap.source.reset();
   return heap_lost;

@@ -54,8 +54,7 @@ std::optional<int> parse_report_args(std::span<char*> args, ReportArgs& a) {
           {"", "--tree", "", "also print the top-down call tree (like perf report --stdio)",
            set(opts.tree, true)},
           {"", "--min-percent", "P", "leave out call-tree branches under P% of the section (default 0.5)",
-           number([](double n) { return !(n < 0 || n > 100); }, "--min-percent needs a percentage",
-                  [&](double n) { opts.tree_min_percent = n; })},
+           number("--min-percent", {0, 100, "a percentage"}, [&](double n) { opts.tree_min_percent = n; })},
           {"", "--heap", "",
            "the heap instead (a profile recorded with --heap): allocations, bytes,\n"
            "the peak and the call paths that held it, leaks, temporary allocations,\n"

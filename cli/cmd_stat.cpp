@@ -67,10 +67,11 @@ Command stat_command(StatArgs& a) {
            "with --cache-sim: simulate a last-level cache of BYTES (a power of two,\n"
            "at least 65536; 16-way) instead of this machine's",
            [&](const std::string& v) {
-             auto n = parse_number(v);
-             const auto b = n ? static_cast<uint64_t>(*n) : 0;
-             if (!n || *n != static_cast<double>(b) || b < 65536 || b > (uint64_t{1} << 40) || (b & (b - 1)))
-               return std::string("--ll-size needs a power of two of at least 65536 bytes");
+             std::string error;
+             auto n = parse_number("--ll-size", v, {65536, 0x1p40, "a power of two of bytes", true}, error);
+             if (!n) return error;
+             const auto b = static_cast<uint64_t>(*n);
+             if (b & (b - 1)) return "--ll-size: expected a power of two of bytes, got '" + v + "'";
              a.ll_size = b;
              return std::string();
            }},
@@ -82,8 +83,7 @@ Command stat_command(StatArgs& a) {
           {"-r", "--repeat", "N",
            "run COMMAND N times (as perf stat -r): the mean of each count and its\n"
            "relative standard deviation, ( +- x% ); no per-process counts",
-           number([](double n) { return !(n < 1 || n > 10000 || n != static_cast<uint32_t>(n)); },
-                  "--repeat needs a number of runs (1-10000)",
+           number("--repeat", {1, 10000, "a number of runs", true},
                   [&](double n) { a.repeat = static_cast<uint32_t>(n); })},
           pid_option(a.opt.pids,
                      "count running processes (and what they start) until Ctrl+C, --duration\n"

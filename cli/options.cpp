@@ -1,5 +1,7 @@
 #include "cli/options.h"
 
+#include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -46,12 +48,62 @@ int usage_error(std::string_view command, std::string_view msg) {
   return 2;
 }
 
-std::optional<double> parse_number(const std::string& s) {
-  if (s.empty()) return std::nullopt;
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || *end != '\0') return std::nullopt;
-  return v;
+namespace {
+
+// A range's bound as people write it: 4096, 0.5, 2^40 (a power of two from 2^20), 10^15.
+std::string bound_text(double v) {
+  char buf[64];
+  if (v == std::floor(v) && v >= 0x1p20 && std::exp2(std::floor(std::log2(v))) == v) {
+    std::snprintf(buf, sizeof buf, "2^%d", static_cast<int>(std::log2(v)));
+  } else if (v == std::floor(v) && v >= 1e7 && std::pow(10.0, std::round(std::log10(v))) == v) {
+    std::snprintf(buf, sizeof buf, "10^%d", static_cast<int>(std::round(std::log10(v))));
+  } else if (v == std::floor(v) && std::fabs(v) < 1e15) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  } else {
+    std::snprintf(buf, sizeof buf, "%g", v);
+  }
+  return buf;
+}
+
+// Decimal digits with at most one '.', then an optional exponent: what strtod alone would also take as
+// "nan", "inf", "0x1p3" or " 5" is not a number here.
+bool decimal(std::string_view s) {
+  size_t i = 0, digits = 0;
+  if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+  for (; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i) ++digits;
+  if (i < s.size() && s[i] == '.')
+    for (++i; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i) ++digits;
+  if (digits == 0) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+    const size_t from = i;
+    for (; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i) {
+    }
+    if (i == from) return false;
+  }
+  return i == s.size();
+}
+
+}  // namespace
+
+std::optional<double> parse_number(std::string_view option, const std::string& s, const Range& range,
+                                   std::string& error) {
+  std::optional<double> v;
+  if (decimal(s)) {
+    char* end = nullptr;
+    v = std::strtod(s.c_str(), &end);
+    if (!std::isfinite(*v) || *v < range.lo || (range.above_lo && *v == range.lo) || *v > range.hi ||
+        (range.whole && *v != std::floor(*v)))
+      v.reset();
+  }
+  if (v) return v;
+  const std::string shown = s.size() > 40 ? s.substr(0, 40) + "..." : s;
+  error = std::string(option) + ": expected " + std::string(range.what) + " " +
+          (range.above_lo ? "more than " + bound_text(range.lo) + " and at most "
+                          : "between " + bound_text(range.lo) + " and ") +
+          bound_text(range.hi) + ", got '" + shown + "'";
+  return std::nullopt;
 }
 
 std::optional<int> parse_options(const Command& command, std::span<char*> args,
@@ -136,12 +188,11 @@ Take append(std::vector<std::string>& into) {
   };
 }
 
-Take number(std::function<bool(double)> ok, std::string error, std::function<void(double)> set) {
-  return [ok = std::move(ok), error = std::move(error), set = std::move(set)](const std::string& v) {
-    auto n = parse_number(v);
-    if (!n || !ok(*n)) return error;
-    set(*n);
-    return std::string();
+Take number(std::string_view option, Range range, std::function<void(double)> set) {
+  return [option, range, set = std::move(set)](const std::string& v) {
+    std::string error;
+    if (auto n = parse_number(option, v, range, error)) set(*n);
+    return error;
   };
 }
 
@@ -153,9 +204,12 @@ Option pid_option(std::vector<int>& pids, std::string_view help) {
   return {"-p", "--pid", "PID[,PID...]", help, [&pids](const std::string& v) {
             for (size_t start = 0; start <= v.size();) {
               const size_t comma = v.find(',', start);
-              auto n = parse_number(v.substr(start, comma == std::string::npos ? comma : comma - start));
-              if (!n || *n < 1 || *n != static_cast<int>(*n))
-                return std::string("--pid needs process ids, like 123,456");
+              std::string error;
+              // (the kernel's highest pid_max)
+              auto n =
+                  parse_number("--pid", v.substr(start, comma == std::string::npos ? comma : comma - start),
+                               {1, 4194304, "process ids, each a whole number", true}, error);
+              if (!n) return error;
               pids.push_back(static_cast<int>(*n));
               if (comma == std::string::npos) break;
               start = comma + 1;
@@ -165,8 +219,9 @@ Option pid_option(std::vector<int>& pids, std::string_view help) {
 }
 
 Option duration_option(double& seconds, std::string_view help) {
+  // At most a year: the timer's nanoseconds must not overflow, and 1e19 is a typo.
   return {"-d", "--duration", "SECONDS", help,
-          number([](double n) { return n > 0; }, "--duration needs a positive number of seconds",
+          number("--duration", {0, 31536000, "a number of seconds", false, true},
                  [&seconds](double n) { seconds = n; })};
 }
 
@@ -179,9 +234,9 @@ Option header_option(std::vector<std::string>& headers, std::string_view help) {
 }
 
 Option limit_option(size_t& limit, std::string_view help) {
-  return {"", "--limit", "N", help,
-          number([](double n) { return !(n < 1 || n != static_cast<size_t>(n)); },
-                 "--limit needs a positive number", [&limit](double n) { limit = static_cast<size_t>(n); })};
+  return {"", "--limit", "N", help, number("--limit", {1, 1e9, "a whole number", true}, [&limit](double n) {
+            limit = static_cast<size_t>(n);
+          })};
 }
 
 Option address_option(std::string& address, std::string_view help) {

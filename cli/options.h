@@ -53,8 +53,22 @@ std::string help_text(const Command& command);
 // A usage error of `fxprof COMMAND`: one line on stderr pointing at its --help; returns exit status 2.
 int usage_error(std::string_view command, std::string_view msg);
 
-// A number, or nullopt when `s` is not one entirely.
-std::optional<double> parse_number(const std::string& s);
+// The one number parser of every numeric option of every command: a finite decimal number (digits, one '.',
+// an exponent; no "nan", "inf", hex, spaces or trailing text) within a range. Out-of-range values are refused
+// rather than clamped: `-d 1e19` or `--heap-rate 1e300` are mistakes, and a cast of one overflows.
+struct Range {
+  double lo = 0, hi = 0;
+  std::string_view what;  // "a number of bytes", "a whole number of events"
+  bool whole = false;     // an integer
+  bool above_lo = false;  // lo itself is refused ("more than 0")
+};
+// The value of `s` for `option`, or the one-line error ("--heap-rate: expected a number of bytes between 1
+// and 2^40, got 'nan'").
+std::optional<double> parse_number(std::string_view option, const std::string& s, const Range& range,
+                                   std::string& error);
+
+// A row's Take for a number in `range`, given to `set`.
+Take number(std::string_view option, Range range, std::function<void(double)> set);
 
 // Takes that only store: the value as given, one more of a repeatable one, a flag's setting.
 Take store(std::string& into);
@@ -66,9 +80,6 @@ Take set(T& target, T value) {
     return std::string();
   };
 }
-
-// A number that `ok` accepts goes to `set`; anything else is the usage error `error`.
-Take number(std::function<bool(double)> ok, std::string error, std::function<void(double)> set);
 
 // Rows several commands share, each checked the same everywhere.
 Option symbol_dir_option(std::vector<std::string>& dirs,

@@ -1,5 +1,7 @@
 #include "cli/record_options.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "base/fd.h"
@@ -26,8 +28,9 @@ constexpr std::string_view kCommand = "record";
 // A byte count in [lo, hi] rounded down to a multiple of 8 (the kernel's unit for stack copies).
 Take stack_bytes(uint32_t& into, std::string name, bool* given = nullptr) {
   return [&into, name, given](const std::string& v) {
-    auto n = parse_number(v);
-    if (!n || *n < 512 || *n > 65528) return name + " must be between 512 and 65528 bytes";
+    std::string error;
+    auto n = parse_number(name, v, {512, 65528, "a number of bytes"}, error);
+    if (!n) return error;
     into = static_cast<uint32_t>(*n) & ~7u;
     if (given) *given = true;
     return std::string();
@@ -66,8 +69,7 @@ Command record_command(RecordArgs& a, Parsed& p) {
           {"-F", "--freq", "HZ",
            "samples per second per thread (default 1000; lowered to the kernel's\n"
            "perf_event_max_sample_rate with a notice)",
-           number([](double n) { return !(n <= 0 || n > 1e6); },
-                  "--freq needs a positive number of samples per second",
+           number("--freq", {0, 1e6, "a number of samples per second", false, true},
                   [&](double n) {
                     rec.frequency_hz = n;
                     p.freq_given = true;
@@ -91,7 +93,7 @@ Command record_command(RecordArgs& a, Parsed& p) {
            "with -e: one sample every N events (default 1 for software events and\n"
            "tracepoints; cycles and instructions 1000003, cache-misses and\n"
            "branch-misses 1009)",
-           number([](double n) { return !(n < 1 || n > 1e15); }, "--period needs a positive number of events",
+           number("--period", {1, 1e15, "a whole number of events", true},
                   [&](double n) { rec.event_period = static_cast<uint64_t>(n); })},
           {"", "--call-graph", "MODE",
            "dwarf (default: copy the user stack and unwind it with the binaries' CFI;\n"
@@ -119,8 +121,7 @@ Command record_command(RecordArgs& a, Parsed& p) {
            "ring buffer per CPU (default: room for ~32 samples, 2 MiB in dwarf mode as\n"
            "root; an ordinary user gets at most kernel.perf_event_mlock_kb). Larger\n"
            "loses fewer records at high rates; rounded down to a power-of-two pages",
-           number([](double n) { return !(n < 4096 || n > (uint64_t{1} << 30)); },
-                  "--buffer-size must be between 4096 bytes and 1 GiB",
+           number("--buffer-size", {4096, 0x1p30, "a number of bytes", true},
                   [&](double n) { rec.buffer_bytes = static_cast<uint64_t>(n); })},
           pid_option(rec.pids,
                      "attach to running processes (and what they start) until Ctrl+C or --duration"),
@@ -137,9 +138,9 @@ Command record_command(RecordArgs& a, Parsed& p) {
            },
            "sampled"},
           {"", "--heap-rate", "BYTES",
-           "sampled mode: on average one sample per BYTES allocated (default 524288)",
-           number([](double n) { return !(n < 1); }, "--heap-rate needs a positive number of bytes",
-                  [&](double n) { p.heap_rate = n; })},
+           "sampled mode: on average one sample per BYTES allocated (default 524288;\n"
+           "1 to 2^40)",
+           number("--heap-rate", {1, 0x1p40, "a number of bytes"}, [&](double n) { p.heap_rate = n; })},
           {"", "--cpu-only", "",
            "on-CPU samples only. By default the profile is wall-clock: time a thread\n"
            "spends blocked or preempted is sampled too, at the same rate, with the\n"
@@ -158,8 +159,7 @@ Command record_command(RecordArgs& a, Parsed& p) {
            set(rec.off_cpu, false)},
           {"", "--off-cpu-threshold", "MS",
            "a marker for every wait of at least MS milliseconds (default 1; 0: all)",
-           number([](double n) { return !(n < 0); },
-                  "--off-cpu-threshold needs a number of milliseconds (0 or more)",
+           number("--off-cpu-threshold", {0, 86400000, "a number of milliseconds"},
                   [&](double n) { rec.off_cpu_threshold_ms = n; })},
           {"", "--off-cpu-stack-size", "BYTES",
            "user stack copied at each context switch in dwarf mode (default 8192,\n"
@@ -203,7 +203,8 @@ Command record_command(RecordArgs& a, Parsed& p) {
                   "--help`):"),
           {"", "--share", "",
            "upload the self-contained profile to the Firefox Profiler's public store\n"
-           "and print its link instead of serving (asks first; --yes on scripts)",
+           "and print its link instead of serving (asks first; --yes on scripts: without\n"
+           "a terminal, --share alone is refused before the program runs)",
            set(a.share, true)},
           {"", "--share-to", "URL",
            "PUT the self-contained profile to URL (your own store) and print the\n"
@@ -236,7 +237,7 @@ Command record_command(RecordArgs& a, Parsed& p) {
            set(a.serve.open_browser, false)},
           address_option(a.serve.address, "address to serve on (default 127.0.0.1)"),
           {"-P", "--port", "PORT", "port to serve on (default 3000 or the next free one)",
-           number([](double n) { return !(n < 1 || n > 65535); }, "--port needs a port number",
+           number("--port", {1, 65535, "a port number", true},
                   [&](double n) {
                     a.serve.port = static_cast<int>(n);
                     a.serve.port_exact = true;
@@ -268,6 +269,12 @@ std::optional<int> parse_record_args(std::span<char*> args, RecordArgs& a) {
   if (a.share && !a.share_options.share_to.empty())
     return usage_error(kCommand, "give --share or --share-to, not both");
   if (a.share_options.yes && !a.share) return usage_error(kCommand, "--yes goes with --share");
+  // The upload would be refused after the program ran (no terminal to ask on): refused before it runs.
+  if (a.share && !a.share_options.yes && (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO)))
+    return usage_error(
+        kCommand,
+        "--share asks before uploading and there is no terminal to ask on: give --yes to upload "
+        "without asking");
   if (rec.event_period && !rec.event) return usage_error(kCommand, "--period applies to -e EVENT");
   if (rec.event && p.freq_given)
     return usage_error(kCommand,

@@ -3,6 +3,7 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include <array>
 #include <memory>
 #include <set>
 #include <string_view>
@@ -14,22 +15,63 @@ namespace fxprof::heap {
 namespace {
 
 // Entry points of allocators that programs link in instead of calling the C library's malloc: jemalloc
-// (je_ prefix; tikv-jemallocator's _rjem_), mimalloc, tcmalloc, rpmalloc, snmalloc. An executable that
-// defines `malloc` itself also keeps its calls from the shim (its own definition comes first in symbol
-// lookup).
-bool allocator_symbol(std::string_view name) {
-  for (std::string_view s :
-       {"malloc", "je_malloc", "je_mallocx", "_rjem_malloc", "_rjem_mallocx", "mi_malloc", "mi_heap_malloc",
-        "tc_malloc", "rpmalloc", "sn_malloc", "__rg_alloc"})
-    if (name == s) return true;
-  return false;
+// (je_ prefix; tikv-jemallocator's _rjem_), mimalloc, tcmalloc, rpmalloc, snmalloc, a Rust
+// #[global_allocator] (__rg_), and an executable that defines `malloc` itself (its own definition comes first
+// in symbol lookup). A family is trusted only when its executable defines all four of its malloc, free,
+// realloc and calloc as functions with code (a symbol size): a lone function that happens to be named
+// je_malloc (a hash, a wrapper, a test double) is not an allocator, and probing it as one made up 4.66 GiB of
+// allocations from a program that allocated nothing.
+struct Family {
+  std::string_view malloc, free, realloc, calloc;
+  // Its other entry points, recorded too once the family is trusted.
+  std::array<std::string_view, 5> more{};
+};
+constexpr Family kFamilies[] = {
+    {"malloc", "free", "realloc", "calloc", {"posix_memalign", "aligned_alloc", "memalign"}},
+    {"je_malloc",
+     "je_free",
+     "je_realloc",
+     "je_calloc",
+     {"je_mallocx", "je_sdallocx", "je_posix_memalign", "je_aligned_alloc", "je_memalign"}},
+    {"_rjem_malloc",
+     "_rjem_free",
+     "_rjem_realloc",
+     "_rjem_calloc",
+     {"_rjem_mallocx", "_rjem_sdallocx", "_rjem_posix_memalign", "_rjem_aligned_alloc", "_rjem_memalign"}},
+    {"mi_malloc",
+     "mi_free",
+     "mi_realloc",
+     "mi_calloc",
+     {"mi_heap_malloc", "mi_posix_memalign", "mi_aligned_alloc", "mi_memalign"}},
+    {"tc_malloc", "tc_free", "tc_realloc", "tc_calloc", {"tc_posix_memalign", "tc_memalign"}},
+    {"rpmalloc", "rpfree", "rprealloc", "rpcalloc", {"rpposix_memalign", "rpaligned_alloc", "rpmemalign"}},
+    {"sn_malloc", "sn_free", "sn_realloc", "sn_calloc"},
+    {"__rg_alloc", "__rg_dealloc", "__rg_realloc", "__rg_alloc_zeroed"},
+};
+
+// What each entry point's arguments are (heap.h); names of no family are Other.
+AllocatorRole role_of(std::string_view name) {
+  if (name == "mi_heap_malloc") return AllocatorRole::Other;  // (heap, size)
+  if (name == "__rg_realloc") return AllocatorRole::RustRealloc;
+  for (const Family& f : kFamilies) {
+    if (name == f.free || name.ends_with("sdallocx")) return AllocatorRole::Free;
+    if (name == f.realloc) return AllocatorRole::Realloc;
+    if (name == f.calloc) return AllocatorRole::Calloc;
+  }
+  if (name.ends_with("posix_memalign")) return AllocatorRole::PosixMemalign;
+  if (name.ends_with("aligned_alloc") || name.ends_with("memalign")) return AllocatorRole::Memalign;
+  for (const Family& f : kFamilies)
+    if (name == f.malloc || name == "__rg_alloc_zeroed" || name.ends_with("mallocx"))
+      return AllocatorRole::Alloc;
+  return AllocatorRole::Other;
 }
 
-// Their free functions, recorded with the allocation functions by uprobes (heap.h, allocator_role).
-bool free_symbol(std::string_view name) {
-  for (std::string_view s : {"free", "je_free", "je_sdallocx", "_rjem_free", "_rjem_sdallocx", "mi_free",
-                             "tc_free", "rpfree", "sn_free", "__rg_dealloc"})
-    if (name == s) return true;
+bool family_name(std::string_view name) {
+  for (const Family& f : kFamilies) {
+    if (name == f.malloc || name == f.free || name == f.realloc || name == f.calloc) return true;
+    for (std::string_view m : f.more)
+      if (!m.empty() && name == m) return true;
+  }
   return false;
 }
 
@@ -54,7 +96,7 @@ OwnAllocator own_allocator(const std::string& path) {
       if (gelf_getphdr(elf.get(), static_cast<int>(i), &ph) && ph.p_type == PT_INTERP) interp = true;
     }
   out.static_executable = phnum > 0 && !interp;
-  std::set<std::string> found, frees;
+  std::set<std::string, std::less<>> defined;  // functions with code
   for (Elf_Scn* scn = elf_nextscn(elf.get(), nullptr); scn; scn = elf_nextscn(elf.get(), scn)) {
     GElf_Shdr sh;
     if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
@@ -68,9 +110,18 @@ OwnAllocator own_allocator(const std::string& path) {
           GELF_ST_TYPE(sym.st_info) != STT_FUNC)
         continue;
       const char* name = elf_strptr(elf.get(), sh.sh_link, sym.st_name);
-      if (name && allocator_symbol(name)) found.insert(name);
-      if (name && free_symbol(name)) frees.insert(name);
+      if (name && sym.st_size > 0 && family_name(name)) defined.insert(name);
     }
+  }
+  std::set<std::string> found, frees;
+  for (const Family& f : kFamilies) {
+    if (!defined.count(f.malloc) || !defined.count(f.free) || !defined.count(f.realloc) ||
+        !defined.count(f.calloc))
+      continue;
+    for (std::string_view n :
+         {f.malloc, f.free, f.realloc, f.calloc, f.more[0], f.more[1], f.more[2], f.more[3], f.more[4]})
+      if (!n.empty() && defined.count(n))
+        (role_of(n) == AllocatorRole::Free ? frees : found).insert(std::string(n));
   }
   // A Rust #[global_allocator] (__rg_alloc) that is the System allocator calls malloc: only worth saying
   // with an allocator that does not.
@@ -80,12 +131,7 @@ OwnAllocator own_allocator(const std::string& path) {
   return out;
 }
 
-AllocatorRole allocator_role(std::string_view function) {
-  if (function == "mi_heap_malloc") return AllocatorRole::Other;  // (heap, size)
-  if (allocator_symbol(function)) return AllocatorRole::Alloc;
-  if (free_symbol(function)) return AllocatorRole::Free;
-  return AllocatorRole::Other;
-}
+AllocatorRole allocator_role(std::string_view function) { return role_of(function); }
 
 std::string own_allocator_line(const std::string& program, const OwnAllocator& a,
                                const std::string& uprobes_error) {

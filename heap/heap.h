@@ -51,13 +51,24 @@ struct ExternalCall {
   std::vector<uint64_t> stack;  // an allocation's return addresses, leaf first
 };
 
+// A process whose stream ended without its Bye (heap/wire.h): it closed or replaced the pipe's descriptor,
+// was killed, or outlived the recording. Its allocations after `time_ns` (CLOCK_MONOTONIC: its last chunk's)
+// are not in the profile.
+struct StreamCut {
+  uint32_t pid = 0;
+  uint64_t time_ns = 0;
+};
+// The data-quality line saying so; `start_ns`: the recording's start, for the time.
+std::string stream_cut_line(const std::string& program, const StreamCut& cut, uint64_t start_ns);
+
 // What finish() says about the stream itself; the heap's figures are in the profile (sinks/heap_report.h).
 struct Summary {
   Mode mode = Mode::Sampled;
   uint64_t lost_chunks = 0;  // chunks the program could not write (pipe closed)
   uint64_t events = 0;
   uint64_t folded_while_running = 0;  // of the events, folded by the worker before finish() was called
-  bool refolded = false;  // threads' events came out of order: the stream was folded again, sorted
+  bool refolded = false;        // threads' events came out of order: the stream was folded again, sorted
+  std::vector<StreamCut> cuts;  // processes whose stream ended early, by pid
 };
 
 class HeapSource {
@@ -100,10 +111,11 @@ std::string own_allocator_line(const std::string& program, const OwnAllocator& a
 std::string uprobes_line(const std::string& program, const std::vector<std::string>& functions,
                          uint64_t calls, uint64_t dropped);
 
-// What an allocator function found by own_allocator() does, for recording it with uprobes: Alloc takes the
-// size as its first argument and returns the block, Free takes the block as its first argument; Other
-// (mi_heap_malloc's size is its second argument, reallocation) is not recorded.
-enum class AllocatorRole { Alloc, Free, Other };
+// What an allocator function found by own_allocator() does, for recording it with uprobes (its arguments):
+// Alloc (size), Calloc (n, size), Memalign (alignment, size), Realloc (block, size: a free of the block and
+// an allocation), RustRealloc (__rg_realloc: block, old size, alignment, new size), PosixMemalign (out,
+// alignment, size: 0 on success), Free (block); Other (mi_heap_malloc: heap, size) is not recorded.
+enum class AllocatorRole { Alloc, Calloc, Memalign, Realloc, RustRealloc, PosixMemalign, Free, Other };
 AllocatorRole allocator_role(std::string_view function);
 
 }  // namespace fxprof::heap

@@ -31,8 +31,10 @@
 //    clock_gettime calls through kvm-clock were ~110 of the ~630 ns a malloc+free cost in full mode here.
 //  - Transport: each thread fills a 4 KiB chunk and writes it with one write(2) to the pipe inherited through
 //    FXPROF_HEAP_FD (see heap/wire.h). A full pipe blocks the program until the recorder reads: memory stays
-//    bounded and nothing is dropped. A chunk that cannot be written (pipe closed) is counted as lost in the
-//    next one that is.
+//    bounded and nothing is dropped. A chunk that cannot be written is counted as lost in the next one that
+//    is.
+//  - The descriptor is the program's to close: each chunk goes out only while it is still the recorder's
+//    pipe, and a recorder that died never kills the program (heap/shim_pipe.h).
 //  - fork: the child starts with empty buffers and stack caches under its own pid; exec: the environment
 //    keeps LD_PRELOAD, so the new program loads the shim again. _exit and _Exit (how a forked child that does
 //    not exec usually leaves, running no destructors) flush every thread's chunk first.
@@ -59,6 +61,7 @@
 #include <new>
 
 #include "heap/shim_clock.h"
+#include "heap/shim_pipe.h"
 #include "heap/shim_sampling.h"
 #include "heap/shim_stacks.h"
 #include "heap/wire.h"
@@ -113,7 +116,6 @@ void* boot_alloc(size_t n, size_t align = 16) {
 }
 
 // Configuration, read once from the environment (getenv does not allocate).
-int out_fd = -1;
 bool full_mode = false;
 double rate = 512 * 1024;
 std::atomic<uint32_t> cur_pid{0};
@@ -170,17 +172,8 @@ pthread_key_t exit_key;
 
 int64_t next_countdown(ThreadState& s);
 
-bool write_all(const void* data, size_t n) {
-  auto* p = static_cast<const char*>(data);
-  while (n > 0) {
-    ssize_t w = write(out_fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
+bool write_all(const void* data, size_t n) { return fxprof::heap::shim::pipe_write(data, n); }
+using fxprof::heap::shim::sending;
 
 // Records go after the chunk header's place in buf, leaving room for the closing Clock record.
 constexpr uint32_t kHeader = sizeof(ChunkHeader);
@@ -274,7 +267,7 @@ ThreadState* thread_state() {
     if (slot.compare_exchange_strong(expected, s)) break;
   }
   pthread_setspecific(exit_key, s);  // keys below 32 need no allocation
-  if (out_fd >= 0) send_hello(*s);
+  if (sending()) send_hello(*s);
   return s;
 }
 
@@ -337,7 +330,7 @@ __attribute__((noinline)) void resolve() {
   real.exit_now = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_exit"));
   real.exit_now2 = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_Exit"));
 
-  if (const char* fd = getenv(wire::kFdEnv)) out_fd = atoi(fd);
+  fxprof::heap::shim::pipe_open();
   if (const char* m = getenv(wire::kModeEnv)) full_mode = std::strcmp(m, "full") == 0;
   if (const char* v = getenv(wire::kSeedEnv)) seed = strtoull(v, nullptr, 10);
   if (const char* r = getenv(wire::kRateEnv)) {
@@ -345,7 +338,7 @@ __attribute__((noinline)) void resolve() {
     if (v >= 1) rate = v;
   }
   cur_pid.store(static_cast<uint32_t>(getpid()));
-  if (out_fd >= 0 && !full_mode) {
+  if (sending() && !full_mode) {
     void* m = mmap(nullptr, kBitmapBits / 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m != MAP_FAILED) sampled_bits = static_cast<std::atomic<uint64_t>*>(m);
   }
@@ -362,7 +355,7 @@ inline bool ready() {
 
 // Records an allocation whose size took the countdown to 0 or below (caller holds tls.busy).
 void record_alloc(Tls& t, void* p, size_t size) {
-  if (out_fd < 0) {
+  if (!sending()) {
     t.countdown = kNever;
     return;
   }
@@ -404,7 +397,7 @@ void record_alloc(Tls& t, void* p, size_t size) {
 
 // Records a free that the fast path could not rule out (caller holds tls.busy).
 void record_free(void* p) {
-  if (out_fd < 0) return;
+  if (!sending()) return;
   const auto addr = reinterpret_cast<uintptr_t>(p);
   uint8_t temporary = 0;
   if (!full_mode) {
@@ -479,6 +472,7 @@ inline void note_free(void* p) {
   free_slow(p);
 }
 
+// At exit: every thread's chunk, the lost count, then the process's Bye (heap/wire.h).
 void flush_all() {
   for (auto& slot : registry) {
     ThreadState* s = slot.load();
@@ -496,6 +490,12 @@ void flush_all() {
           {static_cast<uint8_t>(Kind::Lost), {}, 0, now_ns(), 0, lost}};
     write_all(&msg, sizeof msg);
   }
+  struct {
+    ChunkHeader h;
+    Record r;
+  } bye{{wire::kMagic, cur_pid.load(), static_cast<uint32_t>(syscall(SYS_gettid)), sizeof(Record)},
+        {static_cast<uint8_t>(Kind::Bye), {}, 0, now_ns(), 0, 0}};
+  write_all(&bye, sizeof bye);
 }
 
 void before_fork() {
@@ -529,7 +529,7 @@ void in_child() {
         fxprof::heap::shim::mix_seed(s->rng ^ (forks + 1) * 0xD1B54A32D192ED03ull ^ (seed ? 0 : now_ns()));
     if (!full_mode) tls.countdown = next_countdown(*s);
     registry[0].store(s);
-    if (out_fd >= 0) send_hello(*s);  // a new process's thread, to the recorder
+    if (sending()) send_hello(*s);  // a new process's thread, to the recorder
   }
 }
 
@@ -656,6 +656,14 @@ __attribute__((visibility("default"))) void* pvalloc(size_t size) {
 __attribute__((visibility("default"))) void _exit(int status) { flush_and_exit(real.exit_now, status); }
 __attribute__((visibility("default"))) void _Exit(int status) noexcept {
   flush_and_exit(real.exit_now2, status);
+}
+
+// libunwind opens its memory-validation pipe inside the hook (busy): moved out of the program's way
+// (heap/shim_pipe.h). Anyone else's pipe2 is the real one, untouched.
+__attribute__((visibility("default"))) int pipe2(int fds[2], int flags) {
+  const long rc = syscall(SYS_pipe2, fds, flags);
+  if (rc == 0 && tls.busy) fxprof::heap::shim::move_high(fds);
+  return rc == 0 ? 0 : -1;
 }
 
 __attribute__((visibility("default"))) size_t malloc_usable_size(void* p) {

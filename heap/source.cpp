@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,6 +33,7 @@
 #include "heap/heap.h"
 #include "heap/source_fold.h"
 #include "heap/source_internal.h"
+#include "heap/stream_ends.h"
 #include "heap/tables.h"
 #include "heap/wire.h"
 
@@ -209,6 +211,7 @@ struct HeapSource::Impl {
   size_t scanned = 0;  // of which whole chunks (reader)
   size_t pipe_bytes = 0;
   bool desync = false;               // the reader stopped early (read by finish() after joining it)
+  internal::StreamEnds ends;         // which processes said Bye (reader)
   std::atomic<size_t> published{0};  // whole chunks, for the worker
   std::atomic<uint32_t> signal{0};   // bumped when published or reader_done changes
   std::atomic<bool> reader_done{false}, abandon{false};
@@ -268,6 +271,7 @@ struct HeapSource::Impl {
             break;
           }
           if (used - scanned < sizeof h + h.bytes) break;
+          ends.chunk(scanned, h, {p + scanned + sizeof h, h.bytes});
           scanned += sizeof h + h.bytes;
         }
         publish();
@@ -545,9 +549,19 @@ Result<std::unique_ptr<HeapSource>> HeapSource::start(const Options& options) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return Err("cannot create the heap pipe: " + errno_text(errno));
   impl->read_fd.reset(fds[0]);
-  impl->write_fd.reset(fds[1]);
-  // The write end goes to the program; a larger pipe lets it run ahead of the reader by 1 MiB.
-  fcntl(fds[1], F_SETFD, 0);
+  UniqueFd low(fds[1]);
+  // The write end goes to the program (inherited: no close-on-exec), under a number far above those its own
+  // open() calls get; the shim writes to it only while it is this pipe (heap/shim_pipe.h).
+  rlimit files{};
+  getrlimit(RLIMIT_NOFILE, &files);
+  const auto high =
+      static_cast<int>(std::clamp<rlim_t>(files.rlim_cur > 64 ? files.rlim_cur - 64 : 10, 10, 960));
+  impl->write_fd.reset(fcntl(fds[1], F_DUPFD, high));
+  if (!impl->write_fd.valid()) impl->write_fd = std::move(low);  // (a limit of a few files): where it is
+  low.reset();
+  struct stat pipe_id {};
+  fstat(impl->write_fd.get(), &pipe_id);
+  // A larger pipe lets the program run ahead of the reader by 1 MiB.
   fcntl(fds[0], F_SETPIPE_SZ, 1 << 20);
   impl->pipe_bytes = static_cast<size_t>(std::max(0, fcntl(fds[0], F_GETPIPE_SZ)));
   fcntl(fds[0], F_SETFL, O_NONBLOCK);
@@ -570,7 +584,9 @@ Result<std::unique_ptr<HeapSource>> HeapSource::start(const Options& options) {
   std::string preload = shim;
   if (const char* old = getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
   impl->env.push_back(std::make_unique<EnvOverride>("LD_PRELOAD", preload));
-  impl->env.push_back(std::make_unique<EnvOverride>(wire::kFdEnv, std::to_string(fds[1])));
+  impl->env.push_back(std::make_unique<EnvOverride>(wire::kFdEnv, std::to_string(impl->write_fd.get())));
+  impl->env.push_back(std::make_unique<EnvOverride>(
+      wire::kPipeEnv, std::to_string(pipe_id.st_dev) + ":" + std::to_string(pipe_id.st_ino)));
   impl->env.push_back(
       std::make_unique<EnvOverride>(wire::kModeEnv, options.mode == Mode::Full ? "full" : "sampled"));
   char rate[32];
@@ -598,6 +614,7 @@ Summary HeapSource::finish(model::Profile& prof) {
   im.deadline.store(now_ns() + 1000000000ull);
   if (im.reader.joinable()) im.reader.join();
   if (im.worker.joinable()) im.worker.join();  // it folds what the reader read last, then stops
+  sum.cuts = im.ends.cuts(im.base());          // before the stream's pages go
 
   std::vector<uint32_t> inst_pid;
   StackTrie stacks;

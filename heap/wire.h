@@ -19,7 +19,10 @@ namespace fxprof::heap::wire {
 
 inline constexpr uint32_t kChunkMax = 4096;  // PIPE_BUF on Linux: one write(2) stays atomic
 inline constexpr uint32_t kMaxFrames = 64;
-inline constexpr const char* kFdEnv = "FXPROF_HEAP_FD";      // the pipe's write end, inherited
+inline constexpr const char* kFdEnv = "FXPROF_HEAP_FD";  // the pipe's write end, inherited
+// "DEV:INO" of that pipe (fstat): the shim writes to the descriptor only while it is still this pipe, as the
+// program may close it and reuse the number for its own files (or dup2 a log over it).
+inline constexpr const char* kPipeEnv = "FXPROF_HEAP_PIPE";
 inline constexpr const char* kModeEnv = "FXPROF_HEAP_MODE";  // "full" or "sampled"
 inline constexpr const char* kRateEnv = "FXPROF_HEAP_RATE";  // mean bytes between samples (sampled mode)
 inline constexpr const char* kLibEnv = "FXPROF_HEAP_LIB";    // the shim's path (so children keep LD_PRELOAD)
@@ -44,7 +47,11 @@ inline constexpr uint32_t kMagic = 0x48505846;  // "FXPH"
 // (only a Clock record, or no records in a stream of CLOCK_MONOTONIC times), and its last one ends with an
 // End record: so the recorder's worker knows every thread that may still send events earlier than what it
 // folds, and stops waiting on a thread that has exited (heap/source.cpp).
-enum class Kind : uint8_t { Alloc = 1, Free = 2, StackDef = 3, Lost = 4, Clock = 5, End = 6 };
+//
+// A process's shim ends its stream with a Bye record, alone in a chunk, once it flushed every thread's chunk
+// at exit (exit, _exit): a process that sent no Bye had its stream cut (it closed or replaced the pipe's
+// descriptor, it was killed, or it outlived the recording), and the recorder says so (Summary::cuts).
+enum class Kind : uint8_t { Alloc = 1, Free = 2, StackDef = 3, Lost = 4, Clock = 5, End = 6, Bye = 7 };
 
 struct Record {
   uint8_t kind;

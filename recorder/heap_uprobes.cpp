@@ -31,6 +31,27 @@ struct Event {
 
 int silent(enum libbpf_print_level, const char*, va_list) { return 0; }  // our one line says what failed
 
+// The BPF program on the entry of a function of `role` (bpf/heap_uprobes.bpf.c), reading its arguments.
+const char* entry_program(heap::AllocatorRole role) {
+  using R = heap::AllocatorRole;
+  switch (role) {
+    case R::Alloc:
+      return "alloc_enter";
+    case R::Calloc:
+      return "calloc_enter";
+    case R::Memalign:
+      return "memalign_enter";
+    case R::Realloc:
+      return "realloc_enter";
+    case R::RustRealloc:
+      return "rust_realloc_enter";
+    case R::PosixMemalign:
+      return "posix_memalign_enter";
+    default:
+      return nullptr;
+  }
+}
+
 }  // namespace
 
 struct HeapUprobes::Bpf {
@@ -67,10 +88,11 @@ Result<std::unique_ptr<HeapUprobes>> HeapUprobes::start(
   if (!b.object) return Err("cannot open the BPF program: " + errno_text(errno));
   if (int err = bpf_object__load(b.object.get()); err != 0)
     return Err("cannot load the BPF program (" + errno_text(-err) + "): uprobes need root");
-  bpf_program* enter = bpf_object__find_program_by_name(b.object.get(), "alloc_enter");
-  bpf_program* exit = bpf_object__find_program_by_name(b.object.get(), "alloc_exit");
-  bpf_program* free = bpf_object__find_program_by_name(b.object.get(), "free_enter");
-  if (!enter || !exit || !free) return Err("the BPF program lacks its functions");
+  auto program = [&](const char* name) { return bpf_object__find_program_by_name(b.object.get(), name); };
+  bpf_program* exit = program("alloc_exit");
+  bpf_program* free = program("free_enter");
+  bpf_program* posix_exit = program("posix_memalign_exit");
+  if (!exit || !free || !posix_exit) return Err("the BPF program lacks its functions");
   // A Rust program's __rg_alloc/__rg_dealloc see every Rust allocation whatever the allocator behind them:
   // with them, the allocator's own entry points would count each block twice.
   const bool rust = std::find(functions.begin(), functions.end(), "__rg_alloc") != functions.end();
@@ -79,12 +101,16 @@ Result<std::unique_ptr<HeapUprobes>> HeapUprobes::start(
     if (role == heap::AllocatorRole::Other || (rust && !f.starts_with("__rg_"))) continue;
     auto attach = [&](bpf_program* prog, bool ret) {
       LIBBPF_OPTS(bpf_uprobe_opts, uo, .retprobe = ret, .func_name = f.c_str());
-      bpf_link* link = bpf_program__attach_uprobe_opts(prog, -1, path.c_str(), 0, &uo);
+      bpf_link* link = prog ? bpf_program__attach_uprobe_opts(prog, -1, path.c_str(), 0, &uo) : nullptr;
       if (link) b.links.emplace_back(link);
       return link != nullptr;
     };
-    const bool ok =
-        role == heap::AllocatorRole::Alloc ? attach(enter, false) && attach(exit, true) : attach(free, false);
+    // Each role's entry program reads its arguments (heap/heap.h); all but free return through an exit.
+    const char* entry = entry_program(role);
+    const bool ok = role == heap::AllocatorRole::Free
+                        ? attach(free, false)
+                        : attach(program(entry), false) &&
+                              attach(role == heap::AllocatorRole::PosixMemalign ? posix_exit : exit, true);
     if (!ok) return Err("cannot attach a uprobe to " + f + " in " + path + ": " + errno_text(errno));
     u->attached_.push_back(f);
   }

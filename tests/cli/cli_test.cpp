@@ -30,15 +30,38 @@ TEST_CASE("usage errors are one clear line and exit 2") {
   for (const Case& c : {
            Case{{"record"}, "nothing to record: give a command or -p PID"},
            Case{{"record", "-F", "abc", "--", "true"},
-                "--freq needs a positive number of samples per second"},
+                "--freq: expected a number of samples per second more than 0 and at most 1000000, got 'abc'"},
            Case{{"record", "--call-graph", "lbr", "true"}, "--call-graph must be dwarf or fp"},
            Case{{"record", "--stack-size", "100000", "true"},
-                "--stack-size must be between 512 and 65528 bytes"},
+                "--stack-size: expected a number of bytes between 512 and 65528, got '100000'"},
            Case{{"record", "--off-cpu-stack-size", "100", "true"},
-                "--off-cpu-stack-size must be between 512 and 65528 bytes"},
-           Case{{"record", "-p", "12x"}, "--pid needs process ids, like 123,456"},
+                "--off-cpu-stack-size: expected a number of bytes between 512 and 65528, got '100'"},
+           Case{{"record", "-p", "12x"},
+                "--pid: expected process ids, each a whole number between 1 and 2^22, got '12x'"},
            Case{{"record", "--off-cpu-threshold", "-1", "true"},
-                "--off-cpu-threshold needs a number of milliseconds (0 or more)"},
+                "--off-cpu-threshold: expected a number of milliseconds between 0 and 86400000, got '-1'"},
+           // Issue 37: nan, inf and overflowing values were taken (and crashed or misbehaved later).
+           Case{{"record", "--heap", "--heap-rate", "nan", "true"},
+                "--heap-rate: expected a number of bytes between 1 and 2^40, got 'nan'"},
+           Case{{"record", "--heap", "--heap-rate", "inf", "true"},
+                "--heap-rate: expected a number of bytes between 1 and 2^40, got 'inf'"},
+           Case{{"record", "--heap", "--heap-rate", "1e300", "true"},
+                "--heap-rate: expected a number of bytes between 1 and 2^40, got '1e300'"},
+           Case{{"record", "-d", "1e19", "true"},
+                "--duration: expected a number of seconds more than 0 and at most 31536000, got '1e19'"},
+           Case{{"record", "-d", "inf", "true"},
+                "--duration: expected a number of seconds more than 0 and at most 31536000, got 'inf'"},
+           Case{{"record", "--buffer-size", "nan", "true"},
+                "--buffer-size: expected a number of bytes between 4096 and 2^30, got 'nan'"},
+           Case{{"record", "--off-cpu-threshold", "nan", "true"},
+                "--off-cpu-threshold: expected a number of milliseconds between 0 and 86400000, got 'nan'"},
+           Case{{"record", "--stack-size", "nan", "true"},
+                "--stack-size: expected a number of bytes between 512 and 65528, got 'nan'"},
+           Case{{"record", "-e", "page-faults", "-c", "nan", "true"},
+                "--period: expected a whole number of events between 1 and 10^15, got 'nan'"},
+           Case{
+               {"record", "-F", "0x10", "true"},
+               "--freq: expected a number of samples per second more than 0 and at most 1000000, got '0x10'"},
            Case{{"record", "--bogus", "true"}, "unknown option '--bogus'"},
            Case{{"record", "-o"}, "option -o needs a value"},
            Case{{"record", "-p", "1", "--", "true"}, "give either a command or -p PID, not both"},
@@ -61,6 +84,19 @@ TEST_CASE("an unwritable output is an error before the program is launched") {
                 "touch " + marker});
   CHECK(r.status == 1);
   CHECK(r.err == "fxprof: cannot create /nonexistent-dir/p.json.gz: No such file or directory\n");
+  CHECK(::access(marker.c_str(), F_OK) != 0);  // the program never ran
+}
+
+TEST_CASE("record --share without --yes and no terminal to ask on is refused before the program runs") {
+  TempDir dir;
+  std::string marker = dir.file("ran");
+  auto r = run(
+      {fxprof_bin(), "record", "--share", "-o", dir.file("p.json.gz"), "--", "sh", "-c", "touch " + marker});
+  CHECK(r.status == 2);
+  CHECK(
+      r.err ==
+      "fxprof record: --share asks before uploading and there is no terminal to ask on: give --yes to upload "
+      "without asking (try `fxprof record --help`)\n");
   CHECK(::access(marker.c_str(), F_OK) != 0);  // the program never ran
 }
 

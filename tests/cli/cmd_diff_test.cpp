@@ -242,5 +242,6 @@ TEST_CASE("diff --serve --port: each profile of the comparison selects its busie
   auto bad = run(
       {fxprof_bin(), "diff", "--serve", "-P", "70000", dir.file("base.json.gz"), dir.file("new.json.gz")});
   CHECK(bad.status == 2);
-  CHECK(bad.err.find("--port needs a port number") != std::string::npos);
+  CHECK(bad.err.find("--port: expected a port number (the second profile takes PORT+1) between 1 and 65534, "
+                     "got '70000'") != std::string::npos);
 }

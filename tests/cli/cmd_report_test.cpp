@@ -94,7 +94,9 @@ TEST_CASE("report in the terminal: tables, tree, inline or not") {
 
   auto bad = run({fxprof_bin(), "report", "--limit", "0", profile});
   CHECK(bad.status == 2);
-  CHECK(bad.err == "fxprof report: --limit needs a positive number (try `fxprof report --help`)\n");
+  CHECK(bad.err ==
+        "fxprof report: --limit: expected a whole number between 1 and 10^9, got '0' (try `fxprof report "
+        "--help`)\n");
 }
 
 TEST_CASE(

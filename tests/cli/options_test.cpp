@@ -98,16 +98,32 @@ TEST_CASE("usage errors are one line naming the command and exit 2") {
         "fxprof demo: one profile at a time ('b') (try `fxprof demo --help`)\n");
 }
 
-TEST_CASE("a number row takes what its check accepts and refuses anything else with its error") {
+TEST_CASE("a number row takes what its range accepts and refuses anything else with one line") {
   double got = 0;
-  const Take take =
-      number([](double n) { return n > 0; }, "--x needs a positive number", [&](double n) { got = n; });
+  const Take take = number("--x", {0, 100, "a number of things", false, true}, [&](double n) { got = n; });
   CHECK(take("2.5").empty());
   CHECK(got == 2.5);
-  CHECK(take("0") == "--x needs a positive number");
-  CHECK(take("3x") == "--x needs a positive number");
-  CHECK(take("") == "--x needs a positive number");
-  CHECK(got == 2.5);
+  CHECK(take("1e2").empty());
+  CHECK(got == 100);
+  const std::string expected = "--x: expected a number of things more than 0 and at most 100, got '";
+  for (const char* bad : {"0", "3x", "", "nan", "NaN", "inf", "-inf", "infinity", "1e300", "1e-400x", " 5",
+                          "5 ", "0x10", "100.5", "1e", "."})
+    CHECK(take(bad) == expected + bad + "'");
+  CHECK(got == 100);
+}
+
+TEST_CASE("the one number parser: whole numbers, bounds written as people do, long values cut") {
+  std::string error;
+  const Range bytes{1, 0x1p40, "a number of bytes"};
+  CHECK(parse_number("--r", "1099511627776", bytes, error) == 0x1p40);
+  CHECK(!parse_number("--r", "1099511627777", bytes, error));
+  CHECK(error == "--r: expected a number of bytes between 1 and 2^40, got '1099511627777'");
+  CHECK(!parse_number("--c", "2.5", {1, 1e15, "a whole number of events", true}, error));
+  CHECK(error == "--c: expected a whole number of events between 1 and 10^15, got '2.5'");
+  CHECK(parse_number("--c", "+7", {1, 1e15, "a whole number", true}, error) == 7);
+  CHECK(parse_number("--t", "0", {0, 1000, "ms"}, error) == 0);
+  CHECK(!parse_number("--t", std::string(100, '9'), {0, 1000, "ms"}, error));
+  CHECK(error == "--t: expected ms between 0 and 1000, got '" + std::string(40, '9') + "...'");
 }
 
 TEST_CASE("--help lists the table with its text at column 27 and -h last") {

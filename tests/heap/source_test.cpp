@@ -675,10 +675,10 @@ TEST_CASE("heap: a program with its own allocator is recorded with uprobes as ro
   auto r = record(out, {program, "2000"}, {"--heap=full"});
   INFO(r.err);
   REQUIRE(r.status == 0);
-  CHECK(r.err.find(
-            "fxprof: heap: " + program +
-            " has its own allocator: recorded with uprobes on je_malloc, je_free (3000 calls, each a trap "
-            "into the kernel)\n") != std::string::npos);
+  CHECK(r.err.find("fxprof: heap: " + program +
+                   " has its own allocator: recorded with uprobes on je_aligned_alloc, je_calloc, je_malloc, "
+                   "je_posix_memalign, je_realloc, je_free (3000 calls, each a trap into the kernel)\n") !=
+        std::string::npos);
   CHECK(r.err.find("does not see them") == std::string::npos);
   simdjson::dom::parser parser;
   std::string json;
@@ -714,7 +714,8 @@ TEST_CASE("heap: an ordinary user is told the allocator it cannot see and that u
   INFO(r.err);
   REQUIRE(r.status == 0);
   CHECK(r.err.find("fxprof: heap: " + program +
-                   " has its own allocator (je_malloc): the allocations made through it do not go through "
+                   " has its own allocator (je_aligned_alloc, je_calloc, je_malloc, je_posix_memalign, "
+                   "je_realloc): the allocations made through it do not go through "
                    "the C library's malloc, so --heap does not see them (recording them with uprobes failed: "
                    "cannot load the BPF program (Operation not permitted): uprobes need root)\n") !=
         std::string::npos);
