@@ -86,7 +86,7 @@ TEST_CASE(
   const std::string named = dir.file("attacker-named");
   const std::string link = tmp + "/out.folded";
   plant_link(pw, named, link);
-  for (const std::string& format : {"folded", "svg", "pprof"}) {
+  for (const char* format : {"folded", "svg", "pprof"}) {
     INFO(format);
     auto r = run({fxprof_bin(), "export", format, "--no-symbolicate", profile, "-o", link});
     CHECK(r.status != 0);
