@@ -105,7 +105,7 @@ Result<std::string> resolve_links(const std::string& path) {
     struct stat st {};
     if (::lstat(next.c_str(), &st) != 0) {
       if (errno == ENOENT && last) return next;  // a new name
-      return Err("cannot write " + path + ": " + errno_text(errno));
+      return Err((errno == ENOENT ? "cannot create " : "cannot write ") + path + ": " + errno_text(errno));
     }
     if (!S_ISLNK(st.st_mode)) {
       cur = next;

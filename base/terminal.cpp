@@ -98,7 +98,8 @@ std::string redact_url(std::string_view url) {
     rest.remove_prefix(at + 1);
   }
   const size_t query = std::min(rest.find('?'), rest.find('#'));
-  if (query == std::string_view::npos) return out.append(rest);
+  // "?" alone: already redacted ("?<redacted>" ends the URL at '<'), or nothing to hide.
+  if (query == std::string_view::npos || query + 1 == rest.size()) return out.append(rest);
   out.append(rest.substr(0, query));
   return out += rest[query] == '?' ? "?<redacted>" : "";
 }

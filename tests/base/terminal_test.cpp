@@ -30,4 +30,5 @@ TEST_CASE("redact_urls hides every URL's query string and user information, keep
         "'https://h/a?<redacted>' \"http://h/b?<redacted>\"");
   CHECK(redact_urls("no url here: a?b=c") == "no url here: a?b=c");
   CHECK(redact_urls("http://h?x=1") == "http://h?<redacted>");
+  CHECK(redact_urls(redact_urls("http://h/p?x=1: no")) == "http://h/p?<redacted>: no");  // idempotent
 }

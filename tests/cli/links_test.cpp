@@ -86,7 +86,7 @@ TEST_CASE(
   const std::string named = dir.file("attacker-named");
   const std::string link = tmp + "/out.folded";
   plant_link(pw, named, link);
-  for (const std::string& format : {"folded", "svg", "pprof", "speedscope"}) {
+  for (const char* format : {"folded", "svg", "pprof"}) {
     INFO(format);
     auto r = run({fxprof_bin(), "export", format, "--no-symbolicate", profile, "-o", link});
     CHECK(r.status != 0);
@@ -101,13 +101,16 @@ TEST_CASE(
   auto d = run({fxprof_bin(), "export", "folded", "--no-symbolicate", profile, "-o", to_device});
   CHECK(d.status != 0);
   CHECK(d.err == refusal(to_device, pw));
-  // symbolicate, diff and stat write through the same place.
-  auto s = run({fxprof_bin(), "symbolicate", profile, "-o", link});
-  CHECK(s.err == refusal(link, pw));
-  auto df = run({fxprof_bin(), "diff", "--no-inline", profile, profile, "-o", link});
-  CHECK(df.err == refusal(link, pw));
-  auto st = run({fxprof_bin(), "stat", "-o", link, "--", "true"});
-  CHECK(st.err == refusal(link, pw));
+  // symbolicate, diff and stat write through the same place (the first two may warn about debug files
+  // before they write).
+  for (const auto& argv : {std::vector<std::string>{fxprof_bin(), "symbolicate", profile, "-o", link},
+                           {fxprof_bin(), "diff", "--no-inline", profile, profile, "-o", link},
+                           {fxprof_bin(), "stat", "-o", link, "--", "true"}}) {
+    auto r = run(argv);
+    INFO(argv[1] << ": " << r.err);
+    CHECK(r.status != 0);
+    CHECK(r.err.ends_with(refusal(link, pw)));
+  }
   CHECK(::access(named.c_str(), F_OK) != 0);
 }
 
@@ -158,5 +161,6 @@ TEST_CASE(
   auto rec = run(argv, CmdOptions{.timeout = std::chrono::seconds(60)});
   CHECK_FALSE(rec.timed_out);
   CHECK(rec.status == 1);
-  CHECK(rec.err == "fxprof: cannot write " + fifo + ": nobody opened the FIFO for reading within 10 s\n");
+  CHECK(rec.err.find("fxprof: cannot write " + fifo + ": nobody opened the FIFO for reading within 10 s\n") !=
+        std::string::npos);
 }
