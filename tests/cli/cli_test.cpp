@@ -31,7 +31,7 @@ TEST_CASE("usage errors are one clear line and exit 2") {
            Case{{"record"}, "nothing to record: give a command or -p PID"},
            Case{{"record", "-F", "abc", "--", "true"},
                 "--freq needs a positive number of samples per second"},
-           Case{{"record", "--call-graph", "lbr", "true"}, "--call-graph must be dwarf or fp"},
+           Case{{"record", "--call-graph", "lbr", "true"}, "--call-graph must be dwarf[,BYTES] or fp"},
            Case{{"record", "--stack-size", "100000", "true"},
                 "--stack-size must be between 512 and 65528 bytes"},
            Case{{"record", "--off-cpu-stack-size", "100", "true"},
