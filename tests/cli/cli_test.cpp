@@ -31,7 +31,7 @@ TEST_CASE("usage errors are one clear line and exit 2") {
            Case{{"record"}, "nothing to record: give a command or -p PID"},
            Case{{"record", "-F", "abc", "--", "true"},
                 "--freq: expected a number of samples per second more than 0 and at most 1000000, got 'abc'"},
-           Case{{"record", "--call-graph", "lbr", "true"}, "--call-graph must be dwarf or fp"},
+           Case{{"record", "--call-graph", "lbr", "true"}, "--call-graph must be dwarf[,BYTES] or fp"},
            Case{{"record", "--stack-size", "100000", "true"},
                 "--stack-size: expected a number of bytes between 512 and 65528, got '100000'"},
            Case{{"record", "--off-cpu-stack-size", "100", "true"},
