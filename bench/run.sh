@@ -35,3 +35,6 @@ bash "$here/load.sh" "$build"
 echo
 echo "== JIT names over time (bench/jit.sh)"
 bash "$here/jit.sh" "$build" 1
+echo
+echo "== the marker header's cost per marker (bench/markers.sh)"
+bash "$here/markers.sh" "$build"

@@ -1,6 +1,7 @@
 #include "cli/profile_input.h"
 
 #include "gecko/gecko_reader.h"
+#include "model/markers.h"
 #include "pipeline/symbolicate.h"
 
 namespace fxprof::cli {
@@ -15,6 +16,9 @@ Result<model::Profile> load_profile_for_sinks(const std::string& path, const Inp
     symbolizer::Symbolizer symbols(options.symbols);
     pipeline::symbolicate(*profile, symbols);
   }
+  if (!options.marker.empty() && model::keep_samples_in_marker(*profile, options.marker) == 0)
+    return Err(path + " has no interval marker named '" + options.marker +
+               "' (`fxprof report --markers` lists the program's markers)");
   return profile;
 }
 
