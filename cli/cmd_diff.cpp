@@ -135,6 +135,7 @@ Command diff_command(DiffArgs& a) {
           {"", "--no-inline", "", "inlined functions count as the function they were inlined into",
            set(a.svg.tree.inlined, false)},
           symbol_dir_option(a.input.symbols.symbol_dirs),
+          marker_option(a.input.marker),
           {"", "--serve", "",
            "also serve both profiles (symbols baked in) and print the Firefox Profiler's\n"
            "comparison URL; runs until Ctrl+C",

@@ -51,6 +51,7 @@ int cmd_export(std::span<char*> args) {
           {"-o", "--output", "OUT", "where to write (\"-\" for standard output; gzip when OUT ends in .gz)",
            store(out)},
           symbol_dir_option(input.symbols.symbol_dirs),
+          marker_option(input.marker),
           {"", "--no-symbolicate", "", "keep unresolved addresses as lib+0xoffset",
            set(input.symbolicate, false)},
           {"", "--cpu-only", "", "on-CPU samples only (the default; pprof keeps off-CPU time as off_cpu)",

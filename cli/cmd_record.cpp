@@ -23,6 +23,7 @@
 #include "pipeline/preload.h"
 #include "pipeline/symbolicate.h"
 #include "recorder/heap_uprobes.h"
+#include "recorder/markers_env.h"
 #include "recorder/quality.h"
 #include "recorder/recorder.h"
 #include "server/server.h"
@@ -335,7 +336,11 @@ int cmd_record(std::span<char*> args) {
     preloader.emplace(*symbols);
     rec.on_binary_mapped = [&](const model::Lib& lib) { preloader->mapped(lib); };
   }
+  // The program launched writes its markers where the recorder reads them (recorder/markers_env.h).
+  std::optional<recorder::MarkerEnvironment> markers;
+  if (!rec.command.empty()) markers.emplace();
   auto recording = recorder::record(rec);
+  markers.reset();
   const size_t preloaded = preloader ? preloader->stop() : 0;
   const std::string heap_lost = finish_heap(heap, recording, rec);
   if (!recording) {

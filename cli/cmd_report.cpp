@@ -8,6 +8,7 @@
 #include "cli/options.h"
 #include "cli/profile_input.h"
 #include "sinks/heap_report.h"
+#include "sinks/marker_report.h"
 #include "sinks/output.h"
 #include "sinks/report.h"
 
@@ -28,7 +29,7 @@ constexpr std::string_view kCommand = "report";
 struct ReportArgs {
   InputOptions input;
   sinks::ReportOptions opts;
-  bool json = false, heap = false;
+  bool json = false, heap = false, markers = false;
   std::string in;
 };
 
@@ -60,6 +61,11 @@ std::optional<int> parse_report_args(std::span<char*> args, ReportArgs& a) {
            "the peak and the call paths that held it, leaks, temporary allocations,\n"
            "the top sites by bytes and by count, and a histogram of sizes",
            set(a.heap, true)},
+          {"", "--markers", "",
+           "the program's markers instead: per marker name, count, total and p50/p90/p99/max\n"
+           "duration, and the top functions on-CPU and off-CPU inside its intervals",
+           set(a.markers, true)},
+          marker_option(a.input.marker),
           {"", "--json", "", "print JSON instead (the same numbers, for scripts)", set(a.json, true)},
           symbol_dir_option(a.input.symbols.symbol_dirs),
           {"", "--no-symbolicate", "", "keep unresolved addresses as lib+0xoffset",
@@ -109,6 +115,13 @@ int report_heap(const model::Profile& profile, const ReportArgs& a) {
   });
 }
 
+// --markers: the program's markers and what ran inside them.
+int report_markers(const model::Profile& profile, const ReportArgs& a) {
+  sinks::MarkerReport r = sinks::make_marker_report(profile, a.opts.limit);
+  if (!a.json) return print_text(sinks::format_marker_report(r));
+  return print_json([&](JsonWriter& w) { sinks::write_marker_report_json(r, w); });
+}
+
 }  // namespace
 
 int cmd_report(std::span<char*> args) {
@@ -120,6 +133,7 @@ int cmd_report(std::span<char*> args) {
     return profile.exit_code();
   }
   if (a.heap) return report_heap(*profile, a);
+  if (a.markers) return report_markers(*profile, a);
   sinks::Report report = sinks::make_report(*profile, a.opts);
   if (a.json) return print_json([&](JsonWriter& w) { sinks::write_report_json(report, w); });
   return print_text(sinks::format_report(report, a.opts));

@@ -243,6 +243,15 @@ Option address_option(std::string& address, std::string_view help) {
   return {"", "--address", "ADDR", help, store(address)};
 }
 
+Option marker_option(std::string& name) {
+  return {"", "--marker", "NAME",
+          "only the samples inside the program's NAME markers, on their thread\n"
+          "(`fxprof report --markers` lists them)",
+          [&name](const std::string& v) {
+            return v.empty() ? std::string("--marker needs a marker name") : (name = v, std::string());
+          }};
+}
+
 Take one_operand(std::string& into, std::string_view what) {
   return [&into, what](const std::string& v) {
     if (!into.empty()) return "one " + std::string(what) + " at a time ('" + v + "')";

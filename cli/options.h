@@ -89,6 +89,8 @@ Option duration_option(double& seconds, std::string_view help);
 Option header_option(std::vector<std::string>& headers, std::string_view help);
 Option limit_option(size_t& limit, std::string_view help);
 Option address_option(std::string& address, std::string_view help);
+// --marker NAME: only the samples inside the program's NAME markers (cli/profile_input.h).
+Option marker_option(std::string& name);
 // The one operand a command reads; a second one is "one WHAT at a time ('word')".
 Take one_operand(std::string& into, std::string_view what);
 

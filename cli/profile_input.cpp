@@ -7,6 +7,7 @@
 
 #include "base/fd.h"
 #include "gecko/gecko_reader.h"
+#include "model/markers.h"
 #include "perf/data_file.h"
 #include "pipeline/symbolicate.h"
 #include "recorder/perf_import.h"
@@ -44,6 +45,9 @@ Result<model::Profile> load_profile_for_sinks(const std::string& path, const Inp
     symbolizer::Symbolizer symbols(options.symbols);
     pipeline::symbolicate(*profile, symbols);
   }
+  if (!options.marker.empty() && model::keep_samples_in_marker(*profile, options.marker) == 0)
+    return Err(path + " has no interval marker named '" + options.marker +
+               "' (`fxprof report --markers` lists the program's markers)");
   return profile;
 }
 

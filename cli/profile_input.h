@@ -14,6 +14,7 @@ namespace fxprof::cli {
 struct InputOptions {
   symbolizer::Options symbols;
   bool symbolicate = true;  // false with --no-symbolicate: addresses stay "lib+0xoffset"
+  std::string marker;       // --marker NAME: only the samples inside the program's NAME markers
 };
 
 Result<model::Profile> load_profile_for_sinks(const std::string& path, const InputOptions& options);

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "model/markers.h"
 #include "model/symbols.h"
 
 namespace fxprof::gecko {
@@ -284,6 +285,7 @@ void write_marker_payload(const Profile& p, const model::Marker& m, uint64_t ori
   }
   w.begin_object();
   if (m.type != model::kNoString) w.key("type").value(p.strings.get(m.type));
+  if (m.program) w.key(model::kProgramMarkerKey).value(1);
   if (m.stack != model::kNoStack) {  // the backtrace, as Gecko carries it: a one-sample samples table
     w.key("stack").begin_object().key("samples").begin_object();
     w.key("schema").begin_object().key("stack").value(0).key("time").value(1).end_object();

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "gecko/gecko_reader_internal.h"
+#include "model/markers.h"
 
 namespace fxprof::gecko::internal {
 
@@ -103,6 +104,10 @@ bool Reader::payload(od::value v, model::Marker& m) {
           });
         });
       });
+    }
+    if (k == model::kProgramMarkerKey) {
+      m.program = true;
+      return true;
     }
     model::MarkerField mf;
     mf.key = p_.strings.intern(k);

@@ -170,6 +170,9 @@ struct Marker {
   StringId type = kNoString;  // payload type = a marker schema name; kNoString for no payload
   std::vector<MarkerField> fields;
   StackId stack = kNoStack;  // a backtrace (payload "stack"): every frame is a return address, even its leaf
+  // The program said it (a marker file, NVTX, ITT: model/markers.h), not the recorder: what `report
+  // --markers` and `--marker NAME` look at. Written as the payload's "fxprofProgram" and read back.
+  bool program = false;
 };
 
 // One entry of meta.markerSchema (Gecko form).

@@ -29,29 +29,6 @@ T load(std::string_view image, size_t at) {
   return v;
 }
 
-// "PATH: why" when the file `st` describes may not be used (jit_file_untrusted), else "".
-std::string untrusted_file(const std::string& path, const struct stat& st, std::span<const uint32_t> uids) {
-  std::string why = jit_file_untrusted(st.st_uid, st.st_mode, uids);
-  return why.empty() ? why : path + ": " + why;
-}
-
-// Opens a regular file (never blocks on a FIFO or device that happens to carry the name). Symbolic links
-// are refused: anyone can create /tmp/perf-PID.map, and a link there must not make a recorder running as
-// root copy lines of another file into a profile. Nor may a file of another user (jit_file_untrusted,
-// checked on what was opened): then `*untrusted` says why. `st` gets the file's stat.
-Result<UniqueFd> open_regular(const std::string& path, struct stat& st, std::span<const uint32_t> uids,
-                              std::string* untrusted) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW));
-  if (!fd.valid()) return Err("cannot open " + path + ": " + errno_text(errno));
-  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return Err(path + ": not a regular file");
-  if (std::string message = untrusted_file(path, st, uids); !message.empty()) {
-    if (untrusted != nullptr) *untrusted = message;
-    return Err(std::move(message));
-  }
-  if (static_cast<uint64_t>(st.st_size) > kMaxJitFileBytes) return Err(path + ": too large");
-  return fd;
-}
-
 // Appends what `fd` holds from its position on (a file still being appended to: what is there now), up
 // to kMaxJitFileBytes in all.
 void read_rest(int fd, std::string& out, uint64_t already) {
@@ -76,6 +53,24 @@ Result<std::string> read_regular(const std::string& path, std::span<const uint32
 }
 
 }  // namespace
+
+std::string untrusted_file(const std::string& path, const struct stat& st, std::span<const uint32_t> uids) {
+  std::string why = jit_file_untrusted(st.st_uid, st.st_mode, uids);
+  return why.empty() ? why : path + ": " + why;
+}
+
+Result<UniqueFd> open_regular(const std::string& path, struct stat& st, std::span<const uint32_t> uids,
+                              std::string* untrusted) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW));
+  if (!fd.valid()) return Err("cannot open " + path + ": " + errno_text(errno));
+  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return Err(path + ": not a regular file");
+  if (std::string message = untrusted_file(path, st, uids); !message.empty()) {
+    if (untrusted != nullptr) *untrusted = message;
+    return Err(std::move(message));
+  }
+  if (static_cast<uint64_t>(st.st_size) > kMaxJitFileBytes) return Err(path + ": too large");
+  return fd;
+}
 
 std::string jit_file_untrusted(uint32_t owner, uint32_t mode, std::span<const uint32_t> uids) {
   if (mode & (S_IWGRP | S_IWOTH)) return (mode & S_IWOTH) ? "writable by others" : "writable by its group";

@@ -29,6 +29,8 @@
 // perf checks the owner too).
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <span>
 #include <string>
@@ -54,6 +56,17 @@ Result<std::vector<model::JitCode>> parse_jitdump(std::string_view image);
 // owner is one of them or root and neither group nor others may write it, else the reason ("owned by user
 // 1001", "writable by others").
 std::string jit_file_untrusted(uint32_t owner, uint32_t mode, std::span<const uint32_t> uids);
+
+// "PATH: why" when the file `st` describes may not be used by a process of `uids` (jit_file_untrusted), else
+// "".
+std::string untrusted_file(const std::string& path, const struct stat& st, std::span<const uint32_t> uids);
+// Opens a regular file (never blocks on a FIFO or device that happens to carry the name). Symbolic links
+// are refused: anyone can create /tmp/perf-PID.map, and a link there must not make a recorder running as
+// root copy lines of another file into a profile. Nor may a file of another user (jit_file_untrusted,
+// checked on what was opened): then `*untrusted` says why. `st` gets the file's stat. Also what marker
+// files are opened with (recorder/markers.h).
+Result<UniqueFd> open_regular(const std::string& path, struct stat& st, std::span<const uint32_t> uids,
+                              std::string* untrusted);
 
 // Reads and parses the file; an Error when it does not exist, is not a regular file, or is not trusted for a
 // process of `uids` (jit_file_untrusted, checked on the opened file; then `*untrusted` holds the message).

@@ -51,6 +51,7 @@ perf_event_attr make_attr(const EventConfig& c) {
   a.inherit = 1;
   a.mmap = 1;
   a.mmap2 = 1;
+  a.mmap_data = 1;  // data mappings too: a program announces its marker files by mapping them (markers.h)
   a.comm = 1;
   a.comm_exec = 1;
   a.task = 1;

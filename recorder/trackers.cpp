@@ -2,6 +2,7 @@
 #include "recorder/jit_code.h"
 #include "recorder/libraries.h"
 #include "recorder/losses.h"
+#include "recorder/markers_tracker.h"
 #include "recorder/offcpu_spans.h"
 #include "recorder/tasks.h"
 #include "recorder/tracker.h"
@@ -36,6 +37,7 @@ FirstTrackers make_trackers(TrackerContext& context, std::vector<std::unique_ptr
   t.push_back(std::make_unique<OffCpuTracker>(context));
   t.push_back(std::make_unique<LossTracker>(context));
   t.push_back(std::make_unique<WakeTracker>(context));
+  t.push_back(std::make_unique<MarkerTracker>(context));
   t.push_back(std::make_unique<JitTracker>(context));  // last: its finish() names the JIT frames
   return {task_ref, lib_ref};
 }

@@ -5,6 +5,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "model/markers.h"
 #include "model/symbols.h"
 #include "sinks/functions.h"
 #include "sinks/output.h"
@@ -244,7 +245,8 @@ struct Weight {
   int64_t alloc_n = 0, alloc_b = 0, inuse_n = 0, inuse_b = 0;
 };
 
-// A thread's samples and allocations summed by stack; `order` gets the stacks as first seen.
+// A thread's samples and allocations summed by stack and the program marker they fall in (model/markers.h:
+// the innermost; the key's high half, kNoString for none); `order` gets the keys as first seen.
 class ThreadWeights {
  public:
   ThreadWeights(const model::Profile& profile, Clock clock)
@@ -255,10 +257,12 @@ class ThreadWeights {
   void sum(const model::Thread& th) {
     per_stack_.clear();
     order.clear();
-    for (const model::Sample& s : th.samples) {
+    const std::vector<model::StringId> marker = model::innermost_marker_of_samples(th);
+    for (size_t i = 0; i < th.samples.size(); ++i) {
+      const model::Sample& s = th.samples[i];
       if (s.stack == model::kNoStack) continue;
-      auto [it, inserted] = per_stack_.try_emplace(s.stack);
-      if (inserted) order.push_back(s.stack);
+      auto [it, inserted] = per_stack_.try_emplace(key(s.stack, marker[i]));
+      if (inserted) order.push_back(it->first);
       const bool off = off_cpu(s.stack);
       // samples/count, pprof's default view, counts on-CPU samples unless --wall; off_cpu keeps the waits.
       if (!off || clock_ == Clock::Wall) ++it->second.count;
@@ -270,8 +274,8 @@ class ThreadWeights {
       if (a.bytes < 0) freed_.insert(a.address);
     for (const model::Allocation& a : th.allocations) {
       if (a.bytes < 0 || a.stack == model::kNoStack) continue;
-      auto [it, inserted] = per_stack_.try_emplace(a.stack);
-      if (inserted) order.push_back(a.stack);
+      auto [it, inserted] = per_stack_.try_emplace(key(a.stack, model::kNoString));
+      if (inserted) order.push_back(it->first);
       it->second.alloc_n += a.count;
       it->second.alloc_b += a.bytes;
       if (!freed_.contains(a.address)) {
@@ -280,9 +284,10 @@ class ThreadWeights {
       }
     }
   }
-  const Weight& of(model::StackId st) { return per_stack_[st]; }
+  const Weight& of(uint64_t key) { return per_stack_[key]; }
+  static uint64_t key(model::StackId st, model::StringId marker) { return uint64_t{marker} << 32 | st; }
 
-  std::vector<model::StackId> order;
+  std::vector<uint64_t> order;
 
  private:
   bool off_cpu(model::StackId st) const {
@@ -294,7 +299,7 @@ class ThreadWeights {
   const int64_t interval_ns_;
   const Clock clock_;
   std::unordered_set<uint64_t> freed_;  // a thread's allocation rows that have their free row
-  std::unordered_map<model::StackId, Weight> per_stack_;
+  std::unordered_map<uint64_t, Weight> per_stack_;
 };
 
 // Samples: aggregated per thread by stack, each after the locations it uses.
@@ -302,7 +307,8 @@ void write_samples(const model::Profile& profile, Strings& strings, Locations& l
                    bool heap, Clock clock) {
   auto& top = w.top();
   const int64_t k_thread = strings.intern("thread"), k_tid = strings.intern("tid"),
-                k_process = strings.intern("process"), k_pid = strings.intern("pid");
+                k_process = strings.intern("process"), k_pid = strings.intern("pid"),
+                k_marker = strings.intern("marker");
   ThreadWeights weights(profile, clock);
   std::vector<uint64_t> locs;
   std::vector<model::FrameId> run;
@@ -312,7 +318,8 @@ void write_samples(const model::Profile& profile, Strings& strings, Locations& l
     for (const model::Thread& th : proc.threads) {
       weights.sum(th);
       const int64_t th_name = strings.intern(th.name);
-      for (model::StackId st : weights.order) {
+      for (uint64_t key : weights.order) {
+        const auto st = static_cast<model::StackId>(key), marker = static_cast<model::StringId>(key >> 32);
         // Locations first (they are top-level messages of their own), then the sample.
         locs.clear();
         for (model::StackId s = st; s != model::kNoStack;) {
@@ -324,7 +331,7 @@ void write_samples(const model::Profile& profile, Strings& strings, Locations& l
           } while (s != model::kNoStack && profile.frames.get(run.back()).inline_depth > 0);
           locs.push_back(locations.of(pi, run));
         }
-        const Weight& wt = weights.of(st);
+        const Weight& wt = weights.of(key);
         {
           protozero::pbf_writer sample(top, pb::kSample);
           sample.add_packed_uint64(pb::kLocationId, locs.begin(), locs.end());
@@ -343,6 +350,7 @@ void write_samples(const model::Profile& profile, Strings& strings, Locations& l
           label(k_tid, 0, th.tid);
           label(k_process, proc_name, 0);
           label(k_pid, 0, proc.pid);
+          if (marker != model::kNoString) label(k_marker, strings.intern(profile.strings.get(marker)), 0);
         }
         w.maybe_flush();
       }

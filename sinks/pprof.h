@@ -3,9 +3,10 @@
 // Encoded with protozero (Debian libprotozero-dev, header-only: no generated code, no libprotobuf runtime);
 // the field numbers are those of github.com/google/pprof/proto/profile.proto, listed in pprof.cpp.
 //  - One Sample per distinct (thread, stack), values [samples/count, cpu/nanoseconds, off_cpu/nanoseconds
-//    (an interval per blocked or preempted sample)], labels "thread", "tid", "process", "pid". Samples are
-//    aggregated per thread in a hash map keyed by stack id: no per-sample string or message. A profile with
-//    heap data (record --heap) adds alloc_objects/count, alloc_space/bytes, inuse_objects/count,
+//    (an interval per blocked or preempted sample)], labels "thread", "tid", "process", "pid", and "marker":
+//    the innermost program marker the samples fell in (model/markers.h), so Pyroscope filters by it. Samples
+//    are aggregated per thread in a hash map keyed by stack id: no per-sample string or message. A profile
+//    with heap data (record --heap) adds alloc_objects/count, alloc_space/bytes, inuse_objects/count,
 //    inuse_space/bytes (Go's heap profile names) from its allocation rows: in use = allocated and not freed
 //    by the end.
 //  - One Location per (process, frame): its absolute address, its Mapping (the library holding it) and one
