@@ -235,9 +235,11 @@ size_t id_offset(const perf_event_header* h, const EventAttr& a) {
     return 8 + 8 * bits(t & (PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR));
   }
   if (!a.sample_id_all || h->type >= PERF_RECORD_MAX) return 0;
-  if (t & PERF_SAMPLE_IDENTIFIER) return h->size - 8;
-  if (!(t & PERF_SAMPLE_ID)) return 0;
-  return h->size - 8 * (1 + bits(t & (PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU)));
+  // Counted from the end: a record too short for it has none (the subtraction would wrap).
+  const size_t back = (t & PERF_SAMPLE_IDENTIFIER) ? 8
+                      : (t & PERF_SAMPLE_ID) ? 8 * (1 + bits(t & (PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU)))
+                                             : 0;
+  return back && h->size >= 8 + back ? h->size - back : 0;
 }
 
 }  // namespace
@@ -259,7 +261,7 @@ EventAttr EventAttr::of(const perf_event_attr& attr) {
 uint32_t Layout::event_of(const perf_event_header* h, uint32_t hint) const {
   if (ids_.empty() || attrs_.empty()) return hint;
   const size_t at = id_offset(h, attrs_[0]);
-  if (at < 8 || at + 8 > h->size) return hint;
+  if (at < 8 || at > h->size || h->size - at < 8) return hint;
   uint64_t id;
   std::memcpy(&id, reinterpret_cast<const std::byte*>(h) + at, 8);
   auto it = ids_.find(id);
