@@ -37,14 +37,15 @@ struct ImportArgs {
   int symbolicate = -1;  // -1: yes with --save-only, no when serving
 };
 
-// A comma-separated list of positive ids.
+// A comma-separated list of positive ids (thread ids go up to the kernel's highest pid_max too).
 Take ids(std::vector<uint32_t>& into, std::string what) {
   return [&into, what](const std::string& v) {
     for (size_t start = 0; start <= v.size();) {
       const size_t comma = v.find(',', start);
-      auto n = parse_number(v.substr(start, comma == std::string::npos ? comma : comma - start));
-      if (!n || *n < 1 || *n > 4294967295.0 || *n != static_cast<double>(static_cast<uint32_t>(*n)))
-        return what + " needs ids, like 123,456";
+      std::string error;
+      auto n = parse_number(what, v.substr(start, comma == std::string::npos ? comma : comma - start),
+                            {1, 4194304, "ids, each a whole number", true}, error);
+      if (!n) return error;
       into.push_back(static_cast<uint32_t>(*n));
       if (comma == std::string::npos) break;
       start = comma + 1;
