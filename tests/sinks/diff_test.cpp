@@ -141,7 +141,7 @@ TEST_CASE("the gate: a change must exceed the limit beyond its sampling error, e
   CHECK(sinks::gate_failures(many, 20, "")[0]->name == "helper");
 }
 
-TEST_CASE("--function matches a signature written in full or bare") {
+TEST_CASE("the gate's --function matches a signature written in full or bare") {
   CHECK(sinks::function_matches("app::hash_block(char const*, unsigned long)", "hash_block"));
   CHECK(sinks::function_matches("app::hash_block(char const*, unsigned long)", "app::hash_block"));
   CHECK(sinks::function_matches("app::hash_block(char const*, unsigned long)",
