@@ -116,8 +116,12 @@ bool ProfileServer::Impl::answer(Conn& c) {
   Reply r;
   if (!under_token(req.path)) {
     // A browser asks for / or a favicon once in a while; a peer that pipelines thousands of such requests
-    // only wants the poller's time: it gets 16 answers per connection.
-    if (++c.outside >= kMaxOutsideRequests) c.keep = false;
+    // only wants the poller's time: it gets 16 answers per connection. The last is followed by a lingering
+    // close: a close with its unread requests would reset the connection and drop answers not yet sent.
+    if (++c.outside >= kMaxOutsideRequests) {
+      c.keep = false;
+      c.linger = true;
+    }
     if (req.path == "/" && get) {
       r.content_type = "text/plain; charset=UTF-8";
       r.body =
