@@ -5,6 +5,7 @@
 #include <string>
 
 #include "base/fd.h"
+#include "base/terminal.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "gecko/gecko.h"
@@ -156,8 +157,9 @@ int cmd_import(std::span<char*> args) {
 
   symbolizer::Symbolizer symbols(a.serve.symbols);
   bool named = false;
+  std::vector<std::string> no_debug;  // said once, after the summary line
   if (a.symbolicate == 1 || (a.symbolicate == -1 && a.save_only)) {
-    pipeline::symbolicate(profile, symbols);
+    no_debug = pipeline::symbolicate(profile, symbols).no_debug;
     pipeline::add_lock_holders(profile);
     profile.meta.presymbolicated = named = true;
   }
@@ -171,7 +173,8 @@ int cmd_import(std::span<char*> args) {
       st.duration_s, static_cast<unsigned long long>(st.samples), st.event.c_str(), st.threads, st.processes,
       static_cast<unsigned long long>(st.lost_records), a.output.c_str());
   if (!a.quiet) {
-    if (!named) pipeline::symbolicate(profile, symbols);
+    if (!named) no_debug = pipeline::symbolicate(profile, symbols).no_debug;
+    if (const std::string line = pipeline::missing_debug_line(no_debug); !line.empty()) say(line);
     const std::string top = sinks::top_self_summary(profile, 5);
     if (!top.empty()) std::fprintf(stderr, "fxprof: top self: %s\n", top.c_str());
   }

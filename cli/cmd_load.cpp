@@ -132,7 +132,9 @@ std::optional<int> bake_whole(const std::string& file, server::ServeOptions& opt
   opts.view = gecko::gecko_view_query(*profile);  // every thread shown, the busiest selected
   opts.libs = pipeline::known_libs(*profile);
   symbolizer::Symbolizer baking(opts.symbols);
-  if (pipeline::symbolicate(*profile, baking).resolved > 0) {
+  const pipeline::SymbolicateStats named = pipeline::symbolicate(*profile, baking);
+  if (const std::string line = pipeline::missing_debug_line(named.no_debug); !line.empty()) say(line);
+  if (named.resolved > 0) {
     resolved.emplace("fxprof-load");
     if (resolved->path().empty()) {
       std::fprintf(stderr, "fxprof: cannot make a temporary folder\n");

@@ -201,10 +201,12 @@ struct FrameNamer {
   model::Profile& profile;
   symbolizer::Symbolizer& symbols;
   pipeline::SymbolicateStats named;
+  std::vector<std::string> no_debug;  // binaries without their debug file: one line in the summary
   double ms = 0;
   void operator()() {
     const Clock::time_point t = Clock::now();
     named = pipeline::symbolicate(profile, symbols);
+    no_debug.insert(no_debug.end(), named.no_debug.begin(), named.no_debug.end());
     pipeline::add_lock_holders(profile);
     ms = ms_since(t);
   }
@@ -229,9 +231,10 @@ std::optional<int> name_and_write(const RecordArgs& a, recorder::Recording& reco
     // Served lazily: the front end names the frames, but "Held by" is a marker field, written now; only
     // the Wakeup stacks are named for it, the file keeps raw addresses.
     pipeline::add_lock_holders_unsymbolicated(recording.profile, [&](model::Profile& wakes) {
-      pipeline::symbolicate(wakes, symbols);
+      const pipeline::SymbolicateStats named = pipeline::symbolicate(wakes, symbols);
+      name_frames.no_debug = named.no_debug;
       // The debug files found missing on the way are the recording's: kept in the file's data quality, and
-      // said once (the summary's symbolication below finds them there and stays quiet).
+      // said once by the summary (whose symbolication below finds them there and adds none).
       for (const model::Meta::Problem& q : wakes.meta.data_quality) recording.profile.meta.add_problem(q);
     });
   }
@@ -282,6 +285,7 @@ std::optional<int> summary_and_exports(const RecordArgs& a, recorder::Recording&
   }
   std::fputs(heap_lost.c_str(), stderr);
   if (!a.quiet) {
+    if (std::string line = pipeline::missing_debug_line(name_frames.no_debug); !line.empty()) say(line);
     std::string top = sinks::top_self_summary(recording.profile, 5);
     if (!top.empty()) std::fprintf(stderr, "fxprof: top self: %s\n", top.c_str());
     std::string locks = pipeline::lock_wait_summary(recording.profile, 3);
@@ -354,7 +358,7 @@ int cmd_record(std::span<char*> args) {
   // A Ctrl-C while the profile is written must not leave a temporary file behind: hold SIGINT/SIGTERM until
   // the file is complete, then take a pending one as "do not serve".
   SignalHold hold;
-  FrameNamer name_frames{recording->profile, *symbols, {}, 0};
+  FrameNamer name_frames{recording->profile, *symbols, {}, {}, 0};
   std::future<sinks::HeapReport> heap_report;
   if (auto exit = name_and_write(a, *recording, *symbols, hold, name_frames, preloaded, heap_report))
     return *exit;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "base/fd.h"
+#include "base/terminal.h"
 #include "gecko/gecko_reader.h"
 #include "model/markers.h"
 #include "perf/data_file.h"
@@ -43,7 +44,8 @@ Result<model::Profile> load_profile_for_sinks(const std::string& path, const Inp
     return Err(path + ": a processed-format profile (as samply writes); fxprof reads Gecko profiles");
   if (options.symbolicate) {
     symbolizer::Symbolizer symbols(options.symbols);
-    pipeline::symbolicate(*profile, symbols);
+    const pipeline::SymbolicateStats named = pipeline::symbolicate(*profile, symbols);
+    if (const std::string line = pipeline::missing_debug_line(named.no_debug); !line.empty()) say(line);
   }
   if (!options.marker.empty() && model::keep_samples_in_marker(*profile, options.marker) == 0)
     return Err(path + " has no interval marker named '" + options.marker +

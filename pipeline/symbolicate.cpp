@@ -10,6 +10,7 @@
 #include "gecko/gecko.h"
 #include "gecko/gecko_reader.h"
 #include "model/symbols.h"
+#include "symbolizer/debug_packages.h"
 
 namespace fxprof::pipeline {
 namespace {
@@ -86,10 +87,12 @@ SymbolicateStats symbolicate(model::Profile& profile, symbolizer::Symbolizer& sy
             (infos ? std::string("wrong number of results") : infos.error()));
       continue;
     }
-    // Debug files the binary names that are not there: one line and one data-quality entry each (once per
-    // profile: a profile symbolicated again keeps its entries).
+    // Debug files the binary names that are not there: one data-quality entry each (once per profile: a
+    // profile symbolicated again keeps its entries), and the binary for the caller's one line.
+    bool missing = false;
     for (std::string& m : symbols.missing_files(b.debug_name, b.breakpad_id))
-      if (profile.meta.add_problem({m, 1})) say(m);
+      missing |= profile.meta.add_problem({m, 1});
+    if (missing) stats.no_debug.push_back(b.path.empty() ? b.name : b.path);
     r.answers.reserve(infos->size());
     for (symbolizer::SymbolInfo& info : *infos) {
       r.answers.push_back(to_model_symbol(std::move(info)));
@@ -99,6 +102,25 @@ SymbolicateStats symbolicate(model::Profile& profile, symbolizer::Symbolizer& sy
   model::apply_symbols(profile, requests);
   rename_unresolved(profile, fde_names);
   return stats;
+}
+
+std::string missing_debug_line(const std::vector<std::string>& binaries) {
+  if (binaries.empty()) return "";
+  std::string names;
+  constexpr size_t kShown = 3;
+  for (size_t i = 0; i < binaries.size() && i < kShown; ++i) {
+    if (i > 0) names += i + 1 == binaries.size() ? " and " : ", ";
+    names += binaries[i].substr(binaries[i].rfind('/') + 1);
+  }
+  if (binaries.size() > kShown) names += " and " + std::to_string(binaries.size() - kShown) + " more";
+  std::string line = "no debug info for " + names +
+                     " (named from symbol tables: no files, lines or inlined functions)";
+  const std::vector<std::string> packages = symbolizer::debug_packages(binaries);
+  if (!packages.empty()) {
+    line += "; apt install";
+    for (const std::string& p : packages) line += " " + p;
+  }
+  return line;
 }
 
 std::vector<symbolizer::KnownLib> known_libs(const model::Profile& profile) {
@@ -121,7 +143,8 @@ Status symbolicate_file(const std::string& in, const std::string& out, symbolize
   if (info.processed)
     return Err(in +
                ": a processed-format profile; only Gecko profiles (what fxprof writes) can be symbolicated");
-  symbolicate(*profile, symbols);
+  const SymbolicateStats named = symbolicate(*profile, symbols);
+  if (const std::string line = missing_debug_line(named.no_debug); !line.empty()) say(line);
   profile->meta.presymbolicated = true;
   if (auto s = gecko::write_gecko_profile(*profile, out); !s) return s;
   bool local_paths = false;

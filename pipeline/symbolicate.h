@@ -24,11 +24,20 @@ struct SymbolicateStats {
   size_t binaries = 0;   // binaries asked
   size_t addresses = 0;  // distinct addresses asked
   size_t resolved = 0;   // addresses that got a name
+  // Binaries whose debug file (named by their .gnu_debuglink) was not found, newly this time: each is a
+  // data-quality entry saying where fxprof looked; the terminal gets missing_debug_line() once.
+  std::vector<std::string> no_debug;
 };
+
+// "no debug info for libstdc++.so.6.0.30 and python3.11 (named from their symbol tables: no files,
+// lines or inlined functions); apt install libstdc++6-dbgsym python3.11-minimal-dbgsym": one line for all
+// of `binaries` (paths), the packages from the dpkg lists; "" for none. Commands say it unless -q.
+std::string missing_debug_line(const std::vector<std::string>& binaries);
 
 // Names the frames of `profile` in place (inlined functions expanded, files, lines); frames that stay
 // unresolved in a known binary become binary-relative. Registers the profile's binaries with `symbols`.
-// A binary without symbols gets one warning line on stderr (pseudo-libraries like [vdso] stay quiet).
+// A binary without symbols gets one warning line on stderr (pseudo-libraries like [vdso] stay quiet); one
+// without its debug file is in stats.no_debug.
 // Does not set meta.presymbolicated: the caller decides whether the output is baked.
 SymbolicateStats symbolicate(model::Profile& profile, symbolizer::Symbolizer& symbols);
 
