@@ -135,7 +135,7 @@ bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; 
 // The bytes that matter outside strings while a value is scanned.
 constexpr std::array<bool, 256> kStructural = [] {
   std::array<bool, 256> t{};
-  for (unsigned char c : {'"', '{', '}', '[', ']'}) t[c] = true;
+  for (unsigned char c : {'"', '{', '}', '[', ']', ',', ':'}) t[c] = true;
   return t;
 }();
 
@@ -310,10 +310,14 @@ bool JsonStream::composite(PieceBuffer* out) {
   std::vector<char> stack;  // the open brackets
   bool in_string = false, escaped = false;
   uint64_t string_from = 0;  // offset of the open string's quote
+  // Offset of the bytes since the last structural byte or separator: a number, a literal or whitespace, one
+  // value's worth at most (a 2 MB gzip of whitespace inside meta once took 432 MB to copy and parse).
+  uint64_t run_from = offset();
   for (;;) {
-    // A string still open at a chunk's end is checked against the cap before the next chunk is read, so
-    // at most one chunk more than the cap is ever held for it.
+    // A string (or a run) still open at a chunk's end is checked against the cap before the next chunk is
+    // read, so at most one chunk more than the cap is ever held for it.
     if (in_string && offset() - string_from > max_string_) return too_long("a string", string_from);
+    if (!in_string && offset() - run_from > max_string_) return too_long("a number or whitespace", run_from);
     if (pos_ == end_) {
       if (!copy(out, start, pos_)) return false;
       if (!fill()) return failed() ? false : fail("truncated JSON");
@@ -338,12 +342,16 @@ bool JsonStream::composite(PieceBuffer* out) {
         }
         in_string = false;
         if (consumed_ + i - string_from > max_string_) return too_long("a string", string_from);
+        run_from = consumed_ + i;
         done = stack.empty();
         continue;
       }
       while (i < n && !kStructural[static_cast<unsigned char>(b[i])]) ++i;
       if (i == n) break;
+      if (consumed_ + i - run_from > max_string_) return too_long("a number or whitespace", run_from);
       const char c = b[i++];
+      run_from = consumed_ + i;
+      if (c == ',' || c == ':') continue;  // separators end a run, nothing more
       if (c == '"') {
         in_string = true;
         string_from = consumed_ + i - 1;

@@ -557,6 +557,27 @@ TEST_CASE("one string or number beyond kMaxJsonStringBytes is refused as it is r
   REQUIRE_FALSE(number.ok());
   CHECK(number.error() ==
         "t: a number longer than 1 MiB at byte " + std::to_string(at) + " (the limit for one name or value)");
+  // Inside a value that is copied whole (meta), a number or a run of whitespace as long: refused at the
+  // run's first byte, in any chunking (a 2 MB gzip of whitespace in meta took 432 MB; a 200 MB number was accepted).
+  const size_t meta = text.find("\"meta\":{");
+  REQUIRE(meta != std::string::npos);
+  const size_t pad_at = meta + 8 + 6;  // after `"meta":{"pad":`
+  for (const std::string& pad : {std::string(cap + 1, '7'), "1" + std::string(cap + 1, ' ')}) {
+    const std::string in_meta = text.substr(0, meta + 8) + "\"pad\":" + pad + "," + text.substr(meta + 8);
+    for (size_t chunk : {gecko::kReadChunkBytes, size_t{4096}, size_t{777}}) {
+      INFO(chunk << " " << pad.substr(0, 2));
+      auto r = gecko::read_gecko(in_meta, "t", nullptr, chunk);
+      REQUIRE_FALSE(r.ok());
+      CHECK(r.error() == "t: a number or whitespace longer than 1 MiB at byte " +
+                             std::to_string(pad_at) +
+                             " (the limit for one name or value)");
+    }
+  }
+  // An array of numbers longer than the cap is many short values: read.
+  std::string numbers = "[1";
+  while (numbers.size() < 2 * cap) numbers += ", 1";
+  const std::string many = text.substr(0, meta + 8) + "\"pad\":" + numbers + "]," + text.substr(meta + 8);
+  CHECK(gecko::read_gecko(many, "t", nullptr, 4096).ok());
   // A huge string in gzip (a few KiB of it) is refused after about its cap, not after the inflate cap.
   const std::string gz = dir.file("long.json.gz");
   spit(gz, gzip_members(with("\"" + std::string(64 * cap, 'w') + "\""), {}));
