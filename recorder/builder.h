@@ -144,6 +144,8 @@ class ProfileBuilder final : public RecordSink {
   // JIT files (perf maps, jitdumps) not used because another user owns them or others may write them
   // (recorder/jit.h jit_file_untrusted): "PATH: why" each.
   const std::vector<std::string>& jit_refused() const { return ctx_.refused_files; }
+  // Perf maps whose names were not all kept (recorder/jit.h PerfMapFollower::dropped): "PATH: what" each.
+  const std::vector<std::string>& jit_dropped() const { return ctx_.jit_dropped; }
   // Processes the kernel stopped profiling at an exec (setuid or unreadable binary: quality.h).
   std::vector<UnfollowedExec>& unfollowed() { return tasks_.unfollowed(); }
   // Launch mode: the kernel never reported the launched program's exec (its events were dropped before

@@ -194,13 +194,16 @@ void PerfMapFollower::poll(uint64_t now_ns) {
     fd_ = UniqueFd();
     entries_.clear();
     partial_.clear();
-    offset_ = 0;
+    offset_ = kept_bytes_ = dropped_ = 0;
+    long_line_ = capped_ = false;
   };
   struct stat at_path {};
   const bool there = ::lstat(path_.c_str(), &at_path) == 0;
-  if (fd_.valid() && (!there || at_path.st_dev != dev_ || at_path.st_ino != ino_ ||
-                      static_cast<uint64_t>(at_path.st_size) < offset_))
-    forget();  // replaced or truncated: another program's map now
+  // Replaced (another program's map: a pid reused) or truncated: start over. Deleted (runtimes that remove
+  // their map at exit): the open file still holds every line, kept and read to its end.
+  if (fd_.valid() && there &&
+      (at_path.st_dev != dev_ || at_path.st_ino != ino_ || static_cast<uint64_t>(at_path.st_size) < offset_))
+    forget();
   // Owner and mode again on what is open: a map that became another user's, or writable by others, while
   // it was followed is refused as a whole (its lines may be that user's), like one that was so from the
   // start.
@@ -219,27 +222,74 @@ void PerfMapFollower::poll(uint64_t now_ns) {
       ino_ = st.st_ino;
     }
   }
-  if (fd_.valid()) {
-    const size_t before = partial_.size();
-    read_rest(fd_.get(), partial_, offset_ - before);
-    offset_ += partial_.size() - before;
-    const size_t complete = partial_.rfind('\n');
-    if (complete != std::string::npos) {
-      auto lines = parse_perf_map(std::string_view(partial_).substr(0, complete + 1), last_ns_);
-      entries_.insert(entries_.end(), std::make_move_iterator(lines.begin()),
-                      std::make_move_iterator(lines.end()));
-      partial_.erase(0, complete + 1);
+  if (fd_.valid()) read_lines();
+  last_ns_ = now_ns;
+}
+
+// kFollowChunkBytes at a time, each chunk's complete lines parsed at once: the text held is one chunk and a
+// line, whatever the map's size (a 1 GiB map was read whole, then parsed).
+void PerfMapFollower::read_lines() {
+  constexpr size_t kFollowChunkBytes = size_t{4} << 20, kMaxLineBytes = size_t{64} << 10;
+  std::vector<char> buf(kFollowChunkBytes);
+  for (;;) {
+    if (offset_ >= kMaxJitFileBytes) {
+      capped_ = true;
+      return;
+    }
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), kMaxJitFileBytes - offset_));
+    const ssize_t n = ::read(fd_.get(), buf.data(), want);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    offset_ += static_cast<uint64_t>(n);
+    std::string_view chunk(buf.data(), static_cast<size_t>(n));
+    if (long_line_) {  // the rest of a line too long to be a function's: skipped
+      const size_t nl = chunk.find('\n');
+      if (nl == std::string_view::npos) continue;
+      chunk.remove_prefix(nl + 1);
+      long_line_ = false;
+    }
+    if (const size_t last = chunk.rfind('\n'); last != std::string_view::npos) {
+      partial_.append(chunk.substr(0, last + 1));
+      keep(parse_perf_map(partial_, last_ns_));
+      partial_.clear();
+      chunk.remove_prefix(last + 1);
+    }
+    partial_.append(chunk);
+    if (partial_.size() > kMaxLineBytes) {
+      partial_.clear();
+      long_line_ = true;
     }
   }
-  last_ns_ = now_ns;
+}
+
+// At most max_entry_bytes_ of entries: the rest are counted, for the data-quality line.
+void PerfMapFollower::keep(std::vector<model::JitCode> lines) {
+  for (model::JitCode& c : lines) {
+    const size_t cost = sizeof(model::JitCode) + c.name.size();
+    if (kept_bytes_ + cost > max_entry_bytes_) {
+      ++dropped_;
+      continue;
+    }
+    kept_bytes_ += cost;
+    entries_.push_back(std::move(c));
+  }
 }
 
 std::vector<model::JitCode> PerfMapFollower::finish() {
   const uint64_t before = last_ns_;
   poll(last_ns_);
-  auto last = parse_perf_map(partial_, before);
+  if (!long_line_) keep(parse_perf_map(partial_, before));
   partial_.clear();
-  entries_.insert(entries_.end(), std::make_move_iterator(last.begin()), std::make_move_iterator(last.end()));
+  if (dropped_ > 0) {
+    const size_t mib = max_entry_bytes_ >> 20;
+    const std::string cap = mib << 20 == max_entry_bytes_ ? std::to_string(mib) + " MiB"
+                                                          : std::to_string(max_entry_bytes_ >> 10) + " KiB";
+    dropped_text_ = path_ + ": " + std::to_string(dropped_) + " functions after the first " +
+                    std::to_string(entries_.size()) + " (" + cap + " of names) have no names";
+  }
+  if (capped_)
+    dropped_text_ += (dropped_text_.empty() ? path_ + ": " : "; ") + std::string("lines after its first ") +
+                     std::to_string(kMaxJitFileBytes >> 30) + " GiB were not read";
   return std::move(entries_);
 }
 

@@ -44,6 +44,9 @@
 namespace fxprof::recorder {
 
 inline constexpr uint64_t kMaxJitFileBytes = uint64_t{1} << 30;
+// A followed perf map keeps at most this much of entries, names included (~2.5M node functions); 10M lines
+// used to peak at 1.74 GB, 30M at 4.43 GB. Names past it are dropped with a data-quality line.
+inline constexpr size_t kMaxJitEntryBytes = size_t{256} << 20;
 
 // Parses perf map text; malformed lines are skipped. Returns the entries in file order, from `seen_ns`.
 std::vector<model::JitCode> parse_perf_map(std::string_view text, uint64_t seen_ns = 0);
@@ -82,27 +85,39 @@ std::vector<model::JitCode> merge_jit_sources(std::vector<model::JitCode> perf_m
 
 // Follows a perf map as the runtime appends to it: poll() reads the complete lines added since the last
 // poll and stamps them with that poll's time (they were written after it); a file not there yet is looked
-// for again at the next poll; a file truncated or replaced (a new program with the pid) starts over.
+// for again at the next poll; a file truncated or replaced (a new program with the pid) starts over; a file
+// deleted (by its runtime, at exit) is read to its end from the open descriptor. Bounded: the text is read
+// 4 MiB at a time, lines over 64 KiB are skipped, at most kMaxJitFileBytes are read and kMaxJitEntryBytes
+// kept (dropped() says what was not).
 class PerfMapFollower {
  public:
-  // `uids`: the process's users, whose map it may be (jit_file_untrusted).
-  PerfMapFollower(std::string path, std::vector<uint32_t> uids)
-      : path_(std::move(path)), uids_(std::move(uids)) {}
+  // `uids`: the process's users, whose map it may be (jit_file_untrusted). `max_entry_bytes`: the entries
+  // kept (tests lower it).
+  PerfMapFollower(std::string path, std::vector<uint32_t> uids, size_t max_entry_bytes = kMaxJitEntryBytes)
+      : path_(std::move(path)), uids_(std::move(uids)), max_entry_bytes_(max_entry_bytes) {}
   void poll(uint64_t now_ns);
   // A last poll (a last line without its newline included); the entries read, in file order.
   std::vector<model::JitCode> finish();
   const std::string& path() const { return path_; }
   // Why the map at the path was not read ("" when it was, or there was none): one data-quality line.
   const std::string& untrusted() const { return untrusted_; }
+  // After finish(): which names were not kept ("" when all were): one data-quality line.
+  const std::string& dropped() const { return dropped_text_; }
 
  private:
+  void read_lines();
+  void keep(std::vector<model::JitCode> lines);
+
   std::string path_;
   std::vector<uint32_t> uids_;
-  std::string untrusted_;
+  std::string untrusted_, dropped_text_;
   UniqueFd fd_;
   uint64_t dev_ = 0, ino_ = 0, offset_ = 0;
-  uint64_t last_ns_ = 0;  // the previous poll (0: none yet, or the recording's start)
-  std::string partial_;   // a line not complete yet
+  uint64_t last_ns_ = 0;    // the previous poll (0: none yet, or the recording's start)
+  std::string partial_;     // a line not complete yet
+  bool long_line_ = false;  // in a line too long to be a function's name, skipped to its end
+  bool capped_ = false;     // kMaxJitFileBytes read: the rest is not
+  size_t max_entry_bytes_, kept_bytes_ = 0, dropped_ = 0;
   std::vector<model::JitCode> entries_;
 };
 

@@ -84,6 +84,7 @@ void JitTracker::read(uint32_t pid, JitProc& p) {
   std::vector<model::JitCode> map = p.perf_map->finish();
   std::string source = map.empty() ? "" : p.perf_map->path();
   if (!p.perf_map->untrusted().empty()) c_.refused_files.push_back(p.perf_map->untrusted());
+  if (!p.perf_map->dropped().empty()) c_.jit_dropped.push_back(p.perf_map->dropped());
   p.perf_map.reset();
   std::vector<model::JitCode> dump;
   if (!p.jitdump.empty()) {

@@ -170,6 +170,8 @@ void Session::report_data_quality(model::Profile& prof) {
     problems.push_back({"JIT names not used (file not the process's): " + refused, 1,
                         refused + ": its JIT function names were not used (a perf map or jitdump must belong "
                                   "to the process's user or root and be writable by no one else)"});
+  for (const std::string& dropped : builder_->jit_dropped())
+    problems.push_back({"JIT names dropped: " + dropped, 1, "JIT names dropped: " + dropped});
   if (unwinder_)  // named in the incomplete-stacks line already: meta entries only
     for (const UnwindStop& s : unwinder_->stops())
       if (s.corrupt > 0)

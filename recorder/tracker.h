@@ -79,6 +79,8 @@ struct TrackerContext {
   // Files not used because another user owns them or others may write them (the JIT code's perf maps and
   // jitdumps, recorder/jit.h jit_file_untrusted): "PATH: why" each, for the data-quality lines.
   std::vector<std::string> refused_files;
+  // Perf maps whose names were not all kept (too many, or past kMaxJitFileBytes): "PATH: what" each.
+  std::vector<std::string> jit_dropped;
 };
 
 // Whether any thread of the process has a sample (an exec keeps such an entry; JIT files are read for it).

@@ -187,6 +187,18 @@ TEST_CASE("a followed perf map: lines stamped with the poll before they were see
   CHECK(renewed[0].name == "new");
   CHECK(renewed[0].from_ns == 10);
 
+  // Deleted by its runtime at exit: what it held is kept, read to its end from the open file.
+  r::PerfMapFollower kept(path, mine);
+  kept.poll(30);
+  append(path, "5000 10 last\n");
+  REQUIRE(unlink(path.c_str()) == 0);
+  kept.poll(40);
+  auto deleted = kept.finish();
+  REQUIRE(deleted.size() == 2);
+  CHECK(deleted[1].name == "last");
+  CHECK(kept.dropped().empty());
+  append(path, "4000 10 new\n");  // there again for the checks below
+
   // Symbolic links and FIFOs are not followed.
   REQUIRE(symlink(path.c_str(), dir.file("link.map").c_str()) == 0);
   r::PerfMapFollower l(dir.file("link.map"), mine);
@@ -218,6 +230,41 @@ TEST_CASE("a followed perf map: lines stamped with the poll before they were see
   opened.poll(2);
   CHECK(opened.finish().empty());
   CHECK(opened.untrusted() == writable + ": writable by others");
+}
+
+TEST_CASE("a perf map's memory is bounded: names past the cap are dropped and said, long lines skipped",
+          "[recorder][jit]") {
+  // 10M lines once peaked at 1.74 GB (kMaxJitEntryBytes bounds it; a 1 MiB cap here, the same code).
+  fxprof::test::TempDir dir;
+  const std::string path = dir.file("perf-9.map");
+  const std::vector<uint32_t> mine{static_cast<uint32_t>(geteuid())};
+  const std::string name(200, 'f');
+  const size_t cap = size_t{1} << 20, cost = sizeof(fxprof::model::JitCode) + name.size() + 9;
+  const size_t fits = cap / cost, lines = fits + fits / 4;
+  std::string text;
+  char head[48];
+  for (size_t i = 0; i < lines; ++i) {
+    int n = std::snprintf(head, sizeof head, "%zx 10 ", 0x10000 + i * 16);
+    text.append(head, static_cast<size_t>(n)).append(name).append(std::to_string(100000000 + i));
+    text.push_back('\n');
+  }
+  append(path, text);
+  r::PerfMapFollower f(path, mine, cap);
+  f.poll(1);
+  auto got = f.finish();
+  CHECK(got.size() == fits);
+  CHECK(got.front().name == name + "100000000");
+  CHECK(f.dropped() == path + ": " + std::to_string(lines - fits) + " functions after the first " +
+                           std::to_string(fits) + " (1 MiB of names) have no names");
+  // A line longer than a read (4 MiB), then a function: the long one is skipped, never held whole.
+  const std::string other = dir.file("perf-10.map");
+  append(other, "1000 10 " + std::string(size_t{5} << 20, 'x') + "\n2000 10 b\n");
+  r::PerfMapFollower g(other, mine);
+  g.poll(1);
+  auto after = g.finish();
+  REQUIRE(after.size() == 1);
+  CHECK(after[0].name == "b");
+  CHECK(g.dropped().empty());
 }
 
 TEST_CASE("jitdump file names and reading files", "[recorder][jit]") {
