@@ -1,16 +1,9 @@
 // `fxprof load`: serve a saved profile again, with symbolication, like `samply load` (profiler-cli's
 // --with-samply runs `<binary> load --no-open FILE` and waits for the profiler URL on its output).
-#include <pthread.h>
-#include <signal.h>
-
-#include <condition_variable>
 #include <cstdio>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
-#include "base/signals.h"
 #include "base/temp_dir.h"
 #include "base/terminal.h"
 #include "cli/commands.h"
@@ -30,43 +23,6 @@ constexpr std::string_view kUsage =
     "opens\n"
     "the Firefox Profiler on it. Stops with Ctrl+C; the file is left as it is.\n"
     "\n";
-
-// What the libraries' reading thread tells the command: the head read (serving may start), or the end.
-class LibsReading {
- public:
-  struct State {
-    bool head = false, done = false, processed = false, presymbolicated = false;
-    uint64_t selected_thread = 0;  // the busiest thread, as the file's meta says (else the first)
-    std::string error;             // the read's, when it ended before its head
-  };
-  void head(const model::Meta& meta) {
-    std::lock_guard<std::mutex> lock(mu_);
-    state_.head = true;
-    state_.presymbolicated = meta.presymbolicated;
-    state_.selected_thread = meta.selected_thread.value_or(0);
-    cv_.notify_all();
-  }
-  // True when the head had been read (the profile is being served).
-  bool done(std::string error, bool processed) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!state_.head) state_.error = std::move(error);
-    state_.processed = processed;
-    state_.done = true;
-    cv_.notify_all();
-    return state_.head;
-  }
-  // Waits for the head or the end (processed-format profiles and failures have no head).
-  State wait_head() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return state_.head || state_.done; });
-    return state_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  State state_;
-};
 
 constexpr std::string_view kCommand = "load";
 
@@ -95,44 +51,12 @@ std::optional<int> parse_load_args(std::span<char*> args, server::ServeOptions& 
   return std::nullopt;
 }
 
-// The reading thread's work: the file's libraries (not the samples) registered with `symbols` as they are
-// read, the head announced to `reading` first.
-void read_libs(std::stop_token stop, const std::string& file, symbolizer::Symbolizer& symbols,
-               LibsReading& reading) {
-  // Ctrl+C is the serving thread's (serve_profile waits for it with sigtimedwait), never this one's.
-  const sigset_t ended_by = stop_signals();
-  pthread_sigmask(SIG_BLOCK, &ended_by, nullptr);
-  gecko::ReadInfo info;
-  info.libs_only = true;
-  info.stop = stop;
-  info.on_head = [&](const model::Profile& head) {
-    for (auto& lib : pipeline::known_libs(head)) symbols.add_known_lib(std::move(lib));
-    reading.head(head.meta);
-  };
-  auto libs = gecko::read_gecko_profile(file, &info);
-  if (libs)
-    for (auto& lib : pipeline::known_libs(*libs)) symbols.add_known_lib(std::move(lib));
-  // After the head, the profile is being served: a bad end is said on one line (the front end refuses
-  // such a file too), and the libraries read so far are still served.
-  const bool served = reading.done(libs ? std::string() : libs.error(), info.processed);
-  if (!libs && served && !stop.stop_requested())
-    std::fprintf(stderr, "fxprof: %s (libraries after that point are not served)\n", libs.error().c_str());
-  symbols.libs_complete();  // after the line: a request that waited for the end finds it said
-}
-
-// A self-contained profile with --symbol-dir: read whole, its frames resolved with the given folders; when
-// some were, that copy (in `resolved`) is what opts serves. The exit status on failure.
-std::optional<int> bake_whole(const std::string& file, server::ServeOptions& opts,
+// A self-contained profile with --symbol-dir: its frames resolved with the given folders; when some were,
+// that copy (in `resolved`) is what opts serves. The exit status on failure.
+std::optional<int> bake_whole(model::Profile& profile, server::ServeOptions& opts,
                               std::optional<TempFolder>& resolved) {
-  auto profile = gecko::read_gecko_profile(file);
-  if (!profile) {
-    say(profile.error());
-    return profile.exit_code();
-  }
-  opts.view = gecko::gecko_view_query(*profile);  // every thread shown, the busiest selected
-  opts.libs = pipeline::known_libs(*profile);
   symbolizer::Symbolizer baking(opts.symbols);
-  const pipeline::SymbolicateStats named = pipeline::symbolicate(*profile, baking);
+  const pipeline::SymbolicateStats named = pipeline::symbolicate(profile, baking);
   if (const std::string line = pipeline::missing_debug_line(named.no_debug); !line.empty()) say(line);
   if (named.resolved > 0) {
     resolved.emplace("fxprof-load");
@@ -141,11 +65,11 @@ std::optional<int> bake_whole(const std::string& file, server::ServeOptions& opt
       return 1;
     }
     const std::string tmp = resolved->path() + "/profile.json";
-    if (auto s = gecko::write_gecko_profile(*profile, tmp); !s) {
+    if (auto s = gecko::write_gecko_profile(profile, tmp); !s) {
       say(s.error());
       return s.exit_code();
     }
-    opts.kept_path = file;  // the copy is removed at the end: the user's file is what stays
+    opts.kept_path = opts.profile_path;  // the copy is removed at the end: the user's file stays
     opts.profile_path = tmp;
   }
   opts.symbolizer = nullptr;
@@ -159,34 +83,21 @@ int cmd_load(std::span<char*> args) {
   std::string file;
   if (auto exit = parse_load_args(args, opts, file)) return *exit;
   opts.profile_path = file;
+  // Read whole by the reader every command uses, before anything is served: a profile `report` or
+  // `export` refuses (cut short, trailing garbage, a stack table with a cycle, bad UTF-8) is refused here
+  // too, with the same line, rather than served from its head.
+  gecko::ReadInfo info;
+  auto profile = gecko::read_gecko_profile(file, &info);
+  if (!profile) {
+    say(profile.error());
+    return profile.exit_code();
+  }
   std::optional<TempFolder> resolved;  // the profile served after resolving more symbols, removed at the end
-  // A self-contained profile has no server to ask: with --symbol-dir, it is read whole (its frames are
-  // resolved with the given folders and that copy is served); it is found out below, from its head.
-  bool read_whole = false;
-  // Otherwise only what a symbol server needs is read, the libraries (not the samples), on a thread of its
-  // own: serving starts once the head (meta, the main process's libraries) is read, whatever the size, and
-  // the libraries of the other processes follow; a request for one not read yet waits for it.
-  symbolizer::Symbolizer symbols(opts.symbols);
-  LibsReading reading;
-  symbols.expect_more_libs();
-  std::jthread reader([&](std::stop_token stop) { read_libs(stop, file, symbols, reading); });
-  const LibsReading::State head = reading.wait_head();
-  if (!head.error.empty()) {  // failed before its head: nothing is served
-    std::fprintf(stderr, "fxprof: %s\n", head.error.c_str());
-    return 1;
-  }
-  opts.symbolizer = &symbols;
-  if (!head.processed) {  // processed-format profiles (samply's) are served as they are, inspected there
-    opts.libs.emplace();  // registered above, as they are read
-    // Every thread shown (any view state does it), the busiest selected as record chose it (the samples are
-    // not read: the file's meta says which).
-    opts.view = gecko::view_query_for_thread(head.selected_thread);
-    read_whole = head.presymbolicated && !opts.symbols.symbol_dirs.empty();
-  }
-  if (read_whole) {
-    reader.request_stop();
-    reader.join();
-    if (auto exit = bake_whole(file, opts, resolved)) return *exit;
+  if (!info.processed) {  // processed-format profiles (samply's) are served as they are, inspected there
+    opts.libs = pipeline::known_libs(*profile);
+    opts.view = gecko::gecko_view_query(*profile);  // every thread shown, the busiest selected
+    if (profile->meta.presymbolicated && !opts.symbols.symbol_dirs.empty())
+      if (auto exit = bake_whole(*profile, opts, resolved)) return *exit;
   }
   if (auto s = server::serve_profile(opts); !s) {
     say(s.error());
