@@ -25,10 +25,11 @@ Result<model::Profile> Reader::run() {
     return process_member(k, true);
   });
   if (!ok) return Err(err_);
-  if (info_.processed) return model::Profile{};
+  if (info_.processed && !info_.libs_only) return model::Profile{};
   // Only whitespace may follow; reading to the end also checks the rest of the gzip data.
   if (js_.peek() >= 0) return Err(name_ + ": not valid JSON (more after the profile's object)");
   if (js_.failed()) return Err(name_ + ": " + js_.error());
+  if (info_.processed) return std::move(p_);  // its libraries, read as they came
   finish_process(0, true);
   if (saw_meta_) head_read();
   if (!saw_meta_) return Err(name_ + ": not a Firefox Profiler profile (no \"meta\" object)");

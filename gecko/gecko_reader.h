@@ -52,8 +52,10 @@ inline constexpr size_t kMaxInflatedBytes = size_t{16} << 30;
 inline constexpr size_t kMaxJsonStringBytes = size_t{1} << 20;
 
 struct ReadInfo {
-  bool gzip = false;       // by magic, not by name
-  bool processed = false;  // a processed-format profile (meta.preprocessedProfileVersion): not read
+  bool gzip = false;  // by magic, not by name
+  // A processed-format profile (meta.preprocessedProfileVersion): not read, or with libs_only, read to its
+  // end for its libraries (the top level's and each thread's) in one process, all else skipped unread.
+  bool processed = false;
 
   // Asked by the caller. libs_only: only what a symbol server needs, each process's meta and libs; threads
   // and counters are skipped unread (a structural scan, no model), so the profile comes back with no threads.
@@ -68,7 +70,8 @@ struct ReadInfo {
 // How much text is read (or inflated) at a time.
 inline constexpr size_t kReadChunkBytes = size_t{1} << 20;
 
-// Reads a Gecko profile file into a model. With info->processed set, the profile is returned empty.
+// Reads a Gecko profile file into a model. With info->processed set, the profile is returned empty (with
+// libs_only: holding only the libraries).
 Result<model::Profile> read_gecko_profile(const std::string& path, ReadInfo* info = nullptr);
 
 // The same from JSON text in memory, handed to the reader `chunk_bytes` at a time (1 puts a chunk border

@@ -97,7 +97,7 @@ class Reader {
       js_.take();
       if (js_.peek() < 0) return stream_error();
       if (!member(std::string_view(key))) return false;
-      if (info_.processed) return true;  // nothing more to read
+      if (info_.processed && !info_.libs_only) return true;  // nothing more to read
       if (const Next n = next('}'); n != Next::Item) return n == Next::Closed;
       c = js_.peek();
     }
@@ -115,7 +115,7 @@ class Reader {
     for (;;) {
       if (c < 0) return stream_error();
       if (!element()) return false;
-      if (info_.processed) return true;
+      if (info_.processed && !info_.libs_only) return true;
       if (const Next n = next(']'); n != Next::Item) return n == Next::Closed;
       c = js_.peek();
     }

@@ -24,6 +24,17 @@ bool Reader::syntax_error() {
 bool Reader::process_member(std::string_view k, bool top) {
   if (k == "meta") return piece([&](od::value v) { return read_meta(v, top); });
   if (k == "libs") return piece([&](od::value v) { return read_libs(v); });
+  // The processed format (samply's, read only for its libraries): the top level's, and each thread's
+  // before version 41; nothing else of it is this reader's to parse.
+  if (info_.processed) {
+    if (k != "threads" || !top) return skip();
+    return array([&] {
+      if (js_.peek() != '{') return skip();
+      return members([&](std::string_view k2) {
+        return k2 == "libs" ? piece([&](od::value v) { return read_libs(v); }) : skip();
+      });
+    });
+  }
   // What comes before the top level's threads (meta, libs) is the head: `load` serves from there.
   if (top && (k == "threads" || k == "processes" || k == "counters")) head_read();
   if (k == "counters") return info_.libs_only ? skip() : piece([&](od::value v) { return read_counters(v); });
