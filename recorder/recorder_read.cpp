@@ -29,7 +29,10 @@ size_t Session::read_round() {
 // The waker tracer learns the processes the builder saw, and its wakeups go to the builder, which unwinds
 // the wakers' stacks at the end of the round (ProfileBuilder::on_wakings).
 void Session::sync_waker() {
-  if (!waker_) return;
+  if (!waker_) {
+    builder_->take_new_pids();  // nobody to tell: not kept (-a sees thousands of processes come and go)
+    return;
+  }
   for (uint32_t pid : builder_->take_new_pids()) waker_->trace(pid);
   wakings_.clear();
   waker_->drain(wakings_);

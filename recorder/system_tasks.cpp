@@ -23,6 +23,11 @@ bool SystemTasks::is_kernel_thread(Procfs& procfs, uint32_t pid) {
 }
 
 void SystemTasks::map(Record& r) {
+  if (auto* smp = std::get_if<SampleRecord>(&r); smp && smp->tid != 0 && exited_.count(smp->tid)) {
+    r = OtherRecord{};  // after its thread's EXIT: the exit path's last sample
+    return;
+  }
+  if (auto* f = std::get_if<ForkRecord>(&r)) exited_.erase(f->tid);  // a reused tid is a new thread
   if (auto* f = std::get_if<ForkRecord>(&r);
       f && f->pid != f->ppid && (f->ppid == kKernelThreadsPid || kthreads_.count(f->ppid)))
     kthreads_.insert(f->pid);
@@ -43,8 +48,17 @@ void SystemTasks::map(Record& r) {
 }
 
 void SystemTasks::after(const Record& r) {
-  if (auto* e = std::get_if<ExitRecord>(&r); e && e->pid == kKernelThreadsPid && e->tid != kKernelThreadsPid)
-    kthreads_.erase(e->tid);
+  auto* e = std::get_if<ExitRecord>(&r);
+  if (!e) return;
+  if (e->pid == kKernelThreadsPid && e->tid != kKernelThreadsPid) kthreads_.erase(e->tid);
+  constexpr uint64_t kLingerNs = 100'000'000;
+  while (!exit_order_.empty() && exit_order_.front().first + kLingerNs < e->time) {
+    auto it = exited_.find(exit_order_.front().second);
+    if (it != exited_.end() && it->second == exit_order_.front().first) exited_.erase(it);
+    exit_order_.pop_front();
+  }
+  exited_[e->tid] = e->time;
+  exit_order_.push_back({e->time, e->tid});
 }
 
 }  // namespace fxprof::recorder

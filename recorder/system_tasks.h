@@ -8,12 +8,16 @@
 //    the threads of one process, named "[kernel threads]" (tasks.h attach_kernel_thread).
 //  - the idle task (pid 0, "swapper/N"): never a thread; its samples are only counted (the summary's idle
 //    share of the CPUs).
-// The builder passes every decoded record through map() before the trackers see it. Memory: one entry per
-// live kernel thread; an exiting one's entry goes with its EXIT.
+// The builder passes every decoded record through map() before the trackers see it. The CPU events of -a
+// keep sampling a task after its EXIT record (its last microseconds in exit_mmap): such a sample is dropped
+// rather than made a new thread of the ended process. Memory: one entry per live kernel thread (an exiting
+// one's goes with its EXIT) and per thread that exited in the last 100 ms of records.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "recorder/host.h"
@@ -37,6 +41,8 @@ class SystemTasks {
 
  private:
   std::unordered_set<uint32_t> kthreads_;
+  std::unordered_map<uint32_t, uint64_t> exited_;         // tid -> its EXIT's time
+  std::deque<std::pair<uint64_t, uint32_t>> exit_order_;  // (time, tid), oldest first
 };
 
 }  // namespace fxprof::recorder

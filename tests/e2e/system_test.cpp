@@ -96,17 +96,34 @@ TEST_CASE("record -a: every process, named, with its functions and its CPU time"
   CHECK(kernel_processes <= 1);
 }
 
-TEST_CASE("record -a --duration stops by itself", "[e2e][system]") {
+TEST_CASE("record -a --duration stops by itself, and --per-cpu adds a track per CPU", "[e2e][system]") {
   REQUIRE(geteuid() == 0);
   TempDir dir;
   const std::string profile = dir.file("d.json.gz");
   CmdOptions opts;
   opts.timeout = std::chrono::seconds(60);
-  auto r = run({fxprof_bin(), "record", "-a", "--duration", "0.5", "--save-only", "-o", profile}, opts);
+  auto r = run({fxprof_bin(), "record", "-a", "--duration", "0.5", "--per-cpu", "--call-graph", "fp",
+                "--save-only", "--no-symbolicate", "-o", profile},
+               opts);
   INFO(r.err);
   REQUIRE(r.status == 0);
   CHECK(!r.timed_out);
-  CHECK(!read_profile_text(profile).empty());
+  const auto threads = summarize(read_profile_text(profile));
+  // Every CPU sample is also on its CPU's track (the idle ones too), the CPUs' process apart from the others.
+  size_t cpu_tracks = 0, cpu_samples = 0, thread_samples = 0;
+  for (const ThreadSummary& t : threads) {
+    CHECK(t.tid != 0);
+    if (t.process == "CPUs") {
+      ++cpu_tracks;
+      cpu_samples += t.samples + t.off_cpu_samples;
+    } else {
+      thread_samples += t.samples;
+    }
+  }
+  CHECK(cpu_tracks >= 1);
+  CHECK(cpu_tracks <= static_cast<size_t>(sysconf(_SC_NPROCESSORS_CONF)));
+  CHECK(cpu_samples >= thread_samples);
+  REQUIRE(find_thread(threads, "CPU 0") != nullptr);
 }
 
 TEST_CASE("record -a as an ordinary user: one line that says why", "[e2e][system][unprivileged]") {

@@ -72,6 +72,14 @@ TEST_CASE("kernel threads' records get pid 2, until they exit or exec", "[record
   e.pid = e.tid = 50;
   e.ppid = e.ptid = kKernelThreadsPid;
   CHECK(mapped(s, e).pid == kKernelThreadsPid);
+  // Its last sample after the EXIT (the CPU events keep sampling the exit path) makes no new thread.
+  recorder::Record late = sample(50);
+  s.map(late);
+  CHECK(std::holds_alternative<recorder::OtherRecord>(late));
+  recorder::ForkRecord reuse;
+  reuse.pid = reuse.tid = 50;
+  reuse.ppid = reuse.ptid = 1;
+  CHECK(mapped(s, reuse).pid == 50);
   CHECK(mapped(s, sample(50)).pid == 50);
 
   // A user-mode helper (a kernel thread that execs a program) is a process of its own from its exec.

@@ -20,9 +20,19 @@
 
 namespace {
 
-__attribute__((noinline)) void attached_spin() { spin_cpu_ms(500); }
-__attribute__((noinline)) void forked_spin() { spin_cpu_ms(400); }
-__attribute__((noinline)) void short_spin() { spin_cpu_ms(100); }
+// The empty asm after the call keeps each a frame of its own (no tail call), so its name is on the stack.
+__attribute__((noinline)) void attached_spin() {
+  spin_cpu_ms(500);
+  asm volatile("" ::: "memory");
+}
+__attribute__((noinline)) void forked_spin() {
+  spin_cpu_ms(400);
+  asm volatile("" ::: "memory");
+}
+__attribute__((noinline)) void short_spin() {
+  spin_cpu_ms(100);
+  asm volatile("" ::: "memory");
+}
 
 int run_self(const char* self, const char* role) {
   const pid_t pid = fork();
