@@ -7,7 +7,7 @@
 #
 #   bench/record_all.sh [BUILD_DIR] [RUNS] [SECONDS]
 #
-# Rows: fxprof -a (defaults: DWARF stacks, off-CPU), fxprof -a --cpu-only --call-graph fp, perf record -a -g
+# Rows: fxprof -a (defaults: DWARF stacks, on-CPU), fxprof -a --call-graph fp, perf record -a -g
 # (frame pointers, perf's usual), perf record -a --call-graph dwarf. All at 1000 Hz, as root.
 set -euo pipefail
 
@@ -48,12 +48,12 @@ cost() {
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 declare -A share
-names=("fxprof -a" "fxprof -a --cpu-only --call-graph fp" "perf record -a -g" "perf record -a --call-graph dwarf")
+names=("fxprof -a" "fxprof -a --call-graph fp" "perf record -a -g" "perf record -a --call-graph dwarf")
 for ((i = 0; i < RUNS; i++)); do
   for n in "${names[@]}"; do
     case $n in
     "fxprof -a") r=$(cost "$FXPROF" record -a --duration "$SECS" --save-only --no-symbolicate -q -o "$TMP/p.json.gz") ;;
-    "fxprof -a --cpu-only"*) r=$(cost "$FXPROF" record -a --duration "$SECS" --cpu-only --call-graph fp --save-only \
+    "fxprof -a --call-graph fp") r=$(cost "$FXPROF" record -a --duration "$SECS" --call-graph fp --save-only \
       --no-symbolicate -q -o "$TMP/p.json.gz") ;;
     "perf record -a -g") r=$(cost perf record -a -g -F 1000 -q -o "$TMP/perf.data" -- sleep "$SECS") ;;
     *) r=$(cost perf record -a --call-graph dwarf -F 1000 -q -o "$TMP/perf.data" -- sleep "$SECS") ;;
@@ -62,7 +62,7 @@ for ((i = 0; i < RUNS; i++)); do
   done
 done
 
-printf '%-40s %s\n' "recorder ($SECS s, 1000 Hz, both cores busy)" "its CPU, % of one core (median of $RUNS: runs)"
+printf '%-40s %s\n' "recorder ($SECS s, 1000 Hz, both cores busy)" "its CPU, % of one core (median of $RUNS runs)"
 for n in "${names[@]}"; do
   m=$(tr ' ' '\n' <<<"${share[$n]}" | grep . | median)
   printf '%-40s %6.2f   (%s)\n' "$n" "$m" "${share[$n]% }"

@@ -133,7 +133,8 @@ Command record_command(RecordArgs& a, Parsed& p) {
            "<= 0): each its own track named by its command line, those that start and\n"
            "end meanwhile included; kernel threads grouped under \"[kernel threads]\";\n"
            "the idle CPUs' share is said at the end. Stops at Ctrl+C, --duration, or\n"
-           "when COMMAND (if given) ends. No RSS or counter tracks",
+           "when COMMAND (if given) ends. On-CPU samples unless --off-cpu; no RSS or\n"
+           "counter tracks",
            set(rec.system_wide, true)},
           {"", "--per-cpu", "",
            "with -a: also one track per CPU (process \"CPUs\") showing which thread ran\n"

@@ -267,6 +267,16 @@ void TaskTracker::on_exit(const ExitRecord& e) {
   // say all they will (the pid and the file names may be reused from now on).
   hooks_.release(pid, t, Release::Exit);
   hooks_.process_ended(pid);
+  if (command_lines_) drop_if_empty(profile_.processes[pit->second.proc]);
+}
+
+// -a: a process that ended without a sample or marker is no track (the recorder drops it at the end); its
+// libs and threads go now, so a machine that runs thousands of short programs does not keep them all.
+void TaskTracker::drop_if_empty(model::Process& p) {
+  for (const model::Thread& th : p.threads)
+    if (!th.samples.empty() || !th.markers.empty() || !th.allocations.empty()) return;
+  std::vector<model::Lib>().swap(p.libs);
+  std::vector<model::Thread>().swap(p.threads);
 }
 
 }  // namespace fxprof::recorder

@@ -65,7 +65,8 @@ class TaskTracker final : public Tracker {
   // made at the first); false when known already.
   bool attach_kernel_thread(uint32_t tid, uint64_t time_ns);
   // System-wide: processes are named by their command line (argv[0]'s base name and the arguments), read
-  // when attaching and at an exec while the program still runs; else argv[0]'s base name or the comm.
+  // when attaching and at an exec while the program still runs; else argv[0]'s base name or the comm. And a
+  // process that ended without a sample or marker drops its libs and threads at once (drop_if_empty).
   void set_command_lines(bool on) { command_lines_ = on; }
 
   // The entry of `pid` (made, named from /proc, when it has none), of thread `tid` of `pid` (likewise).
@@ -112,6 +113,7 @@ class TaskTracker final : public Tracker {
   // The command line of `pid` as a process name (command_lines_), "" when unreadable or empty (a kernel
   // thread, a zombie) or, given `comm`, when it is not that program's (read too late: another exec).
   std::string command_line(uint32_t pid, const std::string& comm = "");
+  void drop_if_empty(model::Process& p);
 
   model::Profile& profile_;
   Procfs& procfs_;
