@@ -23,6 +23,7 @@ bench() {
   echo
 }
 bench "recording (bench/record.sh)" bash "$here/record.sh" "$build"
+bench "record -a against perf record -a, both cores busy (bench/record_all.sh)" bash "$here/record_all.sh" "$build"
 bench "what the user waits for after the program's exit (bench/latency.sh)" bash "$here/latency.sh" "$build"
 bench "unwinding (bench/unwind.sh)" bash "$here/unwind.sh" "$build"
 bench "symbolication (bench/symbolize.sh)" bash "$here/symbolize.sh" "$build"

@@ -259,6 +259,13 @@ std::optional<int> name_and_write(const RecordArgs& a, recorder::Recording& reco
                "fxprof: recorded %.2f s, %llu samples, %u threads, %u processes, %llu lost records -> %s\n",
                st.duration_s, static_cast<unsigned long long>(st.samples), st.threads, st.processes,
                static_cast<unsigned long long>(st.lost_records), a.output.c_str());
+  if (rec.system_wide) {  // -a: the idle task is no thread; its share of the CPU samples says how busy
+    const uint64_t busy = st.samples - st.off_cpu_samples;
+    const double all = static_cast<double>(busy + st.idle_samples);
+    std::fprintf(stderr, "fxprof: -a: the CPUs were idle %.0f%% of the time (%llu idle samples, %llu busy)\n",
+                 all > 0 ? 100.0 * static_cast<double>(st.idle_samples) / all : 0.0,
+                 static_cast<unsigned long long>(st.idle_samples), static_cast<unsigned long long>(busy));
+  }
   if (rec.event)
     std::fprintf(stderr,
                  "fxprof: sampled on %s, one sample per %llu event%s: %llu samples stand for ~%llu %s%s\n",

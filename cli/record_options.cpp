@@ -16,11 +16,13 @@ namespace {
 constexpr std::string_view kUsage =
     "Usage: fxprof record [OPTIONS] [--] COMMAND [ARGS...]\n"
     "       fxprof record [OPTIONS] -p PID[,PID...]\n"
+    "       fxprof record -a [--duration S] [--per-cpu] [OPTIONS] [-- COMMAND [ARGS...]]\n"
     "\n"
     "Samples every thread of every process COMMAND starts (or of the running processes PID), writes a "
     "Firefox\n"
     "Profiler profile, then serves it on 127.0.0.1 and opens the Firefox Profiler on it. Options must come\n"
     "before COMMAND; what follows COMMAND belongs to it. fxprof exits with the program's exit status.\n"
+    "With -a it records every process on the machine until Ctrl+C, --duration or COMMAND's end.\n"
     "\n";
 
 constexpr std::string_view kCommand = "record";
@@ -56,6 +58,7 @@ struct Parsed {
   std::string event;  // -e, checked once parsed (its error is not a usage error)
   double heap_rate = 512 * 1024;
   bool freq_given = false, stack_given = false;
+  bool off_cpu_given = false;  // --off-cpu
 };
 
 // record's table. Long because it is the table: one row an option, in --help's order.
@@ -125,6 +128,18 @@ Command record_command(RecordArgs& a, Parsed& p) {
                   [&](double n) { rec.buffer_bytes = static_cast<uint64_t>(n); })},
           pid_option(rec.pids,
                      "attach to running processes (and what they start) until Ctrl+C or --duration"),
+          {"-a", "--all-cpus", "",
+           "record every process on the machine (root, or kernel.perf_event_paranoid\n"
+           "<= 0): each its own track named by its command line, those that start and\n"
+           "end meanwhile included; kernel threads grouped under \"[kernel threads]\";\n"
+           "the idle CPUs' share is said at the end. Stops at Ctrl+C, --duration, or\n"
+           "when COMMAND (if given) ends. On-CPU samples unless --off-cpu; no RSS or\n"
+           "counter tracks",
+           set(rec.system_wide, true)},
+          {"", "--per-cpu", "",
+           "with -a: also one track per CPU (process \"CPUs\") showing which thread ran\n"
+           "on it, sample by sample",
+           set(rec.per_cpu, true)},
           duration_option(rec.duration_s, "stop recording after SECONDS (the program keeps running)"),
           {"", "--heap", "[=MODE]",
            "also record heap allocations and frees (launch mode only): sampled\n"
@@ -157,6 +172,13 @@ Command record_command(RecordArgs& a, Parsed& p) {
            "kernel.perf_event_paranoid <= 1; otherwise waits are markers without\n"
            "stacks, and fxprof says so",
            set(rec.off_cpu, false)},
+          {"", "--off-cpu", "",
+           "with -a: record off-CPU time too (off by default there: every sleeping\n"
+           "thread of the machine would be sampled)",
+           [&](const std::string&) {
+             p.off_cpu_given = true;
+             return std::string();
+           }},
           {"", "--off-cpu-threshold", "MS",
            "a marker for every wait of at least MS milliseconds (default 1; 0: all)",
            number("--off-cpu-threshold", {0, 86400000, "a number of milliseconds"},
@@ -261,8 +283,19 @@ std::optional<int> parse_record_args(std::span<char*> args, RecordArgs& a) {
     }
     rec.event = std::move(*e);
   }
-  if (rec.command.empty() && rec.pids.empty())
-    return usage_error(kCommand, "nothing to record: give a command or -p PID");
+  if (rec.per_cpu && !rec.system_wide) return usage_error(kCommand, "--per-cpu goes with -a");
+  if (p.off_cpu_given && !rec.system_wide)
+    return usage_error(kCommand, "--off-cpu goes with -a (record is wall-clock by default elsewhere)");
+  // -a: on-CPU samples unless asked: the blocked time of every sleeping thread of the machine would be
+  // most of the profile (800k samples in 8 s here) and most of the reader's work.
+  if (rec.system_wide && !p.off_cpu_given) rec.off_cpu = false;
+  if (p.off_cpu_given && !rec.off_cpu) return usage_error(kCommand, "give --off-cpu or --cpu-only, not both");
+  if (rec.system_wide && !rec.pids.empty())
+    return usage_error(kCommand, "-a records every process: give no -p");
+  if (rec.system_wide && a.heap)
+    return usage_error(kCommand, "--heap records programs fxprof starts, not the whole machine (-a)");
+  if (rec.command.empty() && rec.pids.empty() && !rec.system_wide)
+    return usage_error(kCommand, "nothing to record: give a command, -p PID or -a");
   if (!rec.command.empty() && !rec.pids.empty())
     return usage_error(kCommand, "give either a command or -p PID, not both");
 

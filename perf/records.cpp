@@ -63,6 +63,7 @@ size_t trailer_size(const EventAttr& a) {
 struct Trailer {
   uint32_t pid = 0, tid = 0;
   uint64_t time = 0;
+  uint32_t cpu = 0;
 };
 Trailer trailer(const std::byte* rec, size_t size, const EventAttr& a) {
   Trailer t;
@@ -71,6 +72,12 @@ Trailer trailer(const std::byte* rec, size_t size, const EventAttr& a) {
   Reader r(rec + size - n, rec + size);
   if (a.sample_type & PERF_SAMPLE_TID) r.u32x2(t.pid, t.tid);
   if (a.sample_type & PERF_SAMPLE_TIME) t.time = r.u64();
+  if (a.sample_type & PERF_SAMPLE_ID) r.u64();
+  if (a.sample_type & PERF_SAMPLE_STREAM_ID) r.u64();
+  if (a.sample_type & PERF_SAMPLE_CPU) {
+    uint32_t reserved = 0;
+    r.u32x2(t.cpu, reserved);
+  }
   return t;
 }
 
@@ -302,6 +309,7 @@ Record decode(const perf_event_header* h, const Layout& layout, uint32_t event) 
       const Trailer t = trailer(p, size, a);
       l.tid = t.tid;
       l.time = t.time;
+      l.cpu = t.cpu;
       return l;
     }
     case PERF_RECORD_THROTTLE:

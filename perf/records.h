@@ -93,6 +93,7 @@ struct LostRecord {
   uint64_t lost = 0;
   uint32_t tid = 0;
   uint64_t time = 0;
+  uint32_t cpu = 0;  // the CPU whose buffer overflowed (0 without PERF_SAMPLE_CPU)
 };
 
 struct ThrottleRecord {

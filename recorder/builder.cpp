@@ -59,12 +59,25 @@ void to_tracker(Tracker& t, const ThrottleRecord& r) { t.on_throttle(r); }
 }  // namespace
 
 void ProfileBuilder::handle(const perf_event_header* h, bool switch_event) {
+  Record rec = decode(h, layout_, switch_event);
+  if (system_) system_->map(rec);  // kernel threads become pid 2's (system_tasks.h)
   std::visit(
       [this](const auto& r) {
         for (const std::unique_ptr<Tracker>& t : trackers_) to_tracker(*t, r);
         on_record(r);
       },
-      decode(h, layout_, switch_event));
+      rec);
+  if (system_) system_->after(rec);
+}
+
+void ProfileBuilder::set_system_wide(bool per_cpu) {
+  system_.emplace();
+  if (per_cpu) cpu_tracks_.emplace();
+  tasks_.set_command_lines(true);
+}
+
+void ProfileBuilder::on_lost(const LostRecord& l) {
+  if (system_) lost_by_cpu_[l.cpu] += l.lost;
 }
 
 void ProfileBuilder::split_callchain(const SampleRecord& s) {
@@ -121,7 +134,12 @@ std::optional<model::StackId> ProfileBuilder::stack_of(const SampleRecord& s) {
 void ProfileBuilder::on_sample(const SampleRecord& smp) {
   const uint32_t tid = smp.tid;
   const uint64_t time = smp.time;
-  if (tid == 0) return;
+  if (tid == 0) {  // the idle task (swapper): counted, never a thread
+    if (smp.switch_event) return;
+    ++idle_samples_;
+    if (cpu_tracks_) cpu_tracks_->add_idle(profile_, smp.cpu, time);
+    return;
+  }
 
   if (smp.switch_event) return;  // a switch-out's: the off-CPU spans tracker's (offcpu_spans.h)
   TaskTracker::ThreadRef& th = *tasks_.find_thread(tid);  // registered by the task tracker
@@ -146,6 +164,7 @@ void ProfileBuilder::on_sample(const SampleRecord& smp) {
   s.cpu_delta_ns = model::saturate_cpu_delta(delta);
   profile_.processes[th.proc].threads[th.thread].samples.push_back(s);
   ++samples_;
+  if (cpu_tracks_) cpu_tracks_->add(profile_, smp.cpu, time, th.proc, th.thread, path_);
 }
 
 // A switch record: the thread's CPU time (threadCPUDelta) stops or starts; the off-CPU spans are the
@@ -170,13 +189,23 @@ void ProfileBuilder::on_launched(uint32_t pid, const std::string& name, uint64_t
 }
 
 void ProfileBuilder::on_attached(uint32_t pid, uint64_t time_ns) {
+  if (system_ && SystemTasks::is_kernel_thread(procfs_, pid)) {  // one of "[kernel threads]"
+    system_->add_kernel_thread(pid);
+    if (tasks_.attach_kernel_thread(pid, time_ns))
+      for (const std::unique_ptr<Tracker>& t : trackers_) t->on_attached(kKernelThreadsPid, pid, time_ns);
+    return;
+  }
   tasks_.attach_process(pid, time_ns);
   for (const std::unique_ptr<Tracker>& t : trackers_) t->on_attached(pid, pid, time_ns);
   for (uint32_t tid : procfs_.list("/proc/" + std::to_string(pid) + "/task"))
     if (tid != pid) on_attached_thread(pid, tid, time_ns);
   // Executable file mappings (the libraries tracker's), as MMAP2 records would have described them.
-  for (const MapsEntry& e : libs_.attach(pid, time_ns))
+  bool readable = true;
+  for (const MapsEntry& e : libs_.attach(pid, time_ns, &readable))
     for (const std::unique_ptr<Tracker>& t : trackers_) t->on_attached_mapping(pid, e, time_ns);
+  // A process gone meanwhile has no maps to miss; one still there does (named in the data quality).
+  if (!readable && system_ && procfs_.read("/proc/" + std::to_string(pid) + "/comm"))
+    unreadable_maps_.push_back(tasks_.process_at(pid, time_ns).name + " (pid " + std::to_string(pid) + ")");
 }
 
 void ProfileBuilder::on_attached_thread(uint32_t pid, uint32_t tid, uint64_t time_ns) {

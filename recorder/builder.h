@@ -42,6 +42,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -52,11 +53,13 @@
 #include "base/fd.h"
 #include "elf/elf.h"
 #include "model/profile.h"
+#include "recorder/cpu_tracks.h"
 #include "recorder/host.h"
 #include "recorder/libraries.h"
 #include "recorder/perf.h"
 #include "recorder/quality.h"
 #include "recorder/records.h"
+#include "recorder/system_tasks.h"
 #include "recorder/tasks.h"
 #include "recorder/tracker.h"
 #include "recorder/unwind/unwinder.h"
@@ -118,6 +121,14 @@ class ProfileBuilder final : public RecordSink {
   void on_binary_mapped(std::function<void(const model::Lib&)> f) { libs_.on_binary_mapped = std::move(f); }
   // Names kernel frames and counts; `end_ns` closes nothing (open threads stay open-ended).
   void finish();
+  // `record -a`: kernel threads are grouped, the idle task counted (system_tasks.h), processes named by
+  // their command lines; `per_cpu`: and a track per CPU (cpu_tracks.h). Before any record.
+  void set_system_wide(bool per_cpu);
+  uint64_t idle_samples() const { return idle_samples_; }  // CPU samples of the idle task (pid 0)
+  // System-wide: records lost, per CPU (the buffer that overflowed).
+  const std::map<uint32_t, uint64_t>& lost_by_cpu() const { return lost_by_cpu_; }
+  // System-wide: the processes running at the start whose /proc/PID/maps could not be read ("NAME (pid N)").
+  const std::vector<std::string>& unreadable_maps() const { return unreadable_maps_; }
 
   uint64_t samples() const { return samples_; }
   uint64_t lost() const { return ctx_.counts.lost; }
@@ -176,7 +187,9 @@ class ProfileBuilder final : public RecordSink {
   // The builder's own part of a record, after every tracker's: CPU samples and CPU time.
   void on_record(const SampleRecord& r) { on_sample(r); }
   void on_record(const SwitchRecord& r) { on_switch(r); }
+  void on_record(const LostRecord& r) { on_lost(r); }
   void on_record(const auto&) {}
+  void on_lost(const LostRecord& l);
 
   model::Profile& profile_;
   Unwinder* unwinder_;
@@ -196,6 +209,11 @@ class ProfileBuilder final : public RecordSink {
   LibraryTracker& libs_ = first_.libs;
   uint64_t unknown_code_samples_ = 0;
   std::unordered_set<uint32_t> unknown_code_pids_;
+  std::optional<SystemTasks> system_;    // record -a
+  std::optional<CpuTracks> cpu_tracks_;  // record -a --per-cpu
+  uint64_t idle_samples_ = 0;
+  std::map<uint32_t, uint64_t> lost_by_cpu_;
+  std::vector<std::string> unreadable_maps_;
 };
 
 }  // namespace fxprof::recorder

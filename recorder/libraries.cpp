@@ -97,8 +97,9 @@ void LibraryTracker::on_comm(const CommRecord& c) {
   anon_code_.erase(c.pid);
 }
 
-std::vector<MapsEntry> LibraryTracker::attach(uint32_t pid, uint64_t time_ns) {
+std::vector<MapsEntry> LibraryTracker::attach(uint32_t pid, uint64_t time_ns, bool* readable) {
   auto maps = c_.procfs.read("/proc/" + std::to_string(pid) + "/maps");
+  if (readable) *readable = static_cast<bool>(maps);
   if (!maps) return {};
   std::vector<MapsEntry> entries = executable_mappings(*maps);
   for (const MapsEntry& e : entries)

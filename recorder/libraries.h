@@ -41,8 +41,8 @@ class LibraryTracker final : public Tracker {
   void on_fork(const ForkRecord& f) override;  // a child process starts with its parent's mappings
   void on_comm(const CommRecord& c) override;  // an exec: the old program's mappings are gone
   // Attach mode: the executable mappings of /proc/PID/maps, added as MMAP2 records would have been; returned
-  // for the other trackers (Tracker::on_attached_mapping).
-  std::vector<MapsEntry> attach(uint32_t pid, uint64_t time_ns);
+  // for the other trackers (Tracker::on_attached_mapping). `readable`: whether the maps could be read.
+  std::vector<MapsEntry> attach(uint32_t pid, uint64_t time_ns, bool* readable = nullptr);
   // The last thread of `pid` exited (every tracker released its stacks): the unwinder forgets its mappings.
   void process_ended(uint32_t pid) override {
     if (unwinder_) unwinder_->on_exit(pid);

@@ -48,7 +48,7 @@ perf_event_attr make_attr(const EventConfig& c) {
   }
   a.disabled = c.enable_on_exec ? 1 : 0;
   a.enable_on_exec = c.enable_on_exec ? 1 : 0;
-  a.inherit = 1;
+  a.inherit = c.cpu_wide ? 0 : 1;
   a.mmap = 1;
   a.mmap2 = 1;
   a.mmap_data = 1;  // data mappings too: a program announces its marker files by mapping them (markers.h)
@@ -85,7 +85,7 @@ perf_event_attr make_switch_attr(const EventConfig& c) {
   }
   a.disabled = c.enable_on_exec ? 1 : 0;
   a.enable_on_exec = c.enable_on_exec ? 1 : 0;
-  a.inherit = 1;
+  a.inherit = c.cpu_wide ? 0 : 1;
   a.sample_id_all = 1;
   a.use_clockid = 1;
   a.clockid = CLOCK_MONOTONIC;

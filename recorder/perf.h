@@ -26,6 +26,7 @@ struct EventConfig {
   uint32_t stack_size = 32768;  // DWARF: bytes of user stack copied per sample (multiple of 8, < 64 KiB)
   uint64_t regs_mask = 0;       // DWARF: PERF_SAMPLE_REGS_USER mask
   bool enable_on_exec = false;  // launch mode: start disabled, enabled by the kernel at execve
+  bool cpu_wide = false;        // -a: events per CPU for every task (pid -1): nothing to inherit
   uint32_t wakeup_bytes = 0;    // wake poll() when this much data is waiting (0: kernel default, half)
   // Off-CPU: the context-switches event's registers (regs_mask plus RDI, the first system-call argument:
   // a futex wait's lock address; RDI alone in frame-pointer mode, where that event still samples

@@ -34,7 +34,9 @@ double cpu_ms(const rusage& ru) {
 Result<Recording> Session::run() {
   const std::pair<const char*, Status (Session::*)()> passes[] = {
       {"plan", &Session::plan_buffers},
-      {"start", launch_ ? &Session::start_launch : &Session::start_attach},
+      {"start", system_   ? &Session::start_system
+                : launch_ ? &Session::start_launch
+                          : &Session::start_attach},
       {"read", &Session::read_until_stop},
       {"drain", &Session::drain},
       {"finish", &Session::finish_profile},

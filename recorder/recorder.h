@@ -89,7 +89,12 @@ enum class CallGraph { Dwarf, FramePointer };
 struct Options {
   std::vector<std::string> command;  // launch mode: argv of the program to run
   std::vector<int> pids;             // attach mode: running processes
-  double frequency_hz = 1000;        // -F/--freq
+  // -a: every process on the machine (recorder_system.cpp), until Ctrl+C, --duration or the end of
+  // `command` when one is given (it runs unfollowed: the system-wide events see it). Root or
+  // perf_event_paranoid <= 0.
+  bool system_wide = false;
+  bool per_cpu = false;        // -a --per-cpu: a track per CPU showing which thread ran on it
+  double frequency_hz = 1000;  // -F/--freq
   CallGraph call_graph = CallGraph::Dwarf;
   uint32_t stack_size = 32768;  // --stack-size: bytes of user stack copied per sample (DWARF mode)
   uint64_t buffer_bytes = 0;    // --buffer-size: ring buffer per CPU (0: ~32 samples' worth, see below)
@@ -145,6 +150,8 @@ struct Stats {
   // binary, recorder/quality.h), "" when none: a recording without samples says it instead of blaming CPU
   // use.
   std::string not_followed;
+  // -a: CPU samples of the idle task (no thread: the CPUs had nothing to run).
+  uint64_t idle_samples = 0;
 };
 
 struct Recording {

@@ -29,7 +29,10 @@ size_t Session::read_round() {
 // The waker tracer learns the processes the builder saw, and its wakeups go to the builder, which unwinds
 // the wakers' stacks at the end of the round (ProfileBuilder::on_wakings).
 void Session::sync_waker() {
-  if (!waker_) return;
+  if (!waker_) {
+    builder_->take_new_pids();  // nobody to tell: not kept (-a sees thousands of processes come and go)
+    return;
+  }
   for (uint32_t pid : builder_->take_new_pids()) waker_->trace(pid);
   wakings_.clear();
   waker_->drain(wakings_);
@@ -39,13 +42,17 @@ void Session::sync_waker() {
 // Read until stop: wake on data (the buffers' watermark), a signal, a program's exit (pidfd), the RSS timer
 // or every kPollMs, and feed what the buffers hold to the builder each time, so they never fill up.
 Status Session::read_until_stop() {
-  const uint64_t deadline =
-      opt_.duration_s > 0 ? start_ns_ + static_cast<uint64_t>(opt_.duration_s * 1e9) : 0;
+  // -a: counted from now: attaching every running process (the start pass) takes seconds on a busy machine.
+  const uint64_t from = system_ ? now_ns(CLOCK_MONOTONIC) : start_ns_;
+  const uint64_t deadline = opt_.duration_s > 0 ? from + static_cast<uint64_t>(opt_.duration_s * 1e9) : 0;
   std::vector<bool> hung(rings_.size(), false), exited(pidfds_.size(), false);
   std::vector<pollfd> pfds;
   rss_.emplace(*procfs_);  // every process's RSS counter (recorder/rss.h): its timer is the last pollfd
   counters_.emplace(*procfs_);
   if (!launch_) counters_->set_attached();
+  // -a: no RSS or counter tracks: reading /proc for every process of the machine 100 times a second would
+  // cost more than the sampling.
+  const bool proc_tracks = !system_;
   bool stop = false;
   while (!stop) {
     pfds.clear();
@@ -54,7 +61,7 @@ Status Session::read_until_stop() {
       pfds.push_back({exited[i] ? -1 : pidfds_[i].get(), POLLIN, 0});
     for (size_t b = 0; b < rings_.size(); ++b) pfds.push_back({hung[b] ? -1 : rings_[b].fd(), POLLIN, 0});
     pfds.push_back({waker_ ? waker_->fd() : -1, POLLIN, 0});  // its ring buffer a quarter full
-    pfds.push_back({rss_->fd(), POLLIN, 0});
+    pfds.push_back({proc_tracks ? rss_->fd() : -1, POLLIN, 0});
     int timeout = kPollMs;
     if (deadline) {
       uint64_t now = now_ns(CLOCK_MONOTONIC);
@@ -73,14 +80,16 @@ Status Session::read_until_stop() {
     const uint64_t now = now_ns(CLOCK_MONOTONIC);
     builder_->tick(now);  // perf map lines stamped as they appear (recorder/jit.h)
     if (capture_) capture_->rss_tick(now);
-    rss_->tick(rec_.profile, now);
-    counters_->tick(rec_.profile, now);
+    if (proc_tracks) {
+      rss_->tick(rec_.profile, now);
+      counters_->tick(rec_.profile, now);
+    }
 
     signalfd_siginfo si;
     while (signals_->next(si)) {
       if (si.ssi_signo == SIGHUP) rec_.hangup = true;
       if (!launch_) {
-        stop = true;  // attach mode: Ctrl-C ends the recording, the processes run on untouched
+        stop = true;  // attach mode and -a: Ctrl-C ends the recording, the processes run on untouched
       } else if ((si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE) && si.ssi_pid != 0 &&
                  static_cast<pid_t>(si.ssi_pid) != child_->pid()) {
         kill(child_->pid(), static_cast<int>(si.ssi_signo));  // sent to us alone: pass it on
@@ -95,11 +104,12 @@ Status Session::read_until_stop() {
       }
       if (gone && !exited[i]) {
         exited[i] = true;
-        if (launch_) reap(pids_[i]);
+        if (child_) reap(pids_[i]);
       }
     }
-    if (launch_ && child_exited_) stop = true;
-    if (!launch_ && std::all_of(exited.begin(), exited.end(), [](bool e) { return e; })) stop = true;
+    if (child_ && child_exited_) stop = true;  // the command's end (launch, -a -- COMMAND)
+    if (!launch_ && !system_ && std::all_of(exited.begin(), exited.end(), [](bool e) { return e; }))
+      stop = true;
   }
   exit_seen_ns_ = now_ns(CLOCK_MONOTONIC);
   return {};

@@ -49,7 +49,8 @@ size_t ceil_pow2(size_t v) {
 // Plan: the event (rate, call graph, permissions) and the ring buffers' sizes, from the options and the
 // kernel's limits, before anything is opened: every later pass only opens what this one decided.
 Status Session::plan_buffers() {
-  if (launch_ == !opt_.pids.empty())
+  if (system_ && !opt_.pids.empty()) return Err("-a records every process: give no -p");
+  if (!system_ && launch_ == !opt_.pids.empty())
     return Err(launch_ ? "give either a command or -p PID, not both"
                        : "nothing to record: give a command or -p PID");
   if (!(opt_.frequency_hz >= 1)) return Err("the sampling frequency must be at least 1 Hz");
@@ -88,6 +89,7 @@ void Session::configure_events() {
   }
   cfg_.dwarf = opt_.call_graph == CallGraph::Dwarf;
   cfg_.enable_on_exec = launch_;
+  cfg_.cpu_wide = system_;
   if (cfg_.dwarf) {
     uint32_t ss = std::min<uint32_t>(opt_.stack_size, 65528) & ~7u;
     cfg_.stack_size = std::max<uint32_t>(ss, 512);
@@ -124,6 +126,9 @@ void Session::size_buffers() {
     data_pages_ = floor_pow2(std::max<size_t>(1, opt_.buffer_bytes / page));
     min_pages_ = std::min(min_pages_, data_pages_);
   }
+  // -a: 8x (16 MiB per CPU with DWARF as root): the reader attaches every running process (/proc, ELF files)
+  // while the events already run, and unwinds whatever the machine runs, in bursts.
+  if (system_ && opt_.buffer_bytes == 0) data_pages_ *= 8;
   long ncpu = sysconf(_SC_NPROCESSORS_CONF);
   for (int c = 0; c < std::max(1L, ncpu); ++c) cpus_.push_back(c);
   // Big machines: at most 64 MiB of ring buffers in all (2 MiB per CPU up to 32 CPUs).
@@ -143,10 +148,11 @@ void Session::size_buffers() {
 // Probes the event on the first target (PMU, paranoid level, off-CPU rights) and makes the builder: both
 // start passes need it before the first event runs.
 Status Session::prepare_builder() {
-  if (auto s = choose_config(pids_[0]); !s) return s;
+  const int probe = system_ ? -1 : pids_[0];  // -a: every task of the CPU
+  if (auto s = choose_config(probe); !s) return s;
   // The kernel frames are named at the end from kallsyms, which is slow to generate: read while it runs.
   if (!cfg_.exclude_kernel) live_procfs().prefetch_kernel_symbols();
-  if (opt_.off_cpu) choose_off_cpu(pids_[0]);
+  if (opt_.off_cpu) choose_off_cpu(probe);
   if (!opt_.capture_path.empty()) {
     auto w = CaptureWriter::create(opt_.capture_path);
     if (!w) return std::move(w).take_error();
@@ -155,6 +161,7 @@ Status Session::prepare_builder() {
   }
   builder_ = std::make_unique<ProfileBuilder>(rec_.profile, unwinder_.get(), cfg_, *procfs_);
   builder_->on_binary_mapped(opt_.on_binary_mapped);
+  if (system_) builder_->set_system_wide(opt_.per_cpu);
   sink_ = capture_ ? &capture_->tap(*builder_) : builder_.get();
   OffCpuConfig oc;
   if (opt_.off_cpu) {

@@ -19,6 +19,7 @@ Status Session::finish_profile() {
   sink_->on_end(exit_seen_ns_);
   rss_->finish(rec_.profile);
   counters_->finish(rec_.profile);
+  if (system_) prune_idle_tasks();
   if (opt_.verbose && counters_->ticks())
     notice("counter tracks (faults, switches, run delay): " + std::to_string(counters_->ticks()) +
            " ticks, " + std::to_string(counters_->tick_ns() / counters_->ticks() / 1000) + " us each, " +
@@ -38,6 +39,7 @@ Status Session::summarize() {
   st.off_cpu_spans = builder_->off_cpu_spans();
   st.off_cpu_samples = builder_->off_cpu_samples();
   st.lost_records = builder_->lost();
+  st.idle_samples = builder_->idle_samples();
   st.throttles = builder_->throttled();
   st.processes = static_cast<uint32_t>(prof.processes.size());
   for (const model::Process& p : prof.processes) st.threads += static_cast<uint32_t>(p.threads.size());
@@ -200,6 +202,7 @@ void Session::report_data_quality(model::Profile& prof) {
     if (builder_->unknown_code_samples() > 0)
       problems.push_back({"Samples in code whose mapping was lost", builder_->unknown_code_samples(), ""});
   }
+  if (system_) system_quality(problems);
   report_quality(prof, problems);
 }
 

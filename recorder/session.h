@@ -24,6 +24,7 @@
 #include "recorder/launcher.h"
 #include "recorder/perf.h"
 #include "recorder/proc_counters.h"
+#include "recorder/quality.h"
 #include "recorder/recorder.h"
 #include "recorder/rss.h"
 #include "recorder/unwind/unwinder.h"
@@ -69,7 +70,8 @@ class SignalGuard {
 // (recorder_*.cpp); the state they hand on to each other is the members.
 class Session {
  public:
-  explicit Session(const Options& o) : opt_(o), launch_(!o.command.empty()) {}
+  explicit Session(const Options& o)
+      : opt_(o), launch_(!o.command.empty() && !o.system_wide), system_(o.system_wide) {}
   Result<Recording> run();
 
  private:
@@ -81,6 +83,9 @@ class Session {
   Status prepare_builder();
   Status start_launch();
   Status start_attach();
+  Status start_system();  // -a (recorder_system.cpp)
+  void system_quality(std::vector<QualityProblem>& problems);
+  void prune_idle_tasks();
   Status read_until_stop();
   void reap(int pid);
   Status drain();
@@ -100,7 +105,8 @@ class Session {
   void report_data_quality(model::Profile& prof);
 
   const Options& opt_;
-  const bool launch_;  // a command to run (else -p PIDs)
+  const bool launch_;  // a command to run (else -p PIDs, or -a)
+  const bool system_;  // -a: every task of every CPU (a command, if any, only says when to stop)
   uint64_t freq_ = 0;  // the sampling rate used (the kernel's limit may lower the one asked for)
   EventConfig cfg_;
   long paranoid_ = 2;  // kernel.perf_event_paranoid

@@ -122,10 +122,37 @@ void TaskTracker::launched(uint32_t pid, const std::string& name, uint64_t time_
   add_thread(pid, pid, name, time_ns);
 }
 
+std::string TaskTracker::command_line(uint32_t pid, const std::string& comm) {
+  auto cmd = procfs_.read("/proc/" + std::to_string(pid) + "/cmdline");
+  if (!cmd || cmd->empty()) return "";
+  std::string argv0(cmd->c_str());
+  std::string name(base_name(argv0));
+  // Scripts run as "python3 x.py": the comm is the interpreter's or the script's, both in the command line.
+  if (!comm.empty() && name.compare(0, comm.size(), comm) != 0 && cmd->find(comm) == std::string::npos)
+    return "";
+  for (size_t at = argv0.size() + 1; at < cmd->size() && name.size() < 160;) {
+    const std::string arg(cmd->c_str() + at);
+    name += " " + arg;
+    at += arg.size() + 1;
+  }
+  if (name.size() > 160) name = name.substr(0, 157) + "...";
+  return name;
+}
+
+bool TaskTracker::attach_kernel_thread(uint32_t tid, uint64_t time_ns) {
+  constexpr uint32_t kGroup = 2;  // kthreadd (system_tasks.h kKernelThreadsPid)
+  if (!procs_.count(kGroup)) new_process(kGroup, "[kernel threads]", time_ns);
+  auto it = threads_.find(tid);
+  if (it != threads_.end() && it->second.pid == kGroup) return false;
+  add_thread(kGroup, tid, proc_comm(tid, tid), time_ns);
+  return true;
+}
+
 void TaskTracker::attach_process(uint32_t pid, uint64_t time_ns) {
-  std::string name;
-  if (auto cmd = procfs_.read("/proc/" + std::to_string(pid) + "/cmdline"); cmd && !cmd->empty())
-    name = base_name(cmd->c_str());
+  std::string name = command_lines_ ? command_line(pid) : "";
+  if (name.empty())
+    if (auto cmd = procfs_.read("/proc/" + std::to_string(pid) + "/cmdline"); cmd && !cmd->empty())
+      name = base_name(cmd->c_str());
   if (name.empty()) name = proc_comm(pid, pid);
   new_process(pid, name, time_ns);
   add_thread(pid, pid, proc_comm(pid, pid), time_ns);
@@ -160,15 +187,17 @@ void TaskTracker::on_comm(const CommRecord& c) {
     else
       ++it;
   }
+  std::string name = command_lines_ ? command_line(pid, comm) : "";
+  if (name.empty()) name = comm;
   if (has_samples(*proc)) {
     proc->end_ns = t;
     for (model::Thread& th : proc->threads)
       if (!th.end_ns) th.end_ns = t;
-    new_process(pid, comm, t);
+    new_process(pid, name, t);
     add_thread(pid, pid, comm, t);
     proc = &profile_.processes[procs_[pid].proc];
   } else {  // its libs are the old program's: the libraries tracker drops them
-    if (!keep_name) proc->name = comm;
+    if (!keep_name) proc->name = name;
     std::erase_if(proc->threads, [&](const model::Thread& th) { return th.tid != pid; });
     if (proc->threads.empty()) {
       add_thread(pid, pid, comm, t);
@@ -238,6 +267,16 @@ void TaskTracker::on_exit(const ExitRecord& e) {
   // say all they will (the pid and the file names may be reused from now on).
   hooks_.release(pid, t, Release::Exit);
   hooks_.process_ended(pid);
+  if (command_lines_) drop_if_empty(profile_.processes[pit->second.proc]);
+}
+
+// -a: a process that ended without a sample or marker is no track (the recorder drops it at the end); its
+// libs and threads go now, so a machine that runs thousands of short programs does not keep them all.
+void TaskTracker::drop_if_empty(model::Process& p) {
+  for (const model::Thread& th : p.threads)
+    if (!th.samples.empty() || !th.markers.empty() || !th.allocations.empty()) return;
+  std::vector<model::Lib>().swap(p.libs);
+  std::vector<model::Thread>().swap(p.threads);
 }
 
 }  // namespace fxprof::recorder

@@ -61,6 +61,13 @@ class TaskTracker final : public Tracker {
   void attach_process(uint32_t pid, uint64_t time_ns);
   // Attach mode: a thread running when fxprof attached; false when the builder knew it already.
   bool attach_thread(uint32_t pid, uint32_t tid, uint64_t time_ns);
+  // System-wide (system_tasks.h): kernel thread `tid`, a thread of the "[kernel threads]" process (pid 2,
+  // made at the first); false when known already.
+  bool attach_kernel_thread(uint32_t tid, uint64_t time_ns);
+  // System-wide: processes are named by their command line (argv[0]'s base name and the arguments), read
+  // when attaching and at an exec while the program still runs; else argv[0]'s base name or the comm. And a
+  // process that ended without a sample or marker drops its libs and threads at once (drop_if_empty).
+  void set_command_lines(bool on) { command_lines_ = on; }
 
   // The entry of `pid` (made, named from /proc, when it has none), of thread `tid` of `pid` (likewise).
   model::Process& process_at(uint32_t pid, uint64_t t) { return profile_.processes[process(pid, t).proc]; }
@@ -103,6 +110,10 @@ class TaskTracker final : public Tracker {
   void erase_thread(std::unordered_map<uint32_t, ThreadRef>::iterator& it);
   // A thread's name from /proc, "Thread TID" when it is gone.
   std::string proc_comm(uint32_t pid, uint32_t tid);
+  // The command line of `pid` as a process name (command_lines_), "" when unreadable or empty (a kernel
+  // thread, a zombie) or, given `comm`, when it is not that program's (read too late: another exec).
+  std::string command_line(uint32_t pid, const std::string& comm = "");
+  void drop_if_empty(model::Process& p);
 
   model::Profile& profile_;
   Procfs& procfs_;
@@ -111,6 +122,7 @@ class TaskTracker final : public Tracker {
   std::unordered_map<uint32_t, ThreadRef> threads_;
   std::vector<uint32_t> new_pids_;
   std::vector<UnfollowedExec> unfollowed_;
+  bool command_lines_ = false;
 };
 
 }  // namespace fxprof::recorder
