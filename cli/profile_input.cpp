@@ -43,6 +43,10 @@ Result<model::Profile> import_pprof(const std::string& path) {
 
 }  // namespace
 
+bool is_imported_input(const std::string& path) {
+  return is_perf_data(path) || recorder::is_pprof_file(path);
+}
+
 Result<model::Profile> load_profile_for_sinks(const std::string& path, const InputOptions& options) {
   gecko::ReadInfo info;
   auto profile = is_perf_data(path)              ? import_perf(path, options)

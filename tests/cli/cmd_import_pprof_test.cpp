@@ -170,3 +170,23 @@ TEST_CASE("pprof import: a broken file is one line and exit status 1") {
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
 }
+
+TEST_CASE("pprof import: fxprof load serves a .pb.gz as the Gecko profile import makes") {
+  TempDir dir;
+  const std::string profile = dir.file("p.json.gz"), pb = dir.file("p.pb.gz");
+  record_exp_work(profile);
+  REQUIRE(run({fxprof_bin(), "export", "pprof", profile, "-o", pb}).status == 0);
+  FxprofServer server(pb);
+  INFO(server.err());
+  REQUIRE(!server.symbol_server().empty());
+  // The profile's URL, from the Firefox Profiler's from-url/ADDRESS/.
+  const std::string& url = server.profiler_url();
+  const size_t from = url.find("from-url/");
+  REQUIRE(from != std::string::npos);
+  const std::string served = url_decode(url.substr(from + 9, url.find('/', from + 9) - from - 9));
+  auto body = run({"curl", "-sS", "--max-time", "20", "--compressed", "-o", dir.file("served.json"), served});
+  REQUIRE(body.status == 0);
+  uint64_t n1 = 0, n2 = 0;
+  CHECK(gecko_call_paths(dir.file("served.json"), &n2) == gecko_call_paths(profile, &n1));
+  CHECK(n1 == n2);
+}
