@@ -13,7 +13,7 @@ export CCACHE_BASEDIR ?= $(CURDIR)
 # headers"); the header's own time stamps never matter to a build that starts from scratch.
 export CCACHE_SLOPPINESS ?= pch_defines,time_macros,include_file_mtime,include_file_ctime
 DEPS       := g++ cmake ninja-build pkg-config libbpf-dev libsimdjson-dev zlib1g-dev libcpp-httplib-dev catch2 \
-              libdw-dev libelf-dev libdebuginfod-dev libcapstone-dev liblzma-dev libdeflate-dev libprotozero-dev \
+              libdw-dev libelf-dev libdebuginfod-dev libcapstone-dev liblzma-dev libdeflate-dev libprotozero-dev libzstd-dev \
               libunwind-dev libiberty-dev libcurl4-openssl-dev clang valgrind
 # The tests use every tool they need, none is optional (a missing one fails the suite, never skips a test):
 # perf for the unwinder's cross-check, lld for lld-linked binaries, rustc for Rust programs (rustup's in

@@ -13,6 +13,7 @@
 #include "pipeline/locks.h"
 #include "pipeline/symbolicate.h"
 #include "recorder/perf_import.h"
+#include "recorder/pprof_import.h"
 #include "server/server.h"
 #include "sinks/output.h"
 #include "sinks/report.h"
@@ -24,8 +25,9 @@ constexpr std::string_view kUsage =
     "Usage: fxprof import [OPTIONS] FILE\n"
     "\n"
     "Reads a perf.data file (`perf record`, -g or --call-graph dwarf, any event, -a, -p; `-` reads perf\n"
-    "record -o - from standard input), builds the profile `fxprof record` would have made, writes it, then\n"
-    "serves it and opens the Firefox Profiler on it.\n"
+    "record -o - from standard input) or a pprof profile (profile.pb.gz or .pb, as Go, Pyroscope, Parca\n"
+    "and `fxprof export pprof` write it), builds the profile `fxprof record` would have made, writes it,\n"
+    "then serves it and opens the Firefox Profiler on it.\n"
     "\n";
 
 constexpr std::string_view kCommand = "import";
@@ -64,13 +66,14 @@ Command import_command(ImportArgs& a) {
           heading("Import:"),
           {"-e", "--event", "EVENT",
            "the event whose samples make the profile (default: the file's first\n"
-           "event with samples); the others are listed",
+           "event with samples); the others are listed. pprof: the sample type\n"
+           "counted as samples (default samples, else cpu, else the first count)",
            store(o.event)},
           {"", "--pid", "PID[,PID...]", "only these processes", ids(o.pids, "--pid")},
           {"", "--tid", "TID[,TID...]", "only these threads", ids(o.tids, "--tid")},
           {"", "--time-range", "START,END",
            "only samples in this range, in seconds of the file's clock as `perf\n"
-           "script` prints them (either may be empty)",
+           "script` prints them (either may be empty; perf.data only)",
            [&](const std::string& v) {
              const Status s = recorder::parse_time_range(v, o);
              return s ? std::string() : s.error();
@@ -105,7 +108,7 @@ Command import_command(ImportArgs& a) {
                     a.serve.port_exact = true;
                   })},
       },
-      one_operand(a.input, "perf.data file")};
+      one_operand(a.input, "perf.data or pprof file")};
 }
 
 // What the file held beyond the profile: the other events, and with -v how it was read.
@@ -125,12 +128,57 @@ void say_events(const ImportArgs& a, const recorder::ImportStats& st) {
                st.kernel_names ? "from this machine's kallsyms" : "not available (another kernel)");
 }
 
+// A profile and the summary line's figures.
+struct Imported {
+  model::Profile profile;
+  std::string summary;
+};
+
+Result<Imported> import_perf(const ImportArgs& a) {
+  auto file = perf::DataFile::read(a.input);
+  if (!file) return std::move(file).take_error();
+  auto imported = recorder::import_perf_data(*file, a.import);
+  file = Error{};  // the records are in the model now
+  if (!imported) return Err(a.input + ": " + imported.error());
+  const recorder::ImportStats& st = imported->stats;
+  say_events(a, st);
+  char line[256];
+  std::snprintf(line, sizeof line, "%.2f s, %llu samples of %s, %u threads, %u processes, %llu lost records",
+                st.duration_s, static_cast<unsigned long long>(st.samples), st.event.c_str(), st.threads,
+                st.processes, static_cast<unsigned long long>(st.lost_records));
+  return Imported{std::move(imported->profile), line};
+}
+
+// A pprof profile: its sample types said, the counted one named.
+Result<Imported> import_pprof(const ImportArgs& a) {
+  auto imported = recorder::import_pprof_file(a.input, a.import);
+  if (!imported) return std::move(imported).take_error();
+  const recorder::PprofStats& st = imported->stats;
+  if (a.import.verbose) {
+    std::string types;
+    for (const std::string& t : st.types) types += (types.empty() ? "" : ", ") + t;
+    std::fprintf(stderr, "fxprof: %s: pprof sample types %s\n", a.input.c_str(), types.c_str());
+  }
+  std::string line =
+      "pprof: " + std::to_string(st.samples) + " samples" + (st.counted.empty() ? "" : " of " + st.counted);
+  if (st.off_cpu_samples) line += ", " + std::to_string(st.off_cpu_samples) + " off-CPU";
+  if (st.allocations) line += ", " + std::to_string(st.allocations) + " allocation rows";
+  line += ", " + std::to_string(st.threads) + " threads, " + std::to_string(st.processes) + " processes";
+  return Imported{std::move(imported->profile), line};
+}
+
+Result<Imported> import_file(const ImportArgs& a) {
+  if (a.input != "-" && recorder::is_pprof_file(a.input)) return import_pprof(a);
+  return import_perf(a);
+}
+
 }  // namespace
 
 int cmd_import(std::span<char*> args) {
   ImportArgs a;
   if (auto exit = parse_options(import_command(a), args)) return *exit;
-  if (a.input.empty()) return usage_error(kCommand, "which file? give a perf.data FILE (or - for a pipe)");
+  if (a.input.empty())
+    return usage_error(kCommand, "which file? give a perf.data or pprof FILE (or - for a perf pipe)");
   auto kind = AtomicFile::check(a.output);
   if (!kind) {
     std::fprintf(stderr, "fxprof: %s\n", kind.error().c_str());
@@ -140,20 +188,12 @@ int cmd_import(std::span<char*> args) {
     return usage_error(kCommand,
                        a.output + " is not a regular file: add --save-only to write the profile to it");
 
-  auto file = perf::DataFile::read(a.input);
-  if (!file) {
-    std::fprintf(stderr, "fxprof: %s\n", file.error().c_str());
-    return 1;
-  }
-  auto imported = recorder::import_perf_data(*file, a.import);
-  file = Error{};  // the records are in the model now
+  auto imported = import_file(a);
   if (!imported) {
-    std::fprintf(stderr, "fxprof: %s: %s\n", a.input.c_str(), imported.error().c_str());
+    std::fprintf(stderr, "fxprof: %s\n", imported.error().c_str());
     return 1;
   }
   model::Profile& profile = imported->profile;
-  const recorder::ImportStats& st = imported->stats;
-  say_events(a, st);
 
   symbolizer::Symbolizer symbols(a.serve.symbols);
   bool named = false;
@@ -167,11 +207,7 @@ int cmd_import(std::span<char*> args) {
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
     return 1;
   }
-  std::fprintf(
-      stderr,
-      "fxprof: imported %.2f s, %llu samples of %s, %u threads, %u processes, %llu lost records -> %s\n",
-      st.duration_s, static_cast<unsigned long long>(st.samples), st.event.c_str(), st.threads, st.processes,
-      static_cast<unsigned long long>(st.lost_records), a.output.c_str());
+  std::fprintf(stderr, "fxprof: imported %s -> %s\n", imported->summary.c_str(), a.output.c_str());
   if (!a.quiet) {
     if (!named) no_debug = pipeline::symbolicate(profile, symbols).no_debug;
     if (const std::string line = pipeline::missing_debug_line(no_debug); !line.empty()) say(line);

@@ -8,6 +8,7 @@
 #include "base/terminal.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/profile_input.h"
 #include "gecko/gecko.h"
 #include "gecko/gecko_reader.h"
 #include "pipeline/symbolicate.h"
@@ -21,7 +22,8 @@ constexpr std::string_view kUsage =
     "\n"
     "Serves a saved profile (.json or .json.gz) on 127.0.0.1 with symbol lookups for its libraries, and "
     "opens\n"
-    "the Firefox Profiler on it. Stops with Ctrl+C; the file is left as it is.\n"
+    "the Firefox Profiler on it. Stops with Ctrl+C; the file is left as it is. A perf.data file or a pprof\n"
+    "profile (.pb.gz, .pb) is imported as `fxprof import` does and served from a temporary copy.\n"
     "\n";
 
 constexpr std::string_view kCommand = "load";
@@ -76,12 +78,46 @@ std::optional<int> bake_whole(model::Profile& profile, server::ServeOptions& opt
   return std::nullopt;
 }
 
+// A perf.data file or pprof profile: imported (names left to the symbol server), written to a temporary
+// Gecko profile, served.
+int serve_imported(const std::string& file, server::ServeOptions& opts) {
+  InputOptions in;
+  in.symbols = opts.symbols;
+  in.symbolicate = false;
+  auto profile = load_profile_for_sinks(file, in);
+  if (!profile) {
+    say(profile.error());
+    return profile.exit_code();
+  }
+  TempFolder tmp("fxprof-load");
+  if (tmp.path().empty()) {
+    std::fprintf(stderr, "fxprof: cannot make a temporary folder\n");
+    return 1;
+  }
+  opts.profile_path = tmp.path() + "/profile.json";
+  if (auto s = gecko::write_gecko_profile(*profile, opts.profile_path); !s) {
+    say(s.error());
+    return s.exit_code();
+  }
+  opts.libs = pipeline::known_libs(*profile);
+  opts.view = gecko::gecko_view_query(*profile);
+  profile = Error{};  // free the model before serving
+  symbolizer::Symbolizer symbols(opts.symbols);
+  opts.symbolizer = &symbols;
+  if (auto s = server::serve_profile(opts); !s) {
+    say(s.error());
+    return s.exit_code();
+  }
+  return 0;
+}
+
 }  // namespace
 
 int cmd_load(std::span<char*> args) {
   server::ServeOptions opts;
   std::string file;
   if (auto exit = parse_load_args(args, opts, file)) return *exit;
+  if (is_imported_input(file)) return serve_imported(file, opts);
   opts.profile_path = file;
   // Read whole by the reader every command uses, before anything is served: a profile `report` or
   // `export` refuses (cut short, trailing garbage, a stack table with a cycle, bad UTF-8) is refused here

@@ -12,6 +12,7 @@
 #include "perf/data_file.h"
 #include "pipeline/symbolicate.h"
 #include "recorder/perf_import.h"
+#include "recorder/pprof_import.h"
 
 namespace fxprof::cli {
 
@@ -34,11 +35,24 @@ Result<model::Profile> import_perf(const std::string& path, const InputOptions& 
   return std::move(imported->profile);
 }
 
+// A pprof profile (.pb.gz, .pb) likewise.
+Result<model::Profile> import_pprof(const std::string& path) {
+  auto imported = recorder::import_pprof_file(path, {});
+  if (!imported) return std::move(imported).take_error();
+  return std::move(imported->profile);
+}
+
 }  // namespace
+
+bool is_imported_input(const std::string& path) {
+  return is_perf_data(path) || recorder::is_pprof_file(path);
+}
 
 Result<model::Profile> load_profile_for_sinks(const std::string& path, const InputOptions& options) {
   gecko::ReadInfo info;
-  auto profile = is_perf_data(path) ? import_perf(path, options) : gecko::read_gecko_profile(path, &info);
+  auto profile = is_perf_data(path)              ? import_perf(path, options)
+                 : recorder::is_pprof_file(path) ? import_pprof(path)
+                                                 : gecko::read_gecko_profile(path, &info);
   if (!profile) return profile;
   if (info.processed)
     return Err(path + ": a processed-format profile (as samply writes); fxprof reads Gecko profiles");

@@ -19,4 +19,8 @@ struct InputOptions {
 
 Result<model::Profile> load_profile_for_sinks(const std::string& path, const InputOptions& options);
 
+// A perf.data file or a pprof profile: imported into the model (as `fxprof import` does), not read as a
+// Gecko profile.
+bool is_imported_input(const std::string& path);
+
 }  // namespace fxprof::cli

@@ -19,6 +19,7 @@ smoke_runs() {
     fuzz_perf_records) echo 150 ;;   # each input builds a profile and reads /proc/kallsyms
     fuzz_records) echo 40000 ;;      # decoding alone: about 2 s
     fuzz_perf_data) echo 20000 ;;    # a whole file read, sorted and decoded
+    fuzz_pprof) echo 20000 ;;        # decoded, checked and built into a profile
     fuzz_elf) echo 15000 ;;
     fuzz_gecko_reader) echo 8000 ;;  # each input is read twice: whole and in chunks of a few bytes
     fuzz_demangle) echo 700000 ;;

@@ -4,12 +4,14 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <iterator>
+#include <memory>
 #include <unordered_map>
 
 #include "base/byte_reader.h"
@@ -138,12 +140,19 @@ class Parser {
   Status event_desc(std::span<const std::byte> data);
   Status records(uint64_t off, uint64_t end);
   Status user_record(perf_event_header* h, uint64_t& next, uint64_t end);
+  Status compressed(const perf_event_header* h);
+  Status keep_inflated();
 
   DataFile& f_;
   std::byte* base_;
   size_t size_;
   const std::string& name_;
   std::deque<std::vector<uint64_t>>& aligned_;
+  // Compressed records (perf record -z): one zstd stream for the file, and the inflated bytes of a record
+  // not complete yet (perf cuts records across compressed records).
+  std::unique_ptr<ZSTD_DStream, size_t (*)(ZSTD_DStream*)> zstd_{nullptr, ZSTD_freeDStream};
+  std::vector<std::byte> inflated_;
+  uint64_t inflated_total_ = 0;
 };
 
 Status Parser::feature(uint64_t bit, std::span<const std::byte> data) {
@@ -322,12 +331,83 @@ Status Parser::user_record(perf_event_header* h, uint64_t& next, uint64_t end) {
     }
     case kCompressed:
     case kCompressed2:
-      return bad(
-          "compressed records (perf record -z) are not supported; decompress the file first with "
-          "`perf inject -i FILE -o PLAIN.data`");
+      return compressed(h);
     default:
       break;
   }
+  return {};
+}
+
+// A compressed record's zstd data, inflated by the file's one stream (a frame may span records) and at
+// most kMaxInflatedRecord bytes at a time, at most kMaxInflatedRatio times the file's size in all (a record
+// that claims more is an error, not an allocation); its complete records are kept as the file's own.
+constexpr size_t kMaxInflatedRecord = size_t{64} << 20;
+constexpr uint64_t kMaxInflatedRatio = 100;
+
+Status Parser::compressed(const perf_event_header* h) {
+  const auto* data = reinterpret_cast<const std::byte*>(h) + sizeof *h;
+  size_t len = h->size - sizeof *h;
+  if (h->type == kCompressed2) {  // a u64 data size, then the data padded to 8 bytes
+    uint64_t data_size = 0;
+    if (len < 8) return bad("malformed compressed record");
+    std::memcpy(&data_size, data, 8);
+    data += 8;
+    len -= 8;
+    if (data_size > len) return bad("malformed compressed record (its data ends past the record)");
+    len = static_cast<size_t>(data_size);
+  }
+  if (!zstd_) {
+    zstd_.reset(ZSTD_createDStream());
+    if (!zstd_ || ZSTD_isError(ZSTD_initDStream(zstd_.get()))) return bad("zstd: cannot start inflating");
+  }
+  ZSTD_inBuffer in{data, len, 0};
+  // Until the input is used and zstd had room to spare (a full output may leave output inside zstd).
+  for (bool full = true; in.pos < in.size || full;) {
+    const size_t used = inflated_.size();
+    if (used >= kMaxInflatedRecord)
+      return bad("a compressed record inflates to more than " + std::to_string(kMaxInflatedRecord >> 20) +
+                 " MB");
+    inflated_.resize(std::min(kMaxInflatedRecord, used + std::max<size_t>(len * 8, 1 << 16)));
+    ZSTD_outBuffer out{inflated_.data() + used, inflated_.size() - used, 0};
+    const size_t before = in.pos;
+    const size_t rc = ZSTD_decompressStream(zstd_.get(), &out, &in);
+    inflated_.resize(used + out.pos);
+    full = out.pos == out.size;
+    if (ZSTD_isError(rc)) return bad(std::string("corrupt compressed record: ") + ZSTD_getErrorName(rc));
+    if (in.pos == before && out.pos == 0) {
+      if (in.pos == in.size) break;
+      return bad("corrupt compressed record (zstd made no progress)");
+    }
+    inflated_total_ += out.pos;
+    if (inflated_total_ > kMaxInflatedRatio * std::max<uint64_t>(size_, 1 << 20))
+      return bad("its compressed records inflate to more than " + std::to_string(kMaxInflatedRatio) +
+                 " times the file's size");
+  }
+  return keep_inflated();
+}
+
+// The complete records at the start of inflated_, copied to aligned storage and kept; the rest waits for
+// the next compressed record.
+Status Parser::keep_inflated() {
+  size_t off = 0;
+  while (inflated_.size() - off >= sizeof(perf_event_header)) {
+    perf_event_header hd;
+    std::memcpy(&hd, inflated_.data() + off, sizeof hd);
+    if (hd.size < sizeof hd || hd.size % 8)
+      return bad("a compressed record holds a record of an impossible size (" + std::to_string(hd.size) +
+                 " bytes)");
+    if (hd.size > inflated_.size() - off) break;
+    off += hd.size;
+  }
+  if (off == 0) return {};
+  std::vector<uint64_t>& chunk = aligned_.emplace_back(off / 8);
+  std::memcpy(chunk.data(), inflated_.data(), off);
+  for (size_t at = 0; at < off;) {
+    auto* rec = reinterpret_cast<perf_event_header*>(reinterpret_cast<std::byte*>(chunk.data()) + at);
+    if (rec->type < kUserTypeStart) kept.push_back(rec);  // perf compresses the kernel's records only
+    at += rec->size;
+  }
+  inflated_.erase(inflated_.begin(), inflated_.begin() + static_cast<ptrdiff_t>(off));
   return {};
 }
 

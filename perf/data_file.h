@@ -14,8 +14,9 @@
 // (a stable sort: records written out of order are kept, not dropped), each 8-byte aligned; records perf
 // synthesized for processes that ran before the recording (COMM, MMAP2, FORK at time 0) are stamped with
 // the first time of the recording. A regular file is mapped (private: only stamped pages are copied), a
-// pipe read whole. Compressed records (`perf record -z`, zstd) are not read: the file is refused with the
-// remedy.
+// pipe read whole. Compressed records (`perf record -z`, zstd) are inflated (libzstd: perf's own format,
+// one stream per file, records cut across compressed records joined) into aligned storage and kept like the
+// others; a record that inflates past 64 MB, or all of them past 100 times the file's size, is an error.
 #pragma once
 
 #include <linux/perf_event.h>

@@ -104,6 +104,20 @@ TEST_CASE("import: perf record -g of our program, the same samples and self shar
   same_as_perf(data, fx);
 }
 
+TEST_CASE("import: perf record -z (zstd-compressed records), the same samples as perf report", "[import]") {
+  TempDir dir;
+  const std::string data = dir.file("z.data");
+  auto rec = run({"perf", "record", "-q", "-z", "-g", "-o", data, test_program("exp_work"), "2"});
+  INFO(rec.err);
+  REQUIRE(rec.status == 0);
+  // perf did compress: its header lists the compressed records.
+  auto info = run({"perf", "report", "-i", data, "--stats"});
+  REQUIRE(info.status == 0);
+  REQUIRE(info.out.find("COMPRESSED") != std::string::npos);
+  const Imported fx = fxprof_import(dir, {data});
+  same_as_perf(data, fx);
+}
+
 TEST_CASE("import: perf record --call-graph dwarf, unwound by fxprof's unwinder", "[import]") {
   TempDir dir;
   const std::string data = dir.file("dwarf.data");

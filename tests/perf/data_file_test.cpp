@@ -3,6 +3,8 @@
 // refused with one line.
 #include "perf/data_file.h"
 
+#include <zstd.h>
+
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -132,10 +134,21 @@ TEST_CASE("perf.data: truncated, lying and hostile files are one-line errors", "
   const uint16_t huge = 0xfff8;
   std::memcpy(big.data() + data_at + 6, &huge, 2);
   CHECK_THAT(error_of(big), Catch::Contains("impossible size"));
-  // Compressed records (perf record -z) are refused with the remedy.
+  // Compressed records (perf record -z): bytes that are no zstd frame, and a frame that inflates past
+  // 64 MB (zeros: 2 KB of zstd), are errors, not allocations.
   FileSpec z = two_events();
   Bytes payload;
   payload.u64(0);
   z.records.push_back(payload.record(81));
-  CHECK_THAT(error_of(fxprof::test::perf_file(z)), Catch::Contains("perf inject"));
+  CHECK_THAT(error_of(fxprof::test::perf_file(z)), Catch::Contains("corrupt compressed record"));
+  const std::string zeros((size_t{64} << 20) + 4096, '\0');
+  std::string frame(ZSTD_compressBound(zeros.size()), '\0');
+  frame.resize(ZSTD_compress(frame.data(), frame.size(), zeros.data(), zeros.size(), 1));
+  frame.resize((frame.size() + 7) / 8 * 8, '\0');
+  FileSpec bomb = two_events();
+  Bytes bomb_record;
+  bomb_record.u64(frame.size());
+  bomb_record.put(frame.data(), frame.size());
+  bomb.records.push_back(bomb_record.record(83));
+  CHECK_THAT(error_of(fxprof::test::perf_file(bomb)), Catch::Contains("inflates to more than 64 MB"));
 }
