@@ -81,7 +81,12 @@ CriticalPathReport make_critical_path_report(const model::Profile& p,
       }
       CriticalPathReport::Chain c;
       c.start_ns = segs[i].start_ns;
-      std::map<std::pair<std::string, uint32_t>, std::pair<uint64_t, model::StackId>> in_chain;
+      struct Spent {
+        uint64_t ns = 0;
+        model::StackId stack = model::kNoStack;
+        bool cpu = false;
+      };
+      std::map<std::pair<std::string, uint32_t>, Spent> in_chain;
       std::vector<uint32_t> by_hop;
       for (; i < segs.size() && segs[i].hops > 0; ++i) {
         const model::PathSegment& s = segs[i];
@@ -92,8 +97,9 @@ CriticalPathReport make_critical_path_report(const model::Profile& p,
         const std::string fn = segment_function(p, s);
         if (cpu) add_cpu(s, d);
         auto& e = in_chain[{fn, s.tid}];
-        e.first += d;
-        e.second = s.stack;
+        e.ns += d;
+        e.stack = s.stack;
+        e.cpu = cpu;
         if (by_hop.size() < s.hops) by_hop.resize(s.hops, 0);
         if (by_hop[s.hops - 1] == 0) by_hop[s.hops - 1] = s.tid;
       }
@@ -102,12 +108,14 @@ CriticalPathReport make_critical_path_report(const model::Profile& p,
       chain.threads.push_back(label(path.tid));
       for (uint32_t tid : by_hop)
         if (tid) chain.threads.push_back(label(tid));
+      // Where the time went: the function that ran longest, else the longest wait (run-queue delay grows
+      // with the machine's load, the work does not).
       auto top = std::max_element(in_chain.begin(), in_chain.end(), [](const auto& a, const auto& b) {
-        return a.second.first < b.second.first;
+        return std::make_pair(a.second.cpu, a.second.ns) < std::make_pair(b.second.cpu, b.second.ns);
       });
       if (top != in_chain.end()) {
         chain.function = top->first.first + " in " + label(top->first.second);
-        for (model::StackId st = top->second.second; st != model::kNoStack && chain.stack.size() < 8;
+        for (model::StackId st = top->second.stack; st != model::kNoStack && chain.stack.size() < 8;
              st = p.stacks.prefix(st))
           chain.stack.push_back(model::frame_name(p, p.stacks.frame(st)));
       }
