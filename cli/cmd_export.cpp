@@ -1,9 +1,11 @@
 // `fxprof export FORMAT IN [-o OUT]`: a saved profile as folded stacks, pprof or an SVG flame graph.
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "base/terminal.h"
 #include "cli/commands.h"
+#include "cli/critical_path.h"
 #include "cli/options.h"
 #include "cli/profile_input.h"
 #include "sinks/exports.h"
@@ -43,8 +45,9 @@ int cmd_export(std::span<char*> args) {
   sinks::TreeOptions& tree = options.folded.tree;
   sinks::SvgOptions& svg = options.svg;
   bool& annotate = options.folded.annotate;
+  CriticalPathOptions critical;
   const Take take_in = one_operand(in, "input profile");
-  const Command command{
+  Command command{
       kCommand,
       usage(),
       {
@@ -74,7 +77,14 @@ int cmd_export(std::span<char*> args) {
            number("--min-width", {0, 100000, "a number of pixels"}, [&](double n) { svg.min_width = n; })},
       },
       [&](const std::string& v) { return format.empty() ? (format = v, std::string()) : take_in(v); }};
+  for (Option& o : critical_path_options(critical)) command.options.push_back(std::move(o));
   if (auto exit = parse_options(command, args)) return *exit;
+  if (critical.on) {
+    critical.marker = std::exchange(input.marker, {});  // the path's intervals, not a filter of samples
+    tree.clock = sinks::Clock::Wall;                    // its waits are part of it
+  } else if (!critical.thread.empty() || !critical.time_range.empty()) {
+    return usage_error(kCommand, "--thread and --time-range go with --critical-path");
+  }
   const std::string names = sinks::export_format_names();
   if (format.empty()) return usage_error(kCommand, "which format? " + names);
   const sinks::ExportFormat* sink = sinks::find_export_format(format);
@@ -86,6 +96,14 @@ int cmd_export(std::span<char*> args) {
   if (!profile) {
     say(profile.error());
     return profile.exit_code();
+  }
+  if (critical.on) {
+    auto paths = critical_paths(*profile, critical);
+    if (!paths) {
+      say(in + ": " + paths.error());
+      return 1;
+    }
+    keep_only_critical_path(*profile, *paths);
   }
   if (svg.subtitle.empty()) svg.subtitle = in;
   const Status s = sink->write(*profile, out, options);

@@ -2,11 +2,14 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "base/terminal.h"
 #include "cli/commands.h"
+#include "cli/critical_path.h"
 #include "cli/options.h"
 #include "cli/profile_input.h"
+#include "sinks/critical_path_report.h"
 #include "sinks/heap_report.h"
 #include "sinks/marker_report.h"
 #include "sinks/output.h"
@@ -30,13 +33,14 @@ struct ReportArgs {
   InputOptions input;
   sinks::ReportOptions opts;
   bool json = false, heap = false, markers = false;
+  CriticalPathOptions critical;
   std::string in;
 };
 
 // Parses the arguments: nullopt to go on, else the exit status (after --help or an error, printed).
 std::optional<int> parse_report_args(std::span<char*> args, ReportArgs& a) {
   sinks::ReportOptions& opts = a.opts;
-  const Command command{
+  Command command{
       kCommand,
       kUsage,
       {
@@ -72,7 +76,13 @@ std::optional<int> parse_report_args(std::span<char*> args, ReportArgs& a) {
            set(a.input.symbolicate, false)},
       },
       one_operand(a.in, "profile")};
+  for (Option& o : critical_path_options(a.critical)) command.options.push_back(std::move(o));
   if (auto exit = parse_options(command, args)) return *exit;
+  // --critical-path follows wakes across threads: --marker names its intervals, it keeps every sample.
+  if (a.critical.on)
+    a.critical.marker = std::exchange(a.input.marker, {});
+  else if (!a.critical.thread.empty() || !a.critical.time_range.empty())
+    return usage_error(kCommand, "--thread and --time-range go with --critical-path");
   if (a.in.empty()) return usage_error(kCommand, "which profile? give a .json or .json.gz file");
   return std::nullopt;
 }
@@ -122,6 +132,19 @@ int report_markers(const model::Profile& profile, const ReportArgs& a) {
   return print_json([&](JsonWriter& w) { sinks::write_marker_report_json(r, w); });
 }
 
+// --critical-path: the thread's critical path over the interval asked for.
+int report_critical_path(model::Profile& profile, const ReportArgs& a) {
+  auto paths = critical_paths(profile, a.critical);
+  if (!paths) {
+    say(a.in + ": " + paths.error());
+    return 1;
+  }
+  sinks::CriticalPathReport r =
+      sinks::make_critical_path_report(profile, paths->paths, paths->interval, a.opts.limit);
+  if (!a.json) return print_text(sinks::format_critical_path_report(r));
+  return print_json([&](JsonWriter& w) { sinks::write_critical_path_report_json(r, w); });
+}
+
 }  // namespace
 
 int cmd_report(std::span<char*> args) {
@@ -134,6 +157,7 @@ int cmd_report(std::span<char*> args) {
   }
   if (a.heap) return report_heap(*profile, a);
   if (a.markers) return report_markers(*profile, a);
+  if (a.critical.on) return report_critical_path(*profile, a);
   sinks::Report report = sinks::make_report(*profile, a.opts);
   if (a.json) return print_json([&](JsonWriter& w) { sinks::write_report_json(report, w); });
   return print_text(sinks::format_report(report, a.opts));

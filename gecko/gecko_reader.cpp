@@ -9,6 +9,7 @@
 
 #include "gecko/gecko_reader_internal.h"
 #include "gecko/profile_stream.h"
+#include "model/waits.h"
 
 namespace fxprof::gecko::internal {
 
@@ -34,6 +35,7 @@ Result<model::Profile> Reader::run() {
   if (saw_meta_) head_read();
   if (!saw_meta_) return Err(name_ + ": not a Firefox Profiler profile (no \"meta\" object)");
   if (!saw_threads_) return Err(name_ + ": not a Firefox Profiler profile (no \"threads\" array)");
+  model::read_waits(p_);  // the typed waits, from their markers (model/waits.h)
   return std::move(p_);
 }
 

@@ -13,6 +13,7 @@
 
 #include "base/path.h"
 #include "model/symbols.h"
+#include "model/waits.h"
 
 namespace fxprof::model {
 namespace {
@@ -238,6 +239,11 @@ void name_jit_frames(Profile& p) {
       for (Allocation& a : t.allocations)
         if (a.stack != kNoStack) a.stack = renamer.rename(a.stack, false, a.time_ns);
     }
+    for (Process& q : p.processes)
+      for (Thread& t : q.threads)
+        for (Wait& w : t.waits)
+          if (w.waker_stack != kNoStack && w.waker_pid == proc.pid)
+            w.waker_stack = renamer.rename(w.waker_stack, false, w.wake_ns);
   }
 }
 

@@ -216,6 +216,38 @@ struct Counter {
   std::vector<CounterSample> samples;
 };
 
+// Why a thread was off the CPU (recorder/offcpu.h classifies it, pipeline/locks.h refines futex waits).
+enum class WaitReason : uint8_t {
+  Pending,    // the recorder has not named the kernel frames yet
+  Unknown,    // a stack whose kernel frames name no wait we classify
+  NoStack,    // no stack to read a reason from
+  Futex,      // a futex: a lock when it has a lock address
+  Condition,  // a condition variable's wait (a futex, once symbolicated)
+  Join,       // a thread join (a futex, once symbolicated)
+  Io,         // pipes, sockets, poll, terminals, disk
+  Sleep,      // nanosleep and its kin
+  PageFault,  // a fault that waited
+  Preempted,  // runnable, waiting for a CPU (the run queue)
+};
+// What ended a wait: a thread (named by tid), a timer or an interrupt (no thread), a process not recorded.
+enum class Waker : uint8_t { None, Thread, Timer, Interrupt, Untraced };
+
+// One off-CPU wait of a thread above the marker threshold, as typed facts (model/waits.h makes its `OffCpu`
+// marker from them, the Gecko reader reads them back from it). `marker`: its marker's index in the thread's
+// markers (the marker keeps the blocking stack and its place among the thread's markers).
+struct Wait {
+  uint64_t start_ns = 0, end_ns = 0;
+  WaitReason reason = WaitReason::Unknown;
+  Waker waker = Waker::None;
+  uint64_t lock = 0;  // the futex word's address (a lock wait), 0 = none
+  uint32_t waker_pid = 0, waker_tid = 0;
+  StringId waker_name = kNoString;  // the waking thread's name as shown ("thread" when not known)
+  uint64_t wake_ns = 0;             // when it was woken, within [start, end] (its end when not recorded)
+  StackId waker_stack = kNoStack;  // the waker's stack at the wake (futex wakes, eBPF), its `Wakeup` marker's
+  StringId holder = kNoString;     // the function that held the lock (pipeline::add_lock_holders)
+  uint32_t marker = UINT32_MAX;
+};
+
 struct Thread {
   uint32_t tid = 0;
   std::string name;
@@ -225,6 +257,7 @@ struct Thread {
   std::vector<Sample> samples;     // the exporter sorts them by time
   std::vector<Marker> markers;
   std::vector<Allocation> allocations;  // sorted by time
+  std::vector<Wait> waits;              // sorted by start
 };
 
 // An executable mapping of an ELF file in one process.

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "base/path.h"
+#include "model/waits.h"
 
 namespace fxprof::model {
 namespace {
@@ -280,6 +281,7 @@ void rewrite_process(Profile& p, Process& proc, FrameRewriter& rewriter, StackTa
     for (Allocation& a : t.allocations)
       if (a.stack != kNoStack) a.stack = remap[a.stack][1];
   }
+  for_each_waker_stack(p, proc, [&](StackId& s) { s = remap[s][1]; });
   for (StackId s : used) {
     roles[s] = 0;
     remap[s] = {kNoStack, kNoStack};

@@ -17,8 +17,8 @@ void add_waiting_counters(model::Profile& profile, uint64_t interval_ns) {
     std::map<uint64_t, int64_t> change;  // cell -> change in waiting threads at its start
     for (const model::Thread& t : proc.threads) {
       cells.clear();
-      for (const model::Marker& m : t.markers) {
-        if (m.name == model::kNoString || profile.strings.get(m.name) != "Lock wait") continue;
+      for (const model::Wait& m : t.waits) {
+        if (m.reason != model::WaitReason::Futex || !m.lock) continue;  // a lock wait (a `Lock wait` marker)
         const uint64_t s = m.start_ns > proc.start_ns ? m.start_ns - proc.start_ns : 0;
         const uint64_t e = m.end_ns > proc.start_ns ? m.end_ns - proc.start_ns : 0;
         cells.emplace_back(s / interval_ns, (e > s ? e - 1 : s) / interval_ns);

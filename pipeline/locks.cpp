@@ -2,7 +2,7 @@
 #include "pipeline/locks.h"
 
 #include <algorithm>
-#include <charconv>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <span>
@@ -10,19 +10,9 @@
 #include <vector>
 
 #include "base/terminal.h"
+#include "model/waits.h"
 
 namespace fxprof::pipeline {
-
-namespace {
-
-std::string_view string_field(const model::Profile& profile, const model::Marker& m, std::string_view key) {
-  for (const model::MarkerField& f : m.fields)
-    if (f.is_string && f.string != model::kNoString && profile.strings.get(f.key) == key)
-      return profile.strings.get(f.string);
-  return {};
-}
-
-}  // namespace
 
 bool is_lock_plumbing(std::string_view binary, std::string_view function) {
   for (std::string_view lib : {"libc.so", "libc-", "libpthread", "ld-linux", "ld.so", "libstdc++.so"})
@@ -124,47 +114,45 @@ FutexWait classify_futex_wait(const model::Profile& profile, model::StackId stac
   return FutexWait::Unknown;
 }
 
+namespace {
+
+bool is_lock_wait(const model::Wait& w) { return w.reason == model::WaitReason::Futex && w.lock; }
+
+}  // namespace
+
 void classify_futex_waits(model::Profile& profile,
                           const std::function<FutexWait(model::StackId)>& classify_of) {
-  const model::StringId lock_name = profile.strings.intern("Lock wait");
-  const model::StringId blocked = profile.strings.intern("Blocked");
-  const model::StringId lock_key = profile.strings.intern("lock");
-  const model::StringId reason_key = profile.strings.intern("reason");
-  const model::StringId condition = profile.strings.intern("condition variable");
-  const model::StringId join = profile.strings.intern("join");
   std::unordered_map<model::StackId, FutexWait> seen;
-  std::unordered_multimap<uint32_t, std::pair<uint64_t, uint64_t>> changed;  // tid -> the wait's span
+  std::vector<const model::Wait*> changed;  // those whose waker's Wakeup marker shows the lock
+  bool any = false;
   for (model::Process& proc : profile.processes)
     for (model::Thread& t : proc.threads)
-      for (model::Marker& m : t.markers) {
-        if (m.name != lock_name) continue;
-        auto [it, fresh] = seen.try_emplace(m.stack, FutexWait::Unknown);
-        if (fresh && m.stack != model::kNoStack)
-          it->second = classify_of ? classify_of(m.stack) : classify_futex_wait(profile, m.stack);
+      for (model::Wait& w : t.waits) {
+        if (!is_lock_wait(w) || w.marker >= t.markers.size()) continue;
+        const model::StackId stack = t.markers[w.marker].stack;  // the blocking stack
+        auto [it, fresh] = seen.try_emplace(stack, FutexWait::Unknown);
+        if (fresh && stack != model::kNoStack)
+          it->second = classify_of ? classify_of(stack) : classify_futex_wait(profile, stack);
         if (it->second != FutexWait::Condition && it->second != FutexWait::Join) continue;
-        m.name = blocked;
-        std::erase_if(m.fields, [&](const model::MarkerField& f) { return f.key == lock_key; });
-        for (model::MarkerField& f : m.fields)
-          if (f.key == reason_key) f.string = it->second == FutexWait::Join ? join : condition;
-        changed.emplace(t.tid, std::make_pair(m.start_ns, m.end_ns));
+        w.reason = it->second == FutexWait::Join ? model::WaitReason::Join : model::WaitReason::Condition;
+        w.lock = 0;
+        model::make_wait_marker(profile, t, w);
+        any = true;
+        if (w.waker == model::Waker::Thread && w.waker_stack != model::kNoStack) changed.push_back(&w);
       }
-  if (changed.empty()) return;
+  if (!any) return;
   // The Wakeups that ended them released no lock either: no lock address.
+  std::unordered_multimap<uint32_t, model::Thread*> by_tid;
   for (model::Process& proc : profile.processes)
-    for (model::Thread& t : proc.threads)
-      for (model::Marker& w : t.markers) {
-        if (w.name == model::kNoString || profile.strings.get(w.name) != "Wakeup") continue;
-        const std::string_view wakee = string_field(profile, w, "wakee");
-        uint32_t tid = 0;
-        const size_t sp = wakee.rfind(' ');
-        if (sp == std::string_view::npos ||
-            std::from_chars(wakee.data() + sp + 1, wakee.data() + wakee.size(), tid).ec != std::errc())
-          continue;
-        for (auto [it, end] = changed.equal_range(tid); it != end; ++it)
-          if (w.start_ns >= it->second.first && w.start_ns <= it->second.second)
-            std::erase_if(w.fields, [&](const model::MarkerField& f) { return f.key == lock_key; });
-      }
-  // The counters counted these waits: made again from the Lock wait markers left.
+    for (model::Thread& t : proc.threads) by_tid.emplace(t.tid, &t);
+  const model::StringId wakeup = profile.strings.intern("Wakeup"), lock_key = profile.strings.intern("lock");
+  for (const model::Wait* w : changed)
+    for (auto [it, end] = by_tid.equal_range(w->waker_tid); it != end; ++it)
+      for (model::Marker& m : it->second->markers)
+        if (m.name == wakeup && m.stack == w->waker_stack && m.start_ns <= w->end_ns &&
+            m.start_ns + 1'000'000 >= w->start_ns)  // a wake stamped up to 1 ms before the switch-out
+          std::erase_if(m.fields, [&](const model::MarkerField& f) { return f.key == lock_key; });
+  // The counters counted these waits: made again from the lock waits left.
   for (model::Process& proc : profile.processes)
     std::erase_if(proc.counters, [](const model::Counter& c) { return c.name == "Threads waiting"; });
   model::add_waiting_counters(profile, static_cast<uint64_t>(profile.meta.interval_ms * 1e6));
@@ -172,40 +160,16 @@ void classify_futex_waits(model::Profile& profile,
 
 void add_lock_holders(model::Profile& profile, const std::function<std::string(model::StackId)>& holder_of) {
   classify_futex_waits(profile);
-  // Lock waits by the thread that waited (a tid may be reused: the marker's times tell them apart).
-  std::unordered_multimap<uint32_t, model::Thread*> by_tid;
+  // Each lock wait ended by a thread whose stack at the wake was recorded: the function that released it.
   for (model::Process& proc : profile.processes)
-    for (model::Thread& t : proc.threads) by_tid.emplace(t.tid, &t);
-  const model::StringId holder_key = profile.strings.intern("holder");
-  for (const model::Process& proc : profile.processes)
-    for (const model::Thread& t : proc.threads)
-      for (const model::Marker& w : t.markers) {
-        if (w.stack == model::kNoStack || w.name == model::kNoString ||
-            profile.strings.get(w.name) != "Wakeup")
-          continue;
-        // "NAME TID" of the thread it woke, the wait that ended with it (the builder made one per wait).
-        const std::string_view wakee = string_field(profile, w, "wakee");
-        const size_t sp = wakee.rfind(' ');
-        if (sp == std::string_view::npos) continue;
-        uint32_t tid = 0;
-        if (std::from_chars(wakee.data() + sp + 1, wakee.data() + wakee.size(), tid).ec != std::errc())
-          continue;
+    for (model::Thread& t : proc.threads)
+      for (model::Wait& w : t.waits) {
+        if (!is_lock_wait(w) || w.waker_stack == model::kNoStack) continue;
         const std::string holder =
-            holder_of ? holder_of(w.stack) : std::string(lock_holder(profile, w.stack));
+            holder_of ? holder_of(w.waker_stack) : std::string(lock_holder(profile, w.waker_stack));
         if (holder.empty()) continue;
-        const model::StringId name = profile.strings.intern(holder);
-        for (auto [it, end] = by_tid.equal_range(tid); it != end; ++it)
-          for (model::Marker& m : it->second->markers) {
-            if (m.name == model::kNoString || profile.strings.get(m.name) != "Lock wait" ||
-                w.start_ns < m.start_ns || w.start_ns > m.end_ns)
-              continue;
-            auto f = std::find_if(m.fields.begin(), m.fields.end(),
-                                  [&](const model::MarkerField& x) { return x.key == holder_key; });
-            if (f == m.fields.end())
-              m.fields.push_back({holder_key, true, 0, name});
-            else
-              f->string = name;
-          }
+        w.holder = profile.strings.intern(holder);
+        model::make_wait_marker(profile, t, w);
       }
 }
 
@@ -216,19 +180,20 @@ std::string lock_wait_summary(const model::Profile& profile, size_t n) {
     std::set<uint32_t> threads;
     std::map<std::string_view, uint64_t> holders;  // function -> waits it released
   };
-  std::map<std::string_view, Lock> locks;
+  std::map<std::string, Lock> locks;  // by the address as the markers show it
+  char address[24];
   for (const model::Process& proc : profile.processes)
     for (const model::Thread& t : proc.threads)
-      for (const model::Marker& m : t.markers) {
-        if (m.name == model::kNoString || profile.strings.get(m.name) != "Lock wait") continue;
-        const std::string_view address = string_field(profile, m, "lock");
-        if (address.empty()) continue;
-        Lock& l = locks[address];
-        l.address = address;
-        l.ns += m.end_ns > m.start_ns ? m.end_ns - m.start_ns : 0;
+      for (const model::Wait& w : t.waits) {
+        if (!is_lock_wait(w)) continue;
+        std::snprintf(address, sizeof address, "0x%llx", static_cast<unsigned long long>(w.lock));
+        auto [it, fresh] = locks.try_emplace(address);
+        Lock& l = it->second;
+        l.address = it->first;
+        l.ns += w.end_ns > w.start_ns ? w.end_ns - w.start_ns : 0;
         ++l.waits;
         l.threads.insert(t.tid);
-        if (std::string_view h = string_field(profile, m, "holder"); !h.empty()) ++l.holders[h];
+        if (w.holder != model::kNoString) ++l.holders[profile.strings.get(w.holder)];
       }
   std::vector<const Lock*> order;
   for (const auto& [address, l] : locks) order.push_back(&l);

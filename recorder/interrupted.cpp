@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/waits.h"
 #include "recorder/offcpu.h"
 
 namespace fxprof::recorder {
@@ -75,6 +76,7 @@ size_t mark_interrupted_frames(model::Profile& profile, std::string_view preempt
     for (model::Thread& t : proc.threads) {
       for (model::Sample& smp : t.samples) remap(smp.stack);
       for (model::Allocation& a : t.allocations) remap(a.stack);
+      for (model::Wait& w : t.waits) remap(w.waker_stack);  // stacks are profile-wide here: once each
       for (model::Marker& m : t.markers) {
         remap(m.stack);
         // A preemption's marker stack without kernel frames ends in the interrupted instruction itself.

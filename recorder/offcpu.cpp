@@ -112,6 +112,24 @@ std::string_view reason_label(BlockReason r) {
   return "[blocked]";
 }
 
+model::WaitReason wait_reason(BlockReason r) {
+  switch (r) {
+    case BlockReason::Futex:
+      return model::WaitReason::Futex;
+    case BlockReason::Io:
+      return model::WaitReason::Io;
+    case BlockReason::Sleep:
+      return model::WaitReason::Sleep;
+    case BlockReason::PageFault:
+      return model::WaitReason::PageFault;
+    case BlockReason::Preempted:
+      return model::WaitReason::Preempted;
+    case BlockReason::Unknown:
+      break;
+  }
+  return model::WaitReason::Unknown;
+}
+
 std::string_view reason_text(BlockReason r) {
   switch (r) {
     case BlockReason::Futex:

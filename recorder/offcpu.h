@@ -31,6 +31,9 @@ enum class BlockReason : uint8_t {
 // sleep, I/O.
 BlockReason classify_kernel_frames(std::span<const std::string_view> names);
 
+// The model's reason (model::Wait) for a kernel-stack reason.
+model::WaitReason wait_reason(BlockReason r);
+
 // The leaf frame of off-CPU samples: "[blocked: futex]", "[blocked: I/O]", "[blocked: sleep]",
 // "[blocked: page fault]", "[preempted]", "[blocked]".
 std::string_view reason_label(BlockReason r);

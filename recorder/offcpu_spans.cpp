@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "model/waits.h"
+
 namespace fxprof::recorder {
 
 OffCpuTracker::OffCpuTracker(TrackerContext& c) : c_(c) {
@@ -109,15 +111,10 @@ void OffCpuTracker::set_off_cpu(const OffCpuConfig& config) {
   profile.strings.intern("Wakeup");
   profile.strings.intern("wakee");
   off_type_ = profile.strings.intern("OffCpu");
-  blocked_name_ = profile.strings.intern("Blocked");
-  preempted_name_ = profile.strings.intern("Preempted");
-  lock_name_ = profile.strings.intern("Lock wait");
-  reason_key_ = profile.strings.intern("reason");
-  lock_key_ = profile.strings.intern("lock");
-  profile.strings.intern("waker");
-  pending_reason_ = profile.strings.intern("(pending)");
-  preempted_reason_ = profile.strings.intern(reason_text(BlockReason::Preempted));
-  unknown_reason_ = profile.strings.intern("unknown (no stack)");
+  // The markers' names and keys (model/waits.h makes them), interned once here.
+  for (std::string_view text : {"Blocked", "Preempted", "Lock wait", "reason", "lock", "waker", "(pending)",
+                                "preempted", "unknown (no stack)"})
+    profile.strings.intern(text);
 }
 
 // A thread ran again after a switch-out: its blocked time becomes samples (at most one per interval of
@@ -174,27 +171,27 @@ void OffCpuTracker::span_part(uint32_t tid, OffState& o, uint64_t in_ns, uint64_
     }
   }
   if (d < config_.threshold_ns) return;
+  // The wait, typed; its marker (the blocking stack, its place among the thread's markers) made from it.
+  model::Wait w;
+  w.start_ns = o.out_ns;
+  w.end_ns = w.wake_ns = in_ns;
+  w.reason = o.preempted      ? model::WaitReason::Preempted
+             : config_.stacks ? model::WaitReason::Pending
+                              : model::WaitReason::NoStack;
+  if (!o.preempted && !o.have_stack && o.hint != BlockReason::Unknown) w.reason = wait_reason(o.hint);
+  o.hint = BlockReason::Unknown;
+  if (!o.preempted && o.have_stack) w.lock = o.uaddr;  // kept by name_reasons only if the wait was a futex's
+  w.marker = static_cast<uint32_t>(thread.markers.size());
   model::Marker m;
-  m.name = o.preempted ? preempted_name_ : blocked_name_;
   m.start_ns = o.out_ns;
   m.end_ns = in_ns;
   m.phase = model::MarkerPhase::Interval;
   m.category = model::Category::Idle;
   m.type = off_type_;
   m.stack = base;
-  model::StringId reason = o.preempted      ? preempted_reason_
-                           : config_.stacks ? pending_reason_
-                                            : unknown_reason_;
-  if (!o.preempted && !o.have_stack && o.hint != BlockReason::Unknown)
-    reason = profile.strings.intern(reason_text(o.hint));
-  o.hint = BlockReason::Unknown;
-  m.fields.push_back({reason_key_, true, 0, reason});
-  if (!o.preempted && o.have_stack && o.uaddr) {  // kept in finish() only if the wait was a futex's
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(o.uaddr));
-    m.fields.push_back({lock_key_, true, 0, profile.strings.intern(buf)});
-  }
   thread.markers.push_back(std::move(m));
+  thread.waits.push_back(w);
+  model::make_wait_marker(profile, thread, w);
 }
 
 void OffCpuTracker::resolve_stack(OffState& o) {
@@ -276,14 +273,13 @@ void OffCpuTracker::name_reasons() {
         }
         smp.stack = it->second;
       }
-      for (model::Marker& m : t.markers) {
-        if (m.type != off_type_ || m.fields.empty() || m.fields[0].string != pending_reason_) continue;
-        const BlockReason r = m.stack == model::kNoStack ? BlockReason::Unknown : reason_of(m.stack);
-        m.fields[0].string = profile.strings.intern(reason_text(r));
-        if (r == BlockReason::Futex && m.fields.size() > 1)
-          m.name = lock_name_;
-        else
-          m.fields.resize(1);  // an address is a lock's only in a futex wait
+      for (model::Wait& w : t.waits) {
+        if (w.reason != model::WaitReason::Pending) continue;
+        const model::StackId stack = t.markers[w.marker].stack;
+        const BlockReason r = stack == model::kNoStack ? BlockReason::Unknown : reason_of(stack);
+        w.reason = wait_reason(r);
+        if (r != BlockReason::Futex) w.lock = 0;  // an address is a lock's only in a futex wait
+        model::make_wait_marker(profile, t, w);
       }
     }
   }

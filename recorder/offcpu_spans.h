@@ -66,14 +66,10 @@ class OffCpuTracker final : public Tracker {
   // and runnable (waiting for a CPU: [preempted]) after it. A round may hold several of a thread's waits.
   std::unordered_map<uint32_t, std::deque<uint64_t>> wake_times_;
   // Off-CPU samples and markers get their reason in kernel_named(): until then the samples' leaf is
-  // `pending_frame_` and the markers' reason is `pending_reason_`.
+  // `pending_frame_` and the waits' reason is Pending.
   bool interned_ = false;
   model::FrameId pending_frame_ = 0, preempted_frame_ = 0;
-  model::StringId off_type_ = model::kNoString, blocked_name_ = model::kNoString,
-                  preempted_name_ = model::kNoString, lock_name_ = model::kNoString,
-                  reason_key_ = model::kNoString, lock_key_ = model::kNoString,
-                  pending_reason_ = model::kNoString, preempted_reason_ = model::kNoString,
-                  unknown_reason_ = model::kNoString;
+  model::StringId off_type_ = model::kNoString;
 };
 
 }  // namespace fxprof::recorder

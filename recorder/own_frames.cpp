@@ -4,6 +4,8 @@
 #include <utility>
 #include <vector>
 
+#include "model/waits.h"
+
 namespace fxprof::recorder {
 
 uint64_t mark_heap_shim_frames(model::Profile& profile) {
@@ -59,6 +61,7 @@ uint64_t mark_heap_shim_frames(model::Profile& profile) {
       }
       for (model::Marker& m : t.markers) m.stack = relabel(m.stack);
     }
+    model::for_each_waker_stack(profile, proc, [&](model::StackId& s) { s = relabel(s); });
   }
   return marked;
 }

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "model/waits.h"
 #include "recorder/unwind/unwinder.h"
 
 namespace fxprof::recorder {
@@ -76,41 +77,36 @@ void WakeTracker::finish() {
 void WakeTracker::name_wakers() {
   model::Profile& profile = c_.profile;
   // Interned by the builder's off-CPU part with the marker schemas (c_.off_cpu): the same ids, no new string.
-  const model::StringId off_type = profile.strings.intern("OffCpu"),
-                        preempted_name = profile.strings.intern("Preempted"),
-                        lock_name = profile.strings.intern("Lock wait"),
-                        waker_key = profile.strings.intern("waker"),
-                        wakeup_name = profile.strings.intern("Wakeup"),
+  const model::StringId wakeup_name = profile.strings.intern("Wakeup"),
                         wakee_key = profile.strings.intern("wakee"),
                         lock_key = profile.strings.intern("lock");
   std::sort(wakes_.begin(), wakes_.end(), [](const Wake& a, const Wake& b) {
     return a.wakee_tid != b.wakee_tid ? a.wakee_tid < b.wakee_tid : a.time < b.time;
   });
   // Threads by tid (a tid may be reused: the one alive at the time is meant).
-  std::unordered_multimap<uint32_t, model::Thread*> by_tid;
+  std::unordered_multimap<uint32_t, std::pair<model::Process*, model::Thread*>> by_tid;
   for (model::Process& proc : profile.processes)
-    for (model::Thread& t : proc.threads) by_tid.emplace(t.tid, &t);
-  auto thread_at = [&](uint32_t tid, uint64_t time) -> model::Thread* {
-    model::Thread *found = nullptr, *any = nullptr;
+    for (model::Thread& t : proc.threads) by_tid.emplace(t.tid, std::make_pair(&proc, &t));
+  auto thread_at = [&](uint32_t tid, uint64_t time) -> std::pair<model::Process*, model::Thread*> {
+    std::pair<model::Process*, model::Thread*> found{}, any{};
     for (auto [it, end] = by_tid.equal_range(tid); it != end; ++it) {
       any = it->second;
-      if (it->second->start_ns <= time && (!it->second->end_ns || time <= *it->second->end_ns))
-        found = it->second;
+      const model::Thread& th = *it->second.second;
+      if (th.start_ns <= time && (!th.end_ns || time <= *th.end_ns)) found = it->second;
     }
-    return found ? found : any;
+    return found.second ? found : any;
   };
   std::vector<std::pair<model::Thread*, model::Marker>> wakeups;
   char buf[64];
   for (model::Process& proc : profile.processes)
     for (model::Thread& t : proc.threads) {
       uint64_t back_ns = 0;  // the end of the thread's previous off-CPU span: it ran from then on
-      for (model::Marker& m : t.markers) {
-        if (m.type != off_type) continue;
-        const uint64_t previous_end = std::exchange(back_ns, m.end_ns);
-        if (m.name == preempted_name) continue;
+      for (model::Wait& wait : t.waits) {
+        const uint64_t previous_end = std::exchange(back_ns, wait.end_ns);
+        if (wait.reason == model::WaitReason::Preempted) continue;
         // The last wakeup of this thread at or before the end of the span, if it is within the span or just
         // before it (kWakeBeforeSwitchNs) while the thread still ran.
-        auto it = std::upper_bound(wakes_.begin(), wakes_.end(), std::make_pair(t.tid, m.end_ns),
+        auto it = std::upper_bound(wakes_.begin(), wakes_.end(), std::make_pair(t.tid, wait.end_ns),
                                    [](const std::pair<uint32_t, uint64_t>& key, const Wake& w) {
                                      return key.first != w.wakee_tid ? key.first < w.wakee_tid
                                                                      : key.second < w.time;
@@ -118,21 +114,28 @@ void WakeTracker::name_wakers() {
         if (it == wakes_.begin()) continue;
         --it;
         if (it->wakee_tid != t.tid) continue;
-        if (it->time < m.start_ns &&
-            (m.start_ns - it->time > kWakeBeforeSwitchNs || it->time <= previous_end))
+        if (it->time < wait.start_ns &&
+            (wait.start_ns - it->time > kWakeBeforeSwitchNs || it->time <= previous_end))
           continue;
-        model::Thread* waker = it->flags ? nullptr : thread_at(it->waker_tid, it->time);
-        if (it->flags & kWakeInterrupt) {
-          // The task an interrupt hit is no waker: a sleep's end is its timer, anything else an interrupt.
-          const bool sleep = !m.fields.empty() && profile.strings.get(m.fields[0].string) == "sleep";
-          std::snprintf(buf, sizeof buf, "%s", sleep ? "timer" : "interrupt");
-        } else if (it->flags & kWakeUntraced) {
-          std::snprintf(buf, sizeof buf, "pid %u (not recorded)", it->waker_pid);
-        } else {
-          std::snprintf(buf, sizeof buf, "%.40s %u", waker ? waker->name.c_str() : "thread", it->waker_tid);
-        }
-        m.fields.push_back({waker_key, true, 0, profile.strings.intern(buf)});
-        if (it->stack == model::kNoStack || !waker) continue;
+        const auto [waker_proc, waker] =
+            it->flags ? std::pair<model::Process*, model::Thread*>{} : thread_at(it->waker_tid, it->time);
+        wait.wake_ns =
+            std::clamp(it->time, wait.start_ns, wait.end_ns);  // stamped before the switch-out: its start
+        wait.waker_pid = it->waker_pid;
+        wait.waker_tid = it->waker_tid;
+        if (it->flags & kWakeInterrupt)  // the task an interrupt hit is no waker: a sleep's end is its timer
+          wait.waker =
+              wait.reason == model::WaitReason::Sleep ? model::Waker::Timer : model::Waker::Interrupt;
+        else if (it->flags & kWakeUntraced)
+          wait.waker = model::Waker::Untraced;
+        else
+          wait.waker = model::Waker::Thread;
+        if (wait.waker == model::Waker::Thread)
+          wait.waker_name = profile.strings.intern(waker ? std::string_view(waker->name) : "thread");
+        if (it->stack != model::kNoStack && waker) wait.waker_stack = it->stack;
+        model::make_wait_marker(profile, t, wait);
+        if (wait.waker_stack == model::kNoStack) continue;
+        // The waker's side: a `Wakeup` marker on its thread, with whom it woke, the lock, the stack.
         model::Marker w;
         w.name = wakeup_name;
         w.start_ns = it->time;
@@ -141,7 +144,7 @@ void WakeTracker::name_wakers() {
         w.stack = it->stack;
         std::snprintf(buf, sizeof buf, "%.40s %u", t.name.c_str(), t.tid);
         w.fields.push_back({wakee_key, true, 0, profile.strings.intern(buf)});
-        if (m.name == lock_name && it->uaddr) {
+        if (wait.reason == model::WaitReason::Futex && wait.lock && it->uaddr) {  // the futex word it woke
           std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(it->uaddr));
           w.fields.push_back({lock_key, true, 0, profile.strings.intern(buf)});
         }

@@ -1,4 +1,4 @@
-// model::add_waiting_counters: the "Threads waiting" counter from Lock wait markers.
+// model::add_waiting_counters: the "Threads waiting" counter from lock waits.
 #include <catch2/catch.hpp>
 #include <cstdint>
 
@@ -21,6 +21,13 @@ TEST_CASE("off-CPU: the Threads waiting counter counts each thread once per inte
     m.end_ns = proc.start_ns + static_cast<uint64_t>(to_ms * 1e6);
     m.phase = MarkerPhase::Interval;
     t.markers.push_back(m);
+    Wait w;  // the typed wait the counter reads: a lock wait is a futex's with a lock address
+    w.start_ns = m.start_ns;
+    w.end_ns = m.end_ns;
+    w.reason = name == lock ? WaitReason::Futex : WaitReason::Io;
+    w.lock = name == lock ? 0x1000 : 0;
+    w.marker = static_cast<uint32_t>(t.markers.size() - 1);
+    t.waits.push_back(w);
   };
   proc.threads.resize(2);
   Thread& a = proc.threads[0];
@@ -45,16 +52,16 @@ TEST_CASE("off-CPU: the Threads waiting counter counts each thread once per inte
   // Two runs far apart: each is framed by zeros, nothing in the gap.
   Profile q;
   Process& qp = q.processes.emplace_back();
-  const StringId ql = q.strings.intern("Lock wait");
   Thread& t = qp.threads.emplace_back();
-  Marker m;
-  m.name = ql;
-  m.start_ns = 0;
-  m.end_ns = ms;  // cell 0 only (the end is exclusive)
-  t.markers.push_back(m);
-  m.start_ns = 100 * ms;
-  m.end_ns = 101 * ms + 1;
-  t.markers.push_back(m);
+  Wait w;
+  w.reason = WaitReason::Futex;
+  w.lock = 0x1000;
+  w.start_ns = 0;
+  w.end_ns = ms;  // cell 0 only (the end is exclusive)
+  t.waits.push_back(w);
+  w.start_ns = 100 * ms;
+  w.end_ns = 101 * ms + 1;
+  t.waits.push_back(w);
   add_waiting_counters(q, ms);
   got.clear();
   for (const CounterSample& s : q.processes[0].counters.at(0).samples)

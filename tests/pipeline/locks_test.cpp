@@ -3,9 +3,11 @@
 
 #include <catch2/catch.hpp>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "model/profile.h"
+#include "model/waits.h"
 
 using namespace fxprof::pipeline;
 
@@ -56,17 +58,33 @@ TEST_CASE("off-CPU: the function that held a lock is the waker stack's first one
   Thread& waiter = proc.threads[1];
   waiter.tid = 21;
   waiter.name = "app";
-  const StringId lock_wait = p.strings.intern("Lock wait"), lock_key = p.strings.intern("lock"),
-                 addr = p.strings.intern("0x1000");
+  // Two lock waits on 0x1000, as the recorder makes them (typed waits, their markers made from them); the
+  // first ended by thread 20 with the waker's stack.
+  const StringId lock_key = p.strings.intern("lock"), addr = p.strings.intern("0x1000");
   for (uint64_t start : {100, 300}) {
     Marker m;
-    m.name = lock_wait;
     m.start_ns = start;
     m.end_ns = start + 100;
     m.phase = MarkerPhase::Interval;
-    m.fields.push_back({lock_key, true, 0, addr});
+    m.type = p.strings.intern("OffCpu");
+    Wait wt;
+    wt.start_ns = start;
+    wt.end_ns = wt.wake_ns = start + 100;
+    wt.reason = WaitReason::Futex;
+    wt.lock = 0x1000;
+    wt.marker = static_cast<uint32_t>(waiter.markers.size());
+    if (start == 100) {
+      wt.waker = Waker::Thread;
+      wt.waker_tid = 20;
+      wt.waker_name = p.strings.intern("app");
+      wt.wake_ns = 190;
+      wt.waker_stack = waker;
+    }
     waiter.markers.push_back(m);
+    waiter.waits.push_back(wt);
+    make_wait_marker(p, waiter, wt);
   }
+  CHECK(p.strings.get(waiter.markers[0].name) == "Lock wait");
   Marker w;
   w.name = p.strings.intern("Wakeup");
   w.start_ns = 190;  // ends the first wait only
@@ -74,8 +92,21 @@ TEST_CASE("off-CPU: the function that held a lock is the waker stack's first one
   w.fields.push_back({p.strings.intern("wakee"), true, 0, p.strings.intern("app 21")});
   w.fields.push_back({lock_key, true, 0, addr});
   holder.markers.push_back(w);
+  // The same waits read back from the markers alone (what the Gecko reader does): the same typed facts.
+  Profile read = p;
+  read_waits(read);
+  REQUIRE(read.processes[0].threads[1].waits.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    const Wait &x = waiter.waits[i], &y = read.processes[0].threads[1].waits[i];
+    CHECK(std::tie(x.start_ns, x.end_ns, x.reason, x.waker, x.lock, x.waker_tid, x.waker_name, x.wake_ns,
+                   x.waker_stack, x.marker) == std::tie(y.start_ns, y.end_ns, y.reason, y.waker, y.lock,
+                                                        y.waker_tid, y.waker_name, y.wake_ns, y.waker_stack,
+                                                        y.marker));
+  }
   add_lock_holders(p);
   add_lock_holders(p);  // idempotent
+  add_lock_holders(read);
+  CHECK(read.processes[0].threads[1].markers[0].fields.size() == waiter.markers[0].fields.size());
   auto holder_of = [&](const Marker& m) {
     std::vector<std::string_view> out;
     for (const MarkerField& f : m.fields)
@@ -83,6 +114,8 @@ TEST_CASE("off-CPU: the function that held a lock is the waker stack's first one
     return out;
   };
   CHECK(holder_of(waiter.markers[0]) == std::vector<std::string_view>{"update_table"});
+  CHECK(p.strings.get(waiter.waits[0].holder) == "update_table");
+  CHECK(holder_of(read.processes[0].threads[1].markers[0]) == std::vector<std::string_view>{"update_table"});
   CHECK(holder_of(waiter.markers[1]).empty());
   CHECK(lock_wait_summary(p, 3) == "0x1000 0.0 ms in 2 waits by 1 thread held by update_table");
 }

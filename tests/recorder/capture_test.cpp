@@ -11,6 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "gecko/gecko.h"
+#include "gecko/gecko_reader.h"
+#include "model/waits.h"
+#include "pipeline/locks.h"
 #include "pipeline/symbolicate.h"
 #include "recorder/recorder.h"
 #include "tests/support/support.h"
@@ -98,6 +102,24 @@ size_t wakeup_stacks(const model::Profile& p) {
       for (const model::Marker& m : t.markers)
         n += m.name != model::kNoString && p.strings.get(m.name) == "Wakeup" && m.stack != model::kNoStack;
   return n;
+}
+
+// The OffCpu and Wakeup markers of each thread: name and fields, one a line (times are compared apart: the
+// file keeps them as float milliseconds).
+std::map<uint32_t, std::string> wait_markers_text(const model::Profile& p) {
+  std::map<uint32_t, std::string> out;
+  for (const model::Process& proc : p.processes)
+    for (const model::Thread& t : proc.threads)
+      for (const model::Marker& m : t.markers) {
+        const std::string_view type = m.type == model::kNoString ? "" : p.strings.get(m.type);
+        if (type != "OffCpu" && type != "Wakeup") continue;
+        std::string& s = out[t.tid];
+        s += p.strings.get(m.name);
+        for (const model::MarkerField& f : m.fields)
+          s += " " + std::string(p.strings.get(f.key)) + "=" + std::string(p.strings.get(f.string));
+        s += "\n";
+      }
+  return out;
 }
 
 // `wakeups`: the live recording must have Wakeup markers with stacks.
@@ -193,4 +215,85 @@ TEST_CASE("replay: a damaged capture is an error", "[recorder]") {
   REQUIRE(!cut.ok());
   CHECK(cut.error() == cap.path + ": truncated capture");
   CHECK(recorder::replay("/nonexistent/capture").error().find("/nonexistent/capture") != std::string::npos);
+}
+
+// The typed waits (model/waits.h) of a real recording with wakers and lock holders: the Gecko file's markers
+// are made from them, and the reader gives back the same waits, whose markers are the same again. (The
+// markers are byte-identical to those written before waits were typed: checked on these captures against
+// main's binary when the waits were introduced.)
+TEST_CASE("capture and replay: waits, wakers and holders read back from the Gecko file as the same waits",
+          "[recorder]") {
+  REQUIRE(geteuid() == 0);  // the eBPF waker tracer
+  TempFile cap;
+  recorder::Options opt;
+  opt.command = {test_program("offcpu_locks")};
+  opt.off_cpu = true;
+  opt.off_cpu_threshold_ms = 0;
+  opt.capture_path = cap.path;
+  REQUIRE(recorder::record(opt).ok());
+  auto replayed = recorder::replay(cap.path);
+  REQUIRE(replayed.ok());
+  model::Profile& p = replayed.value();
+  symbolizer::Symbolizer symbols;
+  pipeline::symbolicate(p, symbols);
+  pipeline::add_lock_holders(p);
+  size_t waits = 0, woken = 0, held = 0;
+  for (const model::Process& proc : p.processes)
+    for (const model::Thread& t : proc.threads)
+      for (const model::Wait& w : t.waits) {
+        ++waits;
+        woken += w.waker_stack != model::kNoStack;
+        held += w.holder != model::kNoString;
+      }
+  CHECK(woken > 0);
+  CHECK(held > 0);
+  TempFile file;
+  REQUIRE(gecko::write_gecko_profile(p, file.path));
+  auto back = gecko::read_gecko_profile(file.path);
+  REQUIRE(back.ok());
+  size_t back_waits = 0, back_woken = 0, back_held = 0;
+  for (const model::Process& proc : back->processes)
+    for (const model::Thread& t : proc.threads)
+      for (const model::Wait& w : t.waits) {
+        ++back_waits;
+        back_woken += w.waker_stack != model::kNoStack;
+        back_held += w.holder != model::kNoString;
+      }
+  CHECK(back_waits == waits);
+  CHECK(back_woken == woken);
+  CHECK(back_held == held);
+  // The same times, to the microsecond.
+  std::map<uint32_t, const model::Thread*> recorded;
+  for (const model::Process& proc : p.processes)
+    for (const model::Thread& t : proc.threads) recorded[t.tid] = &t;
+  for (const model::Process& proc : back->processes)
+    for (const model::Thread& t : proc.threads) {
+      REQUIRE(recorded.count(t.tid));
+      const std::vector<model::Wait>& was = recorded[t.tid]->waits;
+      REQUIRE(t.waits.size() == was.size());
+      for (size_t i = 0; i < was.size(); ++i) {
+        CHECK(std::llabs(int64_t(t.waits[i].start_ns - was[i].start_ns)) <= 1000);
+        CHECK(std::llabs(int64_t(t.waits[i].end_ns - was[i].end_ns)) <= 1000);
+        CHECK(std::llabs(int64_t(t.waits[i].wake_ns - was[i].wake_ns)) <= 1000);
+        CHECK(t.waits[i].reason == was[i].reason);
+        CHECK(t.waits[i].lock == was[i].lock);
+        CHECK(t.waits[i].waker_tid == was[i].waker_tid);
+      }
+    }
+  // The markers made from the waits read back, made again from the waits read: the same names and fields.
+  const auto before = wait_markers_text(p);
+  for (model::Process& proc : back->processes)
+    for (model::Thread& t : proc.threads)
+      for (const model::Wait& w : t.waits) model::make_wait_marker(*back, t, w);
+  const auto after = wait_markers_text(*back);
+  for (const auto& [tid, text] : before) {
+    INFO("thread " << tid);
+    REQUIRE(after.count(tid));
+    const std::string& other = after.at(tid);
+    size_t i = 0;
+    while (i < text.size() && i < other.size() && text[i] == other[i]) ++i;
+    const size_t line = text.rfind('\n', i) == std::string::npos ? 0 : text.rfind('\n', i) + 1;
+    INFO("recorded: " << text.substr(line, 200) << "\nread back: " << other.substr(line, 200));
+    CHECK(other == text);
+  }
 }
