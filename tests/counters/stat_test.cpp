@@ -370,11 +370,7 @@ TEST_CASE("stat as an ordinary user (paranoid 2): user space only, switches <not
   const passwd* pw = ensure_test_user();
   REQUIRE(pw != nullptr);
   TempDir dir;
-  REQUIRE(chown(dir.path().c_str(), pw->pw_uid, pw->pw_gid) == 0);
-  CmdOptions opts;
-  opts.uid = pw->pw_uid;
-  opts.gid = pw->pw_gid;
-  opts.cwd = dir.path();
+  CmdOptions opts = as_test_user(dir);
   auto r = run({fxprof_bin(), "stat", "-e", "page-faults,context-switches", "--",
                 test_program("counters_touch"), "3000", "5"},
                opts);

@@ -633,12 +633,7 @@ TEST_CASE("off-CPU as an ordinary user: one line, blocked spans as markers, the 
   REQUIRE(std::stoi(*paranoid) == 2);
   const passwd* pw = ensure_test_user();
   TempDir dir;
-  REQUIRE(chown(dir.path().c_str(), pw->pw_uid, pw->pw_gid) == 0);
-  CmdOptions opts;
-  opts.uid = pw->pw_uid;
-  opts.gid = pw->pw_gid;
-  opts.cwd = dir.path();
-  opts.env["HOME"] = dir.path();
+  CmdOptions opts = as_test_user(dir);
   CpuLog log;
   opts.env[CpuLog::kVariable] = log.path();
   std::string out = dir.file("user.json.gz");

@@ -134,12 +134,7 @@ TEST_CASE("record -a as an ordinary user: one line that says why", "[e2e][system
   const passwd* pw = ensure_test_user();
   REQUIRE(pw != nullptr);
   TempDir dir;
-  REQUIRE(chown(dir.path().c_str(), pw->pw_uid, pw->pw_gid) == 0);
-  CmdOptions opts;
-  opts.uid = pw->pw_uid;
-  opts.gid = pw->pw_gid;
-  opts.cwd = dir.path();
-  opts.env["HOME"] = dir.path();
+  CmdOptions opts = as_test_user(dir);
   auto r = run({fxprof_bin(), "record", "-a", "--duration", "1", "--save-only", "-o", dir.file("x.json.gz")},
                opts);
   INFO(r.err);

@@ -21,13 +21,8 @@ TEST_CASE("an ordinary user records their own program, user space only", "[e2e][
   const passwd* pw = ensure_test_user();
   REQUIRE(pw != nullptr);
   TempDir dir;
-  REQUIRE(chown(dir.path().c_str(), pw->pw_uid, pw->pw_gid) == 0);
   std::string out = dir.file("user.json.gz");
-  CmdOptions opts;
-  opts.uid = pw->pw_uid;
-  opts.gid = pw->pw_gid;
-  opts.cwd = dir.path();
-  opts.env["HOME"] = dir.path();
+  CmdOptions opts = as_test_user(dir);
   CpuLog cpu;
   opts.env[CpuLog::kVariable] = cpu.path();
   auto r = record(out, {test_program("e2e_threads")}, {}, opts);
@@ -61,12 +56,7 @@ TEST_CASE("an ordinary user's -p OWN,OTHER names the pid it may not attach to", 
   const passwd* pw = ensure_test_user();
   REQUIRE(pw != nullptr);
   TempDir dir;
-  REQUIRE(chown(dir.path().c_str(), pw->pw_uid, pw->pw_gid) == 0);
-  CmdOptions opts;
-  opts.uid = pw->pw_uid;
-  opts.gid = pw->pw_gid;
-  opts.cwd = dir.path();
-  opts.env["HOME"] = dir.path();
+  CmdOptions opts = as_test_user(dir);
   // The user's own process first (the probe passes on it), then one of root's: this test's own process.
   Background own({"sleep", "60"}, opts);
   const std::string root_pid = std::to_string(::getpid());

@@ -14,6 +14,7 @@
 #include "tests/support/support.h"
 
 using namespace fxprof;
+using fxprof::test::gzip_text;
 
 namespace {
 
@@ -168,8 +169,7 @@ TEST_CASE("write -> read -> write gives the same profile, plain and gzip", "[gec
   }
 }
 
-TEST_CASE("the model read back holds names, files, lines, inline depth and binaries as fields",
-          "[gecko]") {
+TEST_CASE("the model read back holds names, files, lines, inline depth and binaries as fields", "[gecko]") {
   test::TempDir dir;
   const std::string path = dir.file("p.json");
   REQUIRE(gecko::write_gecko_profile(sample_profile(), path));
@@ -315,30 +315,19 @@ TEST_CASE("gzip's size trailer is a hint only: several members read whole, a wro
   const std::string good = dir.file("good.json");
   REQUIRE(gecko::write_gecko_profile(sample_profile(), good));
   const std::string text = slurp(good);
-  auto gzip = [](std::string_view data) {
-    std::string out(compressBound(static_cast<uLong>(data.size())) + 64, '\0');
-    z_stream z{};
-    REQUIRE(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
-    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-    z.avail_in = static_cast<uInt>(data.size());
-    z.next_out = reinterpret_cast<Bytef*>(out.data());
-    z.avail_out = static_cast<uInt>(out.size());
-    REQUIRE(deflate(&z, Z_FINISH) == Z_STREAM_END);
-    out.resize(z.total_out);
-    deflateEnd(&z);
-    return out;
-  };
+
   // Two members (cat a.gz b.gz): the trailer gives the second one's size only; the buffer grows.
   const std::string two = dir.file("two.json.gz");
   const size_t half = text.size() / 2;
-  spit(two, gzip(std::string_view(text).substr(0, half)) + gzip(std::string_view(text).substr(half)));
+  spit(two,
+       gzip_text(std::string_view(text).substr(0, half)) + gzip_text(std::string_view(text).substr(half)));
   auto read = gecko::read_profile_bytes(two);
   REQUIRE(read.ok());
   CHECK(*read == text);
   CHECK(gecko::read_gecko_profile(two).ok());
   // A trailer that lies about the size (far larger, or smaller): zlib's length check refuses it.
   for (uint32_t lie : {0xFFFFFFF0u, 1u}) {
-    std::string z = gzip(text);
+    std::string z = gzip_text(text);
     for (int i = 0; i < 4; ++i) z[z.size() - 4 + i] = static_cast<char>((lie >> (8 * i)) & 0xff);
     const std::string liar = dir.file("liar.json.gz");
     spit(liar, z);
@@ -389,18 +378,7 @@ std::string gzip_members(std::string_view text, std::initializer_list<size_t> cu
   std::vector<size_t> ends(cuts);
   ends.push_back(text.size());
   for (size_t to : ends) {
-    std::string_view part = text.substr(from, to - from);
-    std::string z(compressBound(static_cast<uLong>(part.size())) + 64, '\0');
-    z_stream zs{};
-    REQUIRE(deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
-    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(part.data()));
-    zs.avail_in = static_cast<uInt>(part.size());
-    zs.next_out = reinterpret_cast<Bytef*>(z.data());
-    zs.avail_out = static_cast<uInt>(z.size());
-    REQUIRE(deflate(&zs, Z_FINISH) == Z_STREAM_END);
-    z.resize(zs.total_out);
-    deflateEnd(&zs);
-    out += z;
+    out += gzip_text(text.substr(from, to - from));
     from = to;
   }
   return out;
@@ -448,8 +426,7 @@ TEST_CASE("a profile cut anywhere is truncated JSON, whatever the chunk borders"
   CHECK(cuts > last / 3 - 1);
 }
 
-TEST_CASE("a profile larger than the read chunks: plain, gzip, several gzip members, truncated",
-          "[gecko]") {
+TEST_CASE("a profile larger than the read chunks: plain, gzip, several gzip members, truncated", "[gecko]") {
   test::TempDir dir;
   const std::string plain = dir.file("long.json"), gz = dir.file("long.json.gz");
   REQUIRE(gecko::write_gecko_profile(long_profile(200'000), plain));
@@ -558,7 +535,8 @@ TEST_CASE("one string or number beyond kMaxJsonStringBytes is refused as it is r
   CHECK(number.error() ==
         "t: a number longer than 1 MiB at byte " + std::to_string(at) + " (the limit for one name or value)");
   // Inside a value that is copied whole (meta), a number or a run of whitespace as long: refused at the
-  // run's first byte, in any chunking (a 2 MB gzip of whitespace in meta took 432 MB; a 200 MB number was accepted).
+  // run's first byte, in any chunking (a 2 MB gzip of whitespace in meta took 432 MB; a 200 MB number was
+  // accepted).
   const size_t meta = text.find("\"meta\":{");
   REQUIRE(meta != std::string::npos);
   const size_t pad_at = meta + 8 + 6;  // after `"meta":{"pad":`
@@ -568,8 +546,7 @@ TEST_CASE("one string or number beyond kMaxJsonStringBytes is refused as it is r
       INFO(chunk << " " << pad.substr(0, 2));
       auto r = gecko::read_gecko(in_meta, "t", nullptr, chunk);
       REQUIRE_FALSE(r.ok());
-      CHECK(r.error() == "t: a number or whitespace longer than 1 MiB at byte " +
-                             std::to_string(pad_at) +
+      CHECK(r.error() == "t: a number or whitespace longer than 1 MiB at byte " + std::to_string(pad_at) +
                              " (the limit for one name or value)");
     }
   }

@@ -703,11 +703,7 @@ TEST_CASE("heap: an ordinary user is told the allocator it cannot see and that u
   const passwd* pw = ensure_test_user();
   REQUIRE(pw != nullptr);
   TempDir dir;
-  REQUIRE(chown(dir.path().c_str(), pw->pw_uid, pw->pw_gid) == 0);
-  CmdOptions opts;
-  opts.uid = pw->pw_uid;
-  opts.gid = pw->pw_gid;
-  opts.cwd = dir.path();
+  CmdOptions opts = as_test_user(dir);
   const std::string program = test_program("heap_ownalloc");
   auto r = run({fxprof_bin(), "record", "--heap", "--save-only", "-o", "p.json.gz", "--", program, "5000000"},
                opts);

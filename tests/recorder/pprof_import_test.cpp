@@ -12,7 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/support.h"
+
 using namespace fxprof;
+using fxprof::test::gzip_text;
 using namespace fxprof::recorder;
 
 namespace {
@@ -122,20 +125,6 @@ Proto go_like() {
   return p;
 }
 
-std::string gzip(const std::string& in) {
-  std::string out(compressBound(static_cast<uLong>(in.size())) + 64, '\0');
-  z_stream z{};
-  REQUIRE(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  REQUIRE(deflate(&z, Z_FINISH) == Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
 // The function names of a stack, root first, with inline depths.
 std::string path_of(const model::Profile& p, model::StackId st) {
   std::string out;
@@ -154,8 +143,8 @@ TEST_CASE("pprof import: Go's layout becomes threads, named inlined frames, samp
   for (bool gz : {false, true}) {
     INFO(gz);
     const std::string bytes = go_like().bytes();
-    CHECK(looks_like_pprof(gz ? gzip(bytes) : bytes));
-    auto r = import_pprof(gz ? gzip(bytes) : bytes, {});
+    CHECK(looks_like_pprof(gz ? gzip_text(bytes) : bytes));
+    auto r = import_pprof(gz ? gzip_text(bytes) : bytes, {});
     INFO((r ? "" : r.error()));
     REQUIRE(r);
     const model::Profile& p = r->profile;
@@ -247,7 +236,7 @@ TEST_CASE("pprof import: hostile bytes are one-line errors, never a crash") {
     auto r = import_pprof(good.substr(0, n), {});
     if (!r) CHECK(r.error().find('\n') == std::string::npos);
   }
-  const std::string gz = gzip(good);
+  const std::string gz = gzip_text(good);
   for (size_t n = 0; n < gz.size(); n += 3) (void)import_pprof(gz.substr(0, n), {});
 
   auto error = [](std::string bytes) {
@@ -280,6 +269,6 @@ TEST_CASE("pprof import: hostile bytes are one-line errors, never a crash") {
         "not a valid pprof profile: its string table does not start with \"\"");
   // A Gecko profile, gzipped or not, and perf.data are not pprof.
   CHECK(!looks_like_pprof("{\"meta\":{}}"));
-  CHECK(!looks_like_pprof(gzip("{\"meta\":{}}")));
+  CHECK(!looks_like_pprof(gzip_text("{\"meta\":{}}")));
   CHECK(!looks_like_pprof("PERFILE2"));
 }

@@ -86,16 +86,11 @@ TEST_CASE("quality: a program the kernel will not let this user profile is named
   const passwd* pw = ensure_test_user();
   REQUIRE(pw != nullptr);
   TempDir dir;
-  REQUIRE(chown(dir.path().c_str(), pw->pw_uid, pw->pw_gid) == 0);
   // Root's files: the user may run them, not read them (0111), or runs them as root (setuid).
   copy_program("dq_work", dir.file("dq_open"), 0755);
   copy_program("dq_work", dir.file("dq_locked"), 0111);
   copy_program("dq_work", dir.file("dq_suid"), 04755);
-  CmdOptions opts;
-  opts.uid = pw->pw_uid;
-  opts.gid = pw->pw_gid;
-  opts.cwd = dir.path();
-  opts.env["HOME"] = dir.path();
+  CmdOptions opts = as_test_user(dir);
   const std::string out = dir.file("p.json.gz");
   auto record = [&](const std::vector<std::string>& argv) {
     std::vector<std::string> cmd{fxprof_bin(), "record", "--save-only", "--no-symbolicate", "-o", out, "--"};

@@ -45,20 +45,6 @@ void write_text(const std::string& path, std::string_view text) {
   f.write(text.data(), static_cast<std::streamsize>(text.size()));
 }
 
-std::string gzip(std::string_view text) {
-  z_stream z{};
-  REQUIRE(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
-  std::string out(deflateBound(&z, text.size()) + 64, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  z.avail_in = static_cast<uInt>(text.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  REQUIRE(deflate(&z, Z_FINISH) == Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
 // The GNU build ID of an ELF file, lowercase hex (from its PT_NOTE segments).
 std::string build_id(const std::string& path) {
   auto data = read_file(path);
@@ -349,7 +335,7 @@ TEST_CASE("a processed-format gzip bomb is refused by load with the Gecko reader
   std::string text = R"({"meta":{"preprocessedProfileVersion":48,"version":30},"libs":[],"pad":["x")";
   while (text.size() < (24u << 20)) text += ",\"x\"";
   text += "]}";
-  write_text(dir.file("bomb.json.gz"), gzip(text));
+  write_text(dir.file("bomb.json.gz"), gzip_text(text));
   text = std::string();
   auto info = server::inspect_profile(dir.file("bomb.json.gz"));
   REQUIRE_FALSE(info.ok());
@@ -370,7 +356,7 @@ TEST_CASE("tokens are 39 random base32 characters", "[server]") {
 TEST_CASE("corrupt, truncated, empty and non-profile files give one clear error", "[server]") {
   TempDir dir;
   std::string good = demo_profile();
-  std::string gz = gzip(good);
+  std::string gz = gzip_text(good);
   struct Case {
     std::string name, content, expected;
   };
@@ -384,7 +370,7 @@ TEST_CASE("corrupt, truncated, empty and non-profile files give one clear error"
       {"cut.json.gz", gz.substr(0, gz.size() / 2), "cut.json.gz: truncated gzip data"},
       {"bad.json.gz", gz.substr(0, 10) + std::string(gz.size() - 10, '\x55'),
        "bad.json.gz: corrupt gzip data"},
-      {"empty.json.gz", gzip(""), "empty.json.gz: empty file"},
+      {"empty.json.gz", gzip_text(""), "empty.json.gz: empty file"},
   };
   for (const Case& c : cases) {
     INFO(c.name);
@@ -410,7 +396,7 @@ TEST_CASE("corrupt, truncated, empty and non-profile files give one clear error"
 
 TEST_CASE("fxprof load refuses bad input with one line and serves nothing", "[server][cli]") {
   TempDir dir;
-  write_text(dir.file("trunc.json.gz"), gzip(demo_profile()).substr(0, 100));
+  write_text(dir.file("trunc.json.gz"), gzip_text(demo_profile()).substr(0, 100));
   write_text(dir.file("empty.json"), "");
   for (const char* name : {"trunc.json.gz", "empty.json", "missing.json"}) {
     INFO(name);
@@ -429,7 +415,8 @@ TEST_CASE("fxprof load refuses bad input with one line and serves nothing", "[se
   CHECK_THAT(help.out, Catch::Contains("--no-open"));
 }
 
-TEST_CASE("fxprof load refuses what report refuses, with the same line, and serves nothing", "[server][cli]") {
+TEST_CASE("fxprof load refuses what report refuses, with the same line, and serves nothing",
+          "[server][cli]") {
   // load used to serve from the profile's head: a file cut in its samples, with trailing garbage or a stack
   // table with a cycle was served (and the front end failed on it) where every other command refused it.
   TempDir dir;
@@ -586,7 +573,7 @@ TEST_CASE("100 parallel symbolication requests are all answered", "[server][http
 
 TEST_CASE("a .json.gz profile is served as it is, with Content-Encoding: gzip (curl)", "[server][http]") {
   TempDir dir;
-  std::string gz = gzip(demo_profile());
+  std::string gz = gzip_text(demo_profile());
   write_text(dir.file("p.json.gz"), gz);
   LiveServer live(dir.file("p.json.gz"));
   std::string url = live.server->profile_url();
@@ -722,7 +709,7 @@ TEST_CASE("fxprof load serves to profiler-cli, which symbolicates through our se
   INFO("profiler-cli comes with `make test-deps`");
   REQUIRE(have_profiler_cli());
   TempDir dir;
-  write_text(dir.file("p.json.gz"), gzip(demo_profile()));
+  write_text(dir.file("p.json.gz"), gzip_text(demo_profile()));
   LoadProcess load({"--no-open", "-P", "0", dir.file("p.json.gz")});
   std::string url = load.wait_for_url();
   INFO(load.err());

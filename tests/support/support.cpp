@@ -236,6 +236,34 @@ const passwd* ensure_test_user() {
   return pw;
 }
 
+CmdOptions as_test_user(const TempDir& dir) {
+  const passwd* pw = ensure_test_user();
+  if (::chown(dir.path().c_str(), pw->pw_uid, pw->pw_gid) != 0)
+    throw std::runtime_error("cannot hand " + dir.path() + " to the test user");
+  CmdOptions opts;
+  opts.uid = pw->pw_uid;
+  opts.gid = pw->pw_gid;
+  opts.cwd = dir.path();
+  opts.env["HOME"] = dir.path();
+  return opts;
+}
+
+std::string gzip_text(std::string_view text) {
+  z_stream z{};
+  if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    throw std::runtime_error("deflateInit2 failed");
+  std::string out(deflateBound(&z, text.size()) + 64, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END) throw std::runtime_error("deflate failed");
+  return out;
+}
+
 std::string read_profile_text(const std::string& path) {
   auto data = read_file(path);
   if (!data) throw std::runtime_error(data.error());

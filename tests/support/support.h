@@ -80,6 +80,13 @@ std::string test_program(const std::string& name);  // a program from tests/prog
 // cannot be created.
 const passwd* ensure_test_user();
 
+// Options that run a command as the test user, in `dir` (handed to that user), with HOME there. Throws when
+// the user cannot be made or the folder not handed over.
+CmdOptions as_test_user(const TempDir& dir);
+
+// `text` as one gzip member (level 6), for tests that write .gz files.
+std::string gzip_text(std::string_view text);
+
 // Reads a profile file, inflating it when it is gzip (by magic, not by name). Throws on I/O errors (tests).
 std::string read_profile_text(const std::string& path);
 
