@@ -40,23 +40,6 @@ struct ImportArgs {
   int symbolicate = -1;  // -1: yes with --save-only, no when serving
 };
 
-// A comma-separated list of positive ids (thread ids go up to the kernel's highest pid_max too).
-Take ids(std::vector<uint32_t>& into, std::string what) {
-  return [&into, what](const std::string& v) {
-    for (size_t start = 0; start <= v.size();) {
-      const size_t comma = v.find(',', start);
-      std::string error;
-      auto n = parse_number(what, v.substr(start, comma == std::string::npos ? comma : comma - start),
-                            {1, 4194304, "ids, each a whole number", true}, error);
-      if (!n) return error;
-      into.push_back(static_cast<uint32_t>(*n));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-    return std::string();
-  };
-}
-
 Command import_command(ImportArgs& a) {
   recorder::ImportOptions& o = a.import;
   return Command{
@@ -69,8 +52,10 @@ Command import_command(ImportArgs& a) {
            "event with samples); the others are listed. pprof: the sample type\n"
            "counted as samples (default samples, else cpu, else the first count)",
            store(o.event)},
-          {"", "--pid", "PID[,PID...]", "only these processes", ids(o.pids, "--pid")},
-          {"", "--tid", "TID[,TID...]", "only these threads", ids(o.tids, "--tid")},
+          {"", "--pid", "PID[,PID...]", "only these processes",
+           id_list("--pid", "ids", [&o](uint32_t id) { o.pids.push_back(id); })},
+          {"", "--tid", "TID[,TID...]", "only these threads",
+           id_list("--tid", "ids", [&o](uint32_t id) { o.tids.push_back(id); })},
           {"", "--time-range", "START,END",
            "only samples in this range, in seconds of the file's clock as `perf\n"
            "script` prints them (either may be empty; perf.data only)",

@@ -200,22 +200,26 @@ Option symbol_dir_option(std::vector<std::string>& dirs, std::string_view help) 
   return {"", "--symbol-dir", "DIR", help, append(dirs)};
 }
 
+Take id_list(std::string_view option, std::string_view what, std::function<void(uint32_t)> add) {
+  return [option = std::string(option), what = std::string(what) + ", each a whole number",
+          add = std::move(add)](const std::string& v) {
+    for (size_t start = 0; start <= v.size();) {
+      const size_t comma = v.find(',', start);
+      std::string error;
+      auto n = parse_number(option, v.substr(start, comma == std::string::npos ? comma : comma - start),
+                            {1, 4194304, what, true}, error);  // (the kernel's highest pid_max)
+      if (!n) return error;
+      add(static_cast<uint32_t>(*n));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    return std::string();
+  };
+}
+
 Option pid_option(std::vector<int>& pids, std::string_view help) {
-  return {"-p", "--pid", "PID[,PID...]", help, [&pids](const std::string& v) {
-            for (size_t start = 0; start <= v.size();) {
-              const size_t comma = v.find(',', start);
-              std::string error;
-              // (the kernel's highest pid_max)
-              auto n =
-                  parse_number("--pid", v.substr(start, comma == std::string::npos ? comma : comma - start),
-                               {1, 4194304, "process ids, each a whole number", true}, error);
-              if (!n) return error;
-              pids.push_back(static_cast<int>(*n));
-              if (comma == std::string::npos) break;
-              start = comma + 1;
-            }
-            return std::string();
-          }};
+  return {"-p", "--pid", "PID[,PID...]", help,
+          id_list("--pid", "process ids", [&pids](uint32_t id) { pids.push_back(static_cast<int>(id)); })};
 }
 
 Option duration_option(double& seconds, std::string_view help) {

@@ -69,6 +69,9 @@ std::optional<double> parse_number(std::string_view option, const std::string& s
 
 // A row's Take for a number in `range`, given to `set`.
 Take number(std::string_view option, Range range, std::function<void(double)> set);
+// A row's Take for "ID[,ID...]": each a whole number from 1 to the kernel's highest pid_max (process and
+// thread ids alike), given to `add`; `what` names them in the error ("process ids").
+Take id_list(std::string_view option, std::string_view what, std::function<void(uint32_t)> add);
 
 // Takes that only store: the value as given, one more of a repeatable one, a flag's setting.
 Take store(std::string& into);
