@@ -367,8 +367,6 @@ TEST_CASE("tracepoints: stat counts every write(2), record -e samples each in th
 
 TEST_CASE("stat as an ordinary user (paranoid 2): user space only, switches <not counted> rather than 0") {
   REQUIRE(geteuid() == 0);  // the suite runs as root and drops to the test user here
-  const passwd* pw = ensure_test_user();
-  REQUIRE(pw != nullptr);
   TempDir dir;
   CmdOptions opts = as_test_user(dir);
   auto r = run({fxprof_bin(), "stat", "-e", "page-faults,context-switches", "--",

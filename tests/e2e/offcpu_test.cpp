@@ -631,7 +631,6 @@ TEST_CASE("off-CPU as an ordinary user: one line, blocked spans as markers, the 
   auto paranoid = fxprof::read_file("/proc/sys/kernel/perf_event_paranoid");
   REQUIRE(paranoid);
   REQUIRE(std::stoi(*paranoid) == 2);
-  const passwd* pw = ensure_test_user();
   TempDir dir;
   CmdOptions opts = as_test_user(dir);
   CpuLog log;

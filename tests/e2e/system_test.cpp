@@ -131,8 +131,6 @@ TEST_CASE("record -a as an ordinary user: one line that says why", "[e2e][system
   auto paranoid = fxprof::read_file("/proc/sys/kernel/perf_event_paranoid");
   REQUIRE(paranoid);
   REQUIRE(std::stoi(*paranoid) > 0);
-  const passwd* pw = ensure_test_user();
-  REQUIRE(pw != nullptr);
   TempDir dir;
   CmdOptions opts = as_test_user(dir);
   auto r = run({fxprof_bin(), "record", "-a", "--duration", "1", "--save-only", "-o", dir.file("x.json.gz")},

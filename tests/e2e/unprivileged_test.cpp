@@ -18,8 +18,6 @@ TEST_CASE("an ordinary user records their own program, user space only", "[e2e][
   INFO("perf_event_paranoid = " << *paranoid);
   REQUIRE(std::stoi(*paranoid) == 2);
 
-  const passwd* pw = ensure_test_user();
-  REQUIRE(pw != nullptr);
   TempDir dir;
   std::string out = dir.file("user.json.gz");
   CmdOptions opts = as_test_user(dir);
@@ -53,8 +51,6 @@ TEST_CASE("an ordinary user records their own program, user space only", "[e2e][
 
 TEST_CASE("an ordinary user's -p OWN,OTHER names the pid it may not attach to", "[e2e][unprivileged]") {
   REQUIRE(geteuid() == 0);
-  const passwd* pw = ensure_test_user();
-  REQUIRE(pw != nullptr);
   TempDir dir;
   CmdOptions opts = as_test_user(dir);
   // The user's own process first (the probe passes on it), then one of root's: this test's own process.

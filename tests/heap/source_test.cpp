@@ -700,8 +700,6 @@ TEST_CASE("heap: a program with its own allocator is recorded with uprobes as ro
 
 TEST_CASE("heap: an ordinary user is told the allocator it cannot see and that uprobes need root", "[heap]") {
   REQUIRE(geteuid() == 0);  // the suite runs as root and drops to the test user here
-  const passwd* pw = ensure_test_user();
-  REQUIRE(pw != nullptr);
   TempDir dir;
   CmdOptions opts = as_test_user(dir);
   const std::string program = test_program("heap_ownalloc");
