@@ -28,7 +28,7 @@ TEST_CASE("usage errors are one clear line and exit 2") {
     std::string message;
   };
   for (const Case& c : {
-           Case{{"record"}, "nothing to record: give a command or -p PID"},
+           Case{{"record"}, "nothing to record: give a command, -p PID or -a"},
            Case{{"record", "-F", "abc", "--", "true"},
                 "--freq: expected a number of samples per second more than 0 and at most 1000000, got 'abc'"},
            Case{{"record", "--call-graph", "lbr", "true"}, "--call-graph must be dwarf[,BYTES] or fp"},
