@@ -3,8 +3,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <functional>
 #include <memory>
 #include <string_view>
@@ -44,6 +46,31 @@ bool trusted(int dir_fd, const char* name, UniqueFd& fd) {
          (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
 }
 
+// Each line of the file, read 64 KiB at a time: a list can be 4 MB (google-cloud-cli's), and fxprof may
+// run under `ulimit -v` with little room (reading lists whole ran a 32 MiB `report` out of memory).
+template <class F>
+void for_each_line(int fd, F&& line) {
+  std::vector<char> buf(size_t{64} << 10);
+  std::string partial;
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    std::string_view chunk(buf.data(), static_cast<size_t>(n));
+    for (size_t nl; (nl = chunk.find('\n')) != std::string_view::npos; chunk.remove_prefix(nl + 1)) {
+      if (partial.empty()) {
+        line(chunk.substr(0, nl));
+      } else {
+        partial.append(chunk.substr(0, nl));
+        line(std::string_view(partial));
+        partial.clear();
+      }
+    }
+    if (partial.size() < 4096) partial.append(chunk);  // a path is short; a longer line is no path
+  }
+  if (!partial.empty()) line(std::string_view(partial));
+}
+
 }  // namespace
 
 std::vector<std::string> debug_packages(std::span<const std::string> binaries, const std::string& dpkg_info) {
@@ -61,17 +88,13 @@ std::vector<std::string> debug_packages(std::span<const std::string> binaries, c
     if (!name.ends_with(".list")) continue;
     UniqueFd fd;
     if (!trusted(::dirfd(dir.get()), e->d_name, fd)) continue;
-    auto text = read_file("/proc/self/fd/" + std::to_string(fd.get()));
-    if (!text) continue;
-    std::string_view package = name.substr(0, std::min(name.size() - 5, name.find(':')));
-    for (std::string_view rest = *text; !rest.empty();) {
-      size_t eol = std::min(rest.find('\n'), rest.size());
-      auto it = wanted.find(rest.substr(0, eol));
-      rest.remove_prefix(std::min(eol + 1, rest.size()));
-      if (it == wanted.end() || !owner[it->second].empty()) continue;
+    const std::string_view package = name.substr(0, std::min(name.size() - 5, name.find(':')));
+    for_each_line(fd.get(), [&](std::string_view line) {
+      auto it = wanted.find(line);
+      if (it == wanted.end() || !owner[it->second].empty()) return;
       owner[it->second] = debug_package_of(package);
       --left;
-    }
+    });
   }
   std::vector<std::string> out;
   for (std::string& o : owner)
