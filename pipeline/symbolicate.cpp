@@ -89,9 +89,18 @@ SymbolicateStats symbolicate(model::Profile& profile, symbolizer::Symbolizer& sy
     }
     // Debug files the binary names that are not there: one data-quality entry each (once per profile: a
     // profile symbolicated again keeps its entries), and the binary for the caller's one line.
+    // Other entries (a dwz or split DWARF file not found, debug info not read under `ulimit -v`) are not
+    // a package to install: each keeps its own line. (The symbolizer gives them as text: typing them is
+    // the next step.)
     bool missing = false;
-    for (std::string& m : symbols.missing_files(b.debug_name, b.breakpad_id))
-      missing |= profile.meta.add_problem({m, 1});
+    for (std::string& m : symbols.missing_files(b.debug_name, b.breakpad_id)) {
+      const bool debuglink = m.starts_with("Debug file not found: ");
+      if (!profile.meta.add_problem({m, 1})) continue;
+      if (debuglink)
+        missing = true;
+      else
+        say(m);
+    }
     if (missing) stats.no_debug.push_back(b.path.empty() ? b.name : b.path);
     r.answers.reserve(infos->size());
     for (symbolizer::SymbolInfo& info : *infos) {
@@ -113,8 +122,8 @@ std::string missing_debug_line(const std::vector<std::string>& binaries) {
     names += binaries[i].substr(binaries[i].rfind('/') + 1);
   }
   if (binaries.size() > kShown) names += " and " + std::to_string(binaries.size() - kShown) + " more";
-  std::string line = "no debug info for " + names +
-                     " (named from symbol tables: no files, lines or inlined functions)";
+  std::string line =
+      "no debug info for " + names + " (named from symbol tables: no files, lines or inlined functions)";
   const std::vector<std::string> packages = symbolizer::debug_packages(binaries);
   if (!packages.empty()) {
     line += "; apt install";
