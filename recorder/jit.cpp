@@ -31,9 +31,9 @@ T load(std::string_view image, size_t at) {
 
 // Appends what `fd` holds from its position on (a file still being appended to: what is there now), up
 // to kMaxJitFileBytes in all.
-void read_rest(int fd, std::string& out, uint64_t already) {
+void read_rest(int fd, std::string& out) {
   char buf[65536];
-  for (ssize_t n; already + out.size() < kMaxJitFileBytes;) {
+  for (ssize_t n; out.size() < kMaxJitFileBytes;) {
     n = ::read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
@@ -48,7 +48,7 @@ Result<std::string> read_regular(const std::string& path, std::span<const uint32
   if (!fd) return std::move(fd).take_error();
   std::string out;
   out.reserve(static_cast<size_t>(st.st_size));
-  read_rest(fd->get(), out, 0);
+  read_rest(fd->get(), out);
   return out;
 }
 
