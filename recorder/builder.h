@@ -152,6 +152,8 @@ class ProfileBuilder final : public RecordSink {
   const std::vector<std::string>& deleted_read() const { return libs_.deleted_read(); }
   const std::vector<std::string>& deleted_unreadable() const { return libs_.deleted_unreadable(); }
   std::vector<UniqueFd> take_kept_files() { return libs_.take_kept_files(); }
+  // A launched program's executable, kept from its exec on (KeptFiles::keep_executable).
+  void keep_executable(uint32_t pid) { libs_.keep_executable(pid); }
   // JIT files (perf maps, jitdumps) not used because another user owns them or others may write them
   // (recorder/jit.h jit_file_untrusted): "PATH: why" each.
   const std::vector<std::string>& jit_refused() const { return ctx_.refused_files; }

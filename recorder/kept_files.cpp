@@ -71,6 +71,24 @@ std::string KeptFiles::keep(uint32_t pid, uint64_t start, uint64_t end, const st
   return at_path ? path : fd_path(kept_.back().fd);
 }
 
+void KeptFiles::keep_executable(uint32_t pid) {
+  const std::string exe = "/proc/" + std::to_string(pid) + "/exe";
+  char target[4096];
+  const ssize_t n = readlink(exe.c_str(), target, sizeof target - 1);
+  if (n <= 0 || target[0] != '/' || other_mount_ns(pid)) return;  // gone already, or a container's path
+  UniqueFd fd(::open(exe.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (!fd.valid() || fstat(fd.get(), &st) != 0) return;
+  // The key MMAP2 records give (makedev(maj, min):ino), so keep() finds this descriptor.
+  const std::string key = std::to_string(st.st_dev) + ':' + std::to_string(st.st_ino);
+  if (kept_index_.count(key)) return;
+  std::string path(target, static_cast<size_t>(n));
+  constexpr std::string_view kDeleted = " (deleted)";
+  if (path.ends_with(kDeleted)) path.resize(path.size() - kDeleted.size());
+  kept_index_[key] = kept_.size();
+  kept_.push_back({std::move(fd), std::move(path), false});
+}
+
 bool KeptFiles::other_mount_ns(uint32_t pid) {
   // Asked at each new executable mapping (one readlink), not cached by pid: `unshare -m` changes the
   // namespace of the process that then execs the program.

@@ -26,6 +26,10 @@ class KeptFiles {
   // read through /proc/PID/root.
   std::string keep(uint32_t pid, uint64_t start, uint64_t end, const std::string& path, uint64_t dev,
                    uint64_t ino);
+  // Keeps a descriptor of the executable `pid` runs now (/proc/PID/exe), taken right after a launched
+  // program's exec: its MMAP2 record may be read after the program ended and its file was deleted or
+  // replaced (a rebuild while it runs), when neither the path nor /proc/PID/map_files leads to it any more.
+  void keep_executable(uint32_t pid);
   // At the end: each kept file whose path no longer leads to it (deleted, replaced) gives its libs a
   // read_path through its descriptor, and is listed in deleted_read().
   void read_deleted_libs(model::Profile& profile);

@@ -60,6 +60,7 @@ class LibraryTracker final : public Tracker {
   const std::vector<std::string>& deleted_read() const { return kept_.deleted_read(); }
   const std::vector<std::string>& deleted_unreadable() const { return kept_.unreadable(); }
   std::vector<UniqueFd> take_kept_files() { return kept_.take(); }
+  void keep_executable(uint32_t pid) { kept_.keep_executable(pid); }
 
  private:
   // An executable mapping; `prot` (PROT_* bits) picks the ELF segment the kernel mapped there. `dev`/`ino`

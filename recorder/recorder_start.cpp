@@ -209,6 +209,7 @@ Status Session::start_launch() {
   sink_->on_launched(static_cast<uint32_t>(child_->pid()), name, start_ns_);
   sync_waker();
   if (auto s = child_->resume(); !s) return s;
+  builder_->keep_executable(static_cast<uint32_t>(child_->pid()));
   pidfds_.emplace_back(pidfd_open(child_->pid()));
   return {};
 }

@@ -44,6 +44,7 @@ Status Session::start_system() {
   sync_waker();
   if (child_) {
     if (auto s = child_->resume(); !s) return s;
+    builder_->keep_executable(static_cast<uint32_t>(child_->pid()));
     pidfds_.emplace_back(static_cast<int>(syscall(SYS_pidfd_open, child_->pid(), 0)));
   }
   return {};

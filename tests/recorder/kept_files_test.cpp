@@ -5,9 +5,11 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 
@@ -97,4 +99,48 @@ TEST_CASE(
   const std::string gone = dir.file("gone");
   CHECK(kept.keep(pid, 0x1000, 0x2000, gone, st.st_dev, st.st_ino + 1) == gone);
   CHECK(kept.unreadable() == std::vector<std::string>{gone});
+}
+
+// A launched program's MMAP2 record may be read after the program ended and its file was deleted (a rebuild
+// while it ran; under load, the suite's deleted-binary test): the descriptor taken at its exec still reads
+// it.
+TEST_CASE(
+    "kept files: a launched executable kept at its exec is read after the program and its file are gone",
+    "[recorder]") {
+  TempDir dir;
+  const std::string prog = dir.file("sleeper");
+  std::filesystem::copy_file("/usr/bin/sleep", prog);
+  const struct stat st = stat_of(prog);
+  // The exec closes the write end (O_CLOEXEC): end of file on the read end says the exec is done.
+  int exec_pipe[2];
+  REQUIRE(pipe2(exec_pipe, O_CLOEXEC) == 0);
+  UniqueFd exec_r(exec_pipe[0]), exec_w(exec_pipe[1]);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    execl(prog.c_str(), "sleeper", "600", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  exec_w.reset();
+  char byte;
+  REQUIRE(read(exec_r.get(), &byte, 1) == 0);
+  recorder::Binaries binaries;
+  recorder::KeptFiles kept(binaries);
+  kept.keep_executable(static_cast<uint32_t>(child));
+  kill(child, SIGKILL);
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(::unlink(prog.c_str()) == 0);
+
+  const std::string from =
+      kept.keep(static_cast<uint32_t>(child), 0x1000, 0x2000, prog, st.st_dev, st.st_ino);
+  CHECK(from.starts_with("/proc/self/fd/"));
+  CHECK(is_elf(from));
+  CHECK(kept.unreadable().empty());
+  model::Profile profile;
+  profile.processes.emplace_back().libs.push_back({});
+  profile.processes[0].libs[0].path = prog;
+  kept.read_deleted_libs(profile);
+  CHECK(kept.deleted_read() == std::vector<std::string>{prog});
+  CHECK(profile.processes[0].libs[0].read_path.starts_with("/proc/self/fd/"));
 }

@@ -251,8 +251,8 @@ TEST_CASE("quality: a binary deleted while it runs still unwinds and gets its na
   REQUIRE(poll(&pfd, 1, 60000) == 1);
   char line[16] = {};
   REQUIRE(read(ready_fd.get(), line, sizeof line) == 6);
-  // fxprof keeps a descriptor of each mapped binary as it reads the mmap records; under load it reads them
-  // after the program said it was ready (two runs side by side lost the names): unlink once it holds one.
+  // fxprof keeps the launched executable's descriptor from its exec on (its mmap records may be read after
+  // the program ended, under load): unlink once it holds it.
   REQUIRE(holds_open(fx.pid(), prog));
   REQUIRE(unlink(prog.c_str()) == 0);
   {
