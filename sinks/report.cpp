@@ -61,7 +61,8 @@ void json_tree(const ReportTreeNode& n, JsonWriter& w) {
 }
 
 // Unwind failures: samples whose leaf-most label is "(stack truncated)". Counted per stack, then weighted.
-uint64_t count_truncated(const model::Profile& profile) {
+// Only the samples the report's shares are of (its clock): the percentage is of those.
+uint64_t count_truncated(const model::Profile& profile, const OffCpuFrames& off, Clock clock) {
   uint64_t n = 0;
   std::vector<int8_t> truncated(profile.stacks.size(), -1);
   auto is_truncated = [&](model::StackId s) {
@@ -79,7 +80,7 @@ uint64_t count_truncated(const model::Profile& profile) {
   for (const auto& p : profile.processes)
     for (const auto& th : p.threads)
       for (const auto& s : th.samples)
-        if (s.stack != model::kNoStack && is_truncated(s.stack)) ++n;
+        if (s.stack != model::kNoStack && off.counts(s.stack, clock) && is_truncated(s.stack)) ++n;
   return n;
 }
 
@@ -159,7 +160,7 @@ Report make_report(const model::Profile& profile, const ReportOptions& options) 
   r.oscpu = profile.meta.oscpu;
   r.processes = static_cast<uint32_t>(profile.processes.size());
   for (const auto& p : profile.processes) r.threads += static_cast<uint32_t>(p.threads.size());
-  r.truncated_stacks = count_truncated(profile);
+  r.truncated_stacks = count_truncated(profile, off, options.clock);
   for (uint32_t root : section_roots(t, options.per_thread))
     if (t.node(root).total != 0) {
       ReportSection sec = make_section(t, fns, root, options);

@@ -219,3 +219,23 @@ TEST_CASE("the summary counts standard-library code inlined into a function for 
   add({main_f}, 4);
   CHECK(sinks::top_self_summary(p, 3) == "compute 56.2%, main 25.0%, app::checksum 18.8%");
 }
+
+TEST_CASE("unwind failures are counted among the samples the shares are of: off-CPU ones only with --wall") {
+  model::Profile p = busy_profile();  // 20 samples on the CPU, 80 off it
+  // 30 off-CPU stacks that ended in a truncated unwind (a blocked thread's stack, walked from the kernel).
+  std::vector<model::FrameId> path{p.label_frame("(stack truncated)"),
+                                   p.label_frame("main", model::Category::User),
+                                   p.label_frame("[blocked: futex]", model::Category::Idle)};
+  const auto s = p.stacks.intern_path(path);
+  for (int i = 0; i < 30; ++i)
+    p.processes[0].threads[0].samples.push_back({test::kSinkT0 + 99'000'000, s, 0});
+  sinks::ReportOptions o;
+  sinks::Report cpu = sinks::make_report(p, o);
+  CHECK(cpu.truncated_stacks == 0);  // was 30 "of 20 samples" (150%)
+  CHECK(sinks::format_report(cpu, o).find("0 unwind failures (stack truncated, 0.0%)") != std::string::npos);
+  o.clock = sinks::Clock::Wall;
+  sinks::Report wall = sinks::make_report(p, o);
+  CHECK(wall.truncated_stacks == 30);
+  CHECK(sinks::format_report(wall, o).find("30 unwind failures (stack truncated, 23.1%)") !=
+        std::string::npos);
+}
