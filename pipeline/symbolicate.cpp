@@ -90,16 +90,14 @@ SymbolicateStats symbolicate(model::Profile& profile, symbolizer::Symbolizer& sy
     // Debug files the binary names that are not there: one data-quality entry each (once per profile: a
     // profile symbolicated again keeps its entries), and the binary for the caller's one line.
     // Other entries (a dwz or split DWARF file not found, debug info not read under `ulimit -v`) are not
-    // a package to install: each keeps its own line. (The symbolizer gives them as text: typing them is
-    // the next step.)
+    // a package to install: each keeps its own line.
     bool missing = false;
-    for (std::string& m : symbols.missing_files(b.debug_name, b.breakpad_id)) {
-      const bool debuglink = m.starts_with("Debug file not found: ");
-      if (!profile.meta.add_problem({m, 1})) continue;
-      if (debuglink)
+    for (symbolizer::MissingFile& m : symbols.missing_files(b.debug_name, b.breakpad_id)) {
+      if (!profile.meta.add_problem({m.text, 1})) continue;
+      if (m.kind == symbolizer::MissingFile::Kind::DebugLink)
         missing = true;
       else
-        say(m);
+        say(m.text);
     }
     if (missing) stats.no_debug.push_back(b.path.empty() ? b.name : b.path);
     r.answers.reserve(infos->size());

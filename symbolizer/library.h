@@ -50,7 +50,7 @@ struct Library {
   // Debug files the library names and that were not found (a .gnu_debuglink, a dwz alt file, split DWARF
   // .dwo files and .dwp units come from the DWARF index), each one line naming the file and where it was
   // looked for: plain data for the caller's data-quality entries (Symbolizer::missing_files).
-  std::vector<std::string> missing;
+  std::vector<MissingFile> missing;
   // Demangled names and file paths with their JSON literals, made lazily (node-based maps: pointers stay
   // valid, and a Name is never changed once made, so it can be read without the lock).
   std::unordered_map<const char*, Name> sym_names;  // by symbol name pointer

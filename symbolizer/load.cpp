@@ -152,8 +152,9 @@ std::unique_ptr<ElfObject> find_debug(const KnownLib& k, const Options& options,
           where += ", " + d + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
       }
       if (!lo.symbol_dirs.empty()) where += " and the --symbol-dir folders";
-      lib.missing.push_back("Debug file not found: " + link->first + " (.gnu_debuglink of " + binary->path() +
-                            "), looked for in " + where);
+      lib.missing.push_back({MissingFile::Kind::DebugLink, "Debug file not found: " + link->first +
+                                                               " (.gnu_debuglink of " + binary->path() +
+                                                               "), looked for in " + where});
     }
   }
   if (!debug && build_id.empty() && plain_name) {
@@ -235,10 +236,12 @@ void add_dwz_alts(Library& lib, const elf::LocatorOptions& lo) {
     });
     if (!alt) {
       const std::string id = elf::hex(link->second);
-      lib.missing.push_back("dwz alt file not found: " + link->first + " (.gnu_debugaltlink of " + f->path() +
-                            ", build ID " + id + "), looked for at its recorded path, beside it" +
-                            (lo.symbol_dirs.empty() ? "" : ", in the --symbol-dir folders") +
-                            " and in the build-ID directories");
+      lib.missing.push_back(
+          {MissingFile::Kind::DwzAlt, "dwz alt file not found: " + link->first + " (.gnu_debugaltlink of " +
+                                          f->path() + ", build ID " + id +
+                                          "), looked for at its recorded path, beside it" +
+                                          (lo.symbol_dirs.empty() ? "" : ", in the --symbol-dir folders") +
+                                          " and in the build-ID directories"});
       continue;
     }
     lib.dwarf_alts[i] = alt.get();

@@ -52,10 +52,11 @@ DwarfIndex* Library::dwarf_index() {
       // beyond the file's mapping; twice the sections' bytes and 8 MiB leave room for files less regular.
       const uint64_t need = 2 * dwarf_files[i]->debug_sections_bytes() + (uint64_t{8} << 20);
       if (auto left = address_space_left(); left && *left < need) {
-        missing.push_back("Debug info of " + dwarf_files[i]->path() +
-                          " not read: the address-space limit (ulimit -v) leaves " +
-                          std::to_string(*left >> 20) + " MiB, it needs about " + std::to_string(need >> 20) +
-                          " MiB");
+        missing.push_back(
+            {MissingFile::Kind::NotRead, "Debug info of " + dwarf_files[i]->path() +
+                                             " not read: the address-space limit (ulimit -v) leaves " +
+                                             std::to_string(*left >> 20) + " MiB, it needs about " +
+                                             std::to_string(need >> 20) + " MiB"});
         break;
       }
       dwarf = DwarfIndex::open(*dwarf_files[i], dwarf_alts[i], dwp_paths);
@@ -221,15 +222,16 @@ Status Symbolizer::preload(std::string_view debug_name, std::string_view breakpa
   return {};
 }
 
-std::vector<std::string> Symbolizer::missing_files(std::string_view debug_name,
+std::vector<MissingFile> Symbolizer::missing_files(std::string_view debug_name,
                                                    std::string_view breakpad_id) {
   auto handle = impl_->cache.get(debug_name, breakpad_id);
   if (!handle) return {};
   std::lock_guard<std::mutex> lock(handle->lib->mu);
-  std::vector<std::string> out = handle->lib->missing;
+  std::vector<MissingFile> out = handle->lib->missing;
   // The DWARF index's lines grow as units of a package are read.
   if (const DwarfIndex* dw = handle->lib->dwarf.get())
-    out.insert(out.end(), dw->missing_split_units().begin(), dw->missing_split_units().end());
+    for (const std::string& line : dw->missing_split_units())
+      out.push_back({MissingFile::Kind::SplitDwarf, line});
   return out;
 }
 

@@ -151,6 +151,20 @@ inline constexpr uint64_t kMaxDisassemblyBytes = 1 << 20;
 
 // Thread-safe: the server calls it from many threads at once; concurrent requests for the same library wait
 // for one load.
+// A debug file a library names that was not found or not read: what it is, so that callers group them by
+// kind (a missing .gnu_debuglink file is a package to install) rather than by parsing the line.
+struct MissingFile {
+  enum class Kind : uint8_t {
+    DebugLink,   // the .gnu_debuglink file
+    DwzAlt,      // the dwz alt file (.gnu_debugaltlink)
+    SplitDwarf,  // a .dwo file or a unit of its package
+    NotRead,     // found, but not read (the address-space limit)
+  };
+  Kind kind;
+  std::string text;  // one line naming the file and where it was looked for
+  bool operator==(const MissingFile&) const = default;
+};
+
 class Symbolizer {
  public:
   explicit Symbolizer(Options options = {});
@@ -183,7 +197,7 @@ class Symbolizer {
   // Debug files the library names that were not found, as far as its lookups so far needed them (a
   // .gnu_debuglink, a dwz alt file, the .dwo files of split DWARF): one line each, naming the file and where
   // it was looked for, for the caller's data-quality entries. Empty for an unknown library.
-  std::vector<std::string> missing_files(std::string_view debug_name, std::string_view breakpad_id);
+  std::vector<MissingFile> missing_files(std::string_view debug_name, std::string_view breakpad_id);
 
   // The text of a source file of the library, only if `path` is absolute and the line table of the unit at
   // module_offset names it (after lexical normalization): kForbidden otherwise, and for a path through a

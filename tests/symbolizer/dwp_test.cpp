@@ -59,7 +59,11 @@ std::vector<sym::SymbolInfo> lookup_all(const std::string& bin, const sym::Optio
   s.add_known_lib(known(p, bin));
   auto r = s.lookup("sym_inline", p.breakpad, addrs.empty() ? all_function_bytes(bin) : addrs);
   REQUIRE(r.ok());
-  if (missing != nullptr) *missing = s.missing_files("sym_inline", p.breakpad);
+  if (missing != nullptr)
+    for (sym::MissingFile& m : s.missing_files("sym_inline", p.breakpad)) {
+      CHECK(m.kind == sym::MissingFile::Kind::SplitDwarf);
+      missing->push_back(std::move(m.text));
+    }
   return std::move(r).value();
 }
 

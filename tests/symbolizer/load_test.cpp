@@ -198,8 +198,10 @@ TEST_CASE("load: debug files the binary names and that are missing are handed ou
     REQUIRE(r.ok());
     CHECK((*r)[0].function == "work");  // from the symbol table
     CHECK(s.missing_files("small", p.breakpad) ==
-          std::vector<std::string>{"Split DWARF file not found: small.dwo (of " + bin + "), looked for at " +
-                                   dir.path() + "/small.dwo; package: none at " + bin + ".dwp"});
+          std::vector<sym::MissingFile>{
+              {sym::MissingFile::Kind::SplitDwarf, "Split DWARF file not found: small.dwo (of " + bin +
+                                                       "), looked for at " + dir.path() +
+                                                       "/small.dwo; package: none at " + bin + ".dwp"}});
   }
   SECTION("a .gnu_debuglink file") {
     const std::string bin = build_small(dir, {});
@@ -212,8 +214,10 @@ TEST_CASE("load: debug files the binary names and that are missing are handed ou
     auto r = s.lookup("small", p.breakpad, std::vector<uint64_t>{0x1000});
     REQUIRE(r.ok());
     CHECK(s.missing_files("small", p.breakpad) ==
-          std::vector<std::string>{"Debug file not found: small.debug (.gnu_debuglink of " + bin +
-                                   "), looked for in " + dir.path() + "/, " + dir.path() + "/.debug/"});
+          std::vector<sym::MissingFile>{
+              {sym::MissingFile::Kind::DebugLink, "Debug file not found: small.debug (.gnu_debuglink of " +
+                                                      bin + "), looked for in " + dir.path() + "/, " +
+                                                      dir.path() + "/.debug/"}});
   }
   SECTION("a dwz alt file") {
     const std::string bin = build_small(dir, {});
@@ -227,10 +231,11 @@ TEST_CASE("load: debug files the binary names and that are missing are handed ou
     REQUIRE(r.ok());
     auto missing = s.missing_files("small", p.breakpad);
     REQUIRE(missing.size() == 1);
-    CHECK(missing[0].rfind("dwz alt file not found: " + dir.file("common.debug") + " (.gnu_debugaltlink of " +
-                               bin + ", build ID ",
-                           0) == 0);
-    CHECK(missing[0].ends_with(
+    CHECK(missing[0].kind == sym::MissingFile::Kind::DwzAlt);
+    CHECK(missing[0].text.rfind("dwz alt file not found: " + dir.file("common.debug") +
+                                    " (.gnu_debugaltlink of " + bin + ", build ID ",
+                                0) == 0);
+    CHECK(missing[0].text.ends_with(
         "), looked for at its recorded path, beside it and in the build-ID directories"));
   }
 }
