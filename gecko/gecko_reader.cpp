@@ -32,7 +32,6 @@ Result<model::Profile> Reader::run() {
   if (js_.failed()) return Err(name_ + ": " + js_.error());
   if (info_.processed) return std::move(p_);  // its libraries, read as they came
   finish_process(0, true);
-  if (saw_meta_) head_read();
   if (!saw_meta_) return Err(name_ + ": not a Firefox Profiler profile (no \"meta\" object)");
   if (!saw_threads_) return Err(name_ + ": not a Firefox Profiler profile (no \"threads\" array)");
   model::read_waits(p_);  // the typed waits, from their markers (model/waits.h)
@@ -103,33 +102,12 @@ Result<model::Profile> read_gecko(std::string_view json, const std::string& name
   return r.run();
 }
 
-namespace {
-
-// A source that ends with an error once a stop is asked (load's reading thread, when the server stops).
-class StoppableSource final : public internal::TextSource {
- public:
-  StoppableSource(std::unique_ptr<internal::TextSource> inner, std::stop_token stop)
-      : inner_(std::move(inner)), stop_(std::move(stop)) {}
-  Result<size_t> read(char* buf, size_t cap) override {
-    if (stop_.stop_requested()) return Err("reading stopped");
-    return inner_->read(buf, cap);
-  }
-
- private:
-  std::unique_ptr<internal::TextSource> inner_;
-  std::stop_token stop_;
-};
-
-}  // namespace
-
 Result<model::Profile> read_gecko_profile(const std::string& path, ReadInfo* info) {
   ReadInfo local;
   ReadInfo& i = info ? *info : local;
   auto opened = internal::open_profile_source(path);
   if (!opened) return Err(opened.error());
   i.gzip = opened->gzip;
-  if (i.stop.stop_possible())
-    opened->source = std::make_unique<StoppableSource>(std::move(opened->source), i.stop);
   internal::JsonStream js(*opened->source, kReadChunkBytes, kMaxJsonStringBytes);
   if (!js.prefetch(4096)) return Err(path + ": " + js.error());
   if (opened->gzip) {  // the first inflated bytes decide, before inflating on

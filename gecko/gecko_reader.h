@@ -35,8 +35,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
-#include <stop_token>
 #include <string>
 #include <string_view>
 
@@ -60,11 +58,6 @@ struct ReadInfo {
   // Asked by the caller. libs_only: only what a symbol server needs, each process's meta and libs; threads
   // and counters are skipped unread (a structural scan, no model), so the profile comes back with no threads.
   bool libs_only = false;
-  // Called once, when the top level's meta and libs have been read (fxprof writes them before any thread),
-  // with what was read so far; not called when the read fails before. `load` starts serving then.
-  std::function<void(const model::Profile&)> on_head;
-  // A stop asked through it ends the read at the next chunk with the error "<file>: reading stopped".
-  std::stop_token stop;
 };
 
 // How much text is read (or inflated) at a time.

@@ -372,12 +372,6 @@ class Reader {
   std::vector<ProcState> proc_state_;
   size_t cur_ = SIZE_MAX;
   bool saw_meta_ = false, saw_threads_ = false;
-  bool head_told_ = false;  // info_.on_head called
-  void head_read() {
-    if (head_told_ || !info_.on_head) return;
-    head_told_ = true;
-    info_.on_head(p_);
-  }
   std::string err_;
 };
 

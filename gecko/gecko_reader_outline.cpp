@@ -35,8 +35,6 @@ bool Reader::process_member(std::string_view k, bool top) {
       });
     });
   }
-  // What comes before the top level's threads (meta, libs) is the head: `load` serves from there.
-  if (top && (k == "threads" || k == "processes" || k == "counters")) head_read();
   if (k == "counters") return info_.libs_only ? skip() : piece([&](od::value v) { return read_counters(v); });
   if (k == "threads") {
     saw_threads_ |= top && js_.peek() == '[';

@@ -249,8 +249,6 @@ Status serve_profile(const ServeOptions& options) {
       break;
     }
   }
-  // Requests waiting for libraries a reading thread may still register (load) are answered now.
-  symbols.libs_complete();
   (*server)->stop();
   if (browser > 0) waitpid(browser, nullptr, WNOHANG);
   if (result)

@@ -47,9 +47,6 @@ struct ServeOptions {
   // The caller's symbolizer, already holding what it loaded (record: the libraries its summary named), used
   // instead of a new one so that no library is read twice; it must outlive serve_profile.
   symbolizer::Symbolizer* symbolizer = nullptr;
-  // (`load` serves a profile before reading it to the end: it registers the rest of the libraries with that
-  // symbolizer from a thread of its own, after expect_more_libs(); serve_profile calls libs_complete() when
-  // it stops, so that no request waits for them any longer.)
   // The libraries to answer for, when the caller already read the profile (record, load: from the model);
   // without them the file is inspected here.
   std::optional<std::vector<symbolizer::KnownLib>> libs;

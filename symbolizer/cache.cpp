@@ -29,15 +29,6 @@ void LibraryCache::add_known(KnownLib lib) {
     slots_.erase(it);
   }
   known_[key] = std::move(lib);
-  known_cv_.notify_all();
-}
-
-void LibraryCache::expect_more(bool more) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    more_expected_ = more;
-  }
-  known_cv_.notify_all();
 }
 
 Result<LibraryCache::Handle> LibraryCache::get(std::string_view debug_name, std::string_view breakpad_id) {
@@ -45,8 +36,7 @@ Result<LibraryCache::Handle> LibraryCache::get(std::string_view debug_name, std:
   std::shared_ptr<Slot> slot;
   KnownLib k;
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    known_cv_.wait(lock, [&] { return !more_expected_ || known_.count(key) != 0; });
+    std::lock_guard<std::mutex> lock(mu_);
     auto& s = slots_[key];
     if (!s) {
       s = std::make_shared<Slot>();

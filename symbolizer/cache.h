@@ -3,7 +3,6 @@
 // naming an unknown library many times looks once), and count against the bound.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -24,8 +23,6 @@ class LibraryCache {
 
   // A library (re)registered after a lookup of the same key is looked for again with the new paths.
   void add_known(KnownLib lib);
-  // While more libraries are expected (a profile still being read), get() of an unknown one waits for it.
-  void expect_more(bool more);
 
   struct Slot;
   // A loaded library and its cache entry, for account() after use.
@@ -46,8 +43,6 @@ class LibraryCache {
   std::mutex mu_;                                    // guards everything below
   std::unordered_map<std::string, KnownLib> known_;  // key: debugName/BREAKPADID
   std::unordered_map<std::string, std::shared_ptr<Slot>> slots_;
-  bool more_expected_ = false;
-  std::condition_variable known_cv_;  // add_known and expect_more(false) wake get()
   size_t total_bytes_ = 0;
   uint64_t tick_ = 0;
 };

@@ -10,7 +10,5 @@ Symbolizer::Symbolizer(Options options) : impl_(std::make_unique<Impl>(std::move
 Symbolizer::~Symbolizer() = default;
 
 void Symbolizer::add_known_lib(KnownLib lib) { impl_->cache.add_known(std::move(lib)); }
-void Symbolizer::expect_more_libs() { impl_->cache.expect_more(true); }
-void Symbolizer::libs_complete() { impl_->cache.expect_more(false); }
 
 }  // namespace fxprof::symbolizer

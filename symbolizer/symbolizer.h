@@ -176,10 +176,6 @@ class Symbolizer {
   // registers its binaries on each symbolication and hands the symbolizer on to the server); a different
   // entry for the same key drops it.
   void add_known_lib(KnownLib lib);
-  // While a profile's libraries are still being read (load serves it before reading it to the end), a
-  // request for a library not registered yet waits until it is, or until libs_complete().
-  void expect_more_libs();
-  void libs_complete();
 
   // Resolves lib-relative addresses of one library; an Error when the library's file cannot be found or its
   // build ID does not match breakpad_id (never wrong names).
