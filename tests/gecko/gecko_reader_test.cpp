@@ -562,9 +562,7 @@ TEST_CASE("one string or number beyond kMaxJsonStringBytes is refused as it is r
                               " (the limit for one name or value)");
 }
 
-TEST_CASE(
-    "libs_only reads each process's libs and no thread",
-    "[gecko]") {
+TEST_CASE("libs_only reads each process's libs and no thread", "[gecko]") {
   test::TempDir dir;
   model::Profile p = sample_profile();
   model::Process child = p.processes[0];  // a second process, with a library of its own
