@@ -16,5 +16,6 @@ int cmd_diff(std::span<char*> args);         // cli/cmd_diff.cpp
 int cmd_share(std::span<char*> args);        // cli/cmd_share.cpp
 int cmd_push(std::span<char*> args);         // cli/cmd_push.cpp
 int cmd_stat(std::span<char*> args);         // cli/cmd_stat.cpp
+int cmd_probes(std::span<char*> args);       // cli/cmd_probes.cpp
 
 }  // namespace fxprof::cli

@@ -27,6 +27,7 @@ constexpr const char* kUsage =
     "  fxprof push --pyroscope URL|--parca ADDR FILE    send a profile as pprof to Pyroscope or Parca\n"
     "  fxprof stat [OPTIONS] [--] COMMAND [ARGS...]     count events (page faults, cycles...) like perf "
     "stat\n"
+    "  fxprof probes [OPTIONS] BINARY                   list a program's USDT probes (sys/sdt.h)\n"
     "\n"
     "Run `fxprof <command> --help` for the options of each command.\n";
 
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
   if (cmd == "share") return fxprof::cli::cmd_share(rest);
   if (cmd == "push") return fxprof::cli::cmd_push(rest);
   if (cmd == "stat") return fxprof::cli::cmd_stat(rest);
+  if (cmd == "probes") return fxprof::cli::cmd_probes(rest);
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
     std::fputs(kUsage, stdout);
     return 0;

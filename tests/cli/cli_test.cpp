@@ -147,8 +147,8 @@ TEST_CASE("the README documents every option of every command's --help") {
   auto readme = fxprof::read_file(source_dir() + "/README.md");
   REQUIRE(readme);
   std::regex opt(R"((^|[ ,])(--[a-z][a-z-]+|-[a-zA-Z])\b)");
-  for (std::string cmd :
-       {"record", "import", "load", "symbolicate", "export", "report", "diff", "share", "push", "stat"}) {
+  for (std::string cmd : {"record", "import", "load", "symbolicate", "export", "report", "diff", "share",
+                          "push", "stat", "probes"}) {
     auto help = run({fxprof_bin(), cmd, "--help"});
     INFO(cmd << ": " << help.err);
     REQUIRE(help.status == 0);
