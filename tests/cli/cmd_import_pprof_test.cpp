@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "tests/cli/sink_cli.h"
 
@@ -138,14 +139,25 @@ func main() {
 
   const Report rep = report(pb);
   CHECK(rep.samples == go_samples);
-  // burn is where the CPU went (its name and file from Go's own lines, no symbolication).
-  REQUIRE(!rep.self.empty());
-  uint64_t most = 0;
-  std::string top_self;
-  for (const auto& [name, n] : rep.self)
-    if (n > most) most = n, top_self = name;
-  CHECK(top_self == "main.burn");
-  CHECK(rep.total.at("main.main") >= most);
+  // Each function's self and total samples are go tool pprof's flat and cum (names from Go's own lines, no
+  // symbolication). Which function leads is Go's business: under load its profile puts most samples in
+  // runtime.asyncPreempt (the scheduler preempting burn), so burn is compared, not required to lead.
+  std::istringstream rows(top.out);
+  size_t compared = 0;
+  const std::regex row(R"(^\s*(\d+)\s+[\d.]+%\s+[\d.]+%\s+(\d+)\s+[\d.]+%\s+(\S+)$)");
+  for (std::string l; std::getline(rows, l);) {
+    std::smatch r;
+    if (!std::regex_match(l, r, row)) continue;
+    INFO(l);
+    const std::string name = r[3];
+    const uint64_t flat = std::stoull(r[1]), cum = std::stoull(r[2]);
+    CHECK((rep.self.count(name) ? rep.self.at(name) : 0) == flat);
+    CHECK((rep.total.count(name) ? rep.total.at(name) : 0) == cum);
+    ++compared;
+  }
+  CHECK(compared >= 3);
+  REQUIRE(rep.total.count("main.burn"));
+  CHECK(rep.total.at("main.burn") * 2 >= go_samples);  // burn ran for most of the profile whatever the load
 
   auto im = run({fxprof_bin(), "import", "-s", "-q", "-v", "-o", dir.file("go.json.gz"), pb});
   INFO(im.err);
