@@ -20,9 +20,9 @@ DEPS       := g++ cmake ninja-build pkg-config libbpf-dev libsimdjson-dev zlib1g
 # ~/.cargo/bin is preferred when present), nodejs for JIT-named frames and profiler-cli, libc6-dbg for
 # libc's debug info, dwz for the dwz'd DWARF test, go for `go tool pprof` reading our pprof, xmllint and chromium for the SVG flame graphs,
 # clang and its libFuzzer runtime for the fuzzers' smoke run, binutils' dwp, llvm's llvm-dwp and clang for the
-# split DWARF package tests, systemtap-sdt-dev's <sys/sdt.h> for a program with USDT probes. (valgrind, in DEPS:
-# `fxprof stat --cache-sim`.)
-TEST_DEPS  := linux-perf elfutils binutils llvm libc6-dbg lld dwz rustc nodejs golang-go libxml2-utils chromium \
+# split DWARF package tests, systemtap-sdt-dev's <sys/sdt.h> for a program with USDT probes, strace to count the
+# files `record --share` opens. (valgrind, in DEPS: `fxprof stat --cache-sim`.)
+TEST_DEPS  := linux-perf elfutils binutils llvm libc6-dbg lld dwz rustc nodejs golang-go libxml2-utils chromium strace \
               clang libclang-rt-14-dev systemtap-sdt-dev
 PCLI_DIR   := tests/.profiler-cli
 

@@ -203,7 +203,10 @@ struct FrameNamer {
   pipeline::SymbolicateStats named;
   std::vector<std::string> no_debug;  // binaries without their debug file: one line in the summary
   double ms = 0;
+  bool done = false;  // named once, for whichever of the file, the summary and the upload asks first
   void operator()() {
+    if (done) return;
+    done = true;
     const Clock::time_point t = Clock::now();
     named = pipeline::symbolicate(profile, symbols);
     no_debug.insert(no_debug.end(), named.no_debug.begin(), named.no_debug.end());
@@ -311,16 +314,18 @@ std::optional<int> summary_and_exports(const RecordArgs& a, recorder::Recording&
   return std::nullopt;
 }
 
-// Sent on (issue: share with teammates, push to a fleet) from the written file, symbols baked on the way.
-// The exit status when that fails.
-std::optional<int> share_and_push(const RecordArgs& a, int exit_status) {
-  if (!a.sharing() && a.push.pyroscope.empty() && a.push.parca.empty()) return std::nullopt;
-  InputOptions input;
-  input.symbols = a.serve.symbols;
+// Sent on (share with teammates, push to a fleet) from the model just recorded, its frames named by the
+// symbolizer that loaded the binaries while the program ran: nothing is written to a temporary file, read
+// back or symbolicated again. The exit status when that fails.
+std::optional<int> share_and_push(const RecordArgs& a, recorder::Recording& recording,
+                                  FrameNamer& name_frames) {
+  const bool push = !a.push.pyroscope.empty() || !a.push.parca.empty();
+  if (!a.sharing() && !push) return std::nullopt;
+  name_frames();
   int rc = 0;
-  if (!a.push.pyroscope.empty() || !a.push.parca.empty()) rc = push_profile(a.output, input, a.push);
-  if (a.sharing() && rc == 0) rc = share_profile(a.output, input, a.share_options);
-  if (rc != 0) return exit_status != 0 ? exit_status : rc;
+  if (push) rc = push_profile(recording.profile, a.push);
+  if (a.sharing() && rc == 0) rc = share_profile(recording.profile, a.share_options);
+  if (rc != 0) return recording.exit_status != 0 ? recording.exit_status : rc;
   return std::nullopt;
 }
 
@@ -370,6 +375,8 @@ int cmd_record(std::span<char*> args) {
   if (auto exit = name_and_write(a, *recording, *symbols, hold, name_frames, preloaded, heap_report))
     return *exit;
   if (auto exit = summary_and_exports(a, *recording, hold, name_frames, heap_lost, heap_report)) return *exit;
+  if (!hold.interrupted() && !recording_hangup)
+    if (auto exit = share_and_push(a, *recording, name_frames)) return *exit;
   serve.libs = pipeline::known_libs(recording->profile);     // no need to read the file back to serve it
   serve.view = gecko::gecko_view_query(recording->profile);  // every thread shown, the busiest selected
   // Binaries deleted while they ran are served through the recorder's descriptors (model::Lib::read_path).
@@ -382,8 +389,6 @@ int cmd_record(std::span<char*> args) {
     preloader.reset();  // its thread uses the symbolizer
     symbols.reset();
   }
-  if (!hold.interrupted() && !recording_hangup)
-    if (auto exit = share_and_push(a, exit_status)) return *exit;
   // After a hangup (closed terminal, dropped SSH) nobody is there to open the URL: the profile is the result.
   if (serving && !hold.interrupted()) {
     hold.release();  // the server handles Ctrl+C itself

@@ -6,11 +6,10 @@
 #include <iostream>
 #include <set>
 
-#include "base/fd.h"
-#include "base/temp_dir.h"
 #include "base/terminal.h"
 #include "base/url.h"
 #include "gecko/gecko.h"
+#include "sinks/output.h"
 #include "sinks/pprof.h"
 
 namespace fxprof::cli {
@@ -74,30 +73,24 @@ int share_profile(const std::string& path, const InputOptions& input, const Shar
     say(profile.error());
     return profile.exit_code();
   }
-  profile->meta.presymbolicated = true;  // self-contained: opens with no fxprof server
-  if (o.strip_args) strip_arguments(*profile);
-  TempFolder dir("fxprof-share");
-  if (dir.path().empty()) {
-    say("cannot make a temporary folder");
-    return 1;
-  }
-  const std::string file = dir.path() + "/profile.json.gz";
-  if (auto s = gecko::write_gecko_profile(*profile, file); !s) {
+  return share_profile(*profile, o);
+}
+
+int share_profile(model::Profile& profile, const ShareOptions& o) {
+  profile.meta.presymbolicated = true;  // self-contained: opens with no fxprof server
+  if (o.strip_args) strip_arguments(profile);
+  std::string gzip;
+  if (auto s = gecko::write_gecko_profile(profile, *sinks::OutputFile::in_memory(gzip, true)); !s) {
     say(s.error());
     return 1;
   }
-  auto gzip = read_file(file);
-  if (!gzip) {
-    say(gzip.error());
-    return 1;
-  }
   if (!o.share_to.empty()) {
-    if (auto s = share::put_profile(o.share_to, *gzip, o.headers); !s) {
+    if (auto s = share::put_profile(o.share_to, gzip, o.headers); !s) {
       say(s.error());
       return 1;
     }
     char size[32];
-    std::snprintf(size, sizeof size, "%.1f MB", static_cast<double>(gzip->size()) / 1e6);
+    std::snprintf(size, sizeof size, "%.1f MB", static_cast<double>(gzip.size()) / 1e6);
     say("stored " + std::string(size) +
         " at the URL given; the Firefox Profiler opens it only if the store sends CORS headers "
         "(Access-Control-Allow-Origin for " +
@@ -105,12 +98,12 @@ int share_profile(const std::string& path, const InputOptions& input, const Shar
     std::printf("%s\n", from_url_link(o.share_to).c_str());
     return 0;
   }
-  print_contents(*profile, gzip->size(), o.strip_args);
-  if (gzip->size() > share::kUploadLimitBytes) {
+  print_contents(profile, gzip.size(), o.strip_args);
+  if (gzip.size() > share::kUploadLimitBytes) {
     std::fprintf(stderr,
                  "fxprof: the profile is %.1f MB gzipped; the Firefox Profiler's store takes at most 150 MB "
                  "(record a shorter run, or use --share-to with your own store)\n",
-                 static_cast<double>(gzip->size()) / 1e6);
+                 static_cast<double>(gzip.size()) / 1e6);
     return 1;
   }
   if (!o.yes) {
@@ -125,7 +118,7 @@ int share_profile(const std::string& path, const InputOptions& input, const Shar
     }
   }
   say("uploading to " + o.upload_origin + " (the service takes at most 150 MB)...");
-  auto token = share::upload_public(o.upload_origin, *gzip);
+  auto token = share::upload_public(o.upload_origin, gzip);
   if (!token) {
     say(token.error());
     return 1;
@@ -149,34 +142,31 @@ int push_profile(const std::string& path, const InputOptions& input, PushTargets
     say(profile.error());
     return profile.exit_code();
   }
-  if (t.strip_args) strip_arguments(*profile);
-  if (t.options.app.empty())
-    t.options.app = profile->processes.empty() ? "fxprof" : profile->processes[0].name;
-  const model::Meta& m = profile->meta;
+  return push_profile(*profile, std::move(t));
+}
+
+int push_profile(model::Profile& profile, PushTargets t) {
+  if (t.strip_args) strip_arguments(profile);
+  if (t.options.app.empty()) t.options.app = profile.processes.empty() ? "fxprof" : profile.processes[0].name;
+  const model::Meta& m = profile.meta;
   t.options.from_unix_s = static_cast<uint64_t>(m.start_unix_ms / 1000);
   uint64_t duration_ns = 0;
   if (m.end_monotonic_ns && *m.end_monotonic_ns > m.start_monotonic_ns)
     duration_ns = *m.end_monotonic_ns - m.start_monotonic_ns;
   t.options.until_unix_s =
       static_cast<uint64_t>((m.start_unix_ms + static_cast<double>(duration_ns) / 1e6) / 1000) + 1;
-  TempFolder dir("fxprof-push");
-  if (dir.path().empty()) {
-    say("cannot make a temporary folder");
-    return 1;
-  }
-  const std::string file = dir.path() + "/profile.pb.gz";
-  if (auto s = sinks::write_pprof(*profile, file); !s) {
-    say(s.error());
-    return 1;
-  }
-  auto pprof = read_file(file);
-  if (!pprof) {
-    say(pprof.error());
-    return 1;
+  std::string pprof;
+  {
+    const std::unique_ptr<sinks::OutputFile> out = sinks::OutputFile::in_memory(pprof, true);
+    sinks::write_pprof(profile, *out);
+    if (auto s = out->finish(); !s) {
+      say(s.error());
+      return 1;
+    }
   }
   int rc = 0;
   if (!t.pyroscope.empty()) {
-    if (auto s = share::push_pyroscope(t.pyroscope, *pprof, t.options); !s) {
+    if (auto s = share::push_pyroscope(t.pyroscope, pprof, t.options); !s) {
       say(s.error());
       rc = 1;
     } else {
@@ -184,7 +174,7 @@ int push_profile(const std::string& path, const InputOptions& input, PushTargets
     }
   }
   if (!t.parca.empty()) {
-    if (auto s = share::push_parca(t.parca, *pprof, t.options); !s) {
+    if (auto s = share::push_parca(t.parca, pprof, t.options); !s) {
       say(s.error());
       rc = 1;
     } else {

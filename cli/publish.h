@@ -23,6 +23,11 @@ struct ShareOptions {
 // Returns the exit status (0, or 1 with one line on stderr).
 int share_profile(const std::string& path, const InputOptions& input, const ShareOptions& options);
 
+// The same for a profile in memory whose frames are already named (`record --share`: the model it recorded,
+// named by the symbolizer it loaded while the program ran). Marks it self-contained; --strip-args strips it.
+// The upload is gzipped in memory: no file is written or read back.
+int share_profile(model::Profile& profile, const ShareOptions& options);
+
 struct PushTargets {
   std::string pyroscope, parca;  // URLs; at least one
   share::PushOptions options;    // app "" = the program's name
@@ -36,6 +41,10 @@ void strip_arguments(model::Profile& profile);
 
 // Symbolicates `path`'s profile, writes it as pprof and pushes it to each target.
 int push_profile(const std::string& path, const InputOptions& input, PushTargets targets);
+
+// The same for a profile in memory whose frames are already named (`record --push`); the pprof is made in
+// memory. --strip-args strips the profile.
+int push_profile(model::Profile& profile, PushTargets targets);
 
 // Parses "k=v" into `labels` (both engines' label-name rule); an error message otherwise.
 std::string add_label(const std::string& kv, share::Labels& labels);

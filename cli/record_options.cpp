@@ -221,8 +221,8 @@ Command record_command(RecordArgs& a, Parsed& p) {
              return std::string();
            }},
           {"-q", "--quiet", "", "no top-functions line after recording", set(a.quiet, true)},
-          heading("\nSharing (after the profile is written; see `fxprof share --help` and `fxprof push "
-                  "--help`):"),
+          heading("\nSharing (after the profile is written, from the recording in memory with its names;\n"
+                  "see `fxprof share --help` and `fxprof push --help`):"),
           {"", "--share", "",
            "upload the self-contained profile to the Firefox Profiler's public store\n"
            "and print its link instead of serving (asks first; --yes on scripts: without\n"

@@ -648,12 +648,16 @@ std::string gecko_view_query(const Profile& profile) {
 Status write_gecko_profile(const Profile& profile, const std::string& path) {
   auto out = sinks::OutputFile::create(path);
   if (!out) return std::move(out).take_error();
+  return write_gecko_profile(profile, **out);
+}
+
+Status write_gecko_profile(const Profile& profile, sinks::OutputFile& out) {
   {
-    JsonWriter w(**out);
+    JsonWriter w(out);
     write_gecko(profile, w);
     w.flush();
   }
-  return (*out)->finish();
+  return out.finish();
 }
 
 }  // namespace fxprof::gecko

@@ -52,6 +52,8 @@ inline constexpr std::string_view kBeforeExec = " (before exec)";
 
 // Writes `profile` to `path` (gzip when it ends in ".gz"), through a temporary file renamed on success.
 Status write_gecko_profile(const model::Profile& profile, const std::string& path);
+// The same into `out` (sinks::OutputFile::in_memory for an upload), finished here.
+Status write_gecko_profile(const model::Profile& profile, sinks::OutputFile& out);
 
 // Streams the Gecko JSON of `profile` into `w`.
 void write_gecko(const model::Profile& profile, JsonWriter& w);

@@ -41,26 +41,37 @@ class PlainFile : public OutputFile {
     return file_.commit();
   }
 
- protected:
+ private:
   AtomicFile file_;
   std::string path_;
   std::string error_;
 };
 
-// gzip through zlib's deflate; level 1: profiles compress ~8x at level 1 and the writer stays I/O bound.
-// Past its first megabyte the output is deflated on a thread of its own, a megabyte at a time, while the
-// caller makes the next one: a large profile costs the longer of the two rather than their sum (cc1plus
-// under --heap=full: 64 MB of JSON, 0.16 s to make and 0.27 s to deflate). One z_stream takes the buffers in
-// order, so the bytes are those of deflating it all in one thread.
-class GzipFile : public PlainFile {
+// Appends to the caller's string (an upload's body).
+class MemoryBytes : public OutputFile {
  public:
-  GzipFile(AtomicFile file, std::string path) : PlainFile(std::move(file), std::move(path)) {
+  explicit MemoryBytes(std::string& bytes) : bytes_(bytes) {}
+  void write(std::string_view bytes) override { bytes_.append(bytes); }
+  Status finish() override { return {}; }
+
+ private:
+  std::string& bytes_;
+};
+
+// gzip through zlib's deflate into another output; level 1: profiles compress ~8x at level 1 and the writer
+// stays I/O bound. Past its first megabyte the output is deflated on a thread of its own, a megabyte at a
+// time, while the caller makes the next one: a large profile costs the longer of the two rather than their
+// sum (cc1plus under --heap=full: 64 MB of JSON, 0.16 s to make and 0.27 s to deflate). One z_stream takes
+// the buffers in order, so the bytes are those of deflating it all in one thread.
+class Gzip : public OutputFile {
+ public:
+  explicit Gzip(std::unique_ptr<OutputFile> inner) : inner_(std::move(inner)) {
     if (deflateInit2(&z_, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
       error_ = "zlib init failed";
     else
       initialized_ = true;
   }
-  ~GzipFile() override {
+  ~Gzip() override {
     abandoned_.store(true, std::memory_order_relaxed);  // never finished: the temporary file goes
     stop_thread();
     if (initialized_) deflateEnd(&z_);
@@ -78,7 +89,8 @@ class GzipFile : public PlainFile {
     }
     filling_.clear();
     deflate_some({}, Z_FINISH);
-    return PlainFile::finish();
+    if (!error_.empty()) return Err(error_);
+    return inner_->finish();
   }
 
  private:
@@ -108,7 +120,7 @@ class GzipFile : public PlainFile {
       queue_.pop_front();
       room_.notify_one();
       lock.unlock();
-      // Only this thread uses the z_stream (and error_) until stop_thread() joins it.
+      // Only this thread uses the z_stream, error_ and inner_ until stop_thread() joins it.
       if (!abandoned_.load(std::memory_order_relaxed)) deflate_some(buf, Z_NO_FLUSH);
       buf.clear();
       lock.lock();
@@ -138,10 +150,12 @@ class GzipFile : public PlainFile {
         error_ = "zlib deflate failed";
         return;
       }
-      PlainFile::write(std::string_view(out, sizeof out - z_.avail_out));
+      inner_->write(std::string_view(out, sizeof out - z_.avail_out));
       if (flush == Z_FINISH ? rc == Z_STREAM_END : z_.avail_out != 0) return;
     }
   }
+  std::unique_ptr<OutputFile> inner_;
+  std::string error_;
   z_stream z_{};
   bool initialized_ = false;
   std::string filling_;  // the caller's buffer
@@ -159,11 +173,14 @@ class GzipFile : public PlainFile {
 Result<std::unique_ptr<OutputFile>> OutputFile::create(const std::string& path) {
   auto file = AtomicFile::create(path);
   if (!file) return std::move(file).take_error();
-  std::unique_ptr<OutputFile> out;
-  if (ends_with(path, ".gz"))
-    out = std::make_unique<GzipFile>(std::move(*file), path);
-  else
-    out = std::make_unique<PlainFile>(std::move(*file), path);
+  std::unique_ptr<OutputFile> out = std::make_unique<PlainFile>(std::move(*file), path);
+  if (ends_with(path, ".gz")) out = std::make_unique<Gzip>(std::move(out));
+  return out;
+}
+
+std::unique_ptr<OutputFile> OutputFile::in_memory(std::string& bytes, bool gzip) {
+  std::unique_ptr<OutputFile> out = std::make_unique<MemoryBytes>(bytes);
+  if (gzip) out = std::make_unique<Gzip>(std::move(out));
   return out;
 }
 

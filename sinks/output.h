@@ -1,7 +1,9 @@
 // fxprof sinks: where a sink's bytes go: an OutputFile over base/fd.h's AtomicFile, which decides what a
 // path means ("-" is standard output, for pipes: `fxprof export folded IN -o - | flamegraph.pl`; a device or
-// FIFO is a stream; a regular file or a new name is replaced atomically; a directory is refused).
-// JSON sinks write through base/json_writer.h's JsonWriter over an OutputFile.
+// FIFO is a stream; a regular file or a new name is replaced atomically; a directory is refused), or over a
+// string in memory (the body `record --share` and `--push` upload, made from the model they recorded rather
+// than read back from the file they wrote). JSON sinks write through base/json_writer.h's JsonWriter over an
+// OutputFile.
 #pragma once
 
 #include <memory>
@@ -18,6 +20,8 @@ namespace fxprof::sinks {
 class OutputFile : public ByteSink {
  public:
   static Result<std::unique_ptr<OutputFile>> create(const std::string& path);
+  // Appends to `bytes` (which must outlive it), gzip-compressed when `gzip`: the bytes a file would get.
+  static std::unique_ptr<OutputFile> in_memory(std::string& bytes, bool gzip);
   void write(std::string_view bytes) override = 0;  // errors are remembered and reported by finish()
   virtual Status finish() = 0;                      // flush, close, rename
 };

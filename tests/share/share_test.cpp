@@ -9,6 +9,8 @@
 #include <zlib.h>
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <protozero/pbf_reader.hpp>
@@ -63,6 +65,28 @@ WriteRaw decode_write_raw(const std::string& message) {
     }
   }
   return out;
+}
+
+// strace's log of `argv` (every process, openat only). LeakSanitizer refuses to run under ptrace: the
+// sanitizer build's fxprof runs without it here.
+CmdResult traced(const std::string& log, std::vector<std::string> argv) {
+  argv.insert(argv.begin(), {"strace", "-f", "-q", "-e", "trace=openat", "-o", log});
+  CmdOptions o;
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  o.env = {{"ASAN_OPTIONS", std::string(asan ? asan : "") + ":detect_leaks=0"},
+           {"PROFILER_URL", "https://profiler.example.test"}};
+  return run(argv, o);
+}
+
+// How many times a traced run opened `path` (successfully).
+size_t opens_of(const std::string& log, const std::string& path) {
+  std::ifstream f(log);
+  size_t n = 0;
+  for (std::string line; std::getline(f, line);)
+    if (line.find("openat(") != std::string::npos && line.find("\"" + path + "\"") != std::string::npos &&
+        line.find("= -1") == std::string::npos)
+      ++n;
+  return n;
 }
 
 }  // namespace
@@ -248,6 +272,51 @@ TEST_CASE("record --share uploads after recording and exits with the program's s
   CHECK(r.status == 7);
   CHECK(r.out.find("https://profiler.example.test/public/rec1/") != std::string::npos);
   REQUIRE(store.seen().size() == 1);
+}
+
+// record --share-to and --push send the model they recorded, named by the symbolizer that loaded the
+// binaries while the program ran: no temporary file read back by a second symbolizer (which opened each
+// binary again), and the upload is the self-contained profile --symbolicate writes, byte for byte.
+TEST_CASE("record --share-to and --push upload the recorded model: no binary opened again") {
+  TempDir dir;
+  StandIn store([](const httplib::Request&, httplib::Response& res) { res.status = 200; });
+  const std::string program = std::filesystem::canonical(test_program("exp_work")).string();
+  auto alone = traced(dir.file("alone.log"), {fxprof_bin(), "record", "--cpu-only", "-q", "--save-only", "-o",
+                                              dir.file("a.json.gz"), "--", program, "1"});
+  INFO(alone.err);
+  REQUIRE(alone.status == 0);
+  const size_t opened = opens_of(dir.file("alone.log"), program);
+  REQUIRE(opened >= 1);
+
+  // The file stays lazy (raw addresses, as without --share-to); the upload has the names.
+  auto shared =
+      traced(dir.file("shared.log"),
+             {fxprof_bin(), "record", "--cpu-only", "-q", "--push", "pyroscope=" + store.origin(),
+              "--share-to", store.origin() + "/b.json.gz", "-o", dir.file("b.json.gz"), "--", program, "1"});
+  INFO(shared.out << shared.err);
+  REQUIRE(shared.status == 0);
+  CHECK(opens_of(dir.file("shared.log"), program) == opened);
+  auto seen = store.seen();
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0].path == "/ingest");
+  write_file(dir.file("got.pb.gz"), seen[0].multipart_profile);
+  auto top = pprof_top(dir, dir.file("got.pb.gz"), "cpu");
+  INFO(top.out << top.err);
+  REQUIRE(top.status == 0);
+  CHECK(top.out.find("beta") != std::string::npos);
+  CHECK(seen[1].path == "/b.json.gz");
+  CHECK(gunzip(seen[1].body).find("beta(long)") != std::string::npos);
+  CHECK(read_profile_text(dir.file("b.json.gz")).find("beta(long)") == std::string::npos);
+
+  // Named for the file too: the upload is the file's JSON.
+  auto baked = run({fxprof_bin(), "record", "--cpu-only", "-q", "--symbolicate", "--share-to",
+                    store.origin() + "/c.json.gz", "-o", dir.file("c.json.gz"), "--", program, "1"});
+  INFO(baked.err);
+  REQUIRE(baked.status == 0);
+  seen = store.seen();
+  REQUIRE(seen.size() == 3);
+  const bool same = gunzip(seen[2].body) == read_profile_text(dir.file("c.json.gz"));
+  CHECK(same);
 }
 
 TEST_CASE("share: JWT decoding and Parca's message, as plain functions") {

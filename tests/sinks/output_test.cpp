@@ -127,3 +127,29 @@ TEST_CASE("a large gzip output never finished leaves nothing behind") {
   CHECK(rmdir(dir.path().c_str()) == 0);
   mkdir(dir.path().c_str(), 0755);
 }
+
+// The body record --share and --push upload: made in memory, the bytes a file of that name gets (gzip past
+// the deflating thread's first megabyte too).
+TEST_CASE("an in-memory output holds the bytes of the file") {
+  test::TempDir dir;
+  std::string text;
+  for (int i = 0; text.size() < (3u << 20); ++i)
+    text += "{\"sample\":" + std::to_string(i * 7919 % 100003) + "},";
+  for (const bool gzip : {false, true}) {
+    const std::string path = dir.file(gzip ? "m.json.gz" : "m.json");
+    auto file = sinks::OutputFile::create(path);
+    REQUIRE(file);
+    std::string bytes;
+    auto memory = sinks::OutputFile::in_memory(bytes, gzip);
+    for (size_t at = 0; at < text.size(); at += 100000) {
+      (*file)->write(std::string_view(text).substr(at, 100000));
+      memory->write(std::string_view(text).substr(at, 100000));
+    }
+    REQUIRE((*file)->finish());
+    REQUIRE(memory->finish());
+    std::ifstream f(path, std::ios::binary);
+    const std::string on_disk((std::istreambuf_iterator<char>(f)), {});
+    CHECK(bytes == on_disk);
+    CHECK(bytes.size() < (gzip ? text.size() / 2 : text.size() + 1));
+  }
+}
