@@ -11,15 +11,6 @@ using namespace fxprof::test;
 
 namespace {
 
-// The handle ("f-3") of a function in `thread functions` output, or "".
-std::string function_handle(const std::string& listing, const std::string& name) {
-  auto at = listing.find("!" + name + " ");
-  if (at == std::string::npos) return {};
-  auto start = listing.rfind("f-", at);
-  auto dot = listing.find('.', start);
-  return start == std::string::npos || dot > at ? std::string() : listing.substr(start, dot - start);
-}
-
 // A copy of the server's test program in `dir` (so the test can remove it), recorded baked.
 std::string record_baked(const TempDir& dir, const std::string& binary) {
   std::filesystem::copy_file(test_program("fxprof_srv_demo"), binary);

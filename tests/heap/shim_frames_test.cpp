@@ -39,15 +39,25 @@ std::vector<std::vector<std::string>> sample_paths(const std::string& text) {
 bool in_shim(const std::string& frame) { return frame.ends_with("(in libfxprof_heap.so)"); }
 bool in_libc(const std::string& frame) { return frame.ends_with("(in libc.so.6)"); }
 
-TEST_CASE("heap full: the shim's own work is under a frame of its own and out of the top functions",
-          "[heap]") {
+// `heap_prog churn N` recorded with `heap_mode` and names baked in: its samples' paths; `err` gets fxprof's
+// stderr.
+std::vector<std::vector<std::string>> churn_paths(const std::string& n, const std::string& heap_mode,
+                                                  std::string& err) {
   TempDir dir;
-  auto out = dir.file("p.json.gz");
-  // A stack walk and a pipe write per allocation: enough of the shim's work to be sampled. Names baked in.
-  auto r = record(out, {test_program("heap_prog"), "churn", "60000"}, {"--heap=full", "--symbolicate"});
+  const std::string out = dir.file("p.json.gz");
+  auto r = record(out, {test_program("heap_prog"), "churn", n}, {heap_mode, "--symbolicate"});
+  err = r.err;
   INFO(r.err);
   REQUIRE(r.status == 0);
-  const auto paths = sample_paths(read_profile_text(out));
+  return sample_paths(read_profile_text(out));
+}
+
+TEST_CASE("heap full: the shim's own work is under a frame of its own and out of the top functions",
+          "[heap]") {
+  // A stack walk and a pipe write per allocation: enough of the shim's work to be sampled.
+  std::string err;
+  const auto paths = churn_paths("60000", "--heap=full", err);
+  INFO(err);
   size_t samples = 0, marked = 0, unmarked_unwinder = 0, entry_under_label = 0;
   std::set<std::string> other_under_label;
   for (const std::vector<std::string>& path : paths) {
@@ -86,9 +96,9 @@ TEST_CASE("heap full: the shim's own work is under a frame of its own and out of
   CHECK(entry_under_label * 10 >= marked * 9);
   CHECK(unmarked_unwinder == 0);
   // The top-functions line is the program's: it says what it left out, and names no shim code.
-  const size_t at = r.err.find("fxprof: top self: ");
+  const size_t at = err.find("fxprof: top self: ");
   REQUIRE(at != std::string::npos);
-  const std::string line = r.err.substr(at, r.err.find('\n', at) - at);
+  const std::string line = err.substr(at, err.find('\n', at) - at);
   CHECK(line.find("% of samples in fxprof's heap shim left out)") != std::string::npos);
   CHECK(line.find("_ULx86_64_") == std::string::npos);
   CHECK(line.find("fxprof heap shim") == std::string::npos);
@@ -96,15 +106,13 @@ TEST_CASE("heap full: the shim's own work is under a frame of its own and out of
 
 TEST_CASE("heap sampled: glibc's malloc work under the shim's entry is the program's, not the shim's",
           "[heap]") {
-  TempDir dir;
-  auto out = dir.file("p.json.gz");
   // Millions of 64-byte blocks, one stack walk per 512 KiB: the time is glibc's malloc and free, called by
   // the shim's entries (issue 38.5: 48 of 93 samples under the label were that).
-  auto r = record(out, {test_program("heap_prog"), "churn", "4000000"}, {"--heap", "--symbolicate"});
-  INFO(r.err);
-  REQUIRE(r.status == 0);
+  std::string err;
+  const auto paths = churn_paths("4000000", "--heap", err);
+  INFO(err);
   size_t allocator_under_label = 0, allocator_outside = 0, marked = 0;
-  for (const std::vector<std::string>& path : sample_paths(read_profile_text(out))) {
+  for (const std::vector<std::string>& path : paths) {
     const auto label = std::find(path.begin(), path.end(), "fxprof heap shim");
     if (label != path.end()) {
       ++marked;
