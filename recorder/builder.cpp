@@ -116,7 +116,7 @@ bool ProfileBuilder::sample_path(const SampleRecord& s) {
   // Records were lost: a sample in code none of the process's known mappings covers ran code whose mmap or
   // exec record was lost (a child may be taken for its parent). Marked, counted, never guessed.
   if (lost() > 0 && !s.switch_event && !user_.empty() && !libs_.known_code(s.pid, user_.front())) {
-    path_.push_back(profile_.label_frame("(unknown code: records lost)"));
+    path_.push_back(profile_.label_frame(kRecordsLostLabel));
     ++unknown_code_samples_;
     unknown_code_pids_.insert(s.pid);
   }

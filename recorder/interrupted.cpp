@@ -78,7 +78,11 @@ size_t mark_exec_frames(model::Profile& profile, const std::unordered_set<model:
     // path is leaf first: the kernel frames, then the user part (if any) up to the root.
     size_t k = 0;
     while (k < path.size() && profile.frames.get(path[k]).kind == model::FrameKind::Kernel) ++k;
-    if (k == path.size() || entries.contains(path[k])) continue;
+    // The new entry point is exact; a stack marked for lost records keeps that mark (quality.h counts it).
+    const model::Frame& root = profile.frames.get(path.back());
+    if (k == path.size() || entries.contains(path[k]) ||
+        (root.kind == model::FrameKind::Label && profile.strings.get(root.name) == kRecordsLostLabel))
+      continue;
     path.resize(k);
     path.push_back(profile.label_frame(kExecLabel));
     std::reverse(path.begin(), path.end());

@@ -36,6 +36,8 @@ size_t mark_interrupted_frames(model::Profile& profile, std::string_view preempt
 // it runs: the saved user registers still point into the old program (fxprof's launcher, or the shell that
 // exec'd), whose mappings are gone, so its frames would be raw addresses.
 inline constexpr std::string_view kExecLabel = "(execve)";
+// The builder's root over samples in code whose mapping records were lost.
+inline constexpr std::string_view kRecordsLostLabel = "(unknown code: records lost)";
 // Whether `kernel_function` (a kallsyms name) is part of execve.
 bool is_exec_function(std::string_view kernel_function);
 // Replaces the user part of stacks in execve by kExecLabel, unless it is one of `entries` (the new program's
