@@ -12,6 +12,7 @@
 #include "gecko/gecko.h"
 #include "gecko/gecko_reader.h"
 #include "pipeline/symbolicate.h"
+#include "pipeline/unbake.h"
 #include "server/server.h"
 
 namespace fxprof::cli {
@@ -53,6 +54,24 @@ std::optional<int> parse_load_args(std::span<char*> args, server::ServeOptions& 
   return std::nullopt;
 }
 
+// Writes `profile` to a temporary copy (in `copy`), which opts then serves. The exit status on failure.
+std::optional<int> write_copy(const model::Profile& profile, server::ServeOptions& opts,
+                              std::optional<TempFolder>& copy) {
+  copy.emplace("fxprof-load");
+  if (copy->path().empty()) {
+    std::fprintf(stderr, "fxprof: cannot make a temporary folder\n");
+    return 1;
+  }
+  const std::string tmp = copy->path() + "/profile.json";
+  if (auto s = gecko::write_gecko_profile(profile, tmp); !s) {
+    say(s.error());
+    return s.exit_code();
+  }
+  opts.kept_path = opts.profile_path;  // the copy is removed at the end: the user's file stays
+  opts.profile_path = tmp;
+  return std::nullopt;
+}
+
 // A self-contained profile with --symbol-dir: its frames resolved with the given folders; when some were,
 // that copy (in `resolved`) is what opts serves. The exit status on failure.
 std::optional<int> bake_whole(model::Profile& profile, server::ServeOptions& opts,
@@ -60,22 +79,21 @@ std::optional<int> bake_whole(model::Profile& profile, server::ServeOptions& opt
   symbolizer::Symbolizer baking(opts.symbols);
   const pipeline::SymbolicateStats named = pipeline::symbolicate(profile, baking);
   if (const std::string line = pipeline::missing_debug_line(named.no_debug); !line.empty()) say(line);
-  if (named.resolved > 0) {
-    resolved.emplace("fxprof-load");
-    if (resolved->path().empty()) {
-      std::fprintf(stderr, "fxprof: cannot make a temporary folder\n");
-      return 1;
-    }
-    const std::string tmp = resolved->path() + "/profile.json";
-    if (auto s = gecko::write_gecko_profile(profile, tmp); !s) {
-      say(s.error());
-      return s.exit_code();
-    }
-    opts.kept_path = opts.profile_path;  // the copy is removed at the end: the user's file stays
-    opts.profile_path = tmp;
-  }
   opts.symbolizer = nullptr;
+  if (named.resolved > 0) return write_copy(profile, opts, resolved);
   return std::nullopt;
+}
+
+// A baked profile without --symbol-dir: the frames of binaries still on disk as recorded become addresses
+// again in a temporary copy (pipeline/unbake.h), so that the front end asks our server for their names,
+// inlined functions, source and assembly; one line says which binaries keep their saved names. The exit
+// status on failure.
+std::optional<int> unbake_whole(model::Profile& profile, server::ServeOptions& opts,
+                                std::optional<TempFolder>& copy) {
+  const pipeline::UnbakeResult r = pipeline::unbake(profile);
+  if (const std::string line = pipeline::unbake_line(r); !line.empty()) say(line);
+  if (r.binaries == 0) return std::nullopt;
+  return write_copy(profile, opts, copy);
 }
 
 // A perf.data file or pprof profile: imported (names left to the symbol server), written to a temporary
@@ -132,8 +150,11 @@ int cmd_load(std::span<char*> args) {
   if (!info.processed) {  // processed-format profiles (samply's) are served as they are, inspected there
     opts.libs = pipeline::known_libs(*profile);
     opts.view = gecko::gecko_view_query(*profile);  // every thread shown, the busiest selected
-    if (profile->meta.presymbolicated && !opts.symbols.symbol_dirs.empty())
+    if (profile->meta.presymbolicated && !opts.symbols.symbol_dirs.empty()) {
       if (auto exit = bake_whole(*profile, opts, resolved)) return *exit;
+    } else if (profile->meta.presymbolicated) {
+      if (auto exit = unbake_whole(*profile, opts, resolved)) return *exit;
+    }
   }
   if (auto s = server::serve_profile(opts); !s) {
     say(s.error());

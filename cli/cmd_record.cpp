@@ -381,6 +381,7 @@ int cmd_record(std::span<char*> args) {
   serve.view = gecko::gecko_view_query(recording->profile);  // every thread shown, the busiest selected
   // Binaries deleted while they ran are served through the recorder's descriptors (model::Lib::read_path).
   std::vector<UniqueFd> open_files = std::move(recording->open_files);
+  const std::unique_ptr<recorder::ChildReaper> reaper = std::move(recording->reaper);  // -d: no zombie
   recording = Error{};  // free the model before serving
   // The symbolizer goes on to the server with what it loaded for the summary (no library read twice); it is
   // freed now only when nothing is served.

@@ -159,8 +159,8 @@ Command record_command(RecordArgs& a, Parsed& p) {
           {"", "--cpu-only", "",
            "on-CPU samples only. By default the profile is wall-clock: time a thread\n"
            "spends blocked or preempted is sampled too, at the same rate, with the\n"
-           "stack it waited in, under a [blocked: futex|I/O|sleep|page fault] or\n"
-           "[preempted] leaf in the Idle category and no CPU use, plus a marker per\n"
+           "stack it waited in, under a [blocked: futex|I/O|sleep|page fault|signal]\n"
+           "or [preempted] leaf in the Idle category and no CPU use, plus a marker per\n"
            "wait (\"Lock wait\" with the lock's address for mutexes) and a\n"
            "\"Threads waiting\" track per process with lock waits. As root an eBPF\n"
            "program also names the thread that woke each wait, and for a lock the\n"

@@ -43,6 +43,8 @@ struct Identity {
   std::vector<Segment> loads;     // PT_LOAD segments in file order
   uint64_t base_svma = 0;         // p_vaddr of the first PT_LOAD
   uint16_t machine = 0;           // e_machine
+  uint64_t entry = 0;             // e_entry: where an exec starts (ld.so's for a dynamic program)
+  uint64_t init = 0, fini = 0;    // DT_INIT, DT_FINI: functions without unwind information (0: none)
   std::string debuglink;          // .gnu_debuglink file name ("" if none)
   uint32_t debuglink_crc = 0;
   bool dwz_altlink = false;  // has a .gnu_debugaltlink: dwz rewrote it (after any debuglink's CRC was made)

@@ -88,6 +88,17 @@ bool contains(const Segment& s, uint64_t pgoff) {
   return pgoff >= page_start && pgoff < s.offset + std::max<uint64_t>(s.filesz, 1);
 }
 
+// DT_INIT and DT_FINI from the dynamic section's entries.
+void read_init_fini(std::span<const std::byte> dynamic, Identity& info) {
+  for (size_t off = 0; off + sizeof(Elf64_Dyn) <= dynamic.size(); off += sizeof(Elf64_Dyn)) {
+    Elf64_Dyn d;
+    std::memcpy(&d, dynamic.data() + off, sizeof d);
+    if (d.d_tag == DT_NULL) break;
+    if (d.d_tag == DT_INIT) info.init = d.d_un.d_ptr;
+    if (d.d_tag == DT_FINI) info.fini = d.d_un.d_ptr;
+  }
+}
+
 }  // namespace
 
 std::optional<uint64_t> Identity::mapping_svma(uint64_t pgoff, uint32_t prot) const {
@@ -123,6 +134,7 @@ std::optional<Identity> parse(std::span<const std::byte> image) {
     return std::nullopt;
   Identity info;
   info.machine = eh.e_machine;
+  info.entry = eh.e_entry;
   bool first_load = true;
   for (unsigned i = 0; i < eh.e_phnum; ++i) {
     Elf64_Phdr ph;
@@ -131,6 +143,8 @@ std::optional<Identity> parse(std::span<const std::byte> image) {
       if (first_load) info.base_svma = ph.p_vaddr;
       first_load = false;
       info.loads.push_back({ph.p_vaddr, ph.p_offset, ph.p_filesz, ph.p_memsz, ph.p_flags});
+    } else if (ph.p_type == PT_DYNAMIC && in_bounds(image, ph.p_offset, ph.p_filesz)) {
+      read_init_fini(image.subspan(ph.p_offset, ph.p_filesz), info);
     } else if (ph.p_type == PT_NOTE && info.build_id.empty() && in_bounds(image, ph.p_offset, ph.p_filesz)) {
       find_build_id(image.subspan(ph.p_offset, ph.p_filesz), info.build_id);
     }

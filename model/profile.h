@@ -228,6 +228,7 @@ enum class WaitReason : uint8_t {
   Sleep,      // nanosleep and its kin
   PageFault,  // a fault that waited
   Preempted,  // runnable, waiting for a CPU (the run queue)
+  Signal,     // sigsuspend, pause, sigtimedwait: waiting for a signal
 };
 // What ended a wait: a thread (named by tid), a timer or an interrupt (no thread), a process not recorded.
 enum class Waker : uint8_t { None, Thread, Timer, Interrupt, Untraced };

@@ -21,6 +21,7 @@ constexpr std::pair<WaitReason, std::string_view> kReasons[] = {
     {WaitReason::Sleep, "sleep"},
     {WaitReason::PageFault, "page fault"},
     {WaitReason::Preempted, "preempted"},
+    {WaitReason::Signal, "signal"},
 };
 
 std::string_view string_field(const Profile& p, const Marker& m, std::string_view key) {

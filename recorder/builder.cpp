@@ -116,11 +116,19 @@ bool ProfileBuilder::sample_path(const SampleRecord& s) {
   // Records were lost: a sample in code none of the process's known mappings covers ran code whose mmap or
   // exec record was lost (a child may be taken for its parent). Marked, counted, never guessed.
   if (lost() > 0 && !s.switch_event && !user_.empty() && !libs_.known_code(s.pid, user_.front())) {
-    path_.push_back(profile_.label_frame("(unknown code: records lost)"));
+    path_.push_back(profile_.label_frame(kRecordsLostLabel));
     ++unknown_code_samples_;
     unknown_code_pids_.insert(s.pid);
   }
-  if (truncated) path_.push_back(profile_.label_frame("(stack truncated)"));
+  if (!kernel_.empty() && !user_.empty() && libs_.is_entry_point(s.pid, user_.front())) {
+    // Right after execve, at the new program's first instruction: exact (no return address, no caller).
+    // Stored at address + 1, as interrupted instructions are (interrupted.h), for every reader's - 1.
+    path_.push_back(profile_.native_frame(user_.front() + 1));
+    entry_frames_.insert(path_.back());
+    user_.clear();
+  } else if (truncated) {
+    path_.push_back(profile_.label_frame("(stack truncated)"));
+  }
   for (auto it = user_.rbegin(); it != user_.rend(); ++it) path_.push_back(profile_.native_frame(*it));
   for (auto it = kernel_.rbegin(); it != kernel_.rend(); ++it) path_.push_back(profile_.kernel_frame(*it));
   return true;
@@ -217,7 +225,8 @@ void ProfileBuilder::finish() {
   release(0, 0, Release::End);  // the waits still open at the end were closed (on_end): none is open now
   name_kernel_frames(profile_, procfs_);
   for (const std::unique_ptr<Tracker>& t : trackers_) t->kernel_named();  // off-CPU reasons
-  mark_interrupted_frames(profile_, reason_label(BlockReason::Preempted));
+  mark_interrupted_frames(profile_, reason_label(BlockReason::Preempted), entry_frames_);
+  mark_exec_frames(profile_, entry_frames_);
   // The libs of binaries deleted while they ran get their read_path, the off-CPU waiting counters, the
   // wakers name the off-CPU waits, the JIT frames are named.
   for (const std::unique_ptr<Tracker>& t : trackers_) t->finish();

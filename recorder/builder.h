@@ -209,6 +209,8 @@ class ProfileBuilder final : public RecordSink {
   FirstTrackers first_;
   TaskTracker& tasks_ = first_.tasks;
   LibraryTracker& libs_ = first_.libs;
+  // User frames at an entry point right after execve (exact instructions, already at address + 1).
+  std::unordered_set<model::FrameId> entry_frames_;
   uint64_t unknown_code_samples_ = 0;
   std::unordered_set<uint32_t> unknown_code_pids_;
   std::optional<SystemTasks> system_;    // record -a

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <string_view>
+#include <unordered_set>
 
 #include "model/profile.h"
 
@@ -26,7 +27,22 @@ bool is_interrupt_entry(std::string_view kernel_function);
 
 // Rewrites the stacks of samples and markers whose user part ends in an interrupted instruction (see the
 // header comment); `preempted_label` is the off-CPU leaf for preemption ("[preempted]"). Returns the number
-// of distinct stacks changed. Call once, after the kernel frames are named.
-size_t mark_interrupted_frames(model::Profile& profile, std::string_view preempted_label);
+// of distinct stacks changed. Call once, after the kernel frames are named. Frames in `exact` are exact
+// already (the builder's entry points after execve) and are left alone.
+size_t mark_interrupted_frames(model::Profile& profile, std::string_view preempted_label,
+                               const std::unordered_set<model::FrameId>& exact = {});
+
+// The label over the kernel frames of a sample taken in execve after the program was replaced but before
+// it runs: the saved user registers still point into the old program (fxprof's launcher, or the shell that
+// exec'd), whose mappings are gone, so its frames would be raw addresses.
+inline constexpr std::string_view kExecLabel = "(execve)";
+// The builder's root over samples in code whose mapping records were lost.
+inline constexpr std::string_view kRecordsLostLabel = "(unknown code: records lost)";
+// Whether `kernel_function` (a kallsyms name) is part of execve.
+bool is_exec_function(std::string_view kernel_function);
+// Replaces the user part of stacks in execve by kExecLabel, unless it is one of `entries` (the new program's
+// entry point: its first instruction, stored exact by the builder). Returns the stacks changed. Call after
+// the kernel frames are named.
+size_t mark_exec_frames(model::Profile& profile, const std::unordered_set<model::FrameId>& entries);
 
 }  // namespace fxprof::recorder

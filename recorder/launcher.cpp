@@ -1,12 +1,17 @@
 #include "recorder/launcher.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <utility>
+
+#include "recorder/recorder.h"
 
 namespace fxprof::recorder {
 
@@ -96,6 +101,27 @@ Status SuspendedChild::resume() {
     return Err("cannot run '" + name_ + "': " + errno_text(err), 127);
   }
   return {};
+}
+
+ChildReaper::ChildReaper(pid_t pid) : stop_(::eventfd(0, EFD_CLOEXEC)) {
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (!pidfd.valid() || !stop_.valid()) return;  // left to the kernel when fxprof exits
+  thread_ = std::thread([pid, pidfd = std::move(pidfd), stop = stop_.get()] {
+    pollfd p[2] = {{pidfd.get(), POLLIN, 0}, {stop, POLLIN, 0}};
+    while (::poll(p, 2, -1) < 0 && errno == EINTR) {
+    }
+    if (p[0].revents == 0) return;  // stopped first
+    int st;
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+  });
+}
+
+ChildReaper::~ChildReaper() {
+  if (!thread_.joinable()) return;
+  const uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = ::write(stop_.get(), &one, sizeof one);  // an eventfd write cannot fail
+  thread_.join();
 }
 
 }  // namespace fxprof::recorder

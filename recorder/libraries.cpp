@@ -118,4 +118,16 @@ bool LibraryTracker::known_code(uint32_t pid, uint64_t ip) const {
   return false;
 }
 
+bool LibraryTracker::is_entry_point(uint32_t pid, uint64_t ip) {
+  const model::Process* p = c_.process_of(pid);
+  if (!p) return false;
+  for (const model::Lib& l : p->libs) {
+    if (ip < l.start || ip >= l.end) continue;
+    const elf::Identity* elf = elf_for(l.read_path.empty() ? l.path : l.read_path);
+    // ip - (start - offset) is SVMA - base SVMA (model::Lib::offset).
+    return elf && elf->entry != 0 && ip - l.start + l.offset + elf->base_svma == elf->entry;
+  }
+  return false;
+}
+
 }  // namespace fxprof::recorder

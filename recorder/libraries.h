@@ -56,6 +56,9 @@ class LibraryTracker final : public Tracker {
 
   // Whether `ip` is inside an executable mapping of `pid` (a lib, or code without a file) known now.
   bool known_code(uint32_t pid, uint64_t ip) const;
+  // Whether `ip` is the ELF entry point of the binary mapped there: where a process starts after execve,
+  // so an exact instruction, never a return address.
+  bool is_entry_point(uint32_t pid, uint64_t ip);
 
   const std::vector<std::string>& deleted_read() const { return kept_.deleted_read(); }
   const std::vector<std::string>& deleted_unreadable() const { return kept_.unreadable(); }

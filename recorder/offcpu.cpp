@@ -74,10 +74,16 @@ constexpr std::array<std::string_view, 40> kIo = {"pipe_read",
                                                   "__x64_sys_recvfrom",
                                                   "__x64_sys_recvmsg"};
 
+// Waiting for a signal: sigsuspend (and the old sigsuspend), pause, sigtimedwait (sigwait, sigwaitinfo).
+constexpr std::array<std::string_view, 7> kSignal = {
+    "__x64_sys_rt_sigsuspend",         "sigsuspend",      "__x64_sys_pause",
+    "__x64_sys_rt_sigtimedwait",       "do_sigtimedwait", "__x64_sys_sigsuspend",
+    "__x64_sys_rt_sigtimedwait_time32"};
+
 }  // namespace
 
 BlockReason classify_kernel_frames(std::span<const std::string_view> names) {
-  bool futex = false, sleep = false, io = false;
+  bool futex = false, sleep = false, io = false, signal = false;
   for (std::string_view n : names) {
     if (any_named(n, kPageFault)) return BlockReason::PageFault;
     if (n.starts_with("futex_") || n.starts_with("__futex_") || named(n, "do_futex") ||
@@ -87,10 +93,13 @@ BlockReason classify_kernel_frames(std::span<const std::string_view> names) {
       sleep = true;
     else if (any_named(n, kIo))
       io = true;
+    else if (any_named(n, kSignal))
+      signal = true;
   }
   if (futex) return BlockReason::Futex;
   if (sleep) return BlockReason::Sleep;
   if (io) return BlockReason::Io;
+  if (signal) return BlockReason::Signal;
   return BlockReason::Unknown;
 }
 
@@ -104,6 +113,8 @@ std::string_view reason_label(BlockReason r) {
       return "[blocked: sleep]";
     case BlockReason::PageFault:
       return "[blocked: page fault]";
+    case BlockReason::Signal:
+      return "[blocked: signal]";
     case BlockReason::Preempted:
       return "[preempted]";
     case BlockReason::Unknown:
@@ -122,6 +133,8 @@ model::WaitReason wait_reason(BlockReason r) {
       return model::WaitReason::Sleep;
     case BlockReason::PageFault:
       return model::WaitReason::PageFault;
+    case BlockReason::Signal:
+      return model::WaitReason::Signal;
     case BlockReason::Preempted:
       return model::WaitReason::Preempted;
     case BlockReason::Unknown:
@@ -140,6 +153,8 @@ std::string_view reason_text(BlockReason r) {
       return "sleep";
     case BlockReason::PageFault:
       return "page fault";
+    case BlockReason::Signal:
+      return "signal";
     case BlockReason::Preempted:
       return "preempted";
     case BlockReason::Unknown:

@@ -24,6 +24,7 @@ enum class BlockReason : uint8_t {
   Sleep,      // do_nanosleep, hrtimer_nanosleep: nanosleep, clock_nanosleep, usleep, sleep
   PageFault,  // handle_mm_fault, do_user_addr_fault: a fault that waited (reading a page in, a page lock)
   Preempted,  // switched out while still runnable (time slice over, a higher-priority task woke)
+  Signal,     // sigsuspend, pause, sigtimedwait, sigwait: waiting for a signal
 };
 
 // The reason for a stack whose kernel function names are `names` (any order; unnamed frames left out).
@@ -35,9 +36,9 @@ BlockReason classify_kernel_frames(std::span<const std::string_view> names);
 model::WaitReason wait_reason(BlockReason r);
 
 // The leaf frame of off-CPU samples: "[blocked: futex]", "[blocked: I/O]", "[blocked: sleep]",
-// "[blocked: page fault]", "[preempted]", "[blocked]".
+// "[blocked: page fault]", "[blocked: signal]", "[preempted]", "[blocked]".
 std::string_view reason_label(BlockReason r);
-// The marker's `reason` field: "futex", "I/O", "sleep", "page fault", "preempted", "unknown".
+// The marker's `reason` field: "futex", "I/O", "sleep", "page fault", "signal", "preempted", "unknown".
 std::string_view reason_text(BlockReason r);
 
 }  // namespace fxprof::recorder

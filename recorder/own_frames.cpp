@@ -39,12 +39,19 @@ uint64_t mark_heap_shim_frames(model::Profile& profile) {
       for (model::StackId s = stack; s != model::kNoStack; s = profile.stacks.prefix(s))
         path.push_back(profile.stacks.frame(s));  // leaf first
       size_t outer = path.size();                 // the shim frame nearest the root
+      size_t shim_frames = 0;
       for (size_t i = 0; i < path.size(); ++i)
-        if (path[i] == label)
+        if (path[i] == label) {
           return it->second;  // marked already
-        else if (in_shim(path[i]))
+        } else if (in_shim(path[i])) {
           outer = i;
+          ++shim_frames;
+        }
       if (outer == path.size()) return it->second;
+      // The shim's entry alone, calling out (its malloc in glibc's malloc): the allocator's work, the
+      // program's. The shim's own work runs in functions of its own (alloc_slow, the pipe write) or in the
+      // entry itself (the leaf).
+      if (shim_frames == 1 && outer > 0) return it->second;
       model::StackId s = model::kNoStack;
       for (size_t i = path.size(); i-- > 0;) {
         if (i == outer) s = profile.stacks.intern(s, label);

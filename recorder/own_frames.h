@@ -5,6 +5,10 @@
 // program's in one test, 3% in libunwind) are fxprof's cost, not the program's code: each stack that goes
 // through the shim gets the label frame model::kHeapShimLabel over the shim's outermost frame, so the call
 // tree shows `caller -> fxprof heap shim -> malloc -> ...`, and the top-functions line leaves them out.
+// The allocator the shim calls is not fxprof's work: a stack whose one shim frame (the entry: malloc,
+// free...) calls out of the shim (into glibc's malloc) stays the program's, `caller -> malloc (shim) ->
+// malloc (libc)`; the label goes where the shim itself runs (the leaf in the shim, or a second shim frame:
+// the sampling, its stack walk and its pipe write).
 #pragma once
 
 #include "model/profile.h"

@@ -72,8 +72,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/fd.h"
@@ -154,12 +156,29 @@ struct Stats {
   uint64_t idle_samples = 0;
 };
 
+// A launched program still running when the recording ended (--duration): reaped by a thread of its own
+// (launcher.cpp) when it exits, so that it is no zombie while fxprof goes on serving. The destructor stops
+// waiting (the program may run on after fxprof); it does not kill it.
+class ChildReaper {
+ public:
+  explicit ChildReaper(pid_t pid);
+  ~ChildReaper();
+  ChildReaper(const ChildReaper&) = delete;
+  ChildReaper& operator=(const ChildReaper&) = delete;
+
+ private:
+  UniqueFd stop_;  // an eventfd: written by the destructor
+  std::thread thread_;
+};
+
 struct Recording {
   model::Profile profile;
   // Descriptors of the mapped binaries (one per file): those deleted or replaced while they ran are read
   // through them (model::Lib::read_path): keep them open while the profile is symbolicated or served.
   std::vector<UniqueFd> open_files;
   int exit_status = 0;  // launch mode: the program's exit status (128+signal if killed); attach mode: 0
+  // --duration: the launched program, still running, reaped when it exits (keep it while serving).
+  std::unique_ptr<ChildReaper> reaper;
   Stats stats;
   bool hangup =
       false;  // SIGHUP arrived (closed terminal): handled like SIGTERM, and nobody is there to serve

@@ -14,6 +14,7 @@
 #include "base/path.h"
 #include "recorder/machine.h"
 #include "recorder/session.h"
+#include "recorder/tasks.h"
 
 namespace fxprof::recorder::internal {
 
@@ -205,7 +206,7 @@ Status Session::start_launch() {
   rec_.profile.meta.product = "fxprof: " + cmdline;
   rec_.profile.meta.machine.command_line = cmdline;
   if (auto s = open_target(child_->pid(), true); !s) return s;
-  const std::string name(base_name(opt_.command[0]));
+  const std::string name = name_with_script(std::string(base_name(opt_.command[0])), opt_.command);
   sink_->on_launched(static_cast<uint32_t>(child_->pid()), name, start_ns_);
   sync_waker();
   if (auto s = child_->resume(); !s) return s;

@@ -54,7 +54,10 @@ Status Session::summarize() {
   if (unwinder_) report_stack_walk(prof);
   report_data_quality(prof);
   rec_.open_files = builder_->take_kept_files();  // deleted binaries are read through them (Lib::read_path)
-  if (child_ && !child_exited_) rec_.exit_status = 0;  // --duration: the program keeps running
+  if (child_ && !child_exited_) {                 // --duration: the program keeps running
+    rec_.exit_status = 0;
+    rec_.reaper = std::make_unique<ChildReaper>(child_->pid());
+  }
   if (opt_.verbose) verbose_summary();
   return {};
 }

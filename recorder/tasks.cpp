@@ -2,6 +2,7 @@
 // records (exec, renames, new processes and threads, exits).
 #include "recorder/tasks.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -122,6 +123,45 @@ void TaskTracker::launched(uint32_t pid, const std::string& name, uint64_t time_
   add_thread(pid, pid, name, time_ns);
 }
 
+namespace {
+// The arguments of `pid` (/proc/PID/cmdline), none when unreadable.
+std::vector<std::string> read_args(Procfs& procfs, uint32_t pid) {
+  std::vector<std::string> args;
+  auto cmd = procfs.read("/proc/" + std::to_string(pid) + "/cmdline");
+  if (!cmd) return args;
+  for (size_t at = 0; at < cmd->size() && args.size() < 64;) {
+    args.emplace_back(cmd->c_str() + at);
+    at += args.back().size() + 1;
+  }
+  return args;
+}
+}  // namespace
+
+std::string name_with_script(const std::string& name, const std::vector<std::string>& args) {
+  static constexpr std::string_view kInterpreters[] = {"python", "node", "ruby", "perl", "php",  "lua",
+                                                       "bash",   "sh",   "dash", "zsh",  "deno", "bun"};
+  const bool interpreter =
+      std::any_of(std::begin(kInterpreters), std::end(kInterpreters), [&](std::string_view i) {
+        return name.starts_with(i) &&
+               (name.size() == i.size() || (name[i.size()] >= '0' && name[i.size()] <= '9'));
+      });
+  if (!interpreter) return name;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-m" && i + 1 < args.size()) return name + " -m " + args[i + 1];
+    if (a == "-c" || a == "-e" || a == "-p" || a == "--eval" || a == "--print" || a == "-" || a == "--")
+      return name;  // code on the command line or standard input: no script to name
+    if (a == "-W" || a == "-X" || a == "-r" || a == "--require") {
+      ++i;  // an option's value
+      continue;
+    }
+    if (a.empty() || a[0] == '-') continue;
+    const std::string_view script = base_name(a);
+    return script.empty() ? name : name + " " + std::string(script.substr(0, 80));
+  }
+  return name;
+}
+
 std::string TaskTracker::command_line(uint32_t pid, const std::string& comm) {
   auto cmd = procfs_.read("/proc/" + std::to_string(pid) + "/cmdline");
   if (!cmd || cmd->empty()) return "";
@@ -188,7 +228,7 @@ void TaskTracker::on_comm(const CommRecord& c) {
       ++it;
   }
   std::string name = command_lines_ ? command_line(pid, comm) : "";
-  if (name.empty()) name = comm;
+  if (name.empty()) name = name_with_script(comm, read_args(procfs_, pid));
   if (has_samples(*proc)) {
     proc->end_ns = t;
     for (model::Thread& th : proc->threads)

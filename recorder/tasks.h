@@ -21,6 +21,11 @@
 
 namespace fxprof::recorder {
 
+// A process name that tells an interpreter's processes apart: "python3 t.py", "node server.js",
+// "python3 -m http.server" for `name` (the interpreter's base name) run with `args` (argv, argv[0] first);
+// `name` itself for anything else, or no script (`-c CODE`, a REPL).
+std::string name_with_script(const std::string& name, const std::vector<std::string>& args);
+
 class TaskTracker final : public Tracker {
  public:
   struct CpuState {

@@ -228,6 +228,17 @@ void SymbolTable::add_elf_symbols(const ElfObject& obj, uint64_t base_svma) {
   }
 }
 
+void SymbolTable::add_init_fini_symbols(const ElfObject& obj, uint64_t base_svma) {
+  for (const char* name : {".init", ".fini"}) {
+    Elf_Scn* scn = obj.section(name);
+    GElf_Shdr sh;
+    if (scn == nullptr || gelf_getshdr(scn, &sh) == nullptr || sh.sh_type != SHT_PROGBITS ||
+        sh.sh_size == 0 || sh.sh_addr < base_svma)
+      continue;
+    add(sh.sh_addr - base_svma, sh.sh_size, name[1] == 'i' ? "_init" : "_fini");
+  }
+}
+
 void SymbolTable::add_plt_symbols(const ElfObject& obj, uint64_t base_svma) {
   if (obj.machine() != EM_X86_64) return;
   Elf* elf = obj.elf();

@@ -80,6 +80,9 @@ class SymbolTable {
   void add_elf_symbols(const ElfObject& obj, uint64_t base_svma);
   // Adds "name@plt" stubs for x86_64 .plt/.plt.sec from .rela.plt and .dynsym.
   void add_plt_symbols(const ElfObject& obj, uint64_t base_svma);
+  // `_init` and `_fini` over the .init and .fini sections (dlopen and exit run them; a stripped library has
+  // no symbol there).
+  void add_init_fini_symbols(const ElfObject& obj, uint64_t base_svma);
   // Adds one symbol with its own name (perf map entries).
   void add(uint64_t start, uint64_t size, std::string name);
   // Sorts and keeps one symbol per start (the name perf would show); call once after the adds.

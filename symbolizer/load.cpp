@@ -96,6 +96,15 @@ std::unique_ptr<ElfObject> find_binary(const KnownLib& k, const Options& options
     if (!k.path.empty()) bin_candidates.push_back(d + "/" + std::string(base_name(k.path)));
   }
   std::unique_ptr<ElfObject> binary;
+  if (k.path == "[vdso]" || k.debug_name == "[vdso]") {
+    // The vDSO has no file: ours is the kernel's image, in our memory; the build ID says it is the same.
+    const std::span<const std::byte> image = elf::own_vdso_image();
+    if (image.empty()) return nullptr;
+    auto o = ElfObject::from_memory(std::string(reinterpret_cast<const char*>(image.data()), image.size()),
+                                    "[vdso]");
+    if (o && opener.matches(**o)) return std::move(o).value();
+    return nullptr;
+  }
   for (const auto& c : bin_candidates) {
     if ((binary = opener.open(c))) break;
   }
@@ -176,6 +185,7 @@ void index_symbols(Library& lib, std::unique_ptr<ElfObject> binary, const ElfObj
   if (binary) {
     lib.symbols.add_elf_symbols(*binary, lib.base_svma);
     lib.symbols.add_plt_symbols(*binary, lib.base_svma);
+    lib.symbols.add_init_fini_symbols(*binary, lib.base_svma);
     lib.dwarf_files[debug ? 1 : 0] = binary.get();
     if (!debug && binary->has_section(".gnu_debugdata")) {
       auto image = binary->mini_debug_info();

@@ -76,6 +76,15 @@ inline CmdResult record(const std::string& out, const std::vector<std::string>& 
   return run(cmd, opts);
 }
 
+// The handle ("f-3") of a function in `thread functions` output, or "".
+inline std::string function_handle(const std::string& listing, const std::string& name) {
+  auto at = listing.find("!" + name + " ");
+  if (at == std::string::npos) return {};
+  auto start = listing.rfind("f-", at);
+  auto dot = listing.find('.', start);
+  return start == std::string::npos || dot > at ? std::string() : listing.substr(start, dot - start);
+}
+
 // Serves `profile` with `fxprof load` and loads it into `cli` through that server, as a user's browser would;
 // the returned server must outlive the queries.
 inline std::unique_ptr<FxprofServer> load_through_fxprof(ProfilerCli& cli, const std::string& profile) {

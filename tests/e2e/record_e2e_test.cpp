@@ -1,8 +1,13 @@
 // fxprof record, end to end: real programs, real perf events, profiles linted and then loaded and
 // symbolicated by the Firefox Profiler's own code (profiler-cli) through our own server.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <thread>
 
 #include "tests/e2e/e2e.h"
 
@@ -161,4 +166,32 @@ TEST_CASE("a command that cannot run: one line, exit 127, no profile", "[e2e]") 
   auto r2 = record(out, {"fxprof-no-such-program-in-path"});
   CHECK(r2.status == 127);
   CHECK(r2.err == "fxprof: cannot run 'fxprof-no-such-program-in-path': No such file or directory\n");
+}
+
+TEST_CASE("record -d: a program that ends while fxprof serves is reaped, not left a zombie", "[e2e]") {
+  TempDir dir;
+  const std::string fifo = dir.file("fifo"), pid_file = dir.file("pid");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // The program waits on the FIFO past the 0.2 s recorded, until the test writes to it while fxprof serves.
+  Background rec({fxprof_bin(), "record", "-d", "0.2", "-n", "-q", "-o", dir.file("p.json.gz"), "--", "sh",
+                  "-c", "echo $$ > " + pid_file + "; read x < " + fifo});
+  REQUIRE_FALSE(rec.wait_for_line("/from-url/").empty());
+  std::ifstream pid_in(pid_file);
+  int pid = 0;
+  REQUIRE(pid_in >> pid);
+  {
+    std::ofstream w(fifo);
+    w << "go\n";
+  }
+  // The exit is the program's; the reaping fxprof's: up to 20 s for both on a busy machine.
+  const std::string proc = "/proc/" + std::to_string(pid);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (::access(proc.c_str(), F_OK) == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::ifstream stat(proc + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  INFO("still there: " << line);
+  CHECK(::access(proc.c_str(), F_OK) != 0);
+  CHECK(rec.stop(SIGINT) == 0);
 }

@@ -3,6 +3,7 @@
 #include "recorder/interrupted.h"
 
 #include <catch2/catch.hpp>
+#include <unordered_set>
 #include <vector>
 
 #include "model/profile.h"
@@ -60,4 +61,34 @@ TEST_CASE("interrupted: the user frame under an exception or a preemption is loo
   // The callers above keep their return addresses.
   CHECK(p.frames.get(p.stacks.frame(p.stacks.prefix(p.stacks.prefix(p.stacks.prefix(t.samples[0].stack)))))
             .address == 0x5000);
+}
+
+TEST_CASE("execve: the old program's frames become (execve); the new entry point stays exact",
+          "[recorder][interrupted]") {
+  model::Profile p;
+  p.processes.emplace_back();
+  model::Thread& t = p.processes[0].threads.emplace_back();
+  const model::FrameId truncated = p.label_frame("(stack truncated)"),
+                       old_ip = p.native_frame(0x7f0000012ad7);
+  const model::FrameId entry = p.native_frame(0x7f5000001ab71);  // the builder's entry point, at + 1
+  const model::FrameId syscall = kernel(p, "entry_SYSCALL_64_after_hwframe"),
+                       sys = kernel(p, "do_syscall_64");
+  const model::FrameId exec = kernel(p, "__x64_sys_execve"), load = kernel(p, "load_elf_binary");
+  const model::FrameId copy = kernel(p, "_copy_to_user"),
+                       timer = kernel(p, "asm_sysvec_apic_timer_interrupt");
+  const model::StackId before =
+      p.stacks.intern_path(std::vector{truncated, old_ip, syscall, sys, exec, load, copy});
+  const model::StackId at_entry = p.stacks.intern_path(std::vector{entry, syscall, sys, exec});
+  const model::StackId timer_at_entry = p.stacks.intern_path(std::vector{entry, timer});
+  for (model::StackId s : {before, at_entry, timer_at_entry}) t.samples.push_back({1, s, 0});
+  const std::unordered_set<model::FrameId> entries{entry};
+
+  CHECK(mark_interrupted_frames(p, "[preempted]", entries) == 0);  // exact already: no second + 1
+  CHECK(mark_exec_frames(p, entries) == 1);
+  std::vector<model::FrameId> path;
+  for (model::StackId s = t.samples[0].stack; s != model::kNoStack; s = p.stacks.prefix(s))
+    path.push_back(p.stacks.frame(s));
+  CHECK(path == std::vector{copy, load, exec, sys, syscall, p.label_frame(kExecLabel)});
+  CHECK(t.samples[1].stack == at_entry);
+  CHECK(t.samples[2].stack == timer_at_entry);
 }

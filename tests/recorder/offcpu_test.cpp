@@ -34,6 +34,14 @@ TEST_CASE("off-CPU reasons: the kernel frames under the scheduler name the wait"
                   "poll_schedule_timeout.constprop.0", "do_select", "core_sys_select",
                   "do_pselect.constprop.0", "__x64_sys_pselect6"}) == BlockReason::Io);
   CHECK(classify({"__schedule", "schedule", "anon_pipe_read"}) == BlockReason::Io);
+  // Waiting for a signal (issue 38.8: sigsuspend was "Blocked: unknown").
+  CHECK(classify({"__schedule", "schedule", "sigsuspend", "__x64_sys_rt_sigsuspend", "do_syscall_64"}) ==
+        BlockReason::Signal);
+  CHECK(classify({"__schedule", "schedule", "__x64_sys_pause", "do_syscall_64"}) == BlockReason::Signal);
+  CHECK(classify({"__schedule", "schedule_hrtimeout_range_clock", "do_sigtimedwait.isra.0",
+                  "__x64_sys_rt_sigtimedwait"}) == BlockReason::Signal);
+  CHECK(reason_label(BlockReason::Signal) == "[blocked: signal]");
+  CHECK(reason_text(BlockReason::Signal) == "signal");
   // A fault that waited for a page is a page fault, whatever system call it happened in.
   CHECK(classify({"__schedule", "schedule", "io_schedule", "folio_wait_bit_common", "filemap_fault",
                   "__do_fault", "handle_mm_fault", "do_user_addr_fault", "exc_page_fault", "pipe_write"}) ==

@@ -171,3 +171,16 @@ TEST_CASE("trackers: one ordered list, the task tracker first, the libraries sec
   context.for_each_process([&](uint32_t) { ++pids; });
   CHECK(pids == 1);
 }
+
+TEST_CASE("tasks: an interpreter's process is named with its script", "[recorder][tasks]") {
+  using fxprof::recorder::name_with_script;
+  CHECK(name_with_script("python3", {"/usr/bin/python3", "-u", "/tmp/x/t.py", "a"}) == "python3 t.py");
+  CHECK(name_with_script("python3.11", {"python3.11", "-W", "ignore", "t.py"}) == "python3.11 t.py");
+  CHECK(name_with_script("python3", {"python3", "-m", "http.server"}) == "python3 -m http.server");
+  CHECK(name_with_script("node", {"node", "--max-old-space-size=100", "server.js"}) == "node server.js");
+  CHECK(name_with_script("python3", {"python3", "-c", "print(1)"}) == "python3");
+  CHECK(name_with_script("sh", {"sh", "-c", "echo hi"}) == "sh");
+  CHECK(name_with_script("python3", {"python3"}) == "python3");
+  CHECK(name_with_script("gzip", {"gzip", "-9", "file"}) == "gzip");  // not an interpreter
+  CHECK(name_with_script("shred", {"shred", "file"}) == "shred");
+}

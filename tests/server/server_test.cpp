@@ -27,6 +27,7 @@
 #include "base/fd.h"
 #include "base/url.h"
 #include "pipeline/symbolicate.h"
+#include "tests/e2e/e2e.h"  // function_handle
 #include "tests/support/support.h"
 
 #undef p_type  // <resolv.h> (through httplib.h) renames it, and Elf64_Phdr needs it
@@ -270,15 +271,6 @@ std::pair<std::string, std::string> split_profiler_url(const std::string& url) {
   const size_t from = slash + std::strlen("/?symbolServer=");
   return {url_decode(url.substr(pre.size(), slash - pre.size())),
           url_decode(url.substr(from, url.find('&', from) - from))};
-}
-
-// The handle ("f-3") of a function in `thread functions` output, or "".
-std::string function_handle(const std::string& listing, const std::string& name) {
-  auto at = listing.find("!" + name + " ");
-  if (at == std::string::npos) return {};
-  auto start = listing.rfind("f-", at);
-  auto dot = listing.find('.', start);
-  return start == std::string::npos || dot > at ? std::string() : listing.substr(start, dot - start);
 }
 
 bool have_profiler_cli() { return ::access(ProfilerCli::binary().c_str(), X_OK) == 0; }

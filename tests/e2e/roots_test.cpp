@@ -1,0 +1,115 @@
+// What a launched program's call tree starts with, in the Firefox Profiler's own code (profiler-cli) through
+// our server (issue 38.7): every root is the program's entry (_start, ld.so's _dl_start_user, a thread's
+// clone3/start_thread) or execve's label, never an unnamed address or a "(stack truncated)" of an entry
+// whose unwind info has a gap; and the vDSO's functions are named.
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <set>
+
+#include "tests/e2e/e2e.h"
+
+using namespace fxprof::test;
+
+namespace {
+
+struct TreeCheck {
+  std::vector<std::string> bad_roots;  // "thread: name"
+  std::vector<std::string> raw;        // frames left as addresses
+  size_t vdso_named = 0;
+  std::set<std::string> processes;  // processName of every thread
+};
+
+void walk(simdjson::dom::element node, const std::string& thread, int depth, TreeCheck& c) {
+  const std::string name{std::string_view(node["name"])};
+  const std::string with_lib{std::string_view(node["nameWithLibrary"])};
+  static const std::set<std::string> kEntries = {"_start",   "_dl_start_user", "clone3",
+                                                 "__clone3", "start_thread",   "(execve)"};
+  // A wait recorded without any stack (a thread exiting after its memory is gone) is its label alone.
+  const bool stackless_wait = name.starts_with("[blocked") || name == "[preempted]";
+  if (depth == 1 && !kEntries.contains(name) && !stackless_wait)
+    c.bad_roots.push_back(thread + ": " + with_lib);
+  if (depth > 0 && (name.starts_with("0x") || name.starts_with("<unknown")))
+    c.raw.push_back(thread + ": " + with_lib);
+  if (with_lib.starts_with("[vdso]!") && !name.starts_with("0x")) ++c.vdso_named;
+  simdjson::dom::array children;
+  if (node["children"].get(children) == simdjson::SUCCESS)
+    for (simdjson::dom::element child : children) walk(child, thread, depth + 1, c);
+}
+
+// Records `argv` (unsymbolicated, as the front end then symbolicates it through our server) and checks
+// every thread's full call tree, off-CPU samples included.
+TreeCheck check_roots(const std::vector<std::string>& argv, const std::vector<std::string>& extra = {}) {
+  TempDir dir;
+  const std::string out = dir.file("p.json.gz");
+  auto r = record(out, argv, extra);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  ProfilerCli cli;
+  auto server = load_through_fxprof(cli, out);
+  auto list = cli.cmd({"thread", "list", "--json"});
+  REQUIRE(list.status == 0);
+  simdjson::dom::parser lp;
+  TreeCheck c;
+  for (simdjson::dom::element t : simdjson::dom::array(parse_json(lp, list.out)["threads"])) {
+    const std::string handle{std::string_view(t["threadHandle"])};
+    c.processes.insert(std::string(std::string_view(t["processName"])));
+    auto tree = cli.cmd({"thread", "samples-top-down", "--thread", handle, "--include-idle", "--json",
+                         "--max-lines", "1000000"});
+    INFO(tree.err);
+    REQUIRE(tree.status == 0);
+    simdjson::dom::parser tp;
+    walk(parse_json(tp, tree.out)["regularCallTree"], std::string(std::string_view(t["name"])), 0, c);
+  }
+  return c;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += x + "\n";
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a launched 16-thread program: only entry roots, vDSO frames named", "[e2e]") {
+  const TreeCheck c = check_roots({test_program("e2e_many")});
+  INFO("roots:\n" << joined(c.bad_roots) << "raw frames:\n" << joined(c.raw));
+  CHECK(c.bad_roots.empty());
+  CHECK(c.raw.empty());
+  CHECK(c.vdso_named > 0);  // its CPU clock reads go through the vDSO's clock_gettime
+}
+
+TEST_CASE("python3 with threads: only entry roots, vDSO frames named, processes named by script", "[e2e]") {
+  TempDir dir;
+  // Three threads reading the clock (time.time() is the vDSO's) for 200 ms of their own CPU time each, and a
+  // second python3 process, told apart by its script's name. (Forked: subprocess's vfork still ends its
+  // stacks in __libc_vfork, whose return address is in RDI, a register fxprof does not sample.)
+  const std::string script = dir.file("spin.py"), child = dir.file("child.py");
+  std::ofstream(child) << "print('child')\n";
+  std::ofstream(script) << "import os, threading, time\n"
+                           "def spin():\n"
+                           "    end = time.thread_time() + 0.2\n"
+                           "    while time.thread_time() < end:\n"
+                           "        for _ in range(200): time.time()\n"
+                           "ts = [threading.Thread(target=spin) for _ in range(3)]\n"
+                           "for t in ts: t.start()\n"
+                           "for t in ts: t.join()\n"
+                           "pid = os.fork()\n"
+                           "if pid == 0: os.execv('/usr/bin/python3', ['/usr/bin/python3', '"
+                        << child
+                        << "'])\n"
+                           "os.waitpid(pid, 0)\n";
+  // Whole stacks: python's startup (getpath's path buffers) and its waits go deeper than the default copies,
+  // which is truncation by design (--stack-size), not a stray root.
+  const TreeCheck c =
+      check_roots({"/usr/bin/python3", script}, {"--stack-size", "65528", "--off-cpu-stack-size", "65528"});
+  INFO("roots:\n" << joined(c.bad_roots) << "raw frames:\n" << joined(c.raw));
+  CHECK(c.bad_roots.empty());
+  CHECK(c.raw.empty());
+  CHECK(c.vdso_named > 0);
+  std::string names;
+  for (const std::string& p : c.processes) names += "[" + p + "] ";
+  INFO("processes: " << names);
+  CHECK(c.processes.contains("python3 spin.py"));
+  CHECK(c.processes.contains("python3 child.py"));
+}
