@@ -19,6 +19,17 @@ std::string thread_label(const model::Profile& p, uint32_t tid) {
   return "tid " + std::to_string(tid);
 }
 
+// The thread asked about and the interval, the same in both reports.
+template <class Report>
+void set_head(Report& r, const model::Profile& p, const std::vector<model::CriticalPath>& paths,
+              std::string interval) {
+  r.interval = std::move(interval);
+  if (paths.empty()) return;
+  r.pid = paths[0].pid;
+  r.tid = paths[0].tid;
+  r.thread = thread_label(p, r.tid);
+}
+
 double ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
 double share(uint64_t ns, uint64_t total) {
   return total ? 100.0 * static_cast<double>(ns) / static_cast<double>(total) : 0;
@@ -37,12 +48,7 @@ CriticalPathReport make_critical_path_report(const model::Profile& p,
                                              const std::vector<model::CriticalPath>& paths,
                                              std::string interval, size_t limit) {
   CriticalPathReport r;
-  r.interval = std::move(interval);
-  if (!paths.empty()) {
-    r.pid = paths[0].pid;
-    r.tid = paths[0].tid;
-    r.thread = thread_label(p, r.tid);
-  }
+  set_head(r, p, paths, std::move(interval));
   std::map<std::string, uint64_t> parts;
   std::map<std::pair<std::string, uint32_t>, std::pair<uint64_t, uint64_t>> functions;  // -> (self, total)
   std::vector<std::string> seen;
@@ -238,12 +244,7 @@ std::pair<std::string, std::vector<std::string>> blame_key(const model::Profile&
 WaitBlame make_wait_blame(const model::Profile& p, const std::vector<model::CriticalPath>& paths,
                           std::string interval, bool include_irq, size_t limit) {
   WaitBlame r;
-  r.interval = std::move(interval);
-  if (!paths.empty()) {
-    r.pid = paths[0].pid;
-    r.tid = paths[0].tid;
-    r.thread = thread_label(p, r.tid);
-  }
+  set_head(r, p, paths, std::move(interval));
   std::map<std::pair<std::string, std::vector<std::string>>, WaitBlame::Waker> rows;
   std::unordered_map<uint32_t, std::string> labels;
   for (const model::CriticalPath& path : paths) {

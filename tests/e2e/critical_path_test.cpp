@@ -230,3 +230,32 @@ TEST_CASE("wait blame: A's waits go to B's hand-over, B's to C's, with their sta
   CHECK(bad.status != 0);
   CHECK(bad.err.find("--include-irq goes with --wait-blame") != std::string::npos);
 }
+
+TEST_CASE("critical path: a pool worker waiting for a lock reaches the holder's sleep", "[e2e][critical]") {
+  REQUIRE(geteuid() == 0);
+  TempDir dir;
+  const std::string out = dir.file("p.json.gz");
+  CpuLog log;
+  auto r = record(out, {test_program("pool_sleeper")}, {}, {.env = {{CpuLog::kVariable, log.path()}}});
+  INFO(r.err << log.text());
+  REQUIRE(r.status == 0);
+  // The worker that waited longest: the lock came to it last, through the others' hand-overs.
+  int longest = 0;
+  for (int n = 1; n < 8; ++n)
+    if (log.ms("wait_" + std::to_string(n)) > log.ms("wait_" + std::to_string(longest))) longest = n;
+  const double waited = log.ms("wait_" + std::to_string(longest));
+  REQUIRE(waited >= 100);
+  auto rep = run({fxprof_bin(), "report", "--critical-path", "--json", "--thread",
+                  "pool_w" + std::to_string(longest), out});
+  INFO(rep.out << rep.err);
+  REQUIRE(rep.status == 0);
+  simdjson::dom::parser parser;
+  auto doc = parse_json(parser, rep.out)["criticalPath"];
+  double sleep = 0, preempted = 0;
+  for (simdjson::dom::element k : simdjson::dom::array(doc["parts"])) {
+    if (std::string_view(k["kind"]) == "sleep") sleep += double(k["ms"]);
+    if (std::string_view(k["kind"]) == "[preempted]") preempted += double(k["ms"]);
+  }
+  // Its wait, outside run-queue delay (the machine's load), was the holder's sleep.
+  CHECK(sleep >= 0.8 * (waited - preempted));
+}
