@@ -1,5 +1,5 @@
 // The critical path's walk on a recording's worth of model (issue 34: a 60 s, 16-thread recording's path in
-// under 1 s): 16 threads sampled at 1 kHz for 60 s (960k samples), each alternating ~2 ms of CPU and a ~1 ms
+// under 1 s): 16 threads sampled at 1 kHz for 60 s (640k samples), each alternating 2 ms of CPU and a 1 ms
 // wait woken by the next thread (a chain of 16 hops through every thread), 320k waits in all. Times
 // critical_path() of the first thread over the whole recording, critical_path_tracks() (what `record` adds
 // to the file) and the --latency weighting. Run it on the optimised build (bench/critical_path.sh).
