@@ -55,6 +55,7 @@ int cmd_export(std::span<char*> args) {
            store(out)},
           symbol_dir_option(input.symbols.symbol_dirs),
           marker_option(input.marker),
+          latency_option(input.latency),
           {"", "--no-symbolicate", "", "keep unresolved addresses as lib+0xoffset",
            set(input.symbolicate, false)},
           {"", "--cpu-only", "", "on-CPU samples only (the default; pprof keeps off-CPU time as off_cpu)",
@@ -79,6 +80,8 @@ int cmd_export(std::span<char*> args) {
       [&](const std::string& v) { return format.empty() ? (format = v, std::string()) : take_in(v); }};
   for (Option& o : critical_path_options(critical)) command.options.push_back(std::move(o));
   if (auto exit = parse_options(command, args)) return *exit;
+  if (critical.on && input.latency)
+    return usage_error(kCommand, "--latency weighs the recorded samples, not a critical path");
   if (critical.on) {
     critical.marker = std::exchange(input.marker, {});  // the path's intervals, not a filter of samples
     tree.clock = sinks::Clock::Wall;                    // its waits are part of it

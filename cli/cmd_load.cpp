@@ -149,7 +149,10 @@ int cmd_load(std::span<char*> args) {
   std::optional<TempFolder> resolved;  // the profile served after resolving more symbols, removed at the end
   if (!info.processed) {  // processed-format profiles (samply's) are served as they are, inspected there
     opts.libs = pipeline::known_libs(*profile);
-    opts.view = gecko::gecko_view_query(*profile);  // every thread shown, the busiest selected
+    // Every thread shown, the busiest selected: as the writer counted it, with the threads the reader leaves
+    // out (gecko.h, Synthetic).
+    const std::optional<uint64_t> selected = profile->meta.selected_thread;
+    opts.view = selected ? gecko::view_query_for_thread(*selected) : gecko::gecko_view_query(*profile);
     if (profile->meta.presymbolicated && !opts.symbols.symbol_dirs.empty()) {
       if (auto exit = bake_whole(*profile, opts, resolved)) return *exit;
     } else if (profile->meta.presymbolicated) {

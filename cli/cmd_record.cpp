@@ -3,6 +3,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <future>
@@ -19,6 +20,7 @@
 #include "counters/events.h"
 #include "gecko/gecko.h"
 #include "heap/heap.h"
+#include "model/critical_path.h"
 #include "pipeline/locks.h"
 #include "pipeline/preload.h"
 #include "pipeline/symbolicate.h"
@@ -221,7 +223,8 @@ struct FrameNamer {
 std::optional<int> name_and_write(const RecordArgs& a, recorder::Recording& recording,
                                   symbolizer::Symbolizer& symbols, const SignalHold& hold,
                                   FrameNamer& name_frames, size_t preloaded,
-                                  std::future<sinks::HeapReport>& heap_report) {
+                                  std::future<sinks::HeapReport>& heap_report,
+                                  std::vector<model::SyntheticThread>& tracks) {
   const recorder::Options& rec = a.rec;
   const auto& st = recording.stats;
   const Clock::time_point ended = Clock::now();
@@ -241,6 +244,10 @@ std::optional<int> name_and_write(const RecordArgs& a, recorder::Recording& reco
       for (const model::Meta::Problem& q : wakes.meta.data_quality) recording.profile.meta.add_problem(q);
     });
   }
+  // The "critical path of T" tracks: for the front end, in the file only (model::SyntheticThread). Before the
+  // heap summary's thread reads the model: they intern their frames and stacks into it.
+  const double interval_ms = std::max(recording.profile.meta.interval_ms, 0.001);
+  tracks = model::critical_path_tracks(recording.profile, static_cast<uint64_t>(interval_ms * 1e6));
   // The heap summary reads the named model as the writer does: made on a thread of its own meanwhile (the
   // writer mostly waits for its deflating thread: cc1plus's --heap=full summary took 40-100 ms after it).
   if (a.heap && recording.profile.meta.presymbolicated && !hold.interrupted())
@@ -248,7 +255,7 @@ std::optional<int> name_and_write(const RecordArgs& a, recorder::Recording& reco
       return sinks::make_heap_report(p, 5);
     });
   const Clock::time_point writing = Clock::now();
-  if (auto s = gecko::write_gecko_profile(recording.profile, a.output); !s) {
+  if (auto s = gecko::write_gecko_profile(recording.profile, a.output, tracks); !s) {
     say(s.error());
     return failure(recording.exit_status);
   }
@@ -372,13 +379,16 @@ int cmd_record(std::span<char*> args) {
   SignalHold hold;
   FrameNamer name_frames{recording->profile, *symbols, {}, {}, 0};
   std::future<sinks::HeapReport> heap_report;
-  if (auto exit = name_and_write(a, *recording, *symbols, hold, name_frames, preloaded, heap_report))
+  std::vector<model::SyntheticThread> tracks;
+  if (auto exit = name_and_write(a, *recording, *symbols, hold, name_frames, preloaded, heap_report, tracks))
     return *exit;
+  serve.view =
+      gecko::gecko_view_query(recording->profile, tracks);  // every thread shown, the busiest selected
+  tracks.clear();
   if (auto exit = summary_and_exports(a, *recording, hold, name_frames, heap_lost, heap_report)) return *exit;
   if (!hold.interrupted() && !recording_hangup)
     if (auto exit = share_and_push(a, *recording, name_frames)) return *exit;
-  serve.libs = pipeline::known_libs(recording->profile);     // no need to read the file back to serve it
-  serve.view = gecko::gecko_view_query(recording->profile);  // every thread shown, the busiest selected
+  serve.libs = pipeline::known_libs(recording->profile);  // no need to read the file back to serve it
   // Binaries deleted while they ran are served through the recorder's descriptors (model::Lib::read_path).
   std::vector<UniqueFd> open_files = std::move(recording->open_files);
   const std::unique_ptr<recorder::ChildReaper> reaper = std::move(recording->reaper);  // -d: no zombie

@@ -34,6 +34,7 @@ struct ReportArgs {
   sinks::ReportOptions opts;
   bool json = false, heap = false, markers = false;
   CriticalPathOptions critical;
+  bool wait_blame = false, include_irq = false;  // --wait-blame walks the path as --critical-path does
   std::string in;
 };
 
@@ -70,6 +71,7 @@ std::optional<int> parse_report_args(std::span<char*> args, ReportArgs& a) {
            "duration, and the top functions on-CPU and off-CPU inside its intervals",
            set(a.markers, true)},
           marker_option(a.input.marker),
+          latency_option(a.input.latency),
           {"", "--json", "", "print JSON instead (the same numbers, for scripts)", set(a.json, true)},
           symbol_dir_option(a.input.symbols.symbol_dirs),
           {"", "--no-symbolicate", "", "keep unresolved addresses as lib+0xoffset",
@@ -77,12 +79,26 @@ std::optional<int> parse_report_args(std::span<char*> args, ReportArgs& a) {
       },
       one_operand(a.in, "profile")};
   for (Option& o : critical_path_options(a.critical)) command.options.push_back(std::move(o));
+  command.options.push_back({"", "--wait-blame", "",
+                             "who made the thread wait instead: each wait on its critical path goes to\n"
+                             "the stack of the thread that ended it (the same --thread, --marker,\n"
+                             "--time-range); waits a timer or an interrupt ended are left out",
+                             set(a.wait_blame, true)});
+  command.options.push_back({"", "--include-irq", "",
+                             "(--wait-blame) also the waits a timer or an interrupt ended",
+                             set(a.include_irq, true)});
   if (auto exit = parse_options(command, args)) return *exit;
+  if (a.include_irq && !a.wait_blame) return usage_error(kCommand, "--include-irq goes with --wait-blame");
+  if (a.wait_blame && a.critical.on)
+    return usage_error(kCommand, "--wait-blame or --critical-path: one view at a time");
+  a.critical.on |= a.wait_blame;
+  if (a.critical.on && a.input.latency)
+    return usage_error(kCommand, "--latency weighs the recorded samples, not a critical path");
   // --critical-path follows wakes across threads: --marker names its intervals, it keeps every sample.
   if (a.critical.on)
     a.critical.marker = std::exchange(a.input.marker, {});
   else if (!a.critical.thread.empty() || !a.critical.time_range.empty())
-    return usage_error(kCommand, "--thread and --time-range go with --critical-path");
+    return usage_error(kCommand, "--thread and --time-range go with --critical-path or --wait-blame");
   if (a.in.empty()) return usage_error(kCommand, "which profile? give a .json or .json.gz file");
   return std::nullopt;
 }
@@ -138,6 +154,12 @@ int report_critical_path(model::Profile& profile, const ReportArgs& a) {
   if (!paths) {
     say(a.in + ": " + paths.error());
     return 1;
+  }
+  if (a.wait_blame) {
+    const sinks::WaitBlame r =
+        sinks::make_wait_blame(profile, paths->paths, paths->interval, a.include_irq, a.opts.limit);
+    if (!a.json) return print_text(sinks::format_wait_blame(r));
+    return print_json([&](JsonWriter& w) { sinks::write_wait_blame_json(r, w); });
   }
   sinks::CriticalPathReport r =
       sinks::make_critical_path_report(profile, paths->paths, paths->interval, a.opts.limit);

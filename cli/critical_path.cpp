@@ -18,21 +18,6 @@ std::optional<double> parse_ms(std::string_view s) {
   return v;
 }
 
-// The thread's span: its first to its last sample or wait (a launched program's thread is registered at the
-// launch, and recorded from its exec on: the time before is none of the program's).
-std::pair<uint64_t, uint64_t> thread_span(const model::Thread& t) {
-  uint64_t lo = UINT64_MAX, hi = 0;
-  for (const model::Sample& s : t.samples) {
-    lo = std::min(lo, s.time_ns);
-    hi = std::max(hi, s.time_ns);
-  }
-  for (const model::Wait& w : t.waits) {
-    lo = std::min(lo, w.start_ns);
-    hi = std::max(hi, w.end_ns);
-  }
-  return {lo == UINT64_MAX ? 0 : lo, hi};
-}
-
 }  // namespace
 
 std::vector<Option> critical_path_options(CriticalPathOptions& o) {
@@ -85,7 +70,7 @@ Result<CriticalPaths> critical_paths(model::Profile& p, const CriticalPathOption
                    (intervals.size() == 1 ? ")" : "s)");
     return out;
   }
-  auto [lo, hi] = thread_span(t);
+  auto [lo, hi] = model::thread_span(t);
   out.interval = "the whole thread";
   if (!o.time_range.empty()) {
     const size_t comma = o.time_range.find(',');

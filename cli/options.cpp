@@ -256,6 +256,14 @@ Option marker_option(std::string& name) {
           }};
 }
 
+Option latency_option(bool& on) {
+  return {"", "--latency", "",
+          "weigh each on-CPU sample by 1/(threads of the recording running at its\n"
+          "moment), as perf report --latency does: a parallel program's serial parts\n"
+          "stand out (each sample left stands for one interval of its running time)",
+          set(on, true)};
+}
+
 Take one_operand(std::string& into, std::string_view what) {
   return [&into, what](const std::string& v) {
     if (!into.empty()) return "one " + std::string(what) + " at a time ('" + v + "')";

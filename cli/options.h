@@ -94,6 +94,8 @@ Option limit_option(size_t& limit, std::string_view help);
 Option address_option(std::string& address, std::string_view help);
 // --marker NAME: only the samples inside the program's NAME markers (cli/profile_input.h).
 Option marker_option(std::string& name);
+// --latency (model/latency.h).
+Option latency_option(bool& on);
 // The one operand a command reads; a second one is "one WHAT at a time ('word')".
 Take one_operand(std::string& into, std::string_view what);
 

@@ -8,6 +8,7 @@
 #include "base/fd.h"
 #include "base/terminal.h"
 #include "gecko/gecko_reader.h"
+#include "model/latency.h"
 #include "model/markers.h"
 #include "perf/data_file.h"
 #include "pipeline/symbolicate.h"
@@ -61,6 +62,7 @@ Result<model::Profile> load_profile_for_sinks(const std::string& path, const Inp
     const pipeline::SymbolicateStats named = pipeline::symbolicate(*profile, symbols);
     if (const std::string line = pipeline::missing_debug_line(named.no_debug); !line.empty()) say(line);
   }
+  if (options.latency) model::keep_latency_samples(*profile);  // before --marker: every thread counts
   if (!options.marker.empty() && model::keep_samples_in_marker(*profile, options.marker) == 0)
     return Err(path + " has no interval marker named '" + options.marker +
                "' (`fxprof report --markers` lists the program's markers)");

@@ -15,6 +15,7 @@ struct InputOptions {
   symbolizer::Options symbols;
   bool symbolicate = true;  // false with --no-symbolicate: addresses stay "lib+0xoffset"
   std::string marker;       // --marker NAME: only the samples inside the program's NAME markers
+  bool latency = false;     // --latency: samples weighted by 1/(threads running), model/latency.h
 };
 
 Result<model::Profile> load_profile_for_sinks(const std::string& path, const InputOptions& options);

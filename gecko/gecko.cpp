@@ -211,7 +211,7 @@ void write_heap_meta(const model::Meta::HeapStats& h, uint64_t origin, JsonWrite
   w.end_array().end_object();
 }
 
-void write_meta(const Profile& p, const Process* proc, bool top, JsonWriter& w) {
+void write_meta(const Profile& p, const Process* proc, bool top, gecko::Synthetic synthetic, JsonWriter& w) {
   const uint64_t origin = proc ? proc->start_ns : p.meta.start_monotonic_ns;
   const double start_unix = p.meta.start_unix_ms + rel_ms(origin, p.meta.start_monotonic_ns);
   w.key("meta").begin_object();
@@ -243,7 +243,8 @@ void write_meta(const Profile& p, const Process* proc, bool top, JsonWriter& w) 
   w.key("presymbolicated").value(p.meta.presymbolicated);
   // The busiest thread (the printed URL's thread=N), for `fxprof load`, which serves without reading samples.
   if (top)
-    if (auto busiest = gecko_busiest_thread(p)) w.key("fxprofSelectedThread").value(uint64_t{*busiest});
+    if (auto busiest = gecko_busiest_thread(p, synthetic))
+      w.key("fxprofSelectedThread").value(uint64_t{*busiest});
   if (top) write_extra(p, w);
   w.key("categories");
   write_categories(p, w);
@@ -351,7 +352,7 @@ struct ThreadTables {
   LocalStrings strings;
 };
 
-void write_thread_head(const Process& proc, PidLabel pid, const Thread& t, JsonWriter& w) {
+void write_thread_head(const Process& proc, PidLabel pid, const Thread& t, bool synthetic, JsonWriter& w) {
   if (t.is_main && pid.superseded)
     w.key("name").value(proc.name + std::string(gecko::kBeforeExec));
   else
@@ -361,6 +362,7 @@ void write_thread_head(const Process& proc, PidLabel pid, const Thread& t, JsonW
   w.key("pid");
   pid.write(w);
   w.key("tid").value(t.tid);
+  if (synthetic) w.key(gecko::kSyntheticKey).value(true);
   w.key("registerTime").value(rel_ms(std::max(t.start_ns, proc.start_ns), proc.start_ns));
   w.key("unregisterTime");
   if (t.end_ns)
@@ -504,10 +506,11 @@ void write_frame_table(const Profile& p, ThreadTables& tt, JsonWriter& w) {
 
 // One thread's object: its head, samples, markers, stack and frame tables, then the strings they interned
 // (in that order: the string indices follow it).
-void write_thread(const Profile& p, const Process& proc, PidLabel pid, const Thread& t, JsonWriter& w) {
+void write_thread(const Profile& p, const Process& proc, PidLabel pid, const Thread& t, bool synthetic,
+                  JsonWriter& w) {
   ThreadTables tt(p, t);
   w.begin_object();
-  write_thread_head(proc, pid, t, w);
+  write_thread_head(proc, pid, t, synthetic, w);
   write_samples(proc, t, tt, w);
   write_markers(p, proc, t, tt, w);
   write_stack_table(p, tt, w);
@@ -529,10 +532,15 @@ std::vector<const Thread*> written_order(const Process& proc) {
   return threads;
 }
 
-void write_threads(const Profile& p, const Process* proc, PidLabel pid, JsonWriter& w) {
+// The recorded threads of processes[index], then its synthetic ones.
+void write_threads(const Profile& p, size_t index, PidLabel pid, gecko::Synthetic synthetic, JsonWriter& w) {
   w.key("threads").begin_array();
-  if (proc)
-    for (const Thread* t : written_order(*proc)) write_thread(p, *proc, pid, *t, w);
+  if (index < p.processes.size()) {
+    const Process& proc = p.processes[index];
+    for (const Thread* t : written_order(proc)) write_thread(p, proc, pid, *t, false, w);
+    for (const model::SyntheticThread& t : synthetic)
+      if (t.process == index) write_thread(p, proc, pid, t.thread, true, w);
+  }
   w.end_array();
 }
 
@@ -571,7 +579,7 @@ void write_empty_extras(JsonWriter& w) {
 
 }  // namespace
 
-void write_gecko(const Profile& p, JsonWriter& w) {
+void write_gecko(const Profile& p, JsonWriter& w, Synthetic synthetic) {
   std::vector<PidLabel> pids;
   std::unordered_map<uint32_t, size_t> last;  // pid -> its last entry
   for (size_t i = 0; i < p.processes.size(); ++i) last[p.processes[i].pid] = i;
@@ -580,17 +588,17 @@ void write_gecko(const Profile& p, JsonWriter& w) {
 
   const Process* top = p.processes.empty() ? nullptr : &p.processes[0];
   w.begin_object();
-  write_meta(p, top, true, w);
+  write_meta(p, top, true, synthetic, w);
   write_libs(top, w);
-  write_threads(p, top, top ? pids[0] : PidLabel{}, w);
+  write_threads(p, 0, top ? pids[0] : PidLabel{}, synthetic, w);
   write_counters(top, w);
   w.key("processes").begin_array();
   for (size_t i = 1; i < p.processes.size(); ++i) {
     const Process& proc = p.processes[i];
     w.begin_object();
-    write_meta(p, &proc, false, w);
+    write_meta(p, &proc, false, synthetic, w);
     write_libs(&proc, w);
-    write_threads(p, &proc, pids[i], w);
+    write_threads(p, i, pids[i], synthetic, w);
     write_counters(&proc, w);
     w.key("processes").begin_array().end_array();
     write_empty_extras(w);
@@ -601,12 +609,13 @@ void write_gecko(const Profile& p, JsonWriter& w) {
   w.end_object();
 }
 
-std::optional<size_t> gecko_busiest_thread(const Profile& profile) {
+std::optional<size_t> gecko_busiest_thread(const Profile& profile, Synthetic synthetic) {
   std::optional<size_t> best;
   int64_t best_cpu = -1;
   size_t best_samples = 0, index = 0;
   // processes[0]'s threads are the top level's; the others follow in the order of `processes`.
-  for (const Process& proc : profile.processes) {
+  for (size_t pi = 0; pi < profile.processes.size(); ++pi) {
+    const Process& proc = profile.processes[pi];
     for (const Thread* t : written_order(proc)) {
       int64_t cpu = 0;
       for (const model::Sample& s : t->samples) cpu += std::max<int64_t>(s.cpu_delta_ns, 0);
@@ -617,6 +626,10 @@ std::optional<size_t> gecko_busiest_thread(const Profile& profile) {
       }
       ++index;
     }
+    // Its synthetic threads follow (made from the others: never the thread a URL opens on).
+    index +=
+        static_cast<size_t>(std::count_if(synthetic.begin(), synthetic.end(),
+                                          [&](const model::SyntheticThread& t) { return t.process == pi; }));
   }
   return best;
 }
@@ -640,21 +653,21 @@ std::string view_query_for_thread(uint64_t thread) {
   return "v=7&thread=" + url_uint(thread);
 }
 
-std::string gecko_view_query(const Profile& profile) {
-  const std::optional<size_t> thread = gecko_busiest_thread(profile);
+std::string gecko_view_query(const Profile& profile, Synthetic synthetic) {
+  const std::optional<size_t> thread = gecko_busiest_thread(profile, synthetic);
   return thread ? view_query_for_thread(*thread) : std::string();
 }
 
-Status write_gecko_profile(const Profile& profile, const std::string& path) {
+Status write_gecko_profile(const Profile& profile, const std::string& path, Synthetic synthetic) {
   auto out = sinks::OutputFile::create(path);
   if (!out) return std::move(out).take_error();
-  return write_gecko_profile(profile, **out);
+  return write_gecko_profile(profile, **out, synthetic);
 }
 
-Status write_gecko_profile(const Profile& profile, sinks::OutputFile& out) {
+Status write_gecko_profile(const Profile& profile, sinks::OutputFile& out, Synthetic synthetic) {
   {
     JsonWriter w(out);
-    write_gecko(profile, w);
+    write_gecko(profile, w, synthetic);
     w.flush();
   }
   return out.finish();

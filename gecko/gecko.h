@@ -25,10 +25,12 @@
 
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "base/result.h"
+#include "model/critical_path.h"
 #include "model/profile.h"
 #include "sinks/output.h"
 
@@ -50,18 +52,24 @@ inline constexpr std::string_view kDataQuality = "Data quality";
 // process track (gecko.cpp, PidLabel).
 inline constexpr std::string_view kBeforeExec = " (before exec)";
 
+// Threads made from the recorded ones (model::SyntheticThread: the critical-path tracks), each written after
+// the recorded threads of its process with "fxprofSynthetic": true (kSyntheticKey), never the busiest one;
+// the reader leaves them out.
+using Synthetic = std::span<const model::SyntheticThread>;
+inline constexpr std::string_view kSyntheticKey = "fxprofSynthetic";
+
 // Writes `profile` to `path` (gzip when it ends in ".gz"), through a temporary file renamed on success.
-Status write_gecko_profile(const model::Profile& profile, const std::string& path);
+Status write_gecko_profile(const model::Profile& profile, const std::string& path, Synthetic synthetic = {});
 // The same into `out` (sinks::OutputFile::in_memory for an upload), finished here.
-Status write_gecko_profile(const model::Profile& profile, sinks::OutputFile& out);
+Status write_gecko_profile(const model::Profile& profile, sinks::OutputFile& out, Synthetic synthetic = {});
 
 // Streams the Gecko JSON of `profile` into `w`.
-void write_gecko(const model::Profile& profile, JsonWriter& w);
+void write_gecko(const model::Profile& profile, JsonWriter& w, Synthetic synthetic = {});
 
 // The index the front end's Gecko importer gives the busiest thread of `profile` as write_gecko writes it
 // (the top process's threads in the order written, then each child process's): the most CPU time, else the
 // most samples; nullopt for a profile without threads.
-std::optional<size_t> gecko_busiest_thread(const model::Profile& profile);
+std::optional<size_t> gecko_busiest_thread(const model::Profile& profile, Synthetic synthetic = {});
 
 // The front end's view state for `profile`, as URL query parameters ("v=7&thread=N", or "" without threads).
 // `thread` selects the busiest thread; and a URL that selects a thread is one whose track visibility the
@@ -69,7 +77,7 @@ std::optional<size_t> gecko_busiest_thread(const model::Profile& profile);
 // CPU (src/actions/receive-profile.ts, finalizeFullProfileView): a sleeper, a pipe reader, the threads a
 // wall-clock profile is for, all show when it opens. The compare view needs it too: each of its profiles
 // must select a thread.
-std::string gecko_view_query(const model::Profile& profile);
+std::string gecko_view_query(const model::Profile& profile, Synthetic synthetic = {});
 // The same for a thread index already known ("v=7&thread=c": the URL version and the thread in its encoding).
 std::string view_query_for_thread(uint64_t thread);
 // A number as the front end's URL state writes it (its uintarray encoding: 12 is "c", 40 is "x8").

@@ -19,8 +19,14 @@ bool Reader::thread() {
   model::Thread t;
   ThreadTables tt;
   std::string process_name;
+  bool synthetic = false;  // made from the recorded threads (gecko.h, kSyntheticKey): no samples of the model
   bool ok = members([&](std::string_view k) {
     if (k == "samples") return samples(t, tt);
+    if (k == kSyntheticKey)
+      return element([&](od::value f) {
+        if (f.get_bool().get(synthetic)) synthetic = false;
+        return true;
+      });
     if (k != "name" && k != "processName" && k != "pid" && k != "tid" && k != "registerTime" &&
         k != "unregisterTime" && k != "markers" && k != "stackTable" && k != "frameTable" &&
         k != "stringTable")
@@ -36,7 +42,7 @@ bool Reader::thread() {
   if (t.is_main) t.name = process_name;
   if (proc.name.empty()) proc.name = process_name;
   if (!finish_thread(proc, t, tt)) return false;
-  proc.threads.push_back(std::move(t));
+  if (!synthetic) proc.threads.push_back(std::move(t));
   return true;
 }
 

@@ -56,6 +56,7 @@ class Walker {
               [](const PathSegment& x, const PathSegment& y) { return x.start_ns < y.start_ns; });
     return std::move(out_);
   }
+  std::vector<WaitEnd> take_ends() { return std::move(ends_); }
 
  private:
   void emit(ThreadRef r, uint64_t a, uint64_t b, PathKind kind, StackId stack, WaitReason reason,
@@ -67,7 +68,11 @@ class Walker {
   // The part [a, b] of wait `w` of `r`: a leaf, or the waker's path up to the wake.
   void wait(ThreadRef r, const Wait& w, uint64_t a, uint64_t b, uint32_t hops) {
     const StackId stack = w.marker < r.thread->markers.size() ? r.thread->markers[w.marker].stack : kNoStack;
-    auto leaf = [&](PathKind k) { emit(r, a, b, k, stack, w.reason, hops); };
+    auto leaf = [&](PathKind k) {
+      emit(r, a, b, k, stack, w.reason, hops);
+      if (k != PathKind::Preempted)
+        ends_.push_back({b - a, w.waker, w.waker_pid, w.waker_tid, kNoStack, w.reason});
+    };
     if (w.reason == WaitReason::Preempted) return leaf(PathKind::Preempted);
     switch (w.waker) {
       case Waker::Thread:
@@ -90,6 +95,8 @@ class Walker {
     // wake stamped before the switch-out makes the whole wait so).
     const uint64_t wake = std::clamp(w.wake_ns, a, b);
     emit(r, wake, b, PathKind::Preempted, stack, w.reason, hops);
+    if (wake > a)
+      ends_.push_back({wake - a, Waker::Thread, w.waker_pid, w.waker_tid, w.waker_stack, w.reason});
     if (hops + 1 >= kMaxHops) {
       emit(r, a, wake, PathKind::TooDeep, stack, w.reason, hops);
       return;
@@ -146,6 +153,7 @@ class Walker {
   std::unordered_multimap<uint32_t, ThreadRef> by_tid_;
   std::unordered_map<const Thread*, std::vector<uint32_t>> on_cpu_;
   std::vector<PathSegment> out_;
+  std::vector<WaitEnd> ends_;
 };
 
 }  // namespace
@@ -183,6 +191,7 @@ CriticalPath critical_path(const Profile& p, const Process& proc, const Thread& 
   Walker walker(p);
   walker.walk({&proc, &t}, from_ns, to_ns, 0);
   path.segments = walker.take();
+  path.wait_ends = walker.take_ends();
   return path;
 }
 
@@ -193,6 +202,52 @@ std::string frame_name(const Profile& p, FrameId id) {
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(f.address));
   return buf;
 }
+
+namespace {
+
+const Lib* lib_at(const Process& proc, uint64_t address) {
+  for (const Lib& l : proc.libs)
+    if (l.start <= address && address < l.end) return &l;
+  return nullptr;
+}
+
+// A raw native frame of `from`'s code as a thread of `host` can show it: as it is when `host` maps the same
+// file at the same place (a forked child), else binary-relative (a front end would locate the raw address in
+// `host`'s libs, naming some other function).
+class ForeignFrames {
+ public:
+  ForeignFrames(Profile& p, const Process* host) : p_(p), host_(host) {}
+
+  FrameId map(const Process* from, FrameId id) {
+    const Frame& f = p_.frames.get(id);
+    if (from == host_ || !host_ || f.kind != FrameKind::Native || f.binary != kNoBinary) return id;
+    auto [it, fresh] = made_.try_emplace({from->pid, id}, id);
+    if (!fresh) return it->second;
+    const Lib* lib = lib_at(*from, f.address);
+    if (!lib) return id;
+    const Lib* mine = lib_at(*host_, f.address);
+    if (mine && mine->start == lib->start && mine->offset == lib->offset && mine->path == lib->path)
+      return id;
+    Frame rel = f;
+    rel.address = f.address - (lib->start - lib->offset);
+    rel.binary = p_.intern_binary(*lib);
+    it->second = p_.frames.intern(rel);
+    return it->second;
+  }
+
+ private:
+  Profile& p_;
+  const Process* host_;
+  std::map<std::pair<uint32_t, FrameId>, FrameId> made_;
+};
+
+const Process* process_of(const Profile& p, uint32_t pid) {
+  for (const Process& proc : p.processes)
+    if (proc.pid == pid) return &proc;
+  return nullptr;
+}
+
+}  // namespace
 
 Thread critical_path_thread(Profile& p, const CriticalPath& path, std::string_view name,
                             uint64_t interval_ns) {
@@ -208,11 +263,14 @@ Thread critical_path_thread(Profile& p, const CriticalPath& path, std::string_vi
       names.try_emplace(t.tid, t.name + " (tid " + std::to_string(t.tid) + ")");
   std::map<std::tuple<uint32_t, PathKind, StackId>, StackId> made;  // (tid, kind, stack) -> synthetic stack
   std::vector<FrameId> frames;
+  ForeignFrames foreign(p, process_of(p, path.pid));
   auto stack_of = [&](const PathSegment& s) {
     const auto key = std::make_tuple(s.tid, s.kind, s.stack);
     if (auto it = made.find(key); it != made.end()) return it->second;
     frames.clear();
-    for (StackId st = s.stack; st != kNoStack; st = p.stacks.prefix(st)) frames.push_back(p.stacks.frame(st));
+    const Process* from = process_of(p, s.pid);
+    for (StackId st = s.stack; st != kNoStack; st = p.stacks.prefix(st))
+      frames.push_back(from ? foreign.map(from, p.stacks.frame(st)) : p.stacks.frame(st));
     frames.push_back(p.label_frame(names[s.tid]));
     std::reverse(frames.begin(), frames.end());
     if (s.kind != PathKind::Cpu) {

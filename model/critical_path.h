@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "model/profile.h"
@@ -43,10 +44,21 @@ struct PathSegment {
   uint32_t hops = 0;                        // wakes followed from the thread asked about
 };
 
+// What ended a wait on the path, and how much of the path's time it stands for: up to the wake (the
+// run-queue delay after it is [preempted], nobody's wake), or the whole part of a wait no thread ended.
+struct WaitEnd {
+  uint64_t ns = 0;
+  Waker waker = Waker::None;
+  uint32_t pid = 0, tid = 0;  // the waking thread (Waker::Thread)
+  StackId stack = kNoStack;   // its stack at the wake (one of its process's stacks), when recorded
+  WaitReason reason = WaitReason::Unknown;
+};
+
 struct CriticalPath {
   uint32_t pid = 0, tid = 0;
   uint64_t start_ns = 0, end_ns = 0;
   std::vector<PathSegment> segments;  // in time order, covering [start_ns, end_ns]
+  std::vector<WaitEnd> wait_ends;     // each wait on the path (of any thread on it), in no order
 };
 
 inline constexpr uint32_t kMaxHops = 64;
@@ -61,7 +73,28 @@ std::string frame_name(const Profile& p, FrameId f);
 // The thread "critical path of NAME" whose samples are the path's stacks, one per `interval_ns` of the
 // interval: each under a root frame naming the thread it is on ("NAME (tid N)"), a wait's with a leaf
 // naming its kind. For the Firefox Profiler's call tree, flame graph and stack chart, and folded exports.
+// It belongs to the process of path.pid: native frames of another process's code that this process does not
+// map alike become binary-relative (a front end locates a thread's raw addresses in its own process's libs).
 Thread critical_path_thread(Profile& p, const CriticalPath& path, std::string_view name,
                             uint64_t interval_ns);
+
+// A thread's span: its first to its last sample or wait (a launched program's thread is registered at the
+// launch, and recorded from its exec on: the time before is none of the program's).
+std::pair<uint64_t, uint64_t> thread_span(const Thread& t);
+
+// A thread made from the recorded ones, for the front end only: the Gecko writer writes it after the
+// recorded threads of processes[process], marked, and the reader leaves it out (its samples were not
+// recorded: no sink may total them), so it is no thread of the model.
+struct SyntheticThread {
+  size_t process = 0;
+  Thread thread;
+};
+
+// The tracks `fxprof record` writes: for each process with a thread that waited, "critical path of T" of its
+// busiest thread T (the most CPU, else samples) over T's span, and per name of the program's interval markers
+// on T (the first kMarkerTracks names) "critical path of T: NAME" over those intervals; one sample per
+// `interval_ns`. Only paths that went through another thread (else the track would be T's samples again).
+inline constexpr size_t kMarkerTracks = 4;
+std::vector<SyntheticThread> critical_path_tracks(Profile& p, uint64_t interval_ns);
 
 }  // namespace fxprof::model

@@ -1,5 +1,6 @@
 #include "pipeline/symbolicate.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <map>
@@ -153,7 +154,10 @@ Status symbolicate_file(const std::string& in, const std::string& out, symbolize
   const SymbolicateStats named = symbolicate(*profile, symbols);
   if (const std::string line = missing_debug_line(named.no_debug); !line.empty()) say(line);
   profile->meta.presymbolicated = true;
-  if (auto s = gecko::write_gecko_profile(*profile, out); !s) return s;
+  // The critical-path tracks the reader left out, made again from the waits (as `record` made them).
+  const double interval_ms = std::max(profile->meta.interval_ms, 0.001);
+  const auto tracks = model::critical_path_tracks(*profile, static_cast<uint64_t>(interval_ms * 1e6));
+  if (auto s = gecko::write_gecko_profile(*profile, out, tracks); !s) return s;
   bool local_paths = false;
   for (const model::Process& proc : profile->processes)
     for (const model::Lib& l : proc.libs) local_paths |= !l.path.empty() && l.path[0] == '/';

@@ -19,6 +19,17 @@ std::string thread_label(const model::Profile& p, uint32_t tid) {
   return "tid " + std::to_string(tid);
 }
 
+// The thread asked about and the interval, the same in both reports.
+template <class Report>
+void set_head(Report& r, const model::Profile& p, const std::vector<model::CriticalPath>& paths,
+              std::string interval) {
+  r.interval = std::move(interval);
+  if (paths.empty()) return;
+  r.pid = paths[0].pid;
+  r.tid = paths[0].tid;
+  r.thread = thread_label(p, r.tid);
+}
+
 double ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
 double share(uint64_t ns, uint64_t total) {
   return total ? 100.0 * static_cast<double>(ns) / static_cast<double>(total) : 0;
@@ -37,12 +48,7 @@ CriticalPathReport make_critical_path_report(const model::Profile& p,
                                              const std::vector<model::CriticalPath>& paths,
                                              std::string interval, size_t limit) {
   CriticalPathReport r;
-  r.interval = std::move(interval);
-  if (!paths.empty()) {
-    r.pid = paths[0].pid;
-    r.tid = paths[0].tid;
-    r.thread = thread_label(p, r.tid);
-  }
+  set_head(r, p, paths, std::move(interval));
   std::map<std::string, uint64_t> parts;
   std::map<std::pair<std::string, uint32_t>, std::pair<uint64_t, uint64_t>> functions;  // -> (self, total)
   std::vector<std::string> seen;
@@ -205,6 +211,107 @@ void write_critical_path_report_json(const CriticalPathReport& r, JsonWriter& w)
     for (const std::string& t : c.threads) w.value(t);
     w.end_array().key("function").value(c.function).key("stack").begin_array();
     for (const std::string& f : c.stack) w.value(f);
+    w.end_array().end_object();
+  }
+  w.end_array().end_object().end_object();
+}
+
+namespace {
+
+// The row a wait's end goes to: the waking thread and its stack's functions, or a kind of end.
+std::pair<std::string, std::vector<std::string>> blame_key(const model::Profile& p, const model::WaitEnd& e,
+                                                           const std::string& thread) {
+  std::vector<std::string> stack;
+  switch (e.waker) {
+    case model::Waker::Thread:
+      for (model::StackId st = e.stack; st != model::kNoStack && stack.size() < 12; st = p.stacks.prefix(st))
+        stack.push_back(model::frame_name(p, p.stacks.frame(st)));
+      return {thread, std::move(stack)};
+    case model::Waker::Timer:
+      return {e.reason == model::WaitReason::Sleep ? "[sleep]" : "[timer]", stack};
+    case model::Waker::Interrupt:
+      return {e.reason == model::WaitReason::Io ? "[disk/network I/O]" : "[interrupt]", stack};
+    case model::Waker::Untraced:
+      return {"[woken by a process not recorded]", stack};
+    case model::Waker::None:
+      break;
+  }
+  return {e.reason == model::WaitReason::Sleep ? "[sleep]" : "[no waker recorded]", stack};
+}
+
+}  // namespace
+
+WaitBlame make_wait_blame(const model::Profile& p, const std::vector<model::CriticalPath>& paths,
+                          std::string interval, bool include_irq, size_t limit) {
+  WaitBlame r;
+  set_head(r, p, paths, std::move(interval));
+  std::map<std::pair<std::string, std::vector<std::string>>, WaitBlame::Waker> rows;
+  std::unordered_map<uint32_t, std::string> labels;
+  for (const model::CriticalPath& path : paths) {
+    r.total_ns += path.end_ns - path.start_ns;
+    for (const model::WaitEnd& e : path.wait_ends) {
+      r.waiting_ns += e.ns;
+      const bool irq = e.waker == model::Waker::Timer || e.waker == model::Waker::Interrupt;
+      if (irq && !include_irq) {
+        r.left_out_ns += e.ns;
+        continue;
+      }
+      auto [label, fresh] = labels.try_emplace(e.tid);
+      if (fresh) label->second = thread_label(p, e.tid);
+      auto key = blame_key(p, e, label->second);
+      WaitBlame::Waker& row = rows[key];
+      if (row.waker.empty()) {
+        row.waker = key.first;
+        row.tid = e.waker == model::Waker::Thread ? e.tid : 0;
+        row.stack = key.second;
+      }
+      row.ns += e.ns;
+      ++row.waits;
+    }
+  }
+  for (auto& [key, row] : rows) r.wakers.push_back(std::move(row));
+  std::sort(r.wakers.begin(), r.wakers.end(),
+            [](const WaitBlame::Waker& a, const WaitBlame::Waker& b) { return a.ns > b.ns; });
+  if (r.wakers.size() > limit) r.wakers.resize(limit);
+  return r;
+}
+
+std::string format_wait_blame(const WaitBlame& r) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "Wait blame for %s, pid %u, over %s: %.1f ms of waiting on the path (of %.1f ms)\n",
+                terminal_safe(r.thread).c_str(), r.pid, terminal_safe(r.interval).c_str(), ms(r.waiting_ns),
+                ms(r.total_ns));
+  std::string out = buf;
+  if (r.left_out_ns) {
+    std::snprintf(buf, sizeof buf, "  (%.1f ms ended by a timer or an interrupt left out: --include-irq)\n",
+                  ms(r.left_out_ns));
+    out += buf;
+  }
+  if (r.wakers.empty()) return out + "  no wait on the path\n";
+  out += "Who ended the waits (share of the interval; the waker's stack at the wake, leaf first):\n";
+  for (const auto& wk : r.wakers) {
+    std::snprintf(buf, sizeof buf, "  %10.1f ms %6.1f%%  %zu wait%s  %s\n", ms(wk.ns),
+                  share(wk.ns, r.total_ns), wk.waits, wk.waits == 1 ? "" : "s",
+                  terminal_safe(wk.waker).c_str());
+    out += buf;
+    for (const std::string& f : wk.stack)
+      out += "                  " + terminal_safe(f.substr(0, 120)) + "\n";
+  }
+  return out;
+}
+
+void write_wait_blame_json(const WaitBlame& r, JsonWriter& w) {
+  w.begin_object().key("waitBlame").begin_object();
+  w.key("thread").value(r.thread).key("pid").value(r.pid).key("tid").value(r.tid);
+  w.key("interval").value(r.interval).key("totalMs").value(ms(r.total_ns));
+  w.key("waitingMs").value(ms(r.waiting_ns)).key("leftOutMs").value(ms(r.left_out_ns));
+  w.key("wakers").begin_array();
+  for (const auto& wk : r.wakers) {
+    w.begin_object().key("waker").value(wk.waker).key("tid").value(wk.tid);
+    w.key("ms").value(ms(wk.ns)).key("share").value(share(wk.ns, r.total_ns) / 100);
+    w.key("waits").value(uint64_t{wk.waits}).key("stack").begin_array();
+    for (const std::string& f : wk.stack) w.value(f);
     w.end_array().end_object();
   }
   w.end_array().end_object().end_object();

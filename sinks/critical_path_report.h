@@ -47,4 +47,33 @@ CriticalPathReport make_critical_path_report(const model::Profile& p,
 std::string format_critical_path_report(const CriticalPathReport& r);
 void write_critical_path_report_json(const CriticalPathReport& r, JsonWriter& w);
 
+// `fxprof report --wait-blame`: the same walk inverted, "who made us wait": each wait on the paths (of the
+// thread asked about, and of the threads the path went through) goes to what ended it, the waking thread's
+// stack at the wake (grouped by thread and the stack's functions), up to the wake. A wait the path followed
+// into a waker that itself waited counts at both levels (A's wait ended by B's put, B's by C's): shares are
+// of the interval, and rows may add up to more. Waits a timer or an
+// interrupt ended are left out unless `include_irq` (then rows "[timer]", "[interrupt]"); waits with no
+// waker recorded are a row of their own, never guessed.
+struct WaitBlame {
+  std::string thread;  // "NAME (tid N)" of the thread asked about
+  uint32_t pid = 0, tid = 0;
+  std::string interval;
+  uint64_t total_ns = 0;     // the intervals' length
+  uint64_t waiting_ns = 0;   // the waits' time on the paths, up to their wakes, every waker
+  uint64_t left_out_ns = 0;  // of it, ended by a timer or an interrupt, left out
+  struct Waker {
+    std::string waker;  // "NAME (tid N)", or "[timer]", "[interrupt]", "[no waker recorded]", ...
+    uint32_t tid = 0;
+    std::vector<std::string> stack;  // the waker's stack at the wake, leaf first (at most 12 frames)
+    uint64_t ns = 0;
+    size_t waits = 0;
+  };
+  std::vector<Waker> wakers;  // by time, descending, at most `limit`
+};
+
+WaitBlame make_wait_blame(const model::Profile& p, const std::vector<model::CriticalPath>& paths,
+                          std::string interval, bool include_irq, size_t limit);
+std::string format_wait_blame(const WaitBlame& r);
+void write_wait_blame_json(const WaitBlame& r, JsonWriter& w);
+
 }  // namespace fxprof::sinks

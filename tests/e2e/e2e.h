@@ -97,4 +97,25 @@ inline std::unique_ptr<FxprofServer> load_through_fxprof(ProfilerCli& cli, const
   return server;
 }
 
+// The thread the front end selects when it opens `url` (a profiler.firefox.com URL whose profile is still
+// served): profiler-cli loads the URL as the front end does (its own stateFromLocation, URL upgraders
+// included) and says which thread is selected.
+inline std::string selected_by_url(const std::string& line) {
+  const size_t from = line.find("https://");
+  REQUIRE(from != std::string::npos);
+  const std::string url = line.substr(from, line.find_first_of(" \t\r\n", from) - from);
+  ProfilerCli cli;
+  auto load = cli.load_args({url});
+  INFO(load.out << load.err);
+  REQUIRE(load.status == 0);
+  auto status = cli.cmd({"status", "--json"});
+  INFO(status.out << status.err);
+  REQUIRE(status.status == 0);
+  simdjson::dom::parser parser;
+  auto doc = parse_json(parser, status.out);
+  simdjson::dom::array selected = doc["selectedThreads"];
+  REQUIRE(selected.size() == 1);
+  return std::string(std::string_view(selected.at(0)["name"]));
+}
+
 }  // namespace fxprof::test

@@ -235,6 +235,38 @@ TEST_CASE("the URL's view state selects the busiest thread by the importer's ind
   CHECK(gecko::gecko_view_query(model::Profile{}).empty());
 }
 
+TEST_CASE("a synthetic thread is written after its process's recorded ones, never the URL's, not read back") {
+  auto p = sample_profile();
+  std::vector<model::SyntheticThread> synthetic(1);
+  synthetic[0].process = 0;
+  model::Thread& t = synthetic[0].thread;
+  t = p.processes[0].threads[0];  // the busiest thread's samples, with more CPU
+  t.name = "critical path of main";
+  t.is_main = false;
+  for (model::Sample& s : t.samples) s.cpu_delta_ns = 50'000'000;
+  // The main thread (0), the worker (1), the synthetic one (2), the child's main thread (3).
+  CHECK(gecko::gecko_busiest_thread(p, synthetic) == 0u);
+  p.processes[1].threads[0].samples[0].cpu_delta_ns = 5'000'000;
+  CHECK(gecko::gecko_busiest_thread(p, synthetic) == 3u);
+  CHECK(gecko::gecko_view_query(p, synthetic) == "v=7&thread=3");
+  test::TempDir dir;
+  const std::string path = dir.file("p.json");
+  REQUIRE(gecko::write_gecko_profile(p, path, synthetic));
+  simdjson::dom::parser parser;
+  const std::string text = test::read_profile_text(path);
+  auto doc = test::parse_json(parser, text);
+  simdjson::dom::array threads = doc["threads"];
+  REQUIRE(threads.size() == 3);
+  CHECK(std::string_view(threads.at(2)["name"]) == "critical path of main");
+  CHECK(bool(threads.at(2)["fxprofSynthetic"]));
+  CHECK(uint64_t(doc["meta"]["fxprofSelectedThread"]) == 3);
+  auto r = gecko::read_gecko_profile(path);
+  REQUIRE(r);
+  REQUIRE(r->processes[0].threads.size() == 2);
+  CHECK(r->processes[0].threads[1].name != "critical path of main");
+  CHECK(r->meta.selected_thread == 3u);
+}
+
 TEST_CASE("gzip output inflates to the same profile") {
   test::TempDir dir;
   auto p = sample_profile();

@@ -136,3 +136,80 @@ TEST_CASE("critical path: the synthetic thread samples the path's stacks under t
   }
   CHECK(in_compute == 100);
 }
+
+TEST_CASE("critical path: record's tracks are of each process's busiest thread, per marker name too",
+          "[model][critical]") {
+  Fixture f;
+  f.wait(*f.a, 0, 100, f.c);
+  f.samples(*f.c, 1, 100, f.compute);
+  f.samples(*f.a, 101, 300, f.a_main);  // A: the most CPU
+  Marker m;
+  m.name = f.p.strings.intern("request");
+  m.phase = MarkerPhase::Interval;
+  m.program = true;
+  m.start_ns = 0;
+  m.end_ns = 100 * ms;
+  f.a->markers.push_back(m);
+  Process& idle = f.p.processes.emplace_back();  // no waits: no track
+  idle.pid = 2;
+  idle.threads.emplace_back().tid = 20;
+  f.samples(idle.threads[0], 1, 10, f.a_main);
+  Process& sleeper = f.p.processes.emplace_back();  // waits no other thread ended: its own samples, no track
+  sleeper.pid = 3;
+  Thread& st = sleeper.threads.emplace_back();
+  st.tid = 30;
+  f.samples(st, 1, 10, f.a_main);
+  f.wait(st, 20, 40, nullptr, WaitReason::Sleep, Waker::Timer);
+  const std::vector<SyntheticThread> tracks = critical_path_tracks(f.p, ms);
+  REQUIRE(tracks.size() == 2);
+  CHECK(tracks[0].process == 0);
+  CHECK(tracks[0].thread.name == "critical path of A");
+  CHECK(tracks[1].thread.name == "critical path of A: request");
+  // The marker's track is the interval's path: C's compute only.
+  REQUIRE(tracks[1].thread.samples.size() == 100);
+  for (const Sample& s : tracks[1].thread.samples)
+    CHECK(frame_name(f.p, f.p.stacks.frame(s.stack)) == "compute");
+}
+
+TEST_CASE("critical path: another process's raw frames become binary-relative unless mapped alike",
+          "[model][critical]") {
+  Fixture f;
+  Lib lib{0x1000, 0x9000, 0, "prog", "/bin/prog", "prog", "/bin/prog", "ABC0", "abc", "x86_64", ""};
+  f.p.processes[0].libs.push_back(lib);
+  Process& child = f.p.processes.emplace_back();
+  child.pid = 2;
+  Thread& ct = child.threads.emplace_back();
+  ct.tid = 20;
+  ct.name = "child";
+  const StackId same = f.p.stacks.intern_path(std::vector<FrameId>{f.p.native_frame(0x1234)});
+  const StackId other = f.p.stacks.intern_path(std::vector<FrameId>{f.p.native_frame(0x5234)});
+  SECTION("a forked child: the same mapping, the raw address stays") {
+    child.libs.push_back(lib);
+    f.samples(ct, 1, 50, same);
+  }
+  SECTION("an exec'd child: mapped elsewhere, binary-relative") {
+    lib.start = 0x5000;
+    lib.end = 0x6000;
+    lib.offset = 0x200;
+    child.libs.push_back(lib);
+    f.samples(ct, 1, 50, other);
+  }
+  Wait w;
+  w.end_ns = w.wake_ns = 50 * ms;
+  w.waker = Waker::Thread;
+  w.waker_tid = 20;
+  w.waker_pid = 2;
+  f.a->waits.push_back(w);
+  const CriticalPath path = critical_path(f.p, f.p.processes[0], *f.a, 0, 50 * ms);
+  const Thread t = critical_path_thread(f.p, path, "A", ms);
+  REQUIRE(!t.samples.empty());
+  const Frame& leaf = f.p.frames.get(f.p.stacks.frame(t.samples[10].stack));
+  if (child.libs[0].start == 0x1000) {
+    CHECK(leaf.binary == kNoBinary);
+    CHECK(leaf.address == 0x1234);
+  } else {
+    REQUIRE(leaf.binary != kNoBinary);
+    CHECK(f.p.binaries[leaf.binary].name == "prog");
+    CHECK(leaf.address == 0x5234 - 0x5000 + 0x200);
+  }
+}
