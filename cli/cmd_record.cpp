@@ -21,6 +21,7 @@
 #include "gecko/gecko.h"
 #include "heap/heap.h"
 #include "model/critical_path.h"
+#include "model/symbols.h"
 #include "pipeline/locks.h"
 #include "pipeline/preload.h"
 #include "pipeline/symbolicate.h"
@@ -132,6 +133,9 @@ std::string finish_heap(HeapRecording& heap, Result<recorder::Recording>& record
           heap::uprobes_line(program, heap.uprobes->attached(), calls.size(), heap.uprobes->dropped());
     }
     heap::Summary h = heap.source->finish(recording->profile);
+    // The recorder named its stacks' JIT frames when it finished; the heap's rows came after: theirs are
+    // named by the same tables and times (frames already named stay as they are).
+    model::name_jit_frames(recording->profile);
     const std::string line =
         heap.uprobes ? "" : heap::own_allocator_line(program, heap.own, heap.uprobes_error);
     if (!line.empty()) {

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -65,6 +66,82 @@ uint64_t stack_walk_entry(const std::string& text, const std::string& label) {
       if (std::string_view(e["label"]) == label) return uint64_t(e["value"]);
   FAIL("no meta.extra entry " << label);
   return 0;
+}
+
+// What the `Native allocation` rows of a profile's top-level threads say about JIT code: how many rows have
+// `function` on their stack, and the raw addresses left in their stacks ("0x...", unnamed) that a line of
+// `perf_map` covers outside every library of the process (node's builtins are in its binary: named later
+// from its symbols, as in CPU samples).
+struct HeapJit {
+  size_t rows = 0, named = 0;
+  std::set<uint64_t> raw_jit;
+};
+HeapJit heap_rows_jit(const std::string& profile_text, const std::string& perf_map,
+                      const std::string& function) {
+  std::vector<std::pair<uint64_t, uint64_t>> code;
+  std::ifstream map(perf_map);
+  for (std::string start, size, name; map >> start >> size && std::getline(map, name);)
+    code.push_back(
+        {std::stoull(start, nullptr, 16), std::stoull(start, nullptr, 16) + std::stoull(size, nullptr, 16)});
+  simdjson::dom::parser parser;
+  auto doc = parse_json(parser, profile_text);
+  std::vector<std::pair<uint64_t, uint64_t>> libs;
+  for (simdjson::dom::element l : simdjson::dom::array(doc["libs"]))
+    libs.push_back({uint64_t(l["start"]), uint64_t(l["end"])});
+  // A perf map has tens of thousands of lines and a full heap recording thousands of rows: the ranges merged
+  // into disjoint ones and searched, each stack looked at once (a scan per frame ran for over ten minutes).
+  auto disjoint = [](std::vector<std::pair<uint64_t, uint64_t>> r) {
+    std::sort(r.begin(), r.end());
+    std::vector<std::pair<uint64_t, uint64_t>> out;
+    for (const auto& x : r)
+      if (!out.empty() && x.first <= out.back().second)
+        out.back().second = std::max(out.back().second, x.second);
+      else
+        out.push_back(x);
+    return out;
+  };
+  code = disjoint(std::move(code));
+  libs = disjoint(std::move(libs));
+  auto in = [](const std::vector<std::pair<uint64_t, uint64_t>>& ranges, uint64_t a) {
+    auto it = std::upper_bound(ranges.begin(), ranges.end(), std::pair{a, UINT64_MAX});
+    return it != ranges.begin() && a < std::prev(it)->second;
+  };
+  HeapJit out;
+  for (simdjson::dom::element t : simdjson::dom::array(doc["threads"])) {
+    // simdjson's array::at(i) walks from the start: the tables, indexed once.
+    auto table = [](simdjson::dom::element a) {
+      std::vector<simdjson::dom::element> v;
+      for (simdjson::dom::element e : simdjson::dom::array(a)) v.push_back(e);
+      return v;
+    };
+    const auto strings = table(t["stringTable"]), frames = table(t["frameTable"]["data"]),
+               stacks = table(t["stackTable"]["data"]);
+    const auto prefix_col = size_t(int64_t(t["stackTable"]["schema"]["prefix"]));
+    const auto frame_col = size_t(int64_t(t["stackTable"]["schema"]["frame"]));
+    const auto location_col = size_t(int64_t(t["frameTable"]["schema"]["location"]));
+    const auto data_col = size_t(int64_t(t["markers"]["schema"]["data"]));
+    std::map<int64_t, bool> named_stacks;  // this thread's stacks: through `function`
+    for (simdjson::dom::element m : simdjson::dom::array(t["markers"]["data"])) {
+      simdjson::dom::element data = m.at(data_col);
+      if (data.is_null() || data["type"].error() || std::string_view(data["type"]) != "Native allocation")
+        continue;
+      ++out.rows;
+      simdjson::dom::element stack = data["stack"]["samples"]["data"].at(0).at(0);
+      if (stack.is_null()) continue;
+      auto [seen, fresh] = named_stacks.try_emplace(int64_t(stack), false);
+      if (fresh)
+        for (auto s = stack; !s.is_null(); s = stacks.at(size_t(int64_t(s))).at(prefix_col)) {
+          const size_t frame = size_t(int64_t(stacks.at(size_t(int64_t(s))).at(frame_col)));
+          const std::string_view name(strings.at(size_t(int64_t(frames.at(frame).at(location_col)))));
+          seen->second = seen->second || name.find(function) != std::string_view::npos;
+          if (!name.starts_with("0x")) continue;
+          const uint64_t a = std::stoull(std::string(name.substr(0, name.find(' '))), nullptr, 16);
+          if (!in(libs, a) && (in(code, a) || in(code, a - 1))) out.raw_jit.insert(a);
+        }
+      out.named += seen->second ? 1 : 0;
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -347,4 +424,30 @@ TEST_CASE("python -X perf (3.12 and 3.13): clean stacks, one path per function",
                         [](const std::string& fr) { return fr.rfind("py::fxprof_outer:", 0) == 0; }));
     }
   }
+}
+
+// The heap's rows are added after the recorder named the JIT frames of its samples: their stacks must be
+// named by the same perf map (they kept raw addresses inside it: 0 rows named fxprofMakeBuffers and 47 of its
+// code addresses left raw, where the CPU samples of the same thread said `JS:*fxprofMakeBuffers`).
+TEST_CASE("node --perf-basic-prof --heap=full: allocation stacks name the JavaScript function",
+          "[e2e][jit]") {
+  TempDir dir;
+  const std::string out = dir.file("node.json.gz");
+  CmdOptions slow;
+  slow.timeout = std::chrono::seconds(300);  // every allocation goes through the heap pipe
+  auto r = record(out, {"node", "--perf-basic-prof", source_dir() + "/tests/programs/jit/alloc.js", "100"},
+                  {"--heap=full", "--cpu-only"}, slow);
+  INFO(r.err);
+  PerfMapCleanup cleanup;
+  const std::string text = read_profile_text(out);
+  for (const ThreadSummary& t : summarize(text)) cleanup.pids.push_back(t.pid);
+  REQUIRE(r.status == 0);
+  REQUIRE(!cleanup.pids.empty());
+  const HeapJit heap =
+      heap_rows_jit(text, "/tmp/perf-" + std::to_string(cleanup.pids[0]) + ".map", "fxprofMakeBuffers");
+  INFO(heap.rows << " allocation rows, " << heap.named << " through fxprofMakeBuffers, "
+                 << heap.raw_jit.size() << " raw JIT addresses");
+  REQUIRE(heap.rows > 0);
+  CHECK(heap.named > 0);
+  CHECK(heap.raw_jit.empty());
 }
