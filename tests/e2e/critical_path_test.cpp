@@ -53,6 +53,19 @@ double cli_total_percent(const std::string& functions, const std::string& name) 
   return -1;
 }
 
+// critical_chain's request over a pipe to a child process that computes for 300 ms by its own clock,
+// recorded (the raw addresses kept: record's default) into DIR/p.json.gz.
+std::string record_child_request(TempDir& dir) {
+  const std::string out = dir.file("p.json.gz");
+  CpuLog log;
+  auto r = record(out, {test_program("critical_chain"), "process"}, {},
+                  {.env = {{CpuLog::kVariable, log.path()}}});
+  INFO(r.err << log.text());
+  REQUIRE(r.status == 0);
+  REQUIRE(log.ms("child_compute") >= 300);
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("critical path: A waits on B's queue, B on C's, C computes: A's path is C's compute",
@@ -95,13 +108,7 @@ TEST_CASE("critical path: a request waiting on a pipe to a child process crosses
           "[e2e][critical]") {
   REQUIRE(geteuid() == 0);
   TempDir dir;
-  const std::string out = dir.file("p.json.gz");
-  CpuLog log;
-  auto r = record(out, {test_program("critical_chain"), "process"}, {},
-                  {.env = {{CpuLog::kVariable, log.path()}}});
-  INFO(r.err << log.text());
-  REQUIRE(r.status == 0);
-  REQUIRE(log.ms("child_compute") >= 300);
+  const std::string out = record_child_request(dir);
   const PathShares s = report_path(out, "cp_child_compute", {});  // the main thread of the first process
   INFO(s.text);
   REQUIRE(s.preempted < 1);
@@ -120,14 +127,8 @@ TEST_CASE("critical path: record writes the track 'critical path of T', and the 
           "[e2e][critical]") {
   REQUIRE(geteuid() == 0);
   TempDir dir;
-  const std::string out = dir.file("p.json.gz");
-  CpuLog log;
   // Served lazily (raw addresses): the front end names the path's frames of the child through our server.
-  auto r = record(out, {test_program("critical_chain"), "process"}, {},
-                  {.env = {{CpuLog::kVariable, log.path()}}});
-  INFO(r.err << log.text());
-  REQUIRE(r.status == 0);
-  REQUIRE(log.ms("child_compute") >= 300);
+  const std::string out = record_child_request(dir);
   const std::string text = read_profile_text(out);
   CHECK(lint_gecko_profile(text).empty());
   // The request's process has its track; the child, which never waited for long, none.
