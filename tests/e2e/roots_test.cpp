@@ -82,7 +82,9 @@ std::string joined(const std::vector<std::string>& v) {
 }  // namespace
 
 TEST_CASE("a launched 16-thread program: only entry roots, vDSO frames named", "[e2e]") {
-  const TreeCheck c = check_roots({test_program("e2e_many")});
+  // A few stacks may still end truncated on a loaded machine ("many-idle-0: (stack truncated)" once in a
+  // fresh clone's optimised run): those are not counted; an unnamed or bare-address root is.
+  const TreeCheck c = check_roots({test_program("e2e_many")}, {}, true);
   INFO("roots:\n" << joined(c.bad_roots) << "raw frames:\n" << joined(c.raw));
   CHECK(c.bad_roots.empty());
   CHECK(c.raw.empty());
@@ -95,7 +97,9 @@ TEST_CASE("python3 with threads: only entry roots, vDSO frames named, processes 
   // second python3 process, told apart by its script's name. (Forked: subprocess's vfork still ends its
   // stacks in __libc_vfork, whose return address is in RDI, a register fxprof does not sample.)
   const std::string script = dir.file("spin.py"), child = dir.file("child.py");
-  std::ofstream(child) << "print('child')\n";
+  // The child spins for 100 ms of its own CPU time, so that it has samples (a track) on a loaded machine.
+  std::ofstream(child)
+      << "import time\nend = time.thread_time() + 0.1\nwhile time.thread_time() < end: pass\n";
   std::ofstream(script) << "import os, threading, time\n"
                            "def spin():\n"
                            "    end = time.thread_time() + 0.2\n"
