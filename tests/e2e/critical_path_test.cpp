@@ -53,15 +53,21 @@ double cli_total_percent(const std::string& functions, const std::string& name) 
   return -1;
 }
 
-// critical_chain's request over a pipe to a child process that computes for 300 ms by its own clock,
-// recorded (the raw addresses kept: record's default) into DIR/p.json.gz.
-std::string record_child_request(TempDir& dir) {
+// Records `argv` (a program of ours that logs its own CPU times into `log`) into DIR/p.json.gz, raw addresses
+// kept (record's default).
+std::string record_logged(TempDir& dir, const std::vector<std::string>& argv, const CpuLog& log) {
   const std::string out = dir.file("p.json.gz");
-  CpuLog log;
-  auto r = record(out, {test_program("critical_chain"), "process"}, {},
-                  {.env = {{CpuLog::kVariable, log.path()}}});
+  auto r = record(out, argv, {}, {.env = {{CpuLog::kVariable, log.path()}}});
   INFO(r.err << log.text());
   REQUIRE(r.status == 0);
+  return out;
+}
+
+// critical_chain's request over a pipe to a child process that computes for 300 ms by its own clock.
+std::string record_child_request(TempDir& dir) {
+  CpuLog log;
+  const std::string out = record_logged(dir, {test_program("critical_chain"), "process"}, log);
+  INFO(log.text());
   REQUIRE(log.ms("child_compute") >= 300);
   return out;
 }
@@ -72,11 +78,9 @@ TEST_CASE("critical path: A waits on B's queue, B on C's, C computes: A's path i
           "[e2e][critical]") {
   REQUIRE(geteuid() == 0);  // the wakers come from the eBPF tracer
   TempDir dir;
-  const std::string out = dir.file("p.json.gz");
   CpuLog log;
-  auto r = record(out, {test_program("critical_chain")}, {}, {.env = {{CpuLog::kVariable, log.path()}}});
-  INFO(r.err << log.text());
-  REQUIRE(r.status == 0);
+  const std::string out = record_logged(dir, {test_program("critical_chain")}, log);
+  INFO(log.text());
   REQUIRE(log.ms("compute") >= 300);
   const PathShares s = report_path(out, "cp_compute", {"--thread", "cp_a"});
   INFO(s.text);
@@ -161,11 +165,9 @@ TEST_CASE("critical path: record writes the track 'critical path of T', and the 
 TEST_CASE("latency weighting: a serial function's share rises by the program's own parallelism",
           "[e2e][critical]") {
   TempDir dir;
-  const std::string out = dir.file("p.json.gz");
   CpuLog log;
-  auto r = record(out, {test_program("latency_phases")}, {}, {.env = {{CpuLog::kVariable, log.path()}}});
-  INFO(r.err << log.text());
-  REQUIRE(r.status == 0);
+  const std::string out = record_logged(dir, {test_program("latency_phases")}, log);
+  INFO(log.text());
   const double serial = log.ms("serial"), parallel = log.ms("parallel"), running = log.ms("parallel_running");
   REQUIRE(serial >= 200);
   REQUIRE(parallel >= 600);
@@ -199,11 +201,9 @@ TEST_CASE("latency weighting: a serial function's share rises by the program's o
 TEST_CASE("wait blame: A's waits go to B's hand-over, B's to C's, with their stacks", "[e2e][critical]") {
   REQUIRE(geteuid() == 0);
   TempDir dir;
-  const std::string out = dir.file("p.json.gz");
   CpuLog log;
-  auto r = record(out, {test_program("critical_chain")}, {}, {.env = {{CpuLog::kVariable, log.path()}}});
-  INFO(r.err << log.text());
-  REQUIRE(r.status == 0);
+  const std::string out = record_logged(dir, {test_program("critical_chain")}, log);
+  INFO(log.text());
   REQUIRE(log.ms("compute") >= 300);
   auto rep = run({fxprof_bin(), "report", "--wait-blame", "--thread", "cp_a", "--json", out});
   INFO(rep.out << rep.err);
@@ -235,11 +235,9 @@ TEST_CASE("wait blame: A's waits go to B's hand-over, B's to C's, with their sta
 TEST_CASE("critical path: a pool worker waiting for a lock reaches the holder's sleep", "[e2e][critical]") {
   REQUIRE(geteuid() == 0);
   TempDir dir;
-  const std::string out = dir.file("p.json.gz");
   CpuLog log;
-  auto r = record(out, {test_program("pool_sleeper")}, {}, {.env = {{CpuLog::kVariable, log.path()}}});
-  INFO(r.err << log.text());
-  REQUIRE(r.status == 0);
+  const std::string out = record_logged(dir, {test_program("pool_sleeper")}, log);
+  INFO(log.text());
   // The worker that waited longest: the lock came to it last, through the others' hand-overs.
   int longest = 0;
   for (int n = 1; n < 8; ++n)
