@@ -184,11 +184,11 @@ std::string gate_verdict(const sinks::Diff& d, const DiffArgs& a,
   failures = sinks::gate_failures(d, *a.fail_above, gate_function);
   char buf[600];
   const bool self = gate_function.empty();
+  const char* error = d.base_lost + d.new_lost ? "sampling error and lost records" : "sampling error";
   if (!failures.empty())
-    std::snprintf(buf, sizeof buf,
-                  "gate failed: %s %s grew %+.2f points (limit %.2f, sampling error %.2f, spread %.2f)",
+    std::snprintf(buf, sizeof buf, "gate failed: %s %s grew %+.2f points (limit %.2f, %s %.2f, spread %.2f)",
                   failures[0]->name.c_str(), self ? "self share" : "total share",
-                  self ? failures[0]->self_change() : failures[0]->total_change(), *a.fail_above,
+                  self ? failures[0]->self_change() : failures[0]->total_change(), *a.fail_above, error,
                   self ? failures[0]->self_margin : failures[0]->total_margin,
                   self ? failures[0]->self_noise() : failures[0]->total_noise());
   else

@@ -148,7 +148,8 @@ bool Reader::read_meta_extra(od::value v) {
         if (el == "Failed (no unwind information)") sw.failed = v;
         if (el == kStackWalkFramePointer) sw.frame_pointer = v;
         if (el == kStackWalkScanned) sw.scanned = v;
-        quality.push_back({std::move(el), v});
+        const auto kind = model::Meta::problem_kind(el);
+        quality.push_back({std::move(el), v, kind});
         return eok;
       });
     });

@@ -351,11 +351,26 @@ struct Meta {
   // Data-quality problems the recording had (recorder/quality.h: the one mechanism that also prints their
   // line): what was affected and where (the label names the binary, process or cause) and how many. Written
   // as a meta.extra section ("Data quality"), read back by the Gecko reader, so `symbolicate` keeps it.
+  // A kind the later passes act on (the diff gate allows for lost records); the label is what is written,
+  // and the reader gives the kind back from it (problem_kind).
+  enum class ProblemKind : uint8_t { Other, LostRecords };
+  static constexpr std::string_view kLostRecordsLabel = "Records lost (ring buffer overflow)";
   struct Problem {
     std::string label;
     uint64_t count = 0;
+    ProblemKind kind = ProblemKind::Other;
   };
+  static ProblemKind problem_kind(std::string_view label) {
+    return label == kLostRecordsLabel ? ProblemKind::LostRecords : ProblemKind::Other;
+  }
   std::vector<Problem> data_quality;
+  // The records the kernel dropped (ring buffer overflow): with them went samples, up to one each.
+  uint64_t lost_records() const {
+    uint64_t n = 0;
+    for (const Problem& q : data_quality)
+      if (q.kind == ProblemKind::LostRecords) n += q.count;
+    return n;
+  }
   // Adds `p` unless an entry with its label is there (a profile symbolicated again, or named in two passes,
   // keeps one); whether it was added.
   bool add_problem(Problem p) {

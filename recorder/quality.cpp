@@ -106,7 +106,7 @@ void report_quality(model::Profile& profile, std::span<const QualityProblem> pro
   }
   for (const QualityProblem& q : problems) {
     if (!q.line.empty()) std::fprintf(stderr, "fxprof: %s\n", q.line.c_str());
-    profile.meta.data_quality.push_back({q.label, q.count});
+    profile.meta.data_quality.push_back({q.label, q.count, model::Meta::problem_kind(q.label)});
     std::vector<QualityProblem::Mark> marks = q.marks;
     if (marks.empty()) marks.push_back({q.pid, q.time_ns, q.label, q.count});
     for (const QualityProblem::Mark& k : marks) {
@@ -263,7 +263,7 @@ QualityProblem unfollowed_problem(std::span<const UnfollowedExec> execs) {
 QualityProblem lost_records_problem(uint64_t lost, uint64_t unknown_samples, size_t processes,
                                     uint64_t first_ns) {
   QualityProblem q;
-  q.label = "Records lost (ring buffer overflow)";
+  q.label = std::string(model::Meta::kLostRecordsLabel);
   q.count = lost;
   q.time_ns = first_ns;  // pid 0: on the process the user sees first
   q.line = std::to_string(lost) + " records lost (the reader fell behind; shown as \"Lost records\" markers)";

@@ -132,6 +132,14 @@ void Session::size_buffers() {
   if (system_ && opt_.buffer_bytes == 0) data_pages_ *= 8;
   long ncpu = sysconf(_SC_NPROCESSORS_CONF);
   for (int c = 0; c < std::max(1L, ncpu); ++c) cpus_.push_back(c);
+  // Switches come at the program's pace, not at -F: their buffers follow the size so far (below).
+  const size_t switch_base = data_pages_;
+  // Room for 100 ms of samples at -F (a CPU runs one thread at a time: at most -F samples a second reach
+  // its ring) where the user did not choose: on a loaded machine the reader waits tens of milliseconds for
+  // a CPU, and the 32 DWARF samples of 2 MiB last 8 ms at 4000 Hz. Lost samples bias the shares of the
+  // code they were taken in (the first 100 ms of a run are a phase of their own).
+  if (cfg_.dwarf && opt_.buffer_bytes == 0 && geteuid() == 0)
+    data_pages_ = std::max(data_pages_, ceil_pow2(freq_ * (cfg_.stack_size + 1024) / 10 / page));
   // Big machines: at most 64 MiB of ring buffers in all (2 MiB per CPU up to 32 CPUs).
   data_pages_ = std::min(data_pages_, std::max(min_pages_, floor_pow2((64u << 20) / page / cpus_.size())));
   cfg_.wakeup_bytes = static_cast<uint32_t>(data_pages_ * page / 4);
@@ -139,8 +147,8 @@ void Session::size_buffers() {
   // larger (8 MiB per CPU with DWARF; off-CPU stacks need root or paranoid <= 1, so no mlock budget
   // applies to root, and an ordinary user's mmap falls back to halves) and wake the reader at a quarter
   // full like the others. Waking it every few switches would preempt the program as often.
-  switch_pages_ =
-      std::min(data_pages_ * 4, std::max(min_pages_, floor_pow2((128u << 20) / page / cpus_.size())));
+  switch_pages_ = std::min(std::min(data_pages_, switch_base) * 4,
+                           std::max(min_pages_, floor_pow2((128u << 20) / page / cpus_.size())));
   cfg_.switch_wakeup_bytes = static_cast<uint32_t>(switch_pages_ * page / 4);
   buf_of_cpu_.assign(cpus_.size(), -1);
   switch_buf_of_cpu_.assign(cpus_.size(), -1);

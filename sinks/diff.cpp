@@ -38,6 +38,18 @@ const char* clock_samples(Clock c) {
                                : "wall-clock";
 }
 
+// "" when neither side lost records, else a line saying how far their shares can be off.
+std::string lost_line(const Diff& d) {
+  if (d.base_lost == 0 && d.new_lost == 0) return std::string();
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "records lost (ring buffer overflow): base %llu, new %llu: their shares can be off by up to "
+                "%.2f and %.2f points, which the gate's margin includes\n",
+                static_cast<unsigned long long>(d.base_lost), static_cast<unsigned long long>(d.new_lost),
+                d.base_lost_bound, d.new_lost_bound);
+  return buf;
+}
+
 // A name without its parameter list: "ns::f<int>(char const*) const" -> "ns::f<int>".
 std::string_view without_params(std::string_view n) {
   int depth = 0;
@@ -102,11 +114,15 @@ Diff diff_runs(std::span<const model::Profile> base, std::span<const model::Prof
     }
     return it->second;
   };
-  auto add_side = [&](std::span<const model::Profile> runs, std::vector<Shares>& shares, uint64_t& samples) {
+  auto add_side = [&](std::span<const model::Profile> runs, std::vector<Shares>& shares, uint64_t& samples,
+                      uint64_t& lost, double& lost_bound) {
     for (size_t run = 0; run < runs.size(); ++run) {
       FunctionTable f(runs[run]);
       CallTree t = CallTree::build(runs[run], f, to);
       samples += t.total_samples();
+      const uint64_t run_lost = runs[run].meta.lost_records();
+      lost += run_lost;
+      lost_bound += percent(run_lost, t.total_samples() + run_lost) / static_cast<double>(runs.size());
       for (const auto& st : t.function_stats()) {
         const size_t r = row(f.function(st.function).name);
         shares[r].self[run] += percent(st.self, t.total_samples());
@@ -114,8 +130,9 @@ Diff diff_runs(std::span<const model::Profile> base, std::span<const model::Prof
       }
     }
   };
-  add_side(base, base_shares, d.base_samples);
-  add_side(next, new_shares, d.new_samples);
+  add_side(base, base_shares, d.base_samples, d.base_lost, d.base_lost_bound);
+  add_side(next, new_shares, d.new_samples, d.new_lost, d.new_lost_bound);
+  const double lost_bound = d.base_lost_bound + d.new_lost_bound;
   auto mean_and_range = [](const std::vector<double>& v, double& mean, double& range) {
     if (v.empty()) return;
     double sum = 0;
@@ -130,8 +147,8 @@ Diff diff_runs(std::span<const model::Profile> base, std::span<const model::Prof
     mean_and_range(base_shares[r].total, row.base_total, row.base_total_spread);
     mean_and_range(new_shares[r].self, row.new_self, row.new_self_spread);
     mean_and_range(new_shares[r].total, row.new_total, row.new_total_spread);
-    row.self_margin = margin(row.base_self, d.base_samples, row.new_self, d.new_samples);
-    row.total_margin = margin(row.base_total, d.base_samples, row.new_total, d.new_samples);
+    row.self_margin = margin(row.base_self, d.base_samples, row.new_self, d.new_samples) + lost_bound;
+    row.total_margin = margin(row.base_total, d.base_samples, row.new_total, d.new_samples) + lost_bound;
   }
   std::stable_sort(d.rows.begin(), d.rows.end(), [](const DiffRow& a, const DiffRow& b) {
     const double sa = std::fabs(a.self_change()), sb = std::fabs(b.self_change());
@@ -165,6 +182,7 @@ std::string format_diff(const Diff& d, size_t limit) {
                   static_cast<unsigned long long>(d.base_samples), kind,
                   static_cast<unsigned long long>(d.new_samples));
   out += buf;
+  out += lost_line(d);
   out += spread ? "   self: base     new   change  spread   total: base     new   change  spread  function\n"
                 : "   self: base     new   change   total: base     new   change  function\n";
   for (size_t i = 0; i < d.rows.size() && i < limit; ++i) {
@@ -192,6 +210,7 @@ std::string format_diff_markdown(const Diff& d, size_t limit, const std::string&
                 d.base_runs, static_cast<unsigned long long>(d.base_samples), clock_samples(d.clock),
                 d.new_runs, static_cast<unsigned long long>(d.new_samples));
   out += buf;
+  if (std::string lost = lost_line(d); !lost.empty()) out += lost + "\n";
   out +=
       "| function | self base | self new | self change | total base | total new | total change | spread |\n";
   out += "|---|---:|---:|---:|---:|---:|---:|---:|\n";

@@ -26,7 +26,8 @@ struct DiffRow {
   std::string name;
   double base_self = 0, new_self = 0, base_total = 0, new_total = 0;  // percent of each profile's samples
   double base_self_spread = 0, new_self_spread = 0, base_total_spread = 0, new_total_spread = 0;
-  double self_margin = 0, total_margin = 0;  // the sampling error of self_change() and total_change()
+  // The sampling error of self_change() and total_change(), plus the lost records' bounds (Diff).
+  double self_margin = 0, total_margin = 0;
   double self_change() const { return new_self - base_self; }
   double total_change() const { return new_total - base_total; }
   double self_noise() const {
@@ -39,6 +40,12 @@ struct DiffRow {
 
 struct Diff {
   uint64_t base_samples = 0, new_samples = 0;  // summed over each side's runs
+  // Records the kernel dropped (a full ring buffer), summed over each side's runs, and how far they can
+  // have moved that side's shares: each was at most one sample, of any function, so a share of a run that
+  // lost L records beside N samples is off by at most 100 L / (N + L) points (the mean over the side's
+  // runs). The margins below include both sides' bounds: a lossy profile widens the gate, never fails it.
+  uint64_t base_lost = 0, new_lost = 0;
+  double base_lost_bound = 0, new_lost_bound = 0;
   size_t base_runs = 1, new_runs = 1;
   Clock clock = Clock::Cpu;
   std::vector<DiffRow> rows;  // every function of either profile, biggest change first

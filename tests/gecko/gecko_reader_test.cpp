@@ -252,6 +252,23 @@ TEST_CASE("the model read back holds names, files, lines, inline depth and binar
   CHECK(p.processes[2].counters.empty());
 }
 
+TEST_CASE("data-quality entries read back with their kind: lost records are counted, others are not",
+          "[gecko]") {
+  test::TempDir dir;
+  model::Profile prof = sample_profile();
+  prof.meta.data_quality.push_back({"Deleted while running, not readable: /tmp/x", 3});
+  prof.meta.data_quality.push_back(
+      {std::string(model::Meta::kLostRecordsLabel), 31, model::Meta::ProblemKind::LostRecords});
+  const std::string path = dir.file("p.json");
+  REQUIRE(gecko::write_gecko_profile(prof, path));
+  auto r = gecko::read_gecko_profile(path);
+  REQUIRE(r.ok());
+  REQUIRE(r->meta.data_quality.size() == 2);
+  CHECK(r->meta.data_quality[0].kind == model::Meta::ProblemKind::Other);
+  CHECK(r->meta.data_quality[1].kind == model::Meta::ProblemKind::LostRecords);
+  CHECK(r->meta.lost_records() == 31);
+}
+
 TEST_CASE("hostile or broken files get one-line errors", "[gecko]") {
   test::TempDir dir;
   const std::string good = dir.file("good.json");

@@ -139,6 +139,26 @@ TEST_CASE("the gate: a change must exceed the limit beyond its sampling error, e
   CHECK(many.rows[0].self_margin < 4);
   REQUIRE(sinks::gate_failures(many, 20, "").size() == 1);
   CHECK(sinks::gate_failures(many, 20, "")[0]->name == "helper");
+  CHECK(sinks::format_diff(many, 5).find("records lost") == std::string::npos);
+
+  // Records lost beside NEW's samples: each could have been a sample of any function, so the change is
+  // only known to within their share. 4000 samples and 4000 lost: NEW's shares can be off by 50 points.
+  const uint64_t new_samples = many.new_samples;
+  next[0].meta.data_quality.push_back({"x", 7});  // another problem: not a loss
+  next[0].meta.data_quality.push_back(
+      {std::string(model::Meta::kLostRecordsLabel), new_samples, model::Meta::ProblemKind::LostRecords});
+  CHECK(next[0].meta.lost_records() == new_samples);
+  auto lossy = sinks::diff_runs(base, next);
+  REQUIRE(lossy.rows[0].name == "helper");
+  CHECK(lossy.new_lost == new_samples);
+  CHECK(lossy.new_lost_bound == Approx(50.0));
+  CHECK(lossy.rows[0].self_margin == Approx(many.rows[0].self_margin + 50.0));
+  CHECK(sinks::gate_failures(lossy, 20, "").empty());  // 37.5 < 20 + ~2.5 + 50: cannot be told
+  const std::string table = sinks::format_diff(lossy, 5);
+  INFO(table);
+  CHECK(table.find("records lost (ring buffer overflow): base 0, new " + std::to_string(new_samples) +
+                   ": their shares can be off by up to 0.00 and 50.00 points") != std::string::npos);
+  CHECK(sinks::format_diff_markdown(lossy, 5, "").find("records lost") != std::string::npos);
 }
 
 TEST_CASE("the gate's --function matches a signature written in full or bare") {
