@@ -61,6 +61,7 @@
 #include <new>
 
 #include "heap/shim_clock.h"
+#include "heap/shim_hooks.h"
 #include "heap/shim_pipe.h"
 #include "heap/shim_sampling.h"
 #include "heap/shim_stacks.h"
@@ -435,9 +436,21 @@ void record_free(void* p) {
   s->lock.store(0, std::memory_order_release);
 }
 
+using fxprof::heap::shim::inner_calls;
+
+// The real call, its own inner calls not counted: libmimalloc's realloc, posix_memalign... forward to its
+// mi_* entry points through the PLT, which reach the shim's wrappers (heap/shim_hooks.h).
+template <class Call>
+inline auto forward(Call call) {
+  fxprof::heap::shim::InnerCall inner;
+  return call();
+}
+
 __attribute__((noinline)) void alloc_slow(void* p, size_t size) {
   Tls& t = tls;
-  if (t.busy) {  // the hook's own allocation, or a signal handler's while the hook runs: not counted
+  if (t.busy ||
+      inner_calls) {  // (inner: an allocator's call to its own entry point, heap/shim_hooks.h)  // the hook's
+                      // own allocation, or a signal handler's while the hook runs: not counted
     t.countdown += static_cast<int64_t>(size);
     return;
   }
@@ -448,7 +461,7 @@ __attribute__((noinline)) void alloc_slow(void* p, size_t size) {
 
 __attribute__((noinline)) void free_slow(void* p) {
   Tls& t = tls;
-  if (t.busy) return;
+  if (t.busy || inner_calls) return;
   ++t.busy;
   record_free(p);
   --t.busy;
@@ -565,6 +578,15 @@ __attribute__((destructor)) void shim_fini() {
 
 }  // namespace
 
+namespace fxprof::heap::shim {
+thread_local unsigned inner_calls __attribute__((tls_model("initial-exec"))) = 0;
+bool hooks_ready() { return ready(); }
+void hook_alloc(void* p, size_t size) { note_alloc(p, size); }
+void hook_free(void* p) {
+  if (p && !in_boot(p)) note_free(p);
+}
+}  // namespace fxprof::heap::shim
+
 extern "C" {
 
 __attribute__((visibility("default"))) void* malloc(size_t size) {
@@ -601,7 +623,7 @@ __attribute__((visibility("default"))) void* realloc(void* old, size_t size) {
     return p;
   }
   if (old) note_free(old);
-  void* p = real.realloc(old, size);
+  void* p = forward([&] { return real.realloc(old, size); });
   if (size != 0) note_alloc(p, size);
   return p;
 }
@@ -620,35 +642,35 @@ __attribute__((visibility("default"))) int posix_memalign(void** out, size_t ali
     *out = boot_alloc(size, align);
     return *out ? 0 : ENOMEM;
   }
-  int rc = real.posix_memalign(out, align, size);
+  int rc = forward([&] { return real.posix_memalign(out, align, size); });
   note_alloc(rc == 0 ? *out : nullptr, size);
   return rc;
 }
 
 __attribute__((visibility("default"))) void* aligned_alloc(size_t align, size_t size) {
   if (!ready()) return boot_alloc(size, align);
-  void* p = real.aligned_alloc(align, size);
+  void* p = forward([&] { return real.aligned_alloc(align, size); });
   note_alloc(p, size);
   return p;
 }
 
 __attribute__((visibility("default"))) void* memalign(size_t align, size_t size) {
   if (!ready()) return boot_alloc(size, align);
-  void* p = real.memalign(align, size);
+  void* p = forward([&] { return real.memalign(align, size); });
   note_alloc(p, size);
   return p;
 }
 
 __attribute__((visibility("default"))) void* valloc(size_t size) {
   if (!ready()) return boot_alloc(size, 4096);
-  void* p = real.valloc(size);
+  void* p = forward([&] { return real.valloc(size); });
   note_alloc(p, size);
   return p;
 }
 
 __attribute__((visibility("default"))) void* pvalloc(size_t size) {
   if (!ready()) return boot_alloc(size, 4096);
-  void* p = real.pvalloc(size);
+  void* p = forward([&] { return real.pvalloc(size); });
   note_alloc(p, size);
   return p;
 }

@@ -81,8 +81,9 @@ TEST_CASE("heap: a program whose stream is whole says nothing of a cut", "[heap]
   auto r = record(dir.file("p.json.gz"), {test_program("heap_prog"), "churn", "20000"}, {"--heap=full"});
   INFO(r.err);
   REQUIRE(r.status == 0);
+  // (The heap's own lines: under load the recorder may say other stacks are incomplete, a CPU matter.)
   CHECK(r.err.find("was cut") == std::string::npos);
-  CHECK(r.err.find("incomplete") == std::string::npos);
+  CHECK(r.err.find("heap: incomplete") == std::string::npos);
 }
 
 TEST_CASE("heap: killing fxprof leaves a --heap program running to its own exit status", "[heap]") {
