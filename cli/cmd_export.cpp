@@ -36,6 +36,13 @@ const std::string& usage() {
 
 constexpr std::string_view kCommand = "export";
 
+bool has_allocations(const model::Profile& p) {
+  for (const model::Process& proc : p.processes)
+    for (const model::Thread& th : proc.threads)
+      if (!th.allocations.empty()) return true;
+  return false;
+}
+
 }  // namespace
 
 int cmd_export(std::span<char*> args) {
@@ -70,6 +77,20 @@ int cmd_export(std::span<char*> args) {
            set(tree.process_roots, true)},
           {"", "--annotate", "", "(folded) mark kernel frames with _[k] and inlined ones with _[i]",
            set(annotate, true)},
+          {"", "--heap", "KIND",
+           "(folded, svg) the heap of a --heap recording instead of samples: `allocated`\n"
+           "(bytes), `allocations` (blocks) or `leaked` (bytes never freed)",
+           [&](const std::string& v) {
+             if (v == "allocated")
+               tree.weight = sinks::Weight::AllocatedBytes;
+             else if (v == "allocations")
+               tree.weight = sinks::Weight::Allocations;
+             else if (v == "leaked")
+               tree.weight = sinks::Weight::LeakedBytes;
+             else
+               return "--heap takes allocated, allocations or leaked, not '" + v + "'";
+             return std::string();
+           }},
           {"", "--icicle", "", "(svg) callers at the top, callees below", set(svg.icicle, true)},
           {"", "--title", "TEXT", "(svg) the title (default \"Flame Graph\")", store(svg.title)},
           {"", "--width", "PX", "(svg) width in pixels (default 1200)",
@@ -107,6 +128,10 @@ int cmd_export(std::span<char*> args) {
       return 1;
     }
     keep_only_critical_path(*profile, *paths);
+  }
+  if (tree.weight != sinks::Weight::Samples && !has_allocations(*profile)) {
+    say(in + " has no heap data: record the program with --heap");
+    return 1;
   }
   if (svg.subtitle.empty()) svg.subtitle = in;
   const Status s = sink->write(*profile, out, options);

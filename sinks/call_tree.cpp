@@ -95,34 +95,38 @@ CallTree CallTree::build(const model::Profile& profile, FunctionTable& functions
         group_root = root;
         group_process = pi;
       }
+      // The node of `stack` under this group's root: memoized, walking up to a resolved prefix (or the
+      // root), then resolving back down.
+      auto node_of_stack = [&](model::StackId stack) {
+        if (stamp[stack] == group) return node_of[stack];
+        chain.clear();
+        model::StackId st = stack;
+        while (st != model::kNoStack && stamp[st] != group) {
+          chain.push_back(st);
+          st = profile.stacks.prefix(st);
+        }
+        uint32_t n = st == model::kNoStack ? root : node_of[st];
+        for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+          for (const FrameLine& l : functions.lines(pi, profile.stacks.frame(*it))) {
+            if (l.inlined && !options.inlined) continue;
+            n = child(n, l.function, l.inlined);
+          }
+          node_of[*it] = n;
+          stamp[*it] = group;
+        }
+        return n;
+      };
+      if (options.weight != Weight::Samples) {
+        t.add_allocations(th, options.weight, node_of_stack);
+        continue;
+      }
       for (const model::Sample& s : th.samples) {
         if (s.stack == model::kNoStack) {
           ++t.no_stack_;
           continue;
         }
         if (!off.counts(s.stack, options.clock)) continue;
-        uint32_t n;
-        if (stamp[s.stack] == group) {
-          n = node_of[s.stack];
-        } else {
-          // Walk up to a resolved prefix (or the root), then resolve back down.
-          chain.clear();
-          model::StackId st = s.stack;
-          while (st != model::kNoStack && stamp[st] != group) {
-            chain.push_back(st);
-            st = profile.stacks.prefix(st);
-          }
-          n = st == model::kNoStack ? root : node_of[st];
-          for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-            for (const FrameLine& l : functions.lines(pi, profile.stacks.frame(*it))) {
-              if (l.inlined && !options.inlined) continue;
-              n = child(n, l.function, l.inlined);
-            }
-            node_of[*it] = n;
-            stamp[*it] = group;
-          }
-        }
-        Node& node = t.nodes_[n];
+        Node& node = t.nodes_[node_of_stack(s.stack)];
         ++node.self;
         if (s.cpu_delta_ns > 0) node.self_cpu_ns += static_cast<uint64_t>(s.cpu_delta_ns);
       }
@@ -133,6 +137,29 @@ CallTree CallTree::build(const model::Profile& profile, FunctionTable& functions
   t.sum_totals();
   t.link_children(functions);
   return t;
+}
+
+// The heap's rows of one thread: a row with bytes > 0 is `count` blocks allocated at its stack, one with
+// bytes < 0 the free of the row with its address tag (heap/source.cpp), so a block is leaked when no free
+// row has its tag (as the heap report counts it).
+void CallTree::add_allocations(const model::Thread& th, Weight weight,
+                               const std::function<uint32_t(model::StackId)>& node_of_stack) {
+  std::vector<uint64_t> freed;
+  if (weight == Weight::LeakedBytes) {
+    for (const model::Allocation& a : th.allocations)
+      if (a.bytes < 0) freed.push_back(a.address);
+    std::sort(freed.begin(), freed.end());
+  }
+  for (const model::Allocation& a : th.allocations) {
+    if (a.bytes <= 0) continue;
+    if (weight == Weight::LeakedBytes && std::binary_search(freed.begin(), freed.end(), a.address)) continue;
+    if (a.stack == model::kNoStack) {
+      ++no_stack_;
+      continue;
+    }
+    nodes_[node_of_stack(a.stack)].self +=
+        weight == Weight::Allocations ? a.count : static_cast<uint64_t>(a.bytes);
+  }
 }
 
 // Totals bottom-up: a child always has a larger index than its parent.

@@ -21,11 +21,16 @@
 
 namespace fxprof::sinks {
 
+// What a node counts: samples (the default), or the heap's allocation rows (record --heap) weighed by their
+// bytes, by their blocks, or by the bytes of blocks never freed (leaked: still allocated at the end).
+enum class Weight : uint8_t { Samples, AllocatedBytes, Allocations, LeakedBytes };
+
 struct TreeOptions {
-  bool inlined = true;         // inlined functions as their own frames (else merged into their caller)
-  bool process_roots = false;  // a root frame per process: "name (pid N)"
-  bool thread_roots = false;   // a root frame per thread: "name (tid N)"
-  Clock clock = Clock::Cpu;    // which samples count (functions.h): on-CPU ones unless asked
+  bool inlined = true;              // inlined functions as their own frames (else merged into their caller)
+  bool process_roots = false;       // a root frame per process: "name (pid N)"
+  bool thread_roots = false;        // a root frame per thread: "name (tid N)"
+  Clock clock = Clock::Cpu;         // which samples count (functions.h): on-CPU ones unless asked
+  Weight weight = Weight::Samples;  // with a heap weight `clock` does not apply: allocations have no clock
   // Which threads to count; empty = all. Arguments: process index, thread index.
   std::function<bool(size_t, size_t)> select;
 };
@@ -38,7 +43,7 @@ class CallTree {
     FunctionId function = 0;                     // meaningless for the root (node 0)
     bool inlined = false;                        // reached as an inlined function on some path
     uint32_t depth = 0;                          // root 0, its children 1, ...
-    uint64_t self = 0, total = 0;                // samples
+    uint64_t self = 0, total = 0;                // samples (or the heap weight's bytes or blocks)
     uint64_t self_cpu_ns = 0, total_cpu_ns = 0;  // CPU time (samples with an unknown delta add nothing)
   };
 
@@ -81,6 +86,8 @@ class CallTree {
   }
 
  private:
+  void add_allocations(const model::Thread& th, Weight weight,
+                       const std::function<uint32_t(model::StackId)>& node_of_stack);
   // build's passes after the samples: totals bottom-up, then the children lists.
   void sum_totals();
   void link_children(const FunctionTable& functions);

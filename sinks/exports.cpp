@@ -13,12 +13,16 @@ Status folded(const model::Profile& p, const std::string& path, const ExportOpti
 }
 
 Status pprof(const model::Profile& p, const std::string& path, const ExportOptions& o) {
+  if (o.folded.tree.weight != Weight::Samples)
+    return Err("pprof carries the heap as sample types of its own (alloc_space, inuse_space...): no --heap");
   return write_pprof(p, path, o.folded.tree.clock);
 }
 
 Status svg(const model::Profile& p, const std::string& path, const ExportOptions& o) {
   SvgOptions svg = o.svg;
   svg.tree = o.folded.tree;
+  if (svg.tree.weight != Weight::Samples)
+    svg.unit = svg.tree.weight == Weight::Allocations ? "blocks" : "bytes";
   return write_flamegraph_svg(p, path, svg);
 }
 

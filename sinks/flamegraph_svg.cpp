@@ -288,7 +288,7 @@ void SvgWriter::frame(uint32_t n, std::string_view name, const Function* f) {
   }
   s += "><title>";
   append_xml(s, name);
-  s += " (" + std::to_string(node.total) + " samples, " +
+  s += " (" + std::to_string(node.total) + " " + options_.unit + ", " +
        fmt("%.2f", 100.0 * static_cast<double>(node.total) / static_cast<double>(total_)) + "%";
   append_xml(s, extra);
   s += ")</title><rect x=\"" + fmt("%.3f", x) + "\" y=\"" + fmt("%.1f", y) + "\" width=\"" + fmt("%.3f", w) +

@@ -28,7 +28,8 @@ struct SvgOptions {
   double width = 1200;     // pixels
   double min_width = 0.1;  // pixels; narrower boxes are left out
   std::string title = "Flame Graph";
-  std::string subtitle;  // e.g. the profile's name; "" for none
+  std::string unit = "samples";  // what a box's width counts, in its tooltip (tree.weight: bytes, blocks)
+  std::string subtitle;          // e.g. the profile's name; "" for none
   // Differential colouring: for node n, a change in [-1, 1] (positive = grew), or NaN for "new/none".
   std::function<double(uint32_t)> delta;
   std::string detail_suffix_doc;  // appended to the help line (diff: what the colours mean)

@@ -1,12 +1,14 @@
 // `fxprof export`: folded, pprof and svg from a recorded profile of a known program, compared with the
 // profile itself (every sample counted once), with go tool pprof, and as XML.
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
 #include <sstream>
 
 #include "tests/cli/sink_cli.h"
+#include "tests/e2e/e2e.h"
 
 using namespace fxprof::test;
 
@@ -165,4 +167,57 @@ TEST_CASE("export usage errors") {
   auto missing = run({fxprof_bin(), "export", "folded", "/nonexistent/p.json"});
   CHECK(missing.status != 0);
   CHECK(missing.err.find("/nonexistent/p.json") != std::string::npos);
+}
+
+TEST_CASE("export folded/svg --heap: the heap as flame graphs whose sums are the heap report's figures") {
+  TempDir dir;
+  const std::string prof = dir.file("h.json.gz");
+  // 50 leaked blocks of 1000 bytes, 1000 temporary 64-byte ones, 100 x 10000 held at once.
+  auto r = record(prof, {test_program("heap_prog"), "leak", "50", "1000"}, {"--heap=full"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto rep = run({fxprof_bin(), "report", "--heap", "--json", prof});
+  REQUIRE(rep.status == 0);
+  simdjson::dom::parser parser;
+  simdjson::dom::element heap = parse_json(parser, rep.out)["heap"];
+  // Each kind's lines, summed, and the weight of the lines through `function`.
+  auto folded = [&](const std::string& kind, const std::string& function, uint64_t& through) {
+    auto f = run({fxprof_bin(), "export", "folded", "--heap", kind, prof, "-o", "-"});
+    INFO(f.err);
+    REQUIRE(f.status == 0);
+    uint64_t sum = 0;
+    through = 0;
+    std::istringstream in(f.out);
+    for (std::string line; std::getline(in, line);) {
+      const uint64_t n = std::stoull(line.substr(line.rfind(' ') + 1));
+      sum += n;
+      if (line.find(function) != std::string::npos) through += n;
+    }
+    return sum;
+  };
+  uint64_t leak_bytes = 0, churn_blocks = 0, allocated_leak = 0;
+  CHECK(folded("allocated", "leak_blocks", allocated_leak) == uint64_t(heap["bytesAllocated"]));
+  CHECK(allocated_leak == 50 * 1000);
+  CHECK(folded("leaked", "leak_blocks", leak_bytes) == uint64_t(heap["leakedBytes"]));
+  CHECK(leak_bytes == 50 * 1000);
+  CHECK(folded("allocations", "churn", churn_blocks) == uint64_t(heap["allocations"]));
+  CHECK(churn_blocks == 1000);
+  auto svg = run({fxprof_bin(), "export", "svg", "--heap", "leaked", prof, "-o", dir.file("l.svg")});
+  REQUIRE(svg.status == 0);
+  std::ifstream svg_file(dir.file("l.svg"));
+  std::stringstream svg_text;
+  svg_text << svg_file.rdbuf();
+  CHECK(svg_text.str().find("leak_blocks (50000 bytes, ") != std::string::npos);
+
+  // Errors: a profile without heap data, an unknown kind, pprof (it has heap sample types of its own).
+  record_exp_work(dir.file("cpu.json.gz"));
+  auto none = run({fxprof_bin(), "export", "folded", "--heap", "leaked", dir.file("cpu.json.gz"), "-o", "-"});
+  CHECK(none.status == 1);
+  CHECK(none.err.find("has no heap data: record the program with --heap") != std::string::npos);
+  auto bad = run({fxprof_bin(), "export", "folded", "--heap", "peak", prof, "-o", "-"});
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("--heap takes allocated, allocations or leaked, not 'peak'") != std::string::npos);
+  auto pprof = run({fxprof_bin(), "export", "pprof", "--heap", "leaked", prof, "-o", dir.file("p.pb.gz")});
+  CHECK(pprof.status == 1);
+  CHECK(pprof.err.find("pprof carries the heap as sample types") != std::string::npos);
 }
