@@ -182,8 +182,10 @@ void finish_usdt(std::unique_ptr<recorder::UsdtProbes>& usdt, Result<recorder::R
     if (st.per_probe[i] == 0)
       line += "; never hit: " + usdt->probes()[i].request.provider + ":" + usdt->probes()[i].request.name;
   if (st.no_thread) line += "; " + std::to_string(st.no_thread) + " on threads not recorded";
-  if (const uint64_t lost = usdt->dropped() + hits.over_limit + st.over_limit; lost > 0)
-    line += "; " + std::to_string(lost) + " hits lost (too many)";
+  if (const uint64_t lost = usdt->dropped(); lost > 0)
+    line += "; " + std::to_string(lost) + " hits lost (the ring buffer was full: the reader fell behind)";
+  if (const uint64_t over = hits.over_limit + st.over_limit; over > 0)
+    line += "; " + std::to_string(over) + " hits left out (over the limit)";
   std::fprintf(stderr, "fxprof: %s\n", line.c_str());
   usdt.reset();
 }
