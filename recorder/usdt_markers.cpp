@@ -164,18 +164,21 @@ UsdtMarkerStats add_usdt_markers(model::Profile& p, const std::vector<UsdtProbeU
   st.per_probe.resize(probes.size());
   std::stable_sort(h.hits.begin(), h.hits.end(),
                    [](const UsdtHits::Hit& a, const UsdtHits::Hit& b) { return a.time < b.time; });
-  std::unordered_map<uint32_t, size_t> procs;  // pid: process index (the last of a reused pid)
-  for (size_t i = 0; i < p.processes.size(); ++i) procs[p.processes[i].pid] = i;
+  // pid: whether recorded; pid and tid: the thread (the last of a reused pid).
+  std::unordered_map<uint32_t, bool> procs;
+  std::unordered_map<uint64_t, model::Thread*> threads;
+  for (model::Process& proc : p.processes) {
+    procs[proc.pid] = true;
+    for (model::Thread& t : proc.threads) threads[uint64_t{proc.pid} << 32 | t.tid] = &t;
+  }
   // Per thread and pair: the begins still open, innermost last.
   std::map<std::pair<model::Thread*, std::string>, std::vector<model::Marker>> open;
   for (const UsdtHits::Hit& hit : h.hits) {
-    auto proc = procs.find(hit.pid);
-    if (proc == procs.end() || hit.probe >= probes.size()) continue;  // another process running the binary
+    if (!procs.count(hit.pid) || hit.probe >= probes.size()) continue;  // another process running the binary
     ++st.hits;
     ++st.per_probe[hit.probe];
-    model::Thread* thread = nullptr;
-    for (model::Thread& t : p.processes[proc->second].threads)
-      if (t.tid == hit.tid) thread = &t;
+    const auto found = threads.find(uint64_t{hit.pid} << 32 | hit.tid);
+    model::Thread* thread = found == threads.end() ? nullptr : found->second;
     if (!thread) {
       ++st.no_thread;
       continue;
