@@ -29,6 +29,7 @@
 #include "recorder/markers_env.h"
 #include "recorder/quality.h"
 #include "recorder/recorder.h"
+#include "recorder/usdt_probes.h"
 #include "server/server.h"
 #include "sinks/exports.h"
 #include "sinks/heap_report.h"
@@ -163,6 +164,30 @@ std::string finish_heap(HeapRecording& heap, Result<recorder::Recording>& record
   }
   heap.source.reset();
   return heap_lost;
+}
+
+// --usdt: the probes' hits of the processes recorded as markers, and one line saying what came of them.
+void finish_usdt(std::unique_ptr<recorder::UsdtProbes>& usdt, Result<recorder::Recording>& recording) {
+  if (!usdt) return;
+  recorder::UsdtHits hits = usdt->finish();
+  if (!recording) return;
+  const recorder::UsdtMarkerStats st = recorder::add_usdt_markers(recording->profile, usdt->probes(), hits);
+  std::string line = "usdt: " + std::to_string(st.hits) + " hits of";
+  for (const recorder::UsdtProbeUse& p : usdt->probes())
+    line += " " + p.request.provider + ":" + p.request.name;
+  line += ", " + std::to_string(st.markers) + " markers";
+  if (st.unmatched) line += "; " + std::to_string(st.unmatched) + " begins or ends without their partner";
+  // A probe never hit (Python 3.11's function__entry never fires: CPython issue 98894) is said by name.
+  for (size_t i = 0; i < usdt->probes().size(); ++i)
+    if (st.per_probe[i] == 0)
+      line += "; never hit: " + usdt->probes()[i].request.provider + ":" + usdt->probes()[i].request.name;
+  if (st.no_thread) line += "; " + std::to_string(st.no_thread) + " on threads not recorded";
+  if (const uint64_t lost = usdt->dropped(); lost > 0)
+    line += "; " + std::to_string(lost) + " hits lost (the ring buffer was full: the reader fell behind)";
+  if (const uint64_t over = hits.over_limit + st.over_limit; over > 0)
+    line += "; " + std::to_string(over) + " hits left out (over the limit)";
+  std::fprintf(stderr, "fxprof: %s\n", line.c_str());
+  usdt.reset();
 }
 
 // Nothing sampled (and no heap data): an empty profile would look like a recording that worked. Say why
@@ -354,6 +379,16 @@ int cmd_record(std::span<char*> args) {
 
   HeapRecording heap;
   if (!start_heap(a, heap)) return 1;
+  // --usdt: attached before the program starts (its first hits count), or refused before it runs.
+  std::unique_ptr<recorder::UsdtProbes> usdt;
+  if (!a.usdt.empty()) {
+    auto u = recorder::UsdtProbes::start(recorder::command_path(rec.command[0]), a.usdt, a.usdt_pair);
+    if (!u) {
+      say(u.error());
+      return 1;
+    }
+    usdt = std::move(*u);
+  }
   // One symbolizer for the file, the summary, the exports and the server. Unless the frames stay raw, it
   // loads the binaries' symbols while the program runs (pipeline/preload.h): after the exit only lookups
   // remain.
@@ -370,6 +405,7 @@ int cmd_record(std::span<char*> args) {
   markers.reset();
   const size_t preloaded = preloader ? preloader->stop() : 0;
   const std::string heap_lost = finish_heap(heap, recording, rec);
+  finish_usdt(usdt, recording);
   if (!recording) {
     say(recording.error());
     return recording.exit_code();

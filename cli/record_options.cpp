@@ -156,6 +156,21 @@ Command record_command(RecordArgs& a, Parsed& p) {
            "sampled mode: on average one sample per BYTES allocated (default 524288;\n"
            "1 to 2^40)",
            number("--heap-rate", {1, 0x1p40, "a number of bytes"}, [&](double n) { p.heap_rate = n; })},
+          {"", "--usdt", "PROVIDER:NAME[=FORMAT]",
+           "also record the USDT probe PROVIDER:NAME of COMMAND or a library it\n"
+           "links (`fxprof probes` lists them) as markers, its arguments as fields;\n"
+           "FORMAT: one item an argument, comma-separated, [KEY:]%d|%u|%x|%s|- (%s reads\n"
+           "a string; KEY name names the marker). Root only; repeatable",
+           [&](const std::string& v) {
+             auto r = recorder::parse_usdt_request(v);
+             if (!r) return r.error();
+             a.usdt.push_back(std::move(*r));
+             return std::string();
+           }},
+          {"", "--usdt-pair", "",
+           "with --usdt: X__entry/X__return and Xstart/Xdone probes make interval\n"
+           "markers (the end of a begin given is attached too)",
+           set(a.usdt_pair, true)},
           {"", "--cpu-only", "",
            "on-CPU samples only. By default the profile is wall-clock: time a thread\n"
            "spends blocked or preempted is sampled too, at the same rate, with the\n"
@@ -321,6 +336,9 @@ std::optional<int> parse_record_args(std::span<char*> args, RecordArgs& a) {
     return usage_error(kCommand,
                        "--heap records programs fxprof starts; it cannot attach to a running process (-p)");
   if (a.heap) a.heap->rate_bytes = p.heap_rate;
+  if (!a.usdt.empty() && rec.command.empty())
+    return usage_error(kCommand, "--usdt records programs fxprof starts: give a command");
+  if (a.usdt_pair && a.usdt.empty()) return usage_error(kCommand, "--usdt-pair goes with --usdt");
 
   // An output we cannot write (a directory, a read-only folder) is found now, not after the program ran.
   auto output_kind = AtomicFile::check(a.output);

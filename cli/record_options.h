@@ -9,6 +9,7 @@
 #include "cli/publish.h"
 #include "heap/heap.h"
 #include "recorder/recorder.h"
+#include "recorder/usdt_markers.h"
 #include "server/server.h"
 
 namespace fxprof::cli {
@@ -24,7 +25,9 @@ struct RecordArgs {
   PushTargets push;
   std::vector<std::string> exports;  // folded, pprof, svg
   bool quiet = false;
-  std::optional<heap::Options> heap;  // --heap, its rate set
+  std::optional<heap::Options> heap;        // --heap, its rate set
+  std::vector<recorder::UsdtRequest> usdt;  // --usdt
+  bool usdt_pair = false;                   // --usdt-pair
 
   bool sharing() const { return share || !share_options.share_to.empty(); }
 };

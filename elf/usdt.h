@@ -38,6 +38,12 @@ Result<std::vector<UsdtProbe>> parse_usdt_probes(std::span<const std::byte> imag
 // The same for a file (mapped read-only; only a regular file is read).
 Result<std::vector<UsdtProbe>> read_usdt_probes(const std::string& path);
 
+// The libraries `program` loads at its start, as ld.so finds them (its interpreter, then DT_NEEDED
+// recursively, by DT_RPATH, LD_LIBRARY_PATH, DT_RUNPATH and the system folders; not /etc/ld.so.conf's
+// others), as real paths: the binaries whose probes it has from its first instruction. Those not found are
+// left out.
+std::vector<std::string> linked_libraries(const std::string& program);
+
 // "-4@%edi 8@16(%rsp)" into its arguments; Err names the first one that is not `SIZE@LOCATION`.
 Result<std::vector<UsdtArgument>> parse_usdt_arguments(std::string_view text);
 
