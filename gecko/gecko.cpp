@@ -355,8 +355,12 @@ struct ThreadTables {
 void write_thread_head(const Process& proc, PidLabel pid, const Thread& t, bool synthetic, JsonWriter& w) {
   if (t.is_main && pid.superseded)
     w.key("name").value(proc.name + std::string(gecko::kBeforeExec));
+  else if (t.is_main)
+    w.key("name").value("GeckoMain");
+  else if (t.name == proc.name || t.name == std::string_view(proc.name).substr(0, proc.name.find(' ')))
+    w.key("name").value(t.name + std::string(gecko::kTidSuffix) + std::to_string(t.tid) + ")");
   else
-    w.key("name").value(t.is_main ? std::string_view("GeckoMain") : std::string_view(t.name));
+    w.key("name").value(t.name);
   w.key("processName").value(proc.name);
   w.key("processType").value("default");
   w.key("pid");

@@ -52,6 +52,11 @@ inline constexpr std::string_view kDataQuality = "Data quality";
 // process track (gecko.cpp, PidLabel).
 inline constexpr std::string_view kBeforeExec = " (before exec)";
 
+// A thread named like its process (node's and CPython's threads keep the program's name: seven "node" tracks
+// otherwise) is written "NAME (tid N)", so that its track tells it from its siblings; the reader takes the
+// suffix off again.
+inline constexpr std::string_view kTidSuffix = " (tid ";
+
 // Threads made from the recorded ones (model::SyntheticThread: the critical-path tracks), each written after
 // the recorded threads of its process with "fxprofSynthetic": true (kSyntheticKey), never the busiest one;
 // the reader leaves them out.

@@ -40,6 +40,10 @@ bool Reader::thread() {
               (!process_name.empty() && t.name.size() == process_name.size() + kBeforeExec.size() &&
                t.name.starts_with(process_name) && t.name.ends_with(kBeforeExec));
   if (t.is_main) t.name = process_name;
+  // "NAME (tid N)": a thread named like its process (gecko.h, kTidSuffix), written with its tid.
+  const std::string suffix = std::string(kTidSuffix) + std::to_string(t.tid) + ")";
+  if (!t.is_main && t.name.size() > suffix.size() && t.name.ends_with(suffix))
+    t.name.resize(t.name.size() - suffix.size());
   if (proc.name.empty()) proc.name = process_name;
   if (!finish_thread(proc, t, tt)) return false;
   if (!synthetic) proc.threads.push_back(std::move(t));

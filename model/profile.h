@@ -229,6 +229,7 @@ enum class WaitReason : uint8_t {
   PageFault,  // a fault that waited
   Preempted,  // runnable, waiting for a CPU (the run queue)
   Signal,     // sigsuspend, pause, sigtimedwait: waiting for a signal
+  Semaphore,  // a semaphore's wait (sem_wait; Python's locks): a post ends it, no owner held it
 };
 // What ended a wait: a thread (named by tid), a timer or an interrupt (no thread), a process not recorded.
 enum class Waker : uint8_t { None, Thread, Timer, Interrupt, Untraced };

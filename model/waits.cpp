@@ -17,6 +17,7 @@ constexpr std::pair<WaitReason, std::string_view> kReasons[] = {
     {WaitReason::Futex, "futex"},
     {WaitReason::Condition, "condition variable"},
     {WaitReason::Join, "join"},
+    {WaitReason::Semaphore, "semaphore"},
     {WaitReason::Io, "I/O"},
     {WaitReason::Sleep, "sleep"},
     {WaitReason::PageFault, "page fault"},

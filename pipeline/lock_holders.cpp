@@ -70,19 +70,22 @@ void add_lock_holders_unsymbolicated(model::Profile& profile,
   if (originals.empty()) return;
   symbolicate(wakes);
   std::unordered_map<model::StackId, std::string> holders;
-  std::unordered_map<model::StackId, FutexWait> waits;
+  std::unordered_map<model::StackId, model::StackId> named;  // original stack -> its copy in `wakes`
   size_t i = 0;
   for (const model::Process& proc : wakes.processes)
     for (const model::Marker& m : proc.threads[0].markers) {
-      if (m.name == wakeup)
-        holders.try_emplace(originals[i++], std::string(lock_holder(wakes, m.stack)));
-      else
-        waits.try_emplace(originals[i++], classify_futex_wait(wakes, m.stack));
+      named.try_emplace(originals[i], m.stack);
+      if (m.name == wakeup) holders.try_emplace(originals[i], std::string(lock_holder(wakes, m.stack)));
+      ++i;
     }
-  // Joins and condition waits first, so that neither gets a holder or counts as lock contention.
-  classify_futex_waits(profile, [&](model::StackId s) {
-    auto it = waits.find(s);
-    return it == waits.end() ? FutexWait::Unknown : it->second;
+  auto copy_of = [&](model::StackId s) {
+    auto it = named.find(s);
+    return it == named.end() ? model::kNoStack : it->second;
+  };
+  // Joins, condition and semaphore waits first, so that none gets a holder or counts as lock contention.
+  classify_futex_waits(profile, [&](model::StackId wait, model::StackId waker) {
+    const model::StackId w = copy_of(wait);
+    return w == model::kNoStack ? FutexWait::Unknown : classify_futex_wait(wakes, w, copy_of(waker));
   });
   add_lock_holders(profile, [&](model::StackId s) {
     auto it = holders.find(s);

@@ -46,7 +46,24 @@ std::string_view lock_holder(const model::Profile& profile, model::StackId stack
   return {};
 }
 
-FutexWait classify_futex_wait(const model::Profile& profile, model::StackId stack) {
+namespace {
+
+// Whether a stack has a frame whose function's name starts with one of `prefixes`, leaf first.
+bool has_function(const model::Profile& profile, model::StackId stack,
+                  std::span<const std::string_view> prefixes) {
+  for (model::StackId s = stack; s != model::kNoStack; s = profile.stacks.prefix(s)) {
+    const model::Frame& f = profile.frames.get(profile.stacks.frame(s));
+    if (f.kind == model::FrameKind::Label || f.name == model::kNoString) continue;
+    const std::string_view name = profile.strings.get(f.name);
+    for (std::string_view p : prefixes)
+      if (name.starts_with(p)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+FutexWait classify_futex_wait(const model::Profile& profile, model::StackId stack, model::StackId waker) {
   // Prefixes of function names (glibc's exported names with their internal spellings, libstdc++, Rust std).
   static constexpr std::string_view kLock[] = {"__lll_lock_wait",           "lll_lock_wait",
                                                "pthread_mutex_lock",        "__pthread_mutex_lock",
@@ -98,6 +115,13 @@ FutexWait classify_futex_wait(const model::Profile& profile, model::StackId stac
                                                "std::sys::pal::unix::thread::Thread::join",
                                                "std::sys::thread::unix::Thread::join",
                                                "std::thread::join"};
+  // glibc's sem_wait and its internal spellings, and CPython's lock acquire (a semaphore, or a mutex and a
+  // condition variable on other builds) when libc's frames are unnamed.
+  static constexpr std::string_view kSemaphore[] = {
+      "sem_wait",   "sem_timedwait",  "sem_clockwait",        "__new_sem_wait",
+      "__sem_wait", "__old_sem_wait", "PyThread_acquire_lock"};
+  // CPython (3.11, 3.12) posts a thread's lock when the thread ends: Thread.join's wait.
+  static constexpr std::string_view kThreadExitPost[] = {"release_sentinel"};
   auto any = [](std::string_view name, std::span<const std::string_view> prefixes) {
     return std::any_of(prefixes.begin(), prefixes.end(),
                        [&](std::string_view p) { return name.starts_with(p); });
@@ -110,6 +134,9 @@ FutexWait classify_futex_wait(const model::Profile& profile, model::StackId stac
     if (any(name, kLock)) return FutexWait::Lock;
     if (any(name, kCondition)) return FutexWait::Condition;
     if (any(name, kJoin)) return FutexWait::Join;
+    if (any(name, kSemaphore))
+      return waker != model::kNoStack && has_function(profile, waker, kThreadExitPost) ? FutexWait::Join
+                                                                                       : FutexWait::Semaphore;
   }
   return FutexWait::Unknown;
 }
@@ -121,20 +148,23 @@ bool is_lock_wait(const model::Wait& w) { return w.reason == model::WaitReason::
 }  // namespace
 
 void classify_futex_waits(model::Profile& profile,
-                          const std::function<FutexWait(model::StackId)>& classify_of) {
-  std::unordered_map<model::StackId, FutexWait> seen;
-  std::vector<const model::Wait*> changed;  // those whose waker's Wakeup marker shows the lock
+                          const std::function<FutexWait(model::StackId, model::StackId)>& classify_of) {
+  std::unordered_map<uint64_t, FutexWait> seen;  // by (wait stack, waker stack)
+  std::vector<const model::Wait*> changed;       // those whose waker's Wakeup marker shows the lock
   bool any = false;
   for (model::Process& proc : profile.processes)
     for (model::Thread& t : proc.threads)
       for (model::Wait& w : t.waits) {
         if (!is_lock_wait(w) || w.marker >= t.markers.size()) continue;
         const model::StackId stack = t.markers[w.marker].stack;  // the blocking stack
-        auto [it, fresh] = seen.try_emplace(stack, FutexWait::Unknown);
+        const model::StackId waker = w.waker == model::Waker::Thread ? w.waker_stack : model::kNoStack;
+        auto [it, fresh] = seen.try_emplace(uint64_t{stack} << 32 | waker, FutexWait::Unknown);
         if (fresh && stack != model::kNoStack)
-          it->second = classify_of ? classify_of(stack) : classify_futex_wait(profile, stack);
-        if (it->second != FutexWait::Condition && it->second != FutexWait::Join) continue;
-        w.reason = it->second == FutexWait::Join ? model::WaitReason::Join : model::WaitReason::Condition;
+          it->second = classify_of ? classify_of(stack, waker) : classify_futex_wait(profile, stack, waker);
+        if (it->second == FutexWait::Unknown || it->second == FutexWait::Lock) continue;
+        w.reason = it->second == FutexWait::Join        ? model::WaitReason::Join
+                   : it->second == FutexWait::Semaphore ? model::WaitReason::Semaphore
+                                                        : model::WaitReason::Condition;
         w.lock = 0;
         model::make_wait_marker(profile, t, w);
         any = true;

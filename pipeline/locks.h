@@ -33,19 +33,24 @@ std::string_view lock_holder(const model::Profile& profile, model::StackId stack
 // What a futex wait waited for, from the (symbolicated) user frames of its stack, leaf first: the first
 // frame of lock code (a mutex's or rwlock's lock: also a condition variable's re-lock after its wake) makes
 // it a Lock, of a condition variable's wait a Condition, of a thread join (pthread_join, Rust's
-// JoinHandle::join) a Join. Unknown (none of them, or unnamed frames only): a lock, as before names.
-enum class FutexWait : uint8_t { Unknown, Lock, Condition, Join };
-FutexWait classify_futex_wait(const model::Profile& profile, model::StackId stack);
+// JoinHandle::join) a Join, of a semaphore's wait (sem_wait; CPython's locks, PyThread_acquire_lock: its
+// Lock, Condition.wait, queue.get and Thread.join all wait on one) a Semaphore. A Semaphore that the waker
+// (`waker`: its stack at the wake, if any) posted as its thread exited (CPython's release_sentinel) is a
+// Join. Unknown (none of them, or unnamed frames only): a lock, as before names.
+enum class FutexWait : uint8_t { Unknown, Lock, Condition, Join, Semaphore };
+FutexWait classify_futex_wait(const model::Profile& profile, model::StackId stack,
+                              model::StackId waker = model::kNoStack);
 
-// After symbolication: each `Lock wait` marker whose stack is a condition variable's wait or a join becomes
-// a `Blocked` marker with reason "condition variable" or "join" (no lock address), so that idle pool
-// workers and joins are no lock contention: not in lock_wait_summary, add_lock_holders or the "Threads
-// waiting" counters, which are made again (add_waiting_counters) when any marker changed; the `Wakeup`s that
-// ended them lose their lock address too. Idempotent; add_lock_holders calls it first. `classify_of`
-// replaces classify_futex_wait(profile, stack) (add_lock_holders_unsymbolicated's answers, from the few
-// wait stacks it names).
-void classify_futex_waits(model::Profile& profile,
-                          const std::function<FutexWait(model::StackId)>& classify_of = {});
+// After symbolication: each `Lock wait` marker whose stack is a condition variable's wait, a join or a
+// semaphore's wait becomes a `Blocked` marker with reason "condition variable", "join" or "semaphore" (no
+// lock address), so that idle pool workers and joins are no lock contention: not in lock_wait_summary,
+// add_lock_holders or the "Threads waiting" counters, which are made again (add_waiting_counters) when any
+// marker changed; the `Wakeup`s that ended them lose their lock address too. Idempotent; add_lock_holders
+// calls it first. `classify_of` replaces classify_futex_wait(profile, stack, waker stack)
+// (add_lock_holders_unsymbolicated's answers, from the few stacks it names).
+void classify_futex_waits(
+    model::Profile& profile,
+    const std::function<FutexWait(model::StackId wait, model::StackId waker)>& classify_of = {});
 
 // After symbolication: each `Lock wait` marker woken by a thread whose `Wakeup` marker (the recorder's eBPF
 // waker tracer, futex wakes) has a stack gets a `holder` field, the lock_holder() of that stack (the

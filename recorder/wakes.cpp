@@ -39,7 +39,8 @@ WakeTracker::Need WakeTracker::need(const Wake& w) const {
 }
 
 // The waker's user stack at its futex system call, unwound like a CPU sample's (no kernel part: the tracer
-// sends user registers only). The leaf is the address after the `syscall` instruction.
+// sends user registers only). The leaf is the address after the `syscall` instruction. A function a tail
+// call took off the stack is put back (Unwinder::tail_called): the holder of a lock it unlocked last.
 void WakeTracker::resolve(uint32_t pid, uint64_t before_ns) {
   model::Profile& profile = c_.profile;
   size_t kept = 0;
@@ -57,7 +58,15 @@ void WakeTracker::resolve(uint32_t pid, uint64_t before_ns) {
     if (u.count == 0) continue;
     path_.clear();
     if (u.end != UnwindEnd::Complete) path_.push_back(profile.label_frame("(stack truncated)"));
-    for (size_t f = u.count; f-- > 0;) path_.push_back(profile.native_frame(unwound_[f]));
+    for (size_t f = u.count; f-- > 0;) {
+      path_.push_back(profile.native_frame(unwound_[f]));
+      // The function whose tail call replaced its frame (a holder's `jmp pthread_mutex_unlock`): put back,
+      // stored at its entry + 1 for every reader's - 1, as the function the call at unwound_[f] called.
+      if (f > 0)
+        if (auto called = c_.unwinder->tail_called(k.waker_pid, unwound_[f],
+                                                   f - 1 == 0 ? unwound_[0] : unwound_[f - 1] - 1))
+          path_.push_back(profile.native_frame(*called + 1));
+    }
     wakes_[index].stack = profile.stacks.intern_path(path_);
     ++c_.counts.waker_stacks;
   }

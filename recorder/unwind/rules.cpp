@@ -392,10 +392,16 @@ Rule rule_from_fde(const Fde& fde, const PtrBase& base, uint64_t addr) {
     return false;
   };
   auto fits16 = [](int64_t v) { return v >= INT16_MIN && v <= INT16_MAX; };
+  if (st.cfa_off < INT32_MIN || st.cfa_off > INT32_MAX) return fail;
+  if (ra.kind == kRegister) {  // the return address kept in a register (vfork): scanned for
+    r.kind = Rule::RaInRegister;
+    r.cfa_reg = cfa_reg;
+    r.cfa_off = static_cast<int32_t>(st.cfa_off);
+    return r;
+  }
   int64_t ra_off = 0;
   if (ra.kind == kValOffset || ra.kind == kValExpr || !cfa_relative(ra, ra_off) || !fits16(ra_off))
     return fail;
-  if (st.cfa_off < INT32_MIN || st.cfa_off > INT32_MAX) return fail;
   r.kind = Rule::Cfa;
   r.cfa_reg = cfa_reg;
   r.cfa_off = static_cast<int32_t>(st.cfa_off);

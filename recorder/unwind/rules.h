@@ -35,7 +35,9 @@ struct Rule {
   // Corrupt: the binary's search table points at an FDE that cannot be parsed (a damaged .eh_frame): the
   // walk stops there as failed and the binary is named (its frame pointers, if any, cannot be trusted to
   // tell a complete stack from a wrong one).
-  enum Kind : uint8_t { Invalid, Cfa, End, FramePointer, SigReturn, Corrupt };
+  // RaInRegister: the return address is in a register (glibc's vfork pops it into RDI across the system
+  // call), which samples do not have: the walk scans the stack for it.
+  enum Kind : uint8_t { Invalid, Cfa, End, FramePointer, SigReturn, Corrupt, RaInRegister };
   // How a saved register's caller value is found: unchanged, at CFA + off, = CFA + off, = register `off`.
   enum How : uint8_t { Same = 0, AtCfa = 1, ValCfa = 2, FromReg = 3 };
   Kind kind = Invalid;

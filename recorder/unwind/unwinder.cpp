@@ -236,6 +236,32 @@ Status Unwinder::load_proc_maps(uint32_t pid) {
   return {};
 }
 
+std::optional<uint64_t> Unwinder::tail_called(uint32_t pid, uint64_t ra, uint64_t callee) {
+  auto pit = impl_->procs.find(pid);
+  const MapEntry* e = pit == impl_->procs.end() ? nullptr : pit->second.find(ra);
+  if (!e || !e->module || !e->module->ok) return std::nullopt;
+  Module& m = *e->module;
+  const uint64_t ra_svma = ra - e->bias;
+  const uint8_t* call = m.bytes_at(ra_svma - 5, 5);
+  if (!call || call[0] != 0xE8) return std::nullopt;
+  int32_t rel = 0;
+  std::memcpy(&rel, call + 1, 4);
+  const uint64_t target = ra_svma + static_cast<uint64_t>(static_cast<int64_t>(rel));
+  elf::Fde fde;
+  if (elf::find_eh_fde(m, target, fde) != elf::FdeLookup::Found && !elf::find_debug_fde(m, target, fde))
+    return std::nullopt;
+  if (fde.pc_begin != target) return std::nullopt;  // not a function's entry: no call of ours
+  // A PLT stub (`jmp *GOT`, after an endbr64, maybe bnd-prefixed) jumps to a function elsewhere by design.
+  if (const uint8_t* code = m.bytes_at(target, 7)) {
+    const size_t k = code[0] == 0xF3 && code[1] == 0x0F && code[2] == 0x1E && code[3] == 0xFA ? 4 : 0;
+    const size_t j = code[k] == 0xF2 ? k + 1 : k;
+    if (j + 1 < 7 && code[j] == 0xFF && code[j + 1] == 0x25) return std::nullopt;
+  }
+  const uint64_t entry = target + e->bias;
+  if (callee >= entry && callee - entry < fde.pc_end - fde.pc_begin) return std::nullopt;  // a plain call
+  return entry;
+}
+
 // Long because it is one walk: a switch over the rule kinds inside the frame loop, instantiated twice (the
 // fast and the full pass); the cases share the registers, the stack copy's reads and the end's accounting,
 // and this is the recording's hot path, kept in one function the compiler sees whole.
@@ -401,6 +427,15 @@ UnwindResult Unwinder::unwind(uint32_t pid, const UserRegs& regs, std::span<cons
           new_sp = cfa;
           break;
         }
+        case Rule::RaInRegister:
+          // The return address is in a register no sample has (glibc's vfork keeps it in RDI across the
+          // system call, in the parent that waits and the child that starts there): the first return
+          // address from SP up is taken: after vfork's `push %rdi` the right one; before it the caller's own
+          // return address, which skips the caller's frame. Heuristic, like JIT code's.
+          if (!scan(sp, new_ip, new_sp)) return done(UnwindEnd::Failed);
+          ++stats.scanned_frames;
+          used_scan = true;
+          break;
         case Rule::FramePointer:
         case Rule::Invalid: {
           // Code without usable CFI. The frame-pointer rule (CFA = BP+16, return address at BP+8, the

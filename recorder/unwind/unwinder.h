@@ -64,6 +64,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -170,6 +171,14 @@ class Unwinder {
   // Unwinds one sample. `stack` is the copy of user memory starting at regs.sp.
   UnwindResult unwind(uint32_t pid, const UserRegs& regs, std::span<const std::byte> stack,
                       std::span<uint64_t> out);
+
+  // A frame a tail call took off the stack: when the instruction before return address `ra` is a direct
+  // call (E8 rel32) to a function's entry (an FDE starts there; not a PLT stub) whose code does not contain
+  // `callee` (the next frame inward: the exact IP, or its return address - 1), the called function ended in
+  // a `jmp` to another and its frame is gone; returns the called function's address. GCC -O2 ends
+  // `lock(); ...; pthread_mutex_unlock(&m);` that way, so a waker's stack at the unlock lacks the function
+  // that held the lock. Reads the binary's code; not for the hot path (the Wakeup stacks use it).
+  std::optional<uint64_t> tail_called(uint32_t pid, uint64_t ra, uint64_t callee);
 
   const UnwindStats& stats() const;
   // The recording's table of opened binaries (binaries.h): the profile builder reads its libs' identities

@@ -119,3 +119,70 @@ TEST_CASE("off-CPU: the function that held a lock is the waker stack's first one
   CHECK(holder_of(waiter.markers[1]).empty());
   CHECK(lock_wait_summary(p, 3) == "0x1000 0.0 ms in 2 waits by 1 thread held by update_table");
 }
+
+TEST_CASE("off-CPU: a semaphore's wait is no lock, and one the waker's thread end posted is a join",
+          "[pipeline]") {
+  using namespace fxprof::model;
+  Profile p;
+  p.binaries.push_back({.name = "libc.so.6"});
+  p.binaries.push_back({.name = "libpython3.11.so.1.0"});
+  auto stack = [&](std::vector<std::pair<BinaryId, const char*>> root_first) {
+    std::vector<FrameId> path;
+    for (auto [b, name] : root_first) {
+      Frame f;
+      f.address = p.frames.size() + 1;
+      f.binary = b;
+      f.name = p.strings.intern(name);
+      path.push_back(p.frames.intern(f));
+    }
+    return p.stacks.intern_path(path);
+  };
+  // CPython's lock acquire (Thread.join, queue.get, Condition.wait, Lock.acquire): a semaphore.
+  const StackId wait = stack({{1, "lock_PyThread_acquire_lock"},
+                              {1, "PyThread_acquire_lock_timed"},
+                              {0, "__new_sem_wait_slow64.constprop.0"},
+                              {0, "__futex_abstimed_wait_common"}});
+  const StackId post = stack({{1, "lock_PyThread_release_lock"},
+                              {1, "PyThread_release_lock"},
+                              {0, "__new_sem_post"},
+                              {0, "futex_wake"}});
+  const StackId exit_post = stack({{1, "tstate_delete_common"},
+                                   {1, "release_sentinel"},
+                                   {1, "PyThread_release_lock"},
+                                   {0, "__new_sem_post"},
+                                   {0, "futex_wake"}});
+  CHECK(classify_futex_wait(p, wait) == FutexWait::Semaphore);
+  CHECK(classify_futex_wait(p, wait, post) == FutexWait::Semaphore);
+  CHECK(classify_futex_wait(p, wait, exit_post) == FutexWait::Join);
+  // The GIL's mutex (a condition variable's re-lock) stays a lock.
+  const StackId gil = stack({{1, "take_gil"},
+                             {0, "__pthread_cond_wait_common"},
+                             {0, "__pthread_mutex_cond_lock"},
+                             {0, "__GI___lll_lock_wait"}});
+  CHECK(classify_futex_wait(p, gil) == FutexWait::Lock);
+
+  // The marker: Blocked, reason "semaphore", no lock address.
+  Process& proc = p.processes.emplace_back();
+  Thread& t = proc.threads.emplace_back();
+  t.tid = 7;
+  Marker m;
+  m.start_ns = 100;
+  m.end_ns = 200;
+  m.phase = MarkerPhase::Interval;
+  m.type = p.strings.intern("OffCpu");
+  m.stack = wait;
+  Wait w;
+  w.start_ns = 100;
+  w.end_ns = 200;
+  w.reason = WaitReason::Futex;
+  w.lock = 0x2000;
+  w.marker = 0;
+  t.markers.push_back(m);
+  t.waits.push_back(w);
+  make_wait_marker(p, t, w);
+  classify_futex_waits(p);
+  CHECK(t.waits[0].reason == WaitReason::Semaphore);
+  CHECK(t.waits[0].lock == 0);
+  CHECK(p.strings.get(t.markers[0].name) == "Blocked");
+  CHECK(lock_wait_summary(p, 3).empty());
+}
