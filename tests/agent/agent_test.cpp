@@ -2,7 +2,7 @@
 // (tests/share/stand_in.h) while a program of ours spins (e2e_spin, attached with -p so that the sanitizer
 // build does not symbolicate every binary of the machine each second): windows arrive with the labels and
 // contiguous time ranges, `go tool pprof` reads each and finds the spinning function; a stand-in that refuses
-// or is down costs dropped windows (counted on stderr) and nothing else; SIGTERM sends the current window and
+// costs dropped windows (counted on stderr) and nothing else; SIGTERM sends the current window and
 // exits 0. Counts come from the stand-ins' requests and the program's CPU time, never from waiting.
 #include <signal.h>
 #include <unistd.h>
@@ -164,29 +164,6 @@ TEST_CASE("agent: a refusing stand-in costs dropped windows, counted, and it rec
   CHECK(err.find("2 dropped so far") != std::string::npos);
   CHECK(err.find("sending again") != std::string::npos);
   CHECK(err.find("2 dropped;") != std::string::npos);  // the summary line at the end
-}
-
-// Nobody listens at first (connection refused); a stand-in comes up on that port later.
-TEST_CASE("agent: a stand-in that is down, then up: windows dropped, then sent", "[agent]") {
-  REQUIRE(geteuid() == 0);
-  Spinner spin;
-  int port = 0;
-  {
-    StandIn probe(ok);
-    port = probe.port();
-  }
-  Background agent({fxprof_bin(), "agent", "--pyroscope", "http://127.0.0.1:" + std::to_string(port), "-p",
-                    spin.pid(), "--every", "1s", "-F", "99", "--attempts", "1", "-v"});
-  // A window tried while nobody listens, and dropped (one try each).
-  REQUIRE(agent.wait_for_line("agent: window 1: not sent") != "");
-  StandIn pyro(ok, port);
-  REQUIRE(pyro.port() == port);
-  REQUIRE(pyro.wait_for(2));
-  REQUIRE(agent.stop(SIGTERM) == 0);
-  const std::string err = agent.err();
-  INFO(agent.out() << err);
-  CHECK(err.find("dropped after 1 try") != std::string::npos);
-  CHECK(err.find("sending again") != std::string::npos);
 }
 
 // SIGTERM in the middle of a long window: that window is sent at once and the agent exits 0.
