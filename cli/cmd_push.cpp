@@ -10,7 +10,7 @@ namespace fxprof::cli {
 namespace {
 
 constexpr std::string_view kUsage =
-    "Usage: fxprof push (--pyroscope URL | --parca ADDR) [OPTIONS] FILE\n"
+    "Usage: fxprof push (--pyroscope URL | --pyroscope-ingest URL | --parca ADDR) [OPTIONS] FILE\n"
     "\n"
     "Sends the profile FILE as pprof, symbols baked in (no debug-file upload needed), to the profiling\n"
     "engines a team already runs: CPU time, off-CPU time and sample counts are sample types of their own.\n"
@@ -29,8 +29,16 @@ int cmd_push(std::span<char*> args) {
       kUsage,
       {
           {"", "--pyroscope", "URL",
-           "Grafana Pyroscope: POST URL/ingest?name=APP{LABELS}&from=&until=&format=pprof",
+           "Grafana Pyroscope: its Push API, URL/push.v1.PusherService/Push (Connect), series\n"
+           "{__name__=process_cpu, service_name=APP, LABELS}",
            store(targets.pyroscope)},
+          {"", "--pyroscope-ingest", "URL",
+           "an older Pyroscope: POST URL/ingest?name=APP{LABELS}&from=&until=&format=pprof",
+           [&](const std::string& v) {
+             targets.pyroscope = v;
+             targets.pyroscope_ingest = true;
+             return std::string();
+           }},
           {"", "--parca", "ADDR",
            "Parca: ProfileStoreService/WriteRaw at ADDR (host:port or URL), as gRPC-Web",
            store(targets.parca)},
@@ -48,7 +56,7 @@ int cmd_push(std::span<char*> args) {
   if (auto exit = parse_options(command, args)) return *exit;
   if (file.empty()) return usage_error(kCommand, "which profile? give FILE");
   if (targets.pyroscope.empty() && targets.parca.empty())
-    return usage_error(kCommand, "where to? give --pyroscope URL or --parca ADDR");
+    return usage_error(kCommand, "where to? give --pyroscope URL, --pyroscope-ingest URL or --parca ADDR");
   return push_profile(file, input, targets);
 }
 

@@ -17,5 +17,6 @@ int cmd_share(std::span<char*> args);        // cli/cmd_share.cpp
 int cmd_push(std::span<char*> args);         // cli/cmd_push.cpp
 int cmd_stat(std::span<char*> args);         // cli/cmd_stat.cpp
 int cmd_probes(std::span<char*> args);       // cli/cmd_probes.cpp
+int cmd_agent(std::span<char*> args);        // cli/cmd_agent.cpp
 
 }  // namespace fxprof::cli

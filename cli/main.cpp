@@ -25,6 +25,7 @@ constexpr const char* kUsage =
     "  fxprof diff [OPTIONS] BASE NEW                   what changed between two profiles (a CI gate)\n"
     "  fxprof share [OPTIONS] FILE                      upload a profile and print a link to share\n"
     "  fxprof push --pyroscope URL|--parca ADDR FILE    send a profile as pprof to Pyroscope or Parca\n"
+    "  fxprof agent --pyroscope URL|--parca ADDR        profile the machine without end, pushing every 10 s\n"
     "  fxprof stat [OPTIONS] [--] COMMAND [ARGS...]     count events (page faults, cycles...) like perf "
     "stat\n"
     "  fxprof probes [OPTIONS] BINARY                   list a program's USDT probes (sys/sdt.h)\n"
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
   if (cmd == "push") return fxprof::cli::cmd_push(rest);
   if (cmd == "stat") return fxprof::cli::cmd_stat(rest);
   if (cmd == "probes") return fxprof::cli::cmd_probes(rest);
+  if (cmd == "agent") return fxprof::cli::cmd_agent(rest);
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
     std::fputs(kUsage, stdout);
     return 0;

@@ -166,7 +166,8 @@ int push_profile(model::Profile& profile, PushTargets t) {
   }
   int rc = 0;
   if (!t.pyroscope.empty()) {
-    if (auto s = share::push_pyroscope(t.pyroscope, pprof, t.options); !s) {
+    auto push = t.pyroscope_ingest ? share::push_pyroscope_ingest : share::push_pyroscope;
+    if (auto s = push(t.pyroscope, pprof, t.options); !s) {
       say(s.error());
       rc = 1;
     } else {

@@ -29,9 +29,10 @@ int share_profile(const std::string& path, const InputOptions& input, const Shar
 int share_profile(model::Profile& profile, const ShareOptions& options);
 
 struct PushTargets {
-  std::string pyroscope, parca;  // URLs; at least one
-  share::PushOptions options;    // app "" = the program's name
-  bool strip_args = false;       // --strip-args
+  std::string pyroscope, parca;   // URLs; at least one
+  bool pyroscope_ingest = false;  // --pyroscope-ingest: Pyroscope's /ingest instead of its Push API
+  share::PushOptions options;     // app "" = the program's name
+  bool strip_args = false;        // --strip-args
 };
 
 // --strip-args: the command line without its arguments, everywhere a profile holds it (meta.arguments,

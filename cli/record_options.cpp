@@ -257,14 +257,19 @@ Command record_command(RecordArgs& a, Parsed& p) {
           {"", "--upload-url", "ORIGIN", "with --share: the store (default https://api.profiler.firefox.com)",
            store(a.share_options.upload_origin)},
           {"", "--push", "KIND=URL",
-           "also send the profile as pprof to pyroscope=URL or parca=ADDR (repeatable)",
+           "also send the profile as pprof to pyroscope=URL (its Push API), pyroscope-ingest=URL\n"
+           "(its older /ingest) or parca=ADDR (repeatable)",
            [&](const std::string& v) {
-             if (v.rfind("pyroscope=", 0) == 0 && v.size() > 10)
+             if (v.rfind("pyroscope=", 0) == 0 && v.size() > 10) {
                a.push.pyroscope = v.substr(10);
-             else if (v.rfind("parca=", 0) == 0 && v.size() > 6)
+             } else if (v.rfind("pyroscope-ingest=", 0) == 0 && v.size() > 17) {
+               a.push.pyroscope = v.substr(17);
+               a.push.pyroscope_ingest = true;
+             } else if (v.rfind("parca=", 0) == 0 && v.size() > 6) {
                a.push.parca = v.substr(6);
-             else
-               return std::string("--push needs pyroscope=URL or parca=ADDR");
+             } else {
+               return std::string("--push needs pyroscope=URL, pyroscope-ingest=URL or parca=ADDR");
+             }
              return std::string();
            }},
           {"", "--push-label", "NAME=VALUE", "a label of the pushed series (repeatable)",

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <string_view>
 #include <utility>
 
 #include "base/path.h"
@@ -42,8 +43,13 @@ Result<Recording> Session::run() {
       {"finish", &Session::finish_profile},
       {"summarize", &Session::summarize},
   };
-  for (const auto& [name, step] : passes)
+  for (const auto& [name, step] : passes) {
     if (auto s = pass(name, step); !s) return std::move(s).take_error();
+    if (opt_.on_started && std::string_view(name) == "start") opt_.on_started();
+  }
+  // A signal that came while the recording ended would be drained unseen by the guard.
+  signalfd_siginfo si;
+  while (signals_ && signals_->next(si)) rec_.signal = static_cast<int>(si.ssi_signo);
   return std::move(rec_);
 }
 

@@ -125,6 +125,12 @@ struct Options {
   // Not a CLI option: called on the recording thread for each executable mapping of an ELF file as its lib
   // enters the profile (what the samples can use), so the caller can load its symbols while the program runs.
   std::function<void(const model::Lib&)> on_binary_mapped;
+  // Not a CLI option: called once the events run (after the start pass), so that a caller can say the
+  // recording is under way (`fxprof agent -v`: the tests wait for that line).
+  std::function<void()> on_started;
+  // Not a CLI option: no notices or data-quality lines on stderr (`fxprof agent` after its first window:
+  // it says each data-quality problem once, from profile.meta.data_quality).
+  bool quiet = false;
 };
 
 struct Stats {
@@ -182,6 +188,9 @@ struct Recording {
   Stats stats;
   bool hangup =
       false;  // SIGHUP arrived (closed terminal): handled like SIGTERM, and nobody is there to serve
+  // The last of SIGINT/SIGTERM/SIGHUP that arrived while recording (0: none), those that came while the
+  // recording ended included: `fxprof agent` records window after window and stops at one.
+  int signal = 0;
 };
 
 // A running process: pid and name (comm).

@@ -88,6 +88,7 @@ Status Session::read_until_stop() {
     signalfd_siginfo si;
     while (signals_->next(si)) {
       if (si.ssi_signo == SIGHUP) rec_.hangup = true;
+      rec_.signal = static_cast<int>(si.ssi_signo);
       if (!launch_) {
         stop = true;  // attach mode and -a: Ctrl-C ends the recording, the processes run on untouched
       } else if ((si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE) && si.ssi_pid != 0 &&

@@ -206,6 +206,8 @@ void Session::report_data_quality(model::Profile& prof) {
       problems.push_back({"Samples in code whose mapping was lost", builder_->unknown_code_samples(), ""});
   }
   if (system_) system_quality(problems);
+  if (opt_.quiet)
+    for (QualityProblem& q : problems) q.line.clear();
   report_quality(prof, problems);
 }
 

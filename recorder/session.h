@@ -99,7 +99,9 @@ class Session {
   Status attach_thread(int tid);
   size_t read_round();
   void sync_waker();
-  void notice(const std::string& s) { std::fprintf(stderr, "fxprof: %s\n", s.c_str()); }
+  void notice(const std::string& s) {
+    if (!opt_.quiet) std::fprintf(stderr, "fxprof: %s\n", s.c_str());
+  }
 
   void report_stack_walk(model::Profile& prof);
   void report_data_quality(model::Profile& prof);

@@ -1,5 +1,6 @@
-// Pushing pprof to fleet engines: Grafana Pyroscope's /ingest and Parca's WriteRaw (share/share.h).
+// Pushing pprof to fleet engines: Grafana Pyroscope's Push API and /ingest, Parca's WriteRaw (share/share.h).
 #include <cctype>
+#include <cstdio>
 #include <optional>
 #include <protozero/pbf_writer.hpp>
 #include <random>
@@ -88,7 +89,57 @@ Status check_label_name(std::string_view name) {
   return {};
 }
 
+Labels series_labels(std::string_view name, const PushOptions& o) {
+  Labels labels{{"__name__", std::string(name)}, {"service_name", o.app}};
+  labels.insert(labels.end(), o.labels.begin(), o.labels.end());
+  return labels;
+}
+
+// push.proto: PushRequest.series = 1; RawProfileSeries.labels = 1 (common.v1.LabelPair{name = 1,
+// value = 2}), .samples = 2; RawSample.raw_profile = 1, .ID = 2 (a fresh id per profile).
+std::string pyroscope_push_request(const std::vector<Series>& series) {
+  std::string out;
+  protozero::pbf_writer request(out);
+  std::random_device rd;
+  for (const Series& one : series) {
+    protozero::pbf_writer s(request, 1);
+    for (const auto& [k, v] : one.labels) {
+      protozero::pbf_writer l(s, 1);
+      l.add_string(1, k);
+      l.add_string(2, v);
+    }
+    protozero::pbf_writer sample(s, 2);
+    sample.add_bytes(1, one.pprof);
+    char id[40];
+    std::snprintf(id, sizeof id, "%08x-%04x-4%03x-%04x-%04x%08x", rd(), rd() & 0xffff, rd() & 0xfff,
+                  (rd() & 0x3fff) | 0x8000, rd() & 0xffff, rd());
+    sample.add_string(2, id);
+  }
+  return out;
+}
+
+Status push_pyroscope_series(const std::string& url, const std::vector<Series>& series,
+                             const PushOptions& o) {
+  const std::string body = pyroscope_push_request(series);
+  HttpRequest req;
+  req.url = trim_slash(url) + "/push.v1.PusherService/Push";
+  req.headers = o.headers;
+  req.headers.push_back("Content-Type: application/proto");
+  req.headers.push_back("Connect-Protocol-Version: 1");
+  req.body = body;
+  req.deadline_s = o.deadline_s;
+  auto res = send(req);
+  if (!res) return std::move(res).take_error();
+  // Connect: 200 and a PushResponse; an error is another status with {"code", "message"} as JSON.
+  if (res->status != 200) return Err("Pyroscope refused the profile: " + describe_answer(*res));
+  return {};
+}
+
 Status push_pyroscope(const std::string& url, std::string_view pprof, const PushOptions& o) {
+  return push_pyroscope_series(url, {{series_labels(kCpuSeries, o), std::string(pprof)}}, o);
+}
+
+Status push_pyroscope_ingest(const std::string& url, std::string_view pprof, const PushOptions& o) {
   const std::string b = boundary();
   std::string body = "--" + b +
                      "\r\nContent-Disposition: form-data; name=\"profile\"; filename=\"profile.pprof\"\r\n"
@@ -102,6 +153,7 @@ Status push_pyroscope(const std::string& url, std::string_view pprof, const Push
   req.headers = o.headers;
   req.headers.push_back("Content-Type: multipart/form-data; boundary=" + b);
   req.body = body;
+  req.deadline_s = o.deadline_s;
   auto res = send(req);
   if (!res) return std::move(res).take_error();
   if (res->status < 200 || res->status > 299)
@@ -109,33 +161,39 @@ Status push_pyroscope(const std::string& url, std::string_view pprof, const Push
   return {};
 }
 
-std::string parca_write_raw_request(std::string_view pprof, const PushOptions& o) {
+std::string parca_write_raw_request(const std::vector<Series>& series) {
   std::string out;
   protozero::pbf_writer request(out);
-  {
-    protozero::pbf_writer series(request, 2);  // WriteRawRequest.series
+  for (const Series& one : series) {
+    protozero::pbf_writer s(request, 2);  // WriteRawRequest.series
     {
-      protozero::pbf_writer set(series, 1);  // RawProfileSeries.labels (LabelSet)
-      auto label = [&](std::string_view k, std::string_view v) {
+      protozero::pbf_writer set(s, 1);  // RawProfileSeries.labels (LabelSet)
+      for (const auto& [k, v] : one.labels) {
         protozero::pbf_writer l(set, 1);  // LabelSet.labels
-        l.add_string(1, k.data(), k.size());
-        l.add_string(2, v.data(), v.size());
-      };
-      label("__name__", "fxprof");
-      label("service_name", o.app);
-      for (const auto& [k, v] : o.labels) label(k, v);
+        l.add_string(1, k);
+        l.add_string(2, v);
+      }
     }
-    protozero::pbf_writer sample(series, 2);          // RawProfileSeries.samples (RawSample)
-    sample.add_bytes(1, pprof.data(), pprof.size());  // RawSample.raw_profile
+    protozero::pbf_writer sample(s, 2);  // RawProfileSeries.samples (RawSample)
+    sample.add_bytes(1, one.pprof);      // RawSample.raw_profile
   }
   request.add_bool(3, false);  // normalized: the pprof's addresses are the processes' own
   return out;
 }
 
+std::string parca_write_raw_request(std::string_view pprof, const PushOptions& o) {
+  return parca_write_raw_request({{series_labels("fxprof", o), std::string(pprof)}});
+}
+
 Status push_parca(const std::string& address, std::string_view pprof, const PushOptions& o) {
+  return push_parca_series(address, {{series_labels("fxprof", o), std::string(pprof)}}, o);
+}
+
+Status push_parca_series(const std::string& address, const std::vector<Series>& series,
+                         const PushOptions& o) {
   std::string url = trim_slash(address);
   if (url.find("://") == std::string::npos) url = "http://" + url;
-  const std::string message = parca_write_raw_request(pprof, o);
+  const std::string message = parca_write_raw_request(series);
   std::string frame(5, '\0');
   const auto n = static_cast<uint32_t>(message.size());
   frame[1] = static_cast<char>(n >> 24);
@@ -150,6 +208,7 @@ Status push_parca(const std::string& address, std::string_view pprof, const Push
   req.headers.push_back("Accept: application/grpc-web+proto");
   req.headers.push_back("X-Grpc-Web: 1");
   req.body = frame;
+  req.deadline_s = o.deadline_s;
   auto res = send(req);
   if (!res) return std::move(res).take_error();
   if (res->status < 200 || res->status > 299)

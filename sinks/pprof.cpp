@@ -100,17 +100,23 @@ void value_type(protozero::pbf_writer& top, protozero::pbf_tag_type tag, int64_t
 
 // The profile's header: sample types, period, time, comment. True when it carries heap values (record
 // --heap).
-bool write_header(protozero::pbf_writer& top, Strings& strings, const model::Profile& profile) {
-  value_type(top, pb::kSampleType, strings.intern("samples"), strings.intern("count"));
-  value_type(top, pb::kSampleType, strings.intern("cpu"), strings.intern("nanoseconds"));
+bool write_header(protozero::pbf_writer& top, Strings& strings, const model::Profile& profile,
+                  const PprofPart& part) {
+  using V = PprofPart::Values;
+  if (part.values != V::OffCpu) {
+    value_type(top, pb::kSampleType, strings.intern("samples"), strings.intern("count"));
+    value_type(top, pb::kSampleType, strings.intern("cpu"), strings.intern("nanoseconds"));
+  }
   // Wall-clock samples of a blocked or preempted thread (leaf: an Idle label such as "[blocked: futex]"),
   // each worth one interval: Pyroscope and Parca show it as a profile type of its own.
-  value_type(top, pb::kSampleType, strings.intern("off_cpu"), strings.intern("nanoseconds"));
+  if (part.values != V::Cpu)
+    value_type(top, pb::kSampleType, strings.intern("off_cpu"), strings.intern("nanoseconds"));
   // A heap profile (record --heap) also carries Go's heap profile values, as `go tool pprof` and Pyroscope
   // name them: blocks and bytes allocated, and those still allocated at the end (in use).
   bool heap = false;
   for (const model::Process& proc : profile.processes)
     for (const model::Thread& t : proc.threads) heap |= !t.allocations.empty();
+  heap = heap && part.values == V::All;
   if (heap) {
     value_type(top, pb::kSampleType, strings.intern("alloc_objects"), strings.intern("count"));
     value_type(top, pb::kSampleType, strings.intern("alloc_space"), strings.intern("bytes"));
@@ -119,7 +125,7 @@ bool write_header(protozero::pbf_writer& top, Strings& strings, const model::Pro
   }
   value_type(top, pb::kPeriodType, strings.intern("cpu"), strings.intern("nanoseconds"));
   top.add_int64(pb::kPeriod, static_cast<int64_t>(profile.meta.interval_ms * 1e6));
-  top.add_int64(pb::kDefaultSampleType, strings.intern("samples"));
+  top.add_int64(pb::kDefaultSampleType, strings.intern(part.values == V::OffCpu ? "off_cpu" : "samples"));
   top.add_int64(pb::kTimeNanos, static_cast<int64_t>(profile.meta.start_unix_ms * 1e6));
   if (profile.meta.end_monotonic_ns && *profile.meta.end_monotonic_ns > profile.meta.start_monotonic_ns)
     top.add_int64(pb::kDurationNanos,
@@ -304,7 +310,7 @@ class ThreadWeights {
 
 // Samples: aggregated per thread by stack, each after the locations it uses.
 void write_samples(const model::Profile& profile, Strings& strings, Locations& locations, Writer& w,
-                   bool heap, Clock clock) {
+                   bool heap, Clock clock, const PprofPart& part) {
   auto& top = w.top();
   const int64_t k_thread = strings.intern("thread"), k_tid = strings.intern("tid"),
                 k_process = strings.intern("process"), k_pid = strings.intern("pid"),
@@ -313,6 +319,7 @@ void write_samples(const model::Profile& profile, Strings& strings, Locations& l
   std::vector<uint64_t> locs;
   std::vector<model::FrameId> run;
   for (size_t pi = 0; pi < profile.processes.size(); ++pi) {
+    if (part.process != PprofPart::kAllProcesses && part.process != pi) continue;
     const model::Process& proc = profile.processes[pi];
     const int64_t proc_name = strings.intern(proc.name);
     for (const model::Thread& th : proc.threads) {
@@ -320,6 +327,11 @@ void write_samples(const model::Profile& profile, Strings& strings, Locations& l
       const int64_t th_name = strings.intern(th.name);
       for (uint64_t key : weights.order) {
         const auto st = static_cast<model::StackId>(key), marker = static_cast<model::StringId>(key >> 32);
+        const Weight& wt = weights.of(key);
+        // A part with one kind of value leaves out the stacks without it.
+        if ((part.values == PprofPart::Values::Cpu && wt.count == 0 && wt.cpu_ns == 0) ||
+            (part.values == PprofPart::Values::OffCpu && wt.off_cpu_ns == 0))
+          continue;
         // Locations first (they are top-level messages of their own), then the sample.
         locs.clear();
         for (model::StackId s = st; s != model::kNoStack;) {
@@ -331,13 +343,16 @@ void write_samples(const model::Profile& profile, Strings& strings, Locations& l
           } while (s != model::kNoStack && profile.frames.get(run.back()).inline_depth > 0);
           locs.push_back(locations.of(pi, run));
         }
-        const Weight& wt = weights.of(key);
         {
           protozero::pbf_writer sample(top, pb::kSample);
           sample.add_packed_uint64(pb::kLocationId, locs.begin(), locs.end());
           const int64_t values[7] = {wt.count,   wt.cpu_ns,  wt.off_cpu_ns, wt.alloc_n,
                                      wt.alloc_b, wt.inuse_n, wt.inuse_b};
-          sample.add_packed_int64(pb::kValue, std::begin(values), std::begin(values) + (heap ? 7 : 3));
+          const int64_t* first = std::begin(values) + (part.values == PprofPart::Values::OffCpu ? 2 : 0);
+          const int64_t* last = part.values == PprofPart::Values::Cpu ? std::begin(values) + 2
+                                : heap                                ? std::end(values)
+                                                                      : std::begin(values) + 3;
+          sample.add_packed_int64(pb::kValue, first, last);
           auto label = [&](int64_t key, int64_t str, int64_t num) {
             protozero::pbf_writer l(sample, pb::kLabel);
             l.add_int64(pb::kKey, key);
@@ -361,13 +376,13 @@ void write_samples(const model::Profile& profile, Strings& strings, Locations& l
 }  // namespace
 
 // Header, samples (each after the locations it uses), mappings, functions, then the strings all of them name.
-void write_pprof(const model::Profile& profile, OutputFile& out, Clock clock) {
+void write_pprof(const model::Profile& profile, OutputFile& out, Clock clock, const PprofPart& part) {
   FunctionTable functions(profile);
   Strings strings;
   Writer w(out);
-  const bool heap = write_header(w.top(), strings, profile);
+  const bool heap = write_header(w.top(), strings, profile, part);
   Locations locations(profile, functions, w.top());
-  write_samples(profile, strings, locations, w, heap, clock);
+  write_samples(profile, strings, locations, w, heap, clock, part);
   locations.write_tables(strings, w);
   for (const std::string& s : strings.list()) {
     w.top().add_string(pb::kStringTable, s);

@@ -18,6 +18,8 @@
 //    string table goes last.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "base/result.h"
@@ -32,6 +34,18 @@ namespace fxprof::sinks {
 // off_cpu/nanoseconds); Wall counts every sample there.
 Status write_pprof(const model::Profile& profile, const std::string& path, Clock clock = Clock::Cpu);
 
-void write_pprof(const model::Profile& profile, OutputFile& out, Clock clock = Clock::Cpu);
+// Part of a profile as its own pprof (`fxprof agent` pushes one series per process and profile type):
+// one process's samples only, and/or one kind of value. Cpu: samples/count and cpu/nanoseconds of the
+// on-CPU samples (Pyroscope's process_cpu); OffCpu: off_cpu/nanoseconds of the blocked ones. The header's
+// period and times are the profile's.
+struct PprofPart {
+  enum class Values : uint8_t { All, Cpu, OffCpu };
+  Values values = Values::All;
+  static constexpr size_t kAllProcesses = SIZE_MAX;
+  size_t process = kAllProcesses;  // an index into profile.processes
+};
+
+void write_pprof(const model::Profile& profile, OutputFile& out, Clock clock = Clock::Cpu,
+                 const PprofPart& part = {});
 
 }  // namespace fxprof::sinks

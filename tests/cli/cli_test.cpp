@@ -148,7 +148,7 @@ TEST_CASE("the README documents every option of every command's --help") {
   REQUIRE(readme);
   std::regex opt(R"((^|[ ,])(--[a-z][a-z-]+|-[a-zA-Z])\b)");
   for (std::string cmd : {"record", "import", "load", "symbolicate", "export", "report", "diff", "share",
-                          "push", "stat", "probes"}) {
+                          "push", "stat", "probes", "agent"}) {
     auto help = run({fxprof_bin(), cmd, "--help"});
     INFO(cmd << ": " << help.err);
     REQUIRE(help.status == 0);

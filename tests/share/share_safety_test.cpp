@@ -126,8 +126,9 @@ TEST_CASE("share shows the command line before uploading; --strip-args sends it 
   CHECK(lint_gecko_profile(sent_stripped).empty());
   // push: the pprof's comment ("recorded by ...") holds the command line too.
   StandIn pyro([](const httplib::Request&, httplib::Response& res) { res.status = 200; });
-  REQUIRE(run({fxprof_bin(), "push", "--pyroscope", pyro.origin(), profile}).status == 0);
-  REQUIRE(run({fxprof_bin(), "push", "--strip-args", "--pyroscope", pyro.origin(), profile}).status == 0);
+  REQUIRE(run({fxprof_bin(), "push", "--pyroscope-ingest", pyro.origin(), profile}).status == 0);
+  REQUIRE(run({fxprof_bin(), "push", "--strip-args", "--pyroscope-ingest", pyro.origin(), profile}).status ==
+          0);
   auto pushed = pyro.seen();
   REQUIRE(pushed.size() == 2);
   CHECK(gunzip(pushed[0].multipart_profile).find("hunter2") != std::string::npos);

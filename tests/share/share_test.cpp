@@ -177,12 +177,53 @@ TEST_CASE("share --share-to PUTs the self-contained profile and prints the from-
   CHECK(json.find("beta(long)") != std::string::npos);
 }
 
-TEST_CASE("push --pyroscope sends pprof as the multipart field 'profile' to /ingest") {
+TEST_CASE("push --pyroscope speaks the Push API: a PushRequest with the labels and the pprof") {
+  TempDir dir;
+  const std::string profile = dir.file("p.json.gz");
+  record_exp_work(profile, "1", false);
+  StandIn pyro([](const httplib::Request&, httplib::Response& res) {
+    res.set_content("", "application/proto");  // PushResponse{}
+  });
+  auto r = run({fxprof_bin(), "push", "--pyroscope", pyro.origin(), "--label", "env=ci", profile});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto seen = pyro.seen();
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].path == "/push.v1.PusherService/Push");
+  CHECK(seen[0].content_type == "application/proto");
+  const std::vector<PushedSeries> series = decode_series(seen[0].body, false);
+  REQUIRE(series.size() == 1);
+  std::map<std::string, std::string> labels = series[0].labels;
+  CHECK(labels["__name__"] == "process_cpu");
+  CHECK(labels["service_name"] == "exp_work");
+  CHECK(labels["env"] == "ci");
+  CHECK(labels.size() == 3);
+  REQUIRE(series[0].raw_profiles.size() == 1);
+  REQUIRE(series[0].ids.size() == 1);
+  CHECK(series[0].ids[0].size() == 36);  // a UUID
+  write_file(dir.file("got.pb.gz"), series[0].raw_profiles[0]);
+  auto top = pprof_top(dir, dir.file("got.pb.gz"), "cpu");
+  INFO(top.out << top.err);
+  REQUIRE(top.status == 0);
+  CHECK(top.out.find("beta") != std::string::npos);
+
+  // Connect's error answer: a status and {"code", "message"}, said in one line.
+  StandIn refusing([](const httplib::Request&, httplib::Response& res) {
+    res.status = 400;
+    res.set_content(R"({"code":"invalid_argument","message":"no service_name"})", "application/json");
+  });
+  auto bad = run({fxprof_bin(), "push", "--pyroscope", refusing.origin(), profile});
+  CHECK(bad.status == 1);
+  CHECK(bad.err.find("Pyroscope refused the profile: HTTP 400") != std::string::npos);
+  CHECK(bad.err.find("no service_name") != std::string::npos);
+}
+
+TEST_CASE("push --pyroscope-ingest sends pprof as the multipart field 'profile' to /ingest") {
   TempDir dir;
   const std::string profile = dir.file("p.json.gz");
   record_exp_work(profile, "1", false);
   StandIn pyro([](const httplib::Request&, httplib::Response& res) { res.status = 200; });
-  auto r = run({fxprof_bin(), "push", "--pyroscope", pyro.origin(), "--label", "env=ci", "--label",
+  auto r = run({fxprof_bin(), "push", "--pyroscope-ingest", pyro.origin(), "--label", "env=ci", "--label",
                 "branch=main", profile});
   INFO(r.err);
   REQUIRE(r.status == 0);
@@ -204,7 +245,7 @@ TEST_CASE("push --pyroscope sends pprof as the multipart field 'profile' to /ing
   CHECK(top.out.find("beta") != std::string::npos);  // symbols baked: no debug upload needed
   CHECK(top.out.find("alpha") != std::string::npos);
   // A bad label name is refused before anything is sent.
-  auto bad = run({fxprof_bin(), "push", "--pyroscope", pyro.origin(), "--label", "9x=1", profile});
+  auto bad = run({fxprof_bin(), "push", "--pyroscope-ingest", pyro.origin(), "--label", "9x=1", profile});
   CHECK(bad.status == 2);
   CHECK(pyro.seen().size() == 1);
 }
@@ -298,8 +339,11 @@ TEST_CASE("record --share-to and --push upload the recorded model: no binary ope
   CHECK(opens_of(dir.file("shared.log"), program) == opened);
   auto seen = store.seen();
   REQUIRE(seen.size() == 2);
-  CHECK(seen[0].path == "/ingest");
-  write_file(dir.file("got.pb.gz"), seen[0].multipart_profile);
+  CHECK(seen[0].path == "/push.v1.PusherService/Push");
+  const std::vector<PushedSeries> series = decode_series(seen[0].body, false);
+  REQUIRE(series.size() == 1);
+  REQUIRE(series[0].raw_profiles.size() == 1);
+  write_file(dir.file("got.pb.gz"), series[0].raw_profiles[0]);
   auto top = pprof_top(dir, dir.file("got.pb.gz"), "cpu");
   INFO(top.out << top.err);
   REQUIRE(top.status == 0);
@@ -330,6 +374,16 @@ TEST_CASE("share: JWT decoding and Parca's message, as plain functions") {
   o.app = "app";
   o.labels = {{"k", "v"}};
   WriteRaw w = decode_write_raw(share::parca_write_raw_request("PPROF", o));
+  const std::vector<PushedSeries> pushed =
+      decode_series(share::pyroscope_push_request({{share::series_labels("off_cpu", o), "P1"},
+                                                   {share::series_labels("process_cpu", o), "P2"}}),
+                    false);
+  REQUIRE(pushed.size() == 2);
+  CHECK(pushed[0].labels.at("__name__") == "off_cpu");
+  CHECK(pushed[1].labels.at("service_name") == "app");
+  CHECK(pushed[1].labels.at("k") == "v");
+  CHECK(pushed[1].raw_profiles == std::vector<std::string>{"P2"});
+  CHECK(pushed[0].ids != pushed[1].ids);
   CHECK(w.raw_profile == "PPROF");
   CHECK(w.labels.size() == 3);
   CHECK(w.labels["k"] == "v");

@@ -5,9 +5,13 @@
 #include <httplib.h>
 #include <zlib.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <mutex>
+#include <protozero/pbf_reader.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,7 +29,8 @@ struct Seen {
 class StandIn {
  public:
   using Reply = std::function<void(const httplib::Request&, httplib::Response&)>;
-  explicit StandIn(Reply reply) : reply_(std::move(reply)) {
+  // `port` 0: a free one; else that one (a stand-in that comes back where one was before).
+  explicit StandIn(Reply reply, int port = 0) : reply_(std::move(reply)) {
     auto handle = [this](const httplib::Request& req, httplib::Response& res) {
       Seen s{req.method,
              req.path,
@@ -35,15 +40,20 @@ class StandIn {
              req.params,
              ""};
       if (req.has_file("profile")) s.multipart_profile = req.get_file_value("profile").content;
+      reply_(req, res);
       {
         std::lock_guard<std::mutex> lock(mu_);
         seen_.push_back(std::move(s));
+        answered_.push_back(res.status);
       }
-      reply_(req, res);
+      cv_.notify_all();
     };
     server_.Post(R"(/.*)", handle);
     server_.Put(R"(/.*)", handle);
-    port_ = server_.bind_to_any_port("127.0.0.1");
+    if (port == 0)
+      port_ = server_.bind_to_any_port("127.0.0.1");
+    else
+      port_ = server_.bind_to_port("127.0.0.1", port) ? port : -1;
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     // bind_to_any_port() already listens: a client connecting before the accept loop runs waits in the
     // backlog.
@@ -53,9 +63,20 @@ class StandIn {
     thread_.join();
   }
   std::string origin() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int port() const { return port_; }
   std::vector<Seen> seen() {
     std::lock_guard<std::mutex> lock(mu_);
     return seen_;
+  }
+  // The statuses answered, in order.
+  std::vector<int> answered() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return answered_;
+  }
+  // Waits until `n` requests were answered; false on timeout.
+  bool wait_for(size_t n, std::chrono::seconds timeout = std::chrono::seconds(60)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return seen_.size() >= n; });
   }
 
  private:
@@ -64,8 +85,57 @@ class StandIn {
   int port_ = 0;
   std::thread thread_;
   std::mutex mu_;
+  std::condition_variable cv_;
   std::vector<Seen> seen_;
+  std::vector<int> answered_;
 };
+
+// One series of a Pyroscope PushRequest (push.v1: series = 1 {labels = 1 {name = 1, value = 2},
+// samples = 2 {raw_profile = 1, ID = 2}}) or a Parca WriteRawRequest (series = 2 {labels = 1 (LabelSet
+// {labels = 1 {name = 1, value = 2}}), samples = 2 {raw_profile = 1}}).
+struct PushedSeries {
+  std::map<std::string, std::string> labels;
+  std::vector<std::string> raw_profiles;
+  std::vector<std::string> ids;
+};
+inline std::pair<std::string, std::string> decode_label(protozero::pbf_reader label) {
+  std::string k, v;
+  while (label.next()) {
+    const bool is_name = label.tag() == 1;  // read before get_string() moves past the field
+    (is_name ? k : v) = label.get_string();
+  }
+  return {k, v};
+}
+inline std::vector<PushedSeries> decode_series(const std::string& message, bool parca) {
+  std::vector<PushedSeries> out;
+  protozero::pbf_reader req(message);
+  while (req.next(parca ? 2 : 1)) {
+    PushedSeries one;
+    protozero::pbf_reader series = req.get_message();
+    while (series.next()) {
+      if (series.tag() == 1 && parca) {
+        protozero::pbf_reader set = series.get_message();
+        while (set.next(1)) one.labels.insert(decode_label(set.get_message()));
+      } else if (series.tag() == 1) {
+        one.labels.insert(decode_label(series.get_message()));
+      } else if (series.tag() == 2) {
+        protozero::pbf_reader sample = series.get_message();
+        while (sample.next()) {
+          if (sample.tag() == 1)
+            one.raw_profiles.push_back(sample.get_bytes());
+          else if (sample.tag() == 2)
+            one.ids.push_back(sample.get_string());
+          else
+            sample.skip();
+        }
+      } else {
+        series.skip();
+      }
+    }
+    out.push_back(std::move(one));
+  }
+  return out;
+}
 
 inline std::string base64url(std::string_view in) {
   static const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";

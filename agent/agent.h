@@ -1,0 +1,67 @@
+// fxprof agent: continuous profiling (`fxprof agent`). The machine (or some processes) is sampled at a low
+// rate without end, cut into windows, and each window is symbolicated here and pushed as pprof to a fleet
+// engine (Grafana Pyroscope, Parca) by share/'s pushers. A driver over the existing parts, no recorder or
+// pprof writer of its own:
+//
+//   window loop (main thread)                       sender (one thread)
+//   recorder::record(-a | -p | cgroup's pids,   ->  pipeline::symbolicate (one Symbolizer for all windows)
+//                    --every), again and again      sinks::write_pprof per process and profile type
+//                                                   share:: push, retried with backoff
+//
+// Naming and encoding happen on the sender's thread, so the next window records meanwhile. Each window is a
+// recording of its own: when it ends the recorder's whole state (processes, threads,
+// mappings, unwind tables, interned stacks) is freed, so processes that exited are forgotten and nothing
+// grows with the hours. Between two windows the events are closed and opened again: that gap (the end of
+// one recording and the start of the next, tens of milliseconds, -v prints it) is not sampled; windows are
+// contiguous in time all the same (each one's `from` is the previous one's `until`).
+//
+// Memory bounds (designed for a process that runs for days):
+//  - one window's recording: CPU samples are at most rate x CPUs x window (19 Hz, 8 CPUs, 10 s: 1,520, 16
+//    bytes each); off-CPU (--off-cpu) adds at most a sample per thread per interval it was blocked.
+//  - symbols: the symbolizer's library cache is bounded by --symbol-cache (LRU, symbolizer/cache.h); the
+//    list of libraries it was told about grows with each distinct binary (a package upgrade adds some), so
+//    the symbolizer is replaced after kMaxKnownLibs of them (its libraries are loaded again when next used).
+//  - unsent windows: the one being named or sent and at most Sender::kMaxWaiting (3) waiting; a window
+//    offered when 3 wait drops the oldest (counted). A window is tried --attempts times with backoff (1 s,
+//    2 s, 4 s... up to the window's length), then dropped with a count on stderr.
+// SIGINT/SIGTERM/SIGHUP end the current window at once; it is symbolicated and sent (each unsent window
+// tried once more, without waiting between tries) and the agent exits 0.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "recorder/recorder.h"
+#include "share/share.h"
+
+namespace fxprof::agent {
+
+inline constexpr size_t kMaxKnownLibs = 4096;
+
+struct Options {
+  recorder::Options record;  // system_wide, or pids; frequency_hz; off_cpu; symbol_dirs
+  std::string cgroup;        // --cgroup PATH: the processes in PATH/cgroup.procs at each window's start
+  double every_s = 10;       // --every
+  std::string pyroscope, parca;
+  bool pyroscope_ingest = false;  // --pyroscope-ingest: Pyroscope's /ingest rather than its Push API
+  share::Labels labels;           // --label k=v, on every series
+  std::vector<std::string> headers;
+  std::string host;  // the host label (default: the machine's name)
+  size_t symbol_cache_bytes = size_t{32} << 20;
+  int attempts = 3;    // tries per window before it is dropped
+  double windows = 0;  // stop after this many windows (0: never); for tests and the bench
+  bool verbose = false;
+};
+
+// Runs until a signal (exit status 0) or, with Options::windows, that many windows; 1 with one line on
+// stderr when the first window cannot be recorded (no permission, no such process).
+int run(const Options& options);
+
+// A window's series: for each process with samples, a CPU series (process_cpu) and, with off-CPU samples,
+// an off-CPU one (off_cpu), each labelled {__name__, service_name=<process name>, host, pid, labels...}
+// and holding that process's gzipped pprof. `ingest`: one series per process with every value (/ingest
+// takes one profile per request and names its types itself).
+std::vector<share::Series> window_series(const model::Profile& profile, const Options& options, bool ingest);
+
+}  // namespace fxprof::agent
