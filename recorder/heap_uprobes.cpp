@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "base/fd.h"
+#include "recorder/bpf_handles.h"
 #include "recorder/bpf_ring.h"
 
 #ifdef FXPROF_HAVE_HEAP_UPROBES_BPF
@@ -55,14 +56,8 @@ const char* entry_program(heap::AllocatorRole role) {
 }  // namespace
 
 struct HeapUprobes::Bpf {
-  struct ObjectDeleter {
-    void operator()(bpf_object* o) const { bpf_object__close(o); }
-  };
-  struct LinkDeleter {
-    void operator()(bpf_link* l) const { bpf_link__destroy(l); }
-  };
-  std::unique_ptr<bpf_object, ObjectDeleter> object;
-  std::vector<std::unique_ptr<bpf_link, LinkDeleter>> links;
+  BpfObject object;
+  std::vector<BpfLink> links;
   std::optional<BpfRing> ring;  // mapped once (bpf_ring.h)
   int dropped_fd = -1;
   std::mutex mu;  // the ring buffer: drained by the reader thread, then by finish()

@@ -30,8 +30,12 @@ std::string KeptFiles::keep(uint32_t pid, uint64_t start, uint64_t end, const st
   const bool foreign = other_mount_ns(pid);
   struct stat st {};
   const bool at_path = !foreign && ::stat(path.c_str(), &st) == 0 && same_file(st);
-  if (auto it = kept_index_.find(key); it != kept_index_.end())
-    return at_path ? path : fd_path(kept_[it->second].fd);
+  if (auto it = kept_index_.find(key); it != kept_index_.end()) {
+    // Opened now, while the path leads to it (the launched executable is kept from its exec, before its
+    // mapping is read: it may be deleted meanwhile); gone already, it is read through the descriptor.
+    if (at_path && binaries_.get(path).identity) return path;
+    return fd_path(kept_[it->second].fd);
+  }
   // A descriptor per distinct binary (tens in a recording); past this many, only deleted ones are kept.
   constexpr size_t kMaxKept = 512;
   if (at_path && kept_.size() >= kMaxKept) return path;

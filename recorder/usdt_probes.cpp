@@ -15,6 +15,7 @@
 
 #include "base/fd.h"
 #include "elf/usdt.h"
+#include "recorder/bpf_handles.h"
 #include "recorder/bpf_ring.h"
 #include "recorder/markers.h"
 
@@ -96,14 +97,8 @@ Result<std::vector<UsdtProbeUse>> plan_usdt_probes(const std::vector<std::string
 }
 
 struct UsdtProbes::Bpf {
-  struct ObjectDeleter {
-    void operator()(bpf_object* o) const { bpf_object__close(o); }
-  };
-  struct LinkDeleter {
-    void operator()(bpf_link* l) const { bpf_link__destroy(l); }
-  };
-  std::unique_ptr<bpf_object, ObjectDeleter> object;
-  std::vector<std::unique_ptr<bpf_link, LinkDeleter>> links;
+  BpfObject object;
+  std::vector<BpfLink> links;
   std::optional<BpfRing> ring;  // mapped once (bpf_ring.h)
   int dropped_fd = -1;
   std::mutex mu;  // the ring buffer: drained by the reader thread, then by finish()

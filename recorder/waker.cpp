@@ -16,9 +16,6 @@
 
 namespace fxprof::recorder {
 
-void WakerTracer::ObjectDeleter::operator()(bpf_object* o) const { bpf_object__close(o); }
-void WakerTracer::LinkDeleter::operator()(bpf_link* l) const { bpf_link__destroy(l); }
-
 bool decode_waking(std::span<const std::byte> r, Waking& out) {
   if (r.size() < kWakingHeaderBytes) return false;
   auto u32 = [&](size_t at) {

@@ -27,11 +27,9 @@
 #include <vector>
 
 #include "base/result.h"
+#include "recorder/bpf_handles.h"
 #include "recorder/bpf_ring.h"
 #include "recorder/unwind/unwinder.h"
-
-struct bpf_object;
-struct bpf_link;
 
 namespace fxprof::recorder {
 
@@ -84,14 +82,8 @@ class WakerTracer {
   std::pair<uint64_t, uint64_t> run_stats() const;
 
  private:
-  struct ObjectDeleter {
-    void operator()(bpf_object* o) const;
-  };
-  struct LinkDeleter {
-    void operator()(bpf_link* l) const;
-  };
-  std::unique_ptr<bpf_object, ObjectDeleter> object_;
-  std::unique_ptr<bpf_link, LinkDeleter> link_;
+  BpfObject object_;
+  BpfLink link_;
   std::optional<BpfRing> ring_;
   int traced_fd_ = -1;
   int dropped_fd_ = -1;

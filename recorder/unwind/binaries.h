@@ -33,12 +33,15 @@ std::unique_ptr<Binary> open_binary(const std::string& path);
 
 class Binaries {
  public:
-  // The binary read from `path`, opened on the first call for the file there.
+  // The binary read from `path`, opened on the first call for the file there; a path deleted since gives
+  // the binary last opened there (its mapping's record and its code are read in turn, and the file may go
+  // in between).
   const Binary& get(const std::string& path);
   size_t opened() const { return by_key_.size(); }
 
  private:
   std::unordered_map<std::string, std::unique_ptr<Binary>> by_key_;
+  std::unordered_map<std::string, const Binary*> last_at_;  // path -> the binary last opened there
 };
 
 }  // namespace fxprof::recorder

@@ -144,3 +144,37 @@ TEST_CASE(
   CHECK(kept.deleted_read() == std::vector<std::string>{prog});
   CHECK(profile.processes[0].libs[0].read_path.starts_with("/proc/self/fd/"));
 }
+
+// The race the suite's deleted-binary test found under load: the executable is kept at its exec, its mmap
+// record is read while the file is still there, and the file is deleted before the unwinder opens it. The
+// mapping is opened while it is there, and the same binary is given for that path once it is gone.
+TEST_CASE("kept files: an executable deleted while its mapping is read is still the binary read there",
+          "[recorder]") {
+  TempDir dir;
+  const std::string prog = dir.file("sleeper");
+  std::filesystem::copy_file("/usr/bin/sleep", prog);
+  const struct stat st = stat_of(prog);
+  int exec_pipe[2];
+  REQUIRE(pipe2(exec_pipe, O_CLOEXEC) == 0);
+  UniqueFd exec_r(exec_pipe[0]), exec_w(exec_pipe[1]);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    execl(prog.c_str(), "sleeper", "600", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  exec_w.reset();
+  char byte;
+  REQUIRE(read(exec_r.get(), &byte, 1) == 0);
+  recorder::Binaries binaries;
+  recorder::KeptFiles kept(binaries);
+  kept.keep_executable(static_cast<uint32_t>(child));
+  CHECK(kept.keep(static_cast<uint32_t>(child), 0x1000, 0x2000, prog, st.st_dev, st.st_ino) == prog);
+  REQUIRE(::unlink(prog.c_str()) == 0);  // before the unwinder and the library table open it
+  const recorder::Binary& b = binaries.get(prog);
+  CHECK(b.identity.has_value());
+  CHECK(binaries.opened() == 1);
+  kill(child, SIGKILL);
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+}
