@@ -34,6 +34,24 @@ bool is_elf(const std::string& path) {
                           "ELF");
 }
 
+// Runs `prog` (a copy of sleep) for 600 s; returns once it has exec'd: the exec closes the pipe's write end
+// (O_CLOEXEC), so end of file on the read end says it is done.
+pid_t exec_sleeper(const std::string& prog) {
+  int exec_pipe[2];
+  REQUIRE(pipe2(exec_pipe, O_CLOEXEC) == 0);
+  UniqueFd exec_r(exec_pipe[0]), exec_w(exec_pipe[1]);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    execl(prog.c_str(), "sleeper", "600", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  exec_w.reset();
+  char byte;
+  REQUIRE(read(exec_r.get(), &byte, 1) == 0);
+  return child;
+}
+
 }  // namespace
 
 TEST_CASE("kept files: a binary deleted while it runs is read through its descriptor, opened once",
@@ -111,19 +129,7 @@ TEST_CASE(
   const std::string prog = dir.file("sleeper");
   std::filesystem::copy_file("/usr/bin/sleep", prog);
   const struct stat st = stat_of(prog);
-  // The exec closes the write end (O_CLOEXEC): end of file on the read end says the exec is done.
-  int exec_pipe[2];
-  REQUIRE(pipe2(exec_pipe, O_CLOEXEC) == 0);
-  UniqueFd exec_r(exec_pipe[0]), exec_w(exec_pipe[1]);
-  const pid_t child = fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    execl(prog.c_str(), "sleeper", "600", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  exec_w.reset();
-  char byte;
-  REQUIRE(read(exec_r.get(), &byte, 1) == 0);
+  const pid_t child = exec_sleeper(prog);
   recorder::Binaries binaries;
   recorder::KeptFiles kept(binaries);
   kept.keep_executable(static_cast<uint32_t>(child));
@@ -154,18 +160,7 @@ TEST_CASE("kept files: an executable deleted while its mapping is read is still 
   const std::string prog = dir.file("sleeper");
   std::filesystem::copy_file("/usr/bin/sleep", prog);
   const struct stat st = stat_of(prog);
-  int exec_pipe[2];
-  REQUIRE(pipe2(exec_pipe, O_CLOEXEC) == 0);
-  UniqueFd exec_r(exec_pipe[0]), exec_w(exec_pipe[1]);
-  const pid_t child = fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    execl(prog.c_str(), "sleeper", "600", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  exec_w.reset();
-  char byte;
-  REQUIRE(read(exec_r.get(), &byte, 1) == 0);
+  const pid_t child = exec_sleeper(prog);
   recorder::Binaries binaries;
   recorder::KeptFiles kept(binaries);
   kept.keep_executable(static_cast<uint32_t>(child));
