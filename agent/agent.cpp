@@ -206,7 +206,7 @@ int run(const Options& given) {
   if (o.host.empty()) o.host = hostname();
   // For the agent's whole life: the recordings read these signals from their signalfd, the waits between
   // them with sigtimedwait, and the sender's thread (started here) never gets one.
-  recorder::RecordingSignalsBlocked blocked;
+  SignalsBlocked blocked;
   Preparer prepare(o);  // used on the sender's thread only
   auto push = [&o](const Window& w) {
     Status s = push_window(w, o);

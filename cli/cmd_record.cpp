@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "base/fd.h"
+#include "base/signals.h"
 #include "base/terminal.h"
 #include "cli/commands.h"
 #include "cli/publish.h"
@@ -39,34 +40,6 @@
 namespace fxprof::cli {
 namespace {
 
-// Blocks SIGINT, SIGTERM and SIGHUP while alive; release() drops any pending one and restores the mask.
-class SignalHold {
- public:
-  SignalHold() : set_(recording_signals()) { sigprocmask(SIG_BLOCK, &set_, &previous_); }
-  ~SignalHold() { release(); }
-  SignalHold(const SignalHold&) = delete;
-  SignalHold& operator=(const SignalHold&) = delete;
-  bool interrupted() const {
-    sigset_t pending;
-    sigpending(&pending);
-    for (int sig = 1; sig < NSIG; ++sig)
-      if (sigismember(&set_, sig) == 1 && sigismember(&pending, sig) == 1) return true;
-    return false;
-  }
-  void release() {
-    if (released_) return;
-    released_ = true;
-    timespec zero{};
-    while (sigtimedwait(&set_, nullptr, &zero) > 0) {
-    }
-    sigprocmask(SIG_SETMASK, &previous_, nullptr);
-  }
-
- private:
-  sigset_t set_, previous_;
-  bool released_ = false;
-};
-
 // A failed step after the program ran exits with the program's status when it failed, else 1.
 int failure(int exit_status) { return exit_status != 0 ? exit_status : 1; }
 
@@ -85,7 +58,7 @@ bool start_heap(const RecordArgs& a, HeapRecording& heap) {
   if (a.heap) {
     // Its reader thread starts with the recording's signals blocked, as record() will block them in this one.
     auto h = [&] {
-      recorder::RecordingSignalsBlocked blocked;
+      SignalsBlocked blocked;
       return heap::HeapSource::start(*a.heap);
     }();
     if (!h) {
@@ -250,7 +223,7 @@ struct FrameNamer {
 // says what was recorded; `heap_report` gets the heap summary's figures when they were made beside the
 // writer. The exit status on failure.
 std::optional<int> name_and_write(const RecordArgs& a, recorder::Recording& recording,
-                                  symbolizer::Symbolizer& symbols, const SignalHold& hold,
+                                  symbolizer::Symbolizer& symbols, const SignalsBlocked& hold,
                                   FrameNamer& name_frames, size_t preloaded,
                                   std::future<sinks::HeapReport>& heap_report,
                                   std::vector<model::SyntheticThread>& tracks) {
@@ -259,10 +232,10 @@ std::optional<int> name_and_write(const RecordArgs& a, recorder::Recording& reco
   const Clock::time_point ended = Clock::now();
   const double cpu_at_end = cpu_ms();
   // Self-contained: symbolicate the model and write the file once.
-  if ((a.symbolicate == 1 || (a.symbolicate == -1 && a.save_only)) && !hold.interrupted()) {
+  if ((a.symbolicate == 1 || (a.symbolicate == -1 && a.save_only)) && !hold.pending()) {
     name_frames();
     recording.profile.meta.presymbolicated = true;
-  } else if (!hold.interrupted()) {
+  } else if (!hold.pending()) {
     // Served lazily: the front end names the frames, but "Held by" is a marker field, written now; only
     // the Wakeup stacks are named for it, the file keeps raw addresses.
     pipeline::add_lock_holders_unsymbolicated(recording.profile, [&](model::Profile& wakes) {
@@ -279,7 +252,7 @@ std::optional<int> name_and_write(const RecordArgs& a, recorder::Recording& reco
   tracks = model::critical_path_tracks(recording.profile, static_cast<uint64_t>(interval_ms * 1e6));
   // The heap summary reads the named model as the writer does: made on a thread of its own meanwhile (the
   // writer mostly waits for its deflating thread: cc1plus's --heap=full summary took 40-100 ms after it).
-  if (a.heap && recording.profile.meta.presymbolicated && !hold.interrupted())
+  if (a.heap && recording.profile.meta.presymbolicated && !hold.pending())
     heap_report = std::async(std::launch::async, [&p = std::as_const(recording.profile)] {
       return sinks::make_heap_report(p, 5);
     });
@@ -318,11 +291,11 @@ std::optional<int> name_and_write(const RecordArgs& a, recorder::Recording& reco
 // The heap's figures, the top functions and the exports want names: symbolicates the model, unless it was
 // for the file. The exit status when an export fails.
 std::optional<int> summary_and_exports(const RecordArgs& a, recorder::Recording& recording,
-                                       const SignalHold& hold, FrameNamer& name_frames,
+                                       const SignalsBlocked& hold, FrameNamer& name_frames,
                                        const std::string& heap_lost,
                                        std::future<sinks::HeapReport>& heap_report) {
   const bool heap = a.heap.has_value();
-  if ((a.quiet && a.exports.empty() && !heap) || hold.interrupted()) return std::nullopt;
+  if ((a.quiet && a.exports.empty() && !heap) || hold.pending()) return std::nullopt;
   if (!recording.profile.meta.presymbolicated) name_frames();
   if (heap) {
     const sinks::HeapReport r =
@@ -416,7 +389,7 @@ int cmd_record(std::span<char*> args) {
 
   // A Ctrl-C while the profile is written must not leave a temporary file behind: hold SIGINT/SIGTERM until
   // the file is complete, then take a pending one as "do not serve".
-  SignalHold hold;
+  SignalsBlocked hold(SignalsBlocked::Pending::Drop);
   FrameNamer name_frames{recording->profile, *symbols, {}, {}, 0};
   std::future<sinks::HeapReport> heap_report;
   std::vector<model::SyntheticThread> tracks;
@@ -426,7 +399,7 @@ int cmd_record(std::span<char*> args) {
       gecko::gecko_view_query(recording->profile, tracks);  // every thread shown, the busiest selected
   tracks.clear();
   if (auto exit = summary_and_exports(a, *recording, hold, name_frames, heap_lost, heap_report)) return *exit;
-  if (!hold.interrupted() && !recording_hangup)
+  if (!hold.pending() && !recording_hangup)
     if (auto exit = share_and_push(a, *recording, name_frames)) return *exit;
   serve.libs = pipeline::known_libs(recording->profile);  // no need to read the file back to serve it
   // Binaries deleted while they ran are served through the recorder's descriptors (model::Lib::read_path).
@@ -435,13 +408,13 @@ int cmd_record(std::span<char*> args) {
   recording = Error{};  // free the model before serving
   // The symbolizer goes on to the server with what it loaded for the summary (no library read twice); it is
   // freed now only when nothing is served.
-  const bool serving = !save_only && !sharing && !hold.interrupted() && !recording_hangup;
+  const bool serving = !save_only && !sharing && !hold.pending() && !recording_hangup;
   if (!serving) {
     preloader.reset();  // its thread uses the symbolizer
     symbols.reset();
   }
   // After a hangup (closed terminal, dropped SSH) nobody is there to open the URL: the profile is the result.
-  if (serving && !hold.interrupted()) {
+  if (serving && !hold.pending()) {
     hold.release();  // the server handles Ctrl+C itself
     serve.profile_path = a.output;
     serve.symbolizer = &*symbols;

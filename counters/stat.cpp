@@ -5,16 +5,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -22,6 +19,9 @@
 
 #include "base/fd.h"
 #include "base/signals.h"
+#include "perf/launcher.h"
+#include "perf/records.h"
+#include "perf/ring.h"
 
 namespace fxprof::counters {
 
@@ -31,12 +31,6 @@ uint64_t now_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-UniqueFd event_open(const perf_event_attr& attr, int pid, int cpu, int& err) {
-  int fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC));
-  err = fd < 0 ? errno : 0;
-  return UniqueFd(fd);
 }
 
 std::string base_name(const std::string& p) {
@@ -54,80 +48,8 @@ uint64_t scaled(const ReadValue& v) {
                                static_cast<double>(v.running));
 }
 
-// SIGINT, SIGTERM, SIGHUP blocked and read from a signalfd while counting; the old mask comes back after.
-class Signals {
- public:
-  Signals() : set_(recording_signals()) {
-    sigprocmask(SIG_BLOCK, &set_, &old_);
-    fd_.reset(signalfd(-1, &set_, SFD_CLOEXEC | SFD_NONBLOCK));
-  }
-  ~Signals() {
-    timespec zero{};
-    while (sigtimedwait(&set_, nullptr, &zero) > 0) {
-    }
-    sigprocmask(SIG_SETMASK, &old_, nullptr);
-  }
-  Signals(const Signals&) = delete;
-  Signals& operator=(const Signals&) = delete;
-  int fd() const { return fd_.get(); }
-  const sigset_t& old_mask() const { return old_; }
-  // The next pending signal, 0 if none; `user`: sent with kill(2) (to fxprof alone), not by the terminal.
-  int next(bool& user) {
-    signalfd_siginfo si;
-    if (read(fd_.get(), &si, sizeof si) != static_cast<ssize_t>(sizeof si)) return 0;
-    user = si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE;
-    return static_cast<int>(si.ssi_signo);
-  }
-
- private:
-  sigset_t set_, old_;
-  UniqueFd fd_;
-};
-
-// One CPU's ring buffer: the side-band records (fork, comm, exit) and each exiting thread's counts.
-class Ring {
- public:
-  static constexpr size_t kPages = 64;
-  bool map(int fd) {
-    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    void* p = mmap(nullptr, (kPages + 1) * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) return false;
-    map_ = Mapping(p, (kPages + 1) * page);
-    meta_ = static_cast<perf_event_mmap_page*>(p);
-    data_ = static_cast<const std::byte*>(p) + page;
-    size_ = kPages * page;
-    return true;
-  }
-  template <class F>
-  void drain(F&& f) {
-    if (!meta_) return;
-    const uint64_t head = std::atomic_ref<__u64>(meta_->data_head).load(std::memory_order_acquire);
-    uint64_t tail = meta_->data_tail;
-    std::vector<std::byte> rec;
-    while (tail + sizeof(perf_event_header) <= head) {
-      perf_event_header h;
-      copy(tail, &h, sizeof h);
-      if (h.size < sizeof h || tail + h.size > head) break;
-      rec.resize(h.size);
-      copy(tail, rec.data(), h.size);
-      f(h, rec);
-      tail += h.size;
-    }
-    std::atomic_ref<__u64>(meta_->data_tail).store(tail, std::memory_order_release);
-  }
-
- private:
-  void copy(uint64_t pos, void* out, size_t n) const {
-    const size_t off = pos % size_;
-    const size_t first = std::min(n, size_ - off);
-    std::memcpy(out, data_ + off, first);
-    if (first < n) std::memcpy(static_cast<std::byte*>(out) + first, data_, n - first);
-  }
-  Mapping map_;
-  perf_event_mmap_page* meta_ = nullptr;
-  const std::byte* data_ = nullptr;
-  size_t size_ = 0;
-};
+// The side-band records (fork, comm, exit) and each exiting thread's counts come through one ring per CPU.
+constexpr size_t kRingPages = 64;
 
 struct Session {
   const StatOptions& opt;
@@ -136,7 +58,9 @@ struct Session {
   std::vector<std::vector<UniqueFd>> fds;      // [event][cpu or thread]
   std::vector<std::vector<size_t>> target_of;  // attach: per fds[e][j], the index of its thread in targets
   std::map<uint64_t, size_t> event_of_id;
-  std::vector<Ring> rings;
+  std::vector<perf::RingBuffer> rings;
+  perf::Layout layout;  // the records' layout: every event has the same read_format, no samples
+  std::vector<std::byte> scratch;
   std::vector<UniqueFd> anchors;  // launch: a non-inherited dummy event per CPU (open_all says why)
   rlimit nofile{};                // the caller's fd limit, for the launched program
   // Launch mode: per-thread counts reported at exit, and the processes seen.
@@ -159,33 +83,23 @@ struct Session {
     return it->second;
   }
 
-  void handle(const perf_event_header& h, const std::vector<std::byte>& rec) {
-    const std::byte* b = rec.data() + sizeof h;
-    auto u32 = [&](size_t off) {
-      uint32_t v;
-      std::memcpy(&v, b + off, 4);
-      return v;
-    };
-    if (h.type == PERF_RECORD_READ && rec.size() >= sizeof h + 8 + sizeof(ReadValue)) {
-      ReadValue v;
-      std::memcpy(&v, b + 8, sizeof v);
-      auto it = event_of_id.find(v.id);
-      if (it != event_of_id.end()) proc(u32(0)).values[it->second] += v.value;
-    } else if (h.type == PERF_RECORD_FORK && rec.size() >= sizeof h + 16) {
-      const uint32_t pid = u32(0), ppid = u32(4), tid = u32(8);
+  void handle(const perf::Record& r) {
+    if (const auto* rd = std::get_if<perf::ReadRecord>(&r)) {
+      for (size_t i = 0; i < rd->count(); ++i) {
+        auto it = event_of_id.find(rd->id_at(i));
+        if (it != event_of_id.end()) proc(rd->pid).values[it->second] += rd->value_at(i);
+      }
+    } else if (const auto* f = std::get_if<perf::ForkRecord>(&r)) {
       // A new process is named after its parent until its exec (COMM). Its threads' counts may have come
       // first, from another CPU's buffer.
-      if (pid == tid && pid != ppid) {
-        const std::string parent = proc(ppid).name;
-        Proc& p = proc(pid);
+      if (f->pid == f->tid && f->pid != f->ppid) {
+        const std::string parent = proc(f->ppid).name;
+        Proc& p = proc(f->pid);
         if (p.name.empty()) p.name = parent;
       }
-    } else if (h.type == PERF_RECORD_COMM && rec.size() > sizeof h + 8) {
-      const uint32_t pid = u32(0), tid = u32(4);
-      const char* s = reinterpret_cast<const char*>(b + 8);
-      const size_t n = strnlen(s, rec.size() - sizeof h - 8);
-      if (pid == tid || (h.misc & PERF_RECORD_MISC_COMM_EXEC)) proc(pid).name.assign(s, n);
-    } else if (h.type == PERF_RECORD_LOST) {
+    } else if (const auto* c = std::get_if<perf::CommRecord>(&r)) {
+      if (c->pid == c->tid || c->exec) proc(c->pid).name = std::string(c->comm);
+    } else if (std::holds_alternative<perf::LostRecord>(r)) {
       ++lost;
     }
   }
@@ -216,10 +130,10 @@ struct Session {
             ak.comm = 1;
             ak.comm_exec = 1;
             ak.watermark = 1;
-            ak.wakeup_watermark = static_cast<uint32_t>(Ring::kPages * sysconf(_SC_PAGESIZE) / 4);
+            ak.wakeup_watermark = static_cast<uint32_t>(kRingPages * sysconf(_SC_PAGESIZE) / 4);
           }
           int err = 0;
-          UniqueFd fd = event_open(ak, pid, cpu, err);
+          UniqueFd fd = perf::perf_event_open(ak, pid, cpu, -1, err);
           if (!fd.valid()) {
             if (err == ESRCH && !launch) continue;  // a thread that just exited
             if ((err == EACCES || err == EPERM) && !exclude_kernel && geteuid() != 0) {
@@ -241,9 +155,10 @@ struct Session {
           uint64_t id = 0;
           if (ioctl(fd.get(), PERF_EVENT_IOC_ID, &id) == 0) event_of_id[id] = e;
           if (ring_owner) {
-            rings.emplace_back();
-            if (!rings.back().map(fd.get()))
-              return Err("cannot map the counters' ring buffer: " + errno_text(errno));
+            if (layout.attrs().empty()) layout = perf::Layout({perf::EventAttr::of(ak)});
+            auto rb = perf::RingBuffer::map(fd.get(), kRingPages, kRingPages);
+            if (!rb) return std::move(rb).take_error();
+            rings.push_back(std::move(*rb));
           } else if (launch) {
             if (ioctl(fd.get(), PERF_EVENT_IOC_SET_OUTPUT, ring_fd(k)) != 0)
               return Err("cannot share the counters' ring buffer: " + errno_text(errno));
@@ -290,7 +205,7 @@ struct Session {
     d.exclude_kernel = exclude_kernel ? 1 : 0;
     for (size_t k = 0; k < static_cast<size_t>(ncpu); ++k) {
       int err = 0;
-      anchors.push_back(event_open(d, pid, static_cast<int>(k), err));
+      anchors.push_back(perf::perf_event_open(d, pid, static_cast<int>(k), -1, err));
     }
   }
   // The fd that owns CPU k's ring: the first available event's.
@@ -301,8 +216,8 @@ struct Session {
   }
 
   void drain() {
-    for (Ring& r : rings)
-      r.drain([&](const perf_event_header& h, const std::vector<std::byte>& rec) { handle(h, rec); });
+    for (perf::RingBuffer& r : rings)
+      r.drain(scratch, [&](const perf_event_header* h) { handle(perf::decode(h, layout)); });
   }
 
   // Software events never multiplex. A hardware counter the PMU shared with others counted only part of the
@@ -349,58 +264,24 @@ int exit_status_of(int status) {
 }
 
 Result<StatResult> launch(Session& s) {
-  Signals sig;
-  int resume[2], errp[2];
-  if (pipe2(resume, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) return Err("pipe: " + errno_text(errno));
-  UniqueFd resume_r(resume[0]), resume_w(resume[1]), err_r(errp[0]), err_w(errp[1]);
-  std::vector<char*> argv;
-  for (const std::string& a : s.opt.command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) return Err("fork: " + errno_text(errno));
-  if (pid == 0) {
-    char c;
-    if (read(resume_r.get(), &c, 1) != 1) _exit(0);  // fxprof gave up before the exec
-    sigprocmask(SIG_SETMASK, &sig.old_mask(), nullptr);
-    if (s.nofile.rlim_max) setrlimit(RLIMIT_NOFILE, &s.nofile);
-    execvp(argv[0], argv.data());
-    const int e = errno;
-    if (write(err_w.get(), &e, sizeof e) < 0) _exit(127);
-    _exit(127);
-  }
-  resume_r.reset();
-  err_w.reset();
-  auto reap = [&] {
-    resume_w.reset();
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
-  };
-  if (auto st = s.open_all({pid}, true); !st) {
-    reap();
-    return std::move(st).take_error();
-  }
+  SignalReader sig;
+  auto child = perf::SuspendedChild::spawn(s.opt.command, sig.old_mask(),
+                                           s.nofile.rlim_max ? std::optional(s.nofile) : std::nullopt);
+  if (!child) return std::move(child).take_error();
+  const pid_t pid = child->pid();
+  if (auto st = s.open_all({pid}, true); !st) return std::move(st).take_error();  // the child exits unrun
   s.proc(static_cast<uint32_t>(pid)).name = base_name(s.opt.command[0]);
   UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
   const uint64_t t0 = now_ns();
-  if (write(resume_w.get(), "x", 1) != 1) {
-    reap();
-    return Err("cannot start the program: " + errno_text(errno));
-  }
-  resume_w.reset();
-  int exec_err = 0;
-  if (read(err_r.get(), &exec_err, sizeof exec_err) == static_cast<ssize_t>(sizeof exec_err)) {
-    reap();
-    return Err("cannot run '" + s.opt.command[0] + "': " + errno_text(exec_err), 127);
-  }
+  if (auto st = child->resume(); !st) return std::move(st).take_error();
   int status = 0;
   rusage ru{};
   for (;;) {
     std::vector<pollfd> pfds{{sig.fd(), POLLIN, 0}, {pidfd.get(), POLLIN, 0}};
     poll(pfds.data(), pfds.size(), pidfd.valid() ? 100 : 20);
-    bool user = false;
-    while (int signo = sig.next(user))
-      if (user) kill(pid, signo);  // sent to fxprof alone: the program decides (the terminal's reach it too)
+    signalfd_siginfo si;
+    while (sig.next(si))  // sent to fxprof alone: the program decides (the terminal's reach it too)
+      if (SignalReader::from_user(si)) kill(pid, static_cast<int>(si.ssi_signo));
     s.drain();
     const pid_t w = wait4(pid, &status, WNOHANG, &ru);
     if (w == pid) break;
@@ -424,7 +305,7 @@ Result<StatResult> launch(Session& s) {
 }
 
 Result<StatResult> attach(Session& s) {
-  Signals sig;
+  SignalReader sig;
   std::vector<int> threads;
   std::vector<int> owner_of_thread;
   for (size_t i = 0; i < s.opt.pids.size(); ++i) {
@@ -463,8 +344,7 @@ Result<StatResult> attach(Session& s) {
       timeout =
           static_cast<int>(std::min<uint64_t>(200, (end > now_ns() ? end - now_ns() : 0) / 1000000 + 1));
     poll(pfds.data(), pfds.size(), timeout);
-    bool user = false;
-    if (sig.next(user)) break;
+    if (signalfd_siginfo si; sig.next(si)) break;
     if (end && now_ns() >= end) break;
     // Gone: its pidfd is readable (it exited, a zombie of someone else's included), or without pidfds
     // kill(0) finds no process.

@@ -226,6 +226,31 @@ Record decode_task(const std::byte* p, size_t size) {
   return t;
 }
 
+// { u32 pid, tid; read_format's value or group } then the trailer.
+Record decode_read(const std::byte* p, size_t size, const EventAttr& a) {
+  Reader r(p + 8, p + size - std::min(size - 8, trailer_size(a)));
+  ReadRecord rr;
+  r.u32x2(rr.pid, rr.tid);
+  const uint64_t f = a.read_format;
+  rr.has_id = (f & PERF_FORMAT_ID) != 0;
+  rr.is_group = (f & PERF_FORMAT_GROUP) != 0;
+  rr.stride = 8 * (1 + (rr.has_id ? 1 : 0) + ((f & kFormatLost) ? 1 : 0));
+  const uint64_t n = rr.is_group ? r.u64() : 0;
+  if (!rr.is_group) rr.value = r.u64();
+  if (f & PERF_FORMAT_TOTAL_TIME_ENABLED) rr.enabled = r.u64();
+  if (f & PERF_FORMAT_TOTAL_TIME_RUNNING) rr.running = r.u64();
+  if (rr.is_group) {
+    if (n > size / rr.stride) return OtherRecord{};  // a count that lies
+    rr.group = r.bytes(n * rr.stride);
+  } else {
+    if (rr.has_id) rr.id = r.u64();
+    if (f & kFormatLost) r.u64();
+  }
+  if (!r.ok()) return OtherRecord{};
+  rr.time = trailer(p, size, a).time;
+  return rr;
+}
+
 const EventAttr& attr_at(const Layout& layout, uint32_t event) {
   static const EventAttr kNone{};
   const auto& attrs = layout.attrs();
@@ -314,6 +339,8 @@ Record decode(const perf_event_header* h, const Layout& layout, uint32_t event) 
     }
     case PERF_RECORD_THROTTLE:
       return ThrottleRecord{trailer(p, size, a).time};
+    case PERF_RECORD_READ:
+      return decode_read(p, size, a);
     default:
       return OtherRecord{};
   }

@@ -100,11 +100,35 @@ struct ThrottleRecord {
   uint64_t time = 0;
 };
 
+// PERF_RECORD_READ: an inherited counter's value at a thread's exit (inherit_stat), laid out by the event's
+// read_format: one value, or a group's (PERF_FORMAT_GROUP), each with its id when read_format has
+// PERF_FORMAT_ID.
+struct ReadRecord {
+  uint32_t pid = 0, tid = 0;
+  uint64_t enabled = 0, running = 0;  // 0 unless read_format asks for them
+  uint64_t time = 0;
+  uint64_t value = 0, id = 0;        // a single read's
+  std::span<const std::byte> group;  // a group's entries, `stride` bytes each: value[, id][, lost]
+  size_t stride = 8;
+  bool is_group = false, has_id = false;
+
+  size_t count() const { return is_group ? group.size() / stride : 1; }
+  uint64_t value_at(size_t i) const { return is_group ? word(i, 0) : value; }
+  uint64_t id_at(size_t i) const { return !has_id ? 0 : is_group ? word(i, 1) : id; }
+
+ private:
+  uint64_t word(size_t i, size_t k) const {
+    uint64_t v;
+    std::memcpy(&v, group.data() + i * stride + k * 8, 8);
+    return v;
+  }
+};
+
 // A record fxprof has no use for (UNTHROTTLE, NAMESPACES, ...), or one too short for its type.
 struct OtherRecord {};
 
 using Record = std::variant<OtherRecord, SampleRecord, Mmap2Record, CommRecord, ForkRecord, ExitRecord,
-                            SwitchRecord, LostRecord, ThrottleRecord>;
+                            SwitchRecord, LostRecord, ThrottleRecord, ReadRecord>;
 
 // What decoding needs of one event's perf_event_attr.
 struct EventAttr {

@@ -12,12 +12,8 @@
 namespace fxprof::pipeline {
 
 SymbolPreloader::SymbolPreloader(symbolizer::Symbolizer& symbols) : symbols_(symbols) {
-  // The thread inherits the mask it is created with.
-  const sigset_t set = recording_signals();
-  sigset_t old;
-  pthread_sigmask(SIG_BLOCK, &set, &old);
+  SignalsBlocked blocked;  // the thread inherits the mask it is created with
   thread_ = std::thread([this] { run(); });
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 SymbolPreloader::~SymbolPreloader() {

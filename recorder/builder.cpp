@@ -47,6 +47,7 @@ namespace {
 
 // Each tracker's hook for a record of type R.
 void to_tracker(Tracker& t, const OtherRecord&) { (void)t; }
+void to_tracker(Tracker& t, const perf::ReadRecord&) { (void)t; }  // `stat`'s, not a recording's
 void to_tracker(Tracker& t, const SampleRecord& r) { t.on_sample(r); }
 void to_tracker(Tracker& t, const Mmap2Record& r) { t.on_mmap2(r); }
 void to_tracker(Tracker& t, const CommRecord& r) { t.on_comm(r); }

@@ -1,4 +1,5 @@
-// fxprof recorder internals: perf_event_open, the mmap'ed ring buffers and the record layouts we ask for.
+// fxprof recorder internals: the events a recording opens, the record layouts we ask for, and its ring
+// buffers read in rounds (one buffer: perf/ring.h).
 // Only the recorder includes this header.
 #pragma once
 
@@ -13,6 +14,7 @@
 #include "base/fd.h"
 #include "base/result.h"
 #include "perf/records.h"
+#include "perf/ring.h"
 #include "recorder/host.h"
 
 namespace fxprof::recorder {
@@ -56,34 +58,8 @@ perf_event_attr make_switch_attr(const EventConfig& c);
 // perf_regs.h (x86-64) bit of RDI, the first system-call argument.
 using perf::kPerfRegDiBit;
 
-// perf_event_open(2) with PERF_FLAG_FD_CLOEXEC; on failure returns an invalid fd and sets `err` to errno.
-UniqueFd perf_event_open(const perf_event_attr& attr, int pid, int cpu, int group_fd, int& err);
-
-// One mmap'ed perf ring buffer (1 metadata page + 2^n data pages).
-class RingBuffer {
- public:
-  // Maps `data_pages` (a power of two) data pages of `fd`'s buffer; on EPERM/ENOMEM halves the size down to
-  // `min_pages` (the mlock budget of unprivileged users) before giving up.
-  static Result<RingBuffer> map(int fd, size_t data_pages, size_t min_pages);
-
-  int fd() const { return fd_; }
-  size_t data_size() const { return size_; }
-
-  // Snapshot of the readable range [tail, head) (acquire load of data_head).
-  uint64_t load_head() const;
-  uint64_t tail() const { return tail_; }
-  // Releases everything up to `pos` to the kernel (release store of data_tail).
-  void release(uint64_t pos);
-  // Pointer to the record at `pos`; copies a record that wraps around the end into `scratch`.
-  const perf_event_header* record_at(uint64_t pos, std::vector<std::byte>& scratch) const;
-
- private:
-  int fd_ = -1;
-  Mapping map_;
-  const std::byte* data_ = nullptr;
-  size_t size_ = 0;
-  uint64_t tail_ = 0;
-};
+using perf::perf_event_open;
+using perf::RingBuffer;
 
 // The ring buffers of one recording, read in rounds (recorder/host.h): every buffer from its tail to the
 // head the kernel published when the round began. A record that wraps around a buffer's end is copied into

@@ -83,6 +83,7 @@
 #include "base/signals.h"
 #include "counters/events.h"
 #include "model/profile.h"
+#include "perf/launcher.h"
 
 namespace fxprof::recorder {
 
@@ -162,20 +163,7 @@ struct Stats {
   uint64_t idle_samples = 0;
 };
 
-// A launched program still running when the recording ended (--duration): reaped by a thread of its own
-// (launcher.cpp) when it exits, so that it is no zombie while fxprof goes on serving. The destructor stops
-// waiting (the program may run on after fxprof); it does not kill it.
-class ChildReaper {
- public:
-  explicit ChildReaper(pid_t pid);
-  ~ChildReaper();
-  ChildReaper(const ChildReaper&) = delete;
-  ChildReaper& operator=(const ChildReaper&) = delete;
-
- private:
-  UniqueFd stop_;  // an eventfd: written by the destructor
-  std::thread thread_;
-};
+using perf::ChildReaper;  // --duration: the launched program, reaped when it exits (perf/launcher.h)
 
 struct Recording {
   model::Profile profile;
@@ -211,22 +199,5 @@ std::string no_samples_message(const Options& options, const Stats& stats);
 // Notices (no PMU, paranoid level, clamped rate) go to stderr. An exec failure is an Error with exit_code 127
 // and the message "cannot run 'NAME': <strerror>".
 Result<Recording> record(const Options& options);
-
-// Blocks recording_signals() in the calling thread while alive. A thread started beside a recording (the heap
-// reader) is started inside one: it inherits the mask, so the kernel never delivers these signals to it
-// (their default action would kill fxprof outright) and record()'s signalfd gets them.
-class RecordingSignalsBlocked {
- public:
-  RecordingSignalsBlocked() {
-    const sigset_t set = recording_signals();
-    pthread_sigmask(SIG_BLOCK, &set, &old_);
-  }
-  ~RecordingSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
-  RecordingSignalsBlocked(const RecordingSignalsBlocked&) = delete;
-  RecordingSignalsBlocked& operator=(const RecordingSignalsBlocked&) = delete;
-
- private:
-  sigset_t old_;
-};
 
 }  // namespace fxprof::recorder

@@ -204,7 +204,7 @@ Status Session::prepare_builder() {
 // Start (launch): the child waits on a pipe until its events exist (enable_on_exec: counting starts at its
 // exec, so fxprof's own fork is never sampled), then runs the command.
 Status Session::start_launch() {
-  auto c = SuspendedChild::spawn(opt_.command, signals_->old_mask());
+  auto c = perf::SuspendedChild::spawn(opt_.command, signals_->old_mask());
   if (!c) return std::move(c).take_error();
   child_.emplace(std::move(*c));
   pids_.push_back(child_->pid());

@@ -26,7 +26,7 @@ Status Session::start_system() {
     return Err("record -a needs root or kernel.perf_event_paranoid <= 0 (it is " + std::to_string(paranoid_) +
                "): run fxprof with sudo, or `sudo sysctl kernel.perf_event_paranoid=0`");
   if (!opt_.command.empty()) {
-    auto c = SuspendedChild::spawn(opt_.command, signals_->old_mask());
+    auto c = perf::SuspendedChild::spawn(opt_.command, signals_->old_mask());
     if (!c) return std::move(c).take_error();
     child_.emplace(std::move(*c));
     pids_.push_back(child_->pid());

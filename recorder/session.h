@@ -4,7 +4,6 @@
 
 #include <signal.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -18,10 +17,11 @@
 
 #include "base/fd.h"
 #include "base/result.h"
+#include "base/signals.h"
+#include "perf/launcher.h"
 #include "recorder/builder.h"
 #include "recorder/capture.h"
 #include "recorder/host.h"
-#include "recorder/launcher.h"
 #include "recorder/perf.h"
 #include "recorder/proc_counters.h"
 #include "recorder/quality.h"
@@ -34,37 +34,6 @@ namespace fxprof::recorder::internal {
 
 uint64_t now_ns(clockid_t clock);
 double cpu_ms(const rusage& ru);
-
-// Blocks SIGINT/SIGTERM/SIGHUP for the recording and reads them from a signalfd; restores the caller's mask
-// after consuming what arrived, so a Ctrl-C during recording never kills the caller before it writes the
-// profile.
-class SignalGuard {
- public:
-  SignalGuard() {
-    const sigset_t set = recording_signals();
-    pthread_sigmask(SIG_BLOCK, &set, &old_);
-    fd_.reset(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
-  }
-  ~SignalGuard() {
-    drain();
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  const sigset_t& old_mask() const { return old_; }
-  int fd() const { return fd_.get(); }
-  // Reads one pending signal; false when none.
-  bool next(signalfd_siginfo& si) {
-    return fd_.valid() && read(fd_.get(), &si, sizeof si) == static_cast<ssize_t>(sizeof si);
-  }
-  void drain() {
-    signalfd_siginfo si;
-    while (next(si)) {
-    }
-  }
-
- private:
-  sigset_t old_;
-  UniqueFd fd_;
-};
 
 // One recording. run() (recorder.cpp) reads as the list of its passes, each a member function
 // (recorder_*.cpp); the state they hand on to each other is the members.
@@ -138,8 +107,10 @@ class Session {
   std::vector<Waking> wakings_;         // reused per round
   std::set<int> attached_tids_;
   // Launch and attach: the processes given, and their pidfds (invalid when pidfd_open is missing).
-  std::optional<SignalGuard> signals_;
-  std::optional<SuspendedChild> child_;
+  // SIGINT/SIGTERM/SIGHUP, read from a signalfd: a Ctrl-C never kills the caller before it writes the
+  // profile.
+  std::optional<SignalReader> signals_;
+  std::optional<perf::SuspendedChild> child_;
   std::vector<int> pids_;
   std::vector<UniqueFd> pidfds_;
   bool child_exited_ = false;

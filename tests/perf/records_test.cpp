@@ -158,3 +158,49 @@ TEST_CASE("perf records: counts that lie never read past the record", "[perf]") 
     CHECK_FALSE(std::get<SampleRecord>(d).ok);
   }
 }
+
+TEST_CASE(
+    "perf records: a READ record gives each value with its id, single or grouped, and a lying count is "
+    "refused",
+    "[perf]") {
+  // `fxprof stat`'s layout: ENABLED | RUNNING | ID, no trailer.
+  EventAttr single;
+  single.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID;
+  Bytes b;
+  b.u32x2(40, 41).u64(12345).u64(900).u64(800).u64(7);  // pid, tid, value, enabled, running, id
+  Aligned r(b.record(PERF_RECORD_READ));
+  const Record d = decode(r.h(), Layout({single}));
+  REQUIRE(std::holds_alternative<ReadRecord>(d));
+  const auto& rd = std::get<ReadRecord>(d);
+  CHECK(rd.pid == 40);
+  CHECK(rd.tid == 41);
+  REQUIRE(rd.count() == 1);
+  CHECK(rd.value_at(0) == 12345);
+  CHECK(rd.id_at(0) == 7);
+  CHECK(rd.enabled == 900);
+  CHECK(rd.running == 800);
+
+  // A group with ids and lost counts, and a sample_id trailer (tid, time).
+  EventAttr group;
+  group.read_format = PERF_FORMAT_GROUP | PERF_FORMAT_ID | PERF_FORMAT_TOTAL_TIME_ENABLED | (1 << 4);
+  group.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+  group.sample_id_all = true;
+  Bytes g;
+  g.u32x2(50, 51).u64(2).u64(1000);                   // pid, tid, nr, enabled
+  g.u64(11).u64(101).u64(0).u64(22).u64(102).u64(0);  // {value, id, lost} twice
+  g.u32x2(50, 51).u64(777);                           // trailer: pid, tid, time
+  Aligned rg(g.record(PERF_RECORD_READ));
+  const Record dg = decode(rg.h(), Layout({group}));
+  REQUIRE(std::holds_alternative<ReadRecord>(dg));
+  const auto& rdg = std::get<ReadRecord>(dg);
+  REQUIRE(rdg.count() == 2);
+  CHECK(rdg.value_at(1) == 22);
+  CHECK(rdg.id_at(1) == 102);
+  CHECK(rdg.time == 777);
+
+  // nr says 1000 entries in a record of two: not read past its end.
+  Bytes lie;
+  lie.u32x2(50, 51).u64(1000).u64(1000).u64(11).u64(101).u64(0);
+  Aligned rl(lie.record(PERF_RECORD_READ));
+  CHECK(std::holds_alternative<OtherRecord>(decode(rl.h(), Layout({group}))));
+}

@@ -1,4 +1,4 @@
-#include "recorder/launcher.h"
+#include "perf/launcher.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -11,9 +11,7 @@
 #include <cstring>
 #include <utility>
 
-#include "recorder/recorder.h"
-
-namespace fxprof::recorder {
+namespace fxprof::perf {
 
 namespace {
 
@@ -27,8 +25,8 @@ Status make_pipe(UniqueFd& r, UniqueFd& w) {
 
 }  // namespace
 
-Result<SuspendedChild> SuspendedChild::spawn(const std::vector<std::string>& argv,
-                                             const sigset_t& child_mask) {
+Result<SuspendedChild> SuspendedChild::spawn(const std::vector<std::string>& argv, const sigset_t& child_mask,
+                                             std::optional<rlimit> nofile) {
   if (argv.empty()) return Err("no command to run");
   UniqueFd resume_r, resume_w, error_r, error_w;
   if (auto s = make_pipe(resume_r, resume_w); !s) return std::move(s).take_error();
@@ -50,6 +48,7 @@ Result<SuspendedChild> SuspendedChild::spawn(const std::vector<std::string>& arg
     } while (n < 0 && errno == EINTR);
     if (n != 1) _exit(0);  // the profiler went away before starting us
     sigprocmask(SIG_SETMASK, &child_mask, nullptr);
+    if (nofile) setrlimit(RLIMIT_NOFILE, &*nofile);
     execvp(cargv[0], cargv.data());
     int err = errno;
     ssize_t w = write(error_w.get(), &err, sizeof err);
@@ -124,4 +123,4 @@ ChildReaper::~ChildReaper() {
   thread_.join();
 }
 
-}  // namespace fxprof::recorder
+}  // namespace fxprof::perf
