@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every benchmark (`make bench`): recording overhead against perf, unwinding throughput and DWARF
 # recording overhead, symbolication against llvm-symbolizer and eu-addr2line, export against perf's stack
-# collapsing, the server, off-CPU capture, the agent over time, long profiles, load, JIT names, heap profiling against heaptrack.
+# collapsing, the server, off-CPU capture, the agent over time, the critical path's walk, long profiles, load, JIT names, heap profiling against heaptrack.
 # Each prints ratios measured in the same run; this machine is noisy, so compare ratios, not absolute times.
 # Every bench runs to the end even when one before it failed; a bench that could not measure (a missing
 # tool, a failed run) is named at the end and the exit status is 1.
@@ -31,6 +31,8 @@ bench "unwinding (bench/unwind.sh)" bash "$here/unwind.sh" "$build"
 bench "symbolication (bench/symbolize.sh)" bash "$here/symbolize.sh" "$build"
 bench "export (bench/export.sh)" bash "$here/export.sh" "$build"
 bench "local server (bench/http_bench.cpp)" "$build/bench/fxprof_http_bench" 3
+bench "the critical path, its track and --latency on a 60 s, 16-thread model (bench/critical_path_bench.cpp)" \
+  "$build/bench/fxprof_critical_path_bench"
 bench "off-CPU capture (bench/offcpu.sh)" bash "$here/offcpu.sh" "$build"
 bench "memory of an hour-long profile (bench/longprofile.sh; LONGPROFILE_SECONDS=60 for a quick run)" \
   bash "$here/longprofile.sh" "$build"
