@@ -1,6 +1,7 @@
 // Pushing pprof to fleet engines: Grafana Pyroscope's Push API and /ingest, Parca's WriteRaw (share/share.h).
 #include <cctype>
 #include <cstdio>
+#include <initializer_list>
 #include <optional>
 #include <protozero/pbf_writer.hpp>
 #include <random>
@@ -33,6 +34,27 @@ std::string boundary() {
   std::string b = "fxprof-";
   for (int i = 0; i < 4; ++i) b += std::to_string(rd());
   return b;
+}
+
+// POSTs `body` with the user's headers and these, within the push's deadline.
+Result<HttpResponse> post(std::string url, std::string body, std::initializer_list<const char*> headers,
+                          const PushOptions& o) {
+  HttpRequest req;
+  req.url = std::move(url);
+  req.headers = o.headers;
+  for (const char* h : headers) req.headers.push_back(h);
+  req.body = std::move(body);
+  req.deadline_s = o.deadline_s;
+  return send(req);
+}
+
+// common.v1.LabelPair {name = 1, value = 2}, each as field `field` of `msg` (both engines' label shape).
+void add_labels(protozero::pbf_writer& msg, protozero::pbf_tag_type field, const Labels& labels) {
+  for (const auto& [k, v] : labels) {
+    protozero::pbf_writer l(msg, field);
+    l.add_string(1, k);
+    l.add_string(2, v);
+  }
 }
 
 // gRPC-Web's status: in the answer's headers (a trailers-only answer) or in its trailer frame (flag 0x80,
@@ -103,11 +125,7 @@ std::string pyroscope_push_request(const std::vector<Series>& series) {
   std::random_device rd;
   for (const Series& one : series) {
     protozero::pbf_writer s(request, 1);
-    for (const auto& [k, v] : one.labels) {
-      protozero::pbf_writer l(s, 1);
-      l.add_string(1, k);
-      l.add_string(2, v);
-    }
+    add_labels(s, 1, one.labels);
     protozero::pbf_writer sample(s, 2);
     sample.add_bytes(1, one.pprof);
     char id[40];
@@ -120,15 +138,8 @@ std::string pyroscope_push_request(const std::vector<Series>& series) {
 
 Status push_pyroscope_series(const std::string& url, const std::vector<Series>& series,
                              const PushOptions& o) {
-  const std::string body = pyroscope_push_request(series);
-  HttpRequest req;
-  req.url = trim_slash(url) + "/push.v1.PusherService/Push";
-  req.headers = o.headers;
-  req.headers.push_back("Content-Type: application/proto");
-  req.headers.push_back("Connect-Protocol-Version: 1");
-  req.body = body;
-  req.deadline_s = o.deadline_s;
-  auto res = send(req);
+  auto res = post(trim_slash(url) + "/push.v1.PusherService/Push", pyroscope_push_request(series),
+                  {"Content-Type: application/proto", "Connect-Protocol-Version: 1"}, o);
   if (!res) return std::move(res).take_error();
   // Connect: 200 and a PushResponse; an error is another status with {"code", "message"} as JSON.
   if (res->status != 200) return Err("Pyroscope refused the profile: " + describe_answer(*res));
@@ -146,15 +157,11 @@ Status push_pyroscope_ingest(const std::string& url, std::string_view pprof, con
                      "Content-Type: application/octet-stream\r\n\r\n";
   body.append(pprof);
   body += "\r\n--" + b + "--\r\n";
-  HttpRequest req;
-  req.url = trim_slash(url) + "/ingest?name=" + url_encode(pyroscope_name(o)) +
-            "&from=" + std::to_string(o.from_unix_s) + "&until=" + std::to_string(o.until_unix_s) +
-            "&format=pprof&spyName=fxprof";
-  req.headers = o.headers;
-  req.headers.push_back("Content-Type: multipart/form-data; boundary=" + b);
-  req.body = body;
-  req.deadline_s = o.deadline_s;
-  auto res = send(req);
+  const std::string type = "Content-Type: multipart/form-data; boundary=" + b;
+  auto res = post(trim_slash(url) + "/ingest?name=" + url_encode(pyroscope_name(o)) +
+                      "&from=" + std::to_string(o.from_unix_s) + "&until=" + std::to_string(o.until_unix_s) +
+                      "&format=pprof&spyName=fxprof",
+                  std::move(body), {type.c_str()}, o);
   if (!res) return std::move(res).take_error();
   if (res->status < 200 || res->status > 299)
     return Err("Pyroscope refused the profile: " + describe_answer(*res));
@@ -168,11 +175,7 @@ std::string parca_write_raw_request(const std::vector<Series>& series) {
     protozero::pbf_writer s(request, 2);  // WriteRawRequest.series
     {
       protozero::pbf_writer set(s, 1);  // RawProfileSeries.labels (LabelSet)
-      for (const auto& [k, v] : one.labels) {
-        protozero::pbf_writer l(set, 1);  // LabelSet.labels
-        l.add_string(1, k);
-        l.add_string(2, v);
-      }
+      add_labels(set, 1, one.labels);   // LabelSet.labels
     }
     protozero::pbf_writer sample(s, 2);  // RawProfileSeries.samples (RawSample)
     sample.add_bytes(1, one.pprof);      // RawSample.raw_profile
@@ -201,15 +204,9 @@ Status push_parca_series(const std::string& address, const std::vector<Series>& 
   frame[3] = static_cast<char>(n >> 8);
   frame[4] = static_cast<char>(n);
   frame += message;
-  HttpRequest req;
-  req.url = url + "/parca.profilestore.v1alpha1.ProfileStoreService/WriteRaw";
-  req.headers = o.headers;
-  req.headers.push_back("Content-Type: application/grpc-web+proto");
-  req.headers.push_back("Accept: application/grpc-web+proto");
-  req.headers.push_back("X-Grpc-Web: 1");
-  req.body = frame;
-  req.deadline_s = o.deadline_s;
-  auto res = send(req);
+  auto res = post(
+      url + "/parca.profilestore.v1alpha1.ProfileStoreService/WriteRaw", std::move(frame),
+      {"Content-Type: application/grpc-web+proto", "Accept: application/grpc-web+proto", "X-Grpc-Web: 1"}, o);
   if (!res) return std::move(res).take_error();
   if (res->status < 200 || res->status > 299)
     return Err("Parca refused the profile: " + describe_answer(*res));
