@@ -30,8 +30,6 @@ struct Event {
   uint64_t stack[kFrames];
 };
 
-int silent(enum libbpf_print_level, const char*, va_list) { return 0; }  // our one line says what failed
-
 // The BPF program on the entry of a function of `role` (bpf/heap_uprobes.bpf.c), reading its arguments.
 const char* entry_program(heap::AllocatorRole role) {
   using R = heap::AllocatorRole;
@@ -75,14 +73,12 @@ Result<std::unique_ptr<HeapUprobes>> HeapUprobes::start(
 #ifndef FXPROF_HAVE_HEAP_UPROBES_BPF
   return Err("not built (clang was missing when fxprof was built)");
 #else
-  libbpf_set_print(silent);
   std::unique_ptr<HeapUprobes> u(new HeapUprobes());
   Bpf& b = *u->bpf_;
-  LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = "fxprof_heap");
-  b.object.reset(bpf_object__open_mem(kHeapUprobesBpf, sizeof kHeapUprobesBpf, &opts));
-  if (!b.object) return Err("cannot open the BPF program: " + errno_text(errno));
-  if (int err = bpf_object__load(b.object.get()); err != 0)
-    return Err("cannot load the BPF program (" + errno_text(-err) + "): uprobes need root");
+  auto object = open_bpf("fxprof_heap", kHeapUprobesBpf, sizeof kHeapUprobesBpf);
+  if (!object) return std::move(object).take_error();
+  b.object = std::move(*object);
+  if (auto st = load_bpf(b.object, "uprobes need root"); !st) return std::move(st).take_error();
   auto program = [&](const char* name) { return bpf_object__find_program_by_name(b.object.get(), name); };
   bpf_program* exit = program("alloc_exit");
   bpf_program* free = program("free_enter");

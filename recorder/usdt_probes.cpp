@@ -38,8 +38,6 @@ struct Event {
 
 constexpr size_t kUsdtMaxHits = 2 * kMaxProgramMarkers;  // a begin and an end a marker
 
-int silent(enum libbpf_print_level, const char*, va_list) { return 0; }  // our one line says what failed
-
 }  // namespace
 
 Result<std::vector<UsdtProbeUse>> plan_usdt_probes(const std::vector<std::string>& binaries,
@@ -121,16 +119,14 @@ Result<std::unique_ptr<UsdtProbes>> UsdtProbes::start(const std::string& program
 #ifndef FXPROF_HAVE_USDT_BPF
   return Err("--usdt: not built (clang was missing when fxprof was built)");
 #else
-  libbpf_set_print(silent);
   std::unique_ptr<UsdtProbes> u(new UsdtProbes());
   u->probes_ = std::move(*plan);
   Bpf& b = *u->bpf_;
-  LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = "fxprof_usdt");
-  b.object.reset(bpf_object__open_mem(kUsdtBpf, sizeof kUsdtBpf, &opts));
-  if (!b.object) return Err("--usdt: cannot open the BPF program: " + errno_text(errno));
-  if (int err = bpf_object__load(b.object.get()); err != 0)
-    return Err("--usdt: USDT probes need root (CAP_BPF and CAP_PERFMON): cannot load the BPF program (" +
-               errno_text(-err) + ")");
+  auto object = open_bpf("fxprof_usdt", kUsdtBpf, sizeof kUsdtBpf);
+  if (!object) return Err("--usdt: " + object.error());
+  b.object = std::move(*object);
+  if (auto st = load_bpf(b.object, ""); !st)
+    return Err("--usdt: USDT probes need root (CAP_BPF and CAP_PERFMON): " + st.error());
   bpf_program* hit = bpf_object__find_program_by_name(b.object.get(), "usdt_hit");
   if (!hit) return Err("--usdt: the BPF program lacks its function");
   for (size_t i = 0; i < u->probes_.size(); ++i) {

@@ -68,19 +68,14 @@ void encode_waking(const Waking& w, std::vector<std::byte>& out) {
   if (!w.stack.empty()) std::memcpy(p + kWakingHeaderBytes, w.stack.data(), w.stack.size());
 }
 
-namespace {
-int silent(enum libbpf_print_level, const char*, va_list) { return 0; }  // our one line says what failed
-}  // namespace
-
 Result<std::unique_ptr<WakerTracer>> WakerTracer::start([[maybe_unused]] bool stacks) {
 #ifndef FXPROF_HAVE_WAKER_BPF
   return Err("not built (clang was missing when fxprof was built)");
 #else
-  libbpf_set_print(silent);
   auto t = std::make_unique<WakerTracer>();
-  LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = "fxprof_waker");
-  t->object_.reset(bpf_object__open_mem(kWakerBpf, sizeof kWakerBpf, &opts));
-  if (!t->object_) return Err("cannot open the BPF program: " + errno_text(errno));
+  auto object = open_bpf("fxprof_waker", kWakerBpf, sizeof kWakerBpf);
+  if (!object) return std::move(object).take_error();
+  t->object_ = std::move(*object);
   // capture_stacks, the program's only read-only global: its .rodata, writable until the load.
   bpf_map* m = nullptr;
   bpf_object__for_each_map(m, t->object_.get()) {
@@ -94,8 +89,8 @@ Result<std::unique_ptr<WakerTracer>> WakerTracer::start([[maybe_unused]] bool st
     std::memcpy(value.data(), &on, sizeof on);
     bpf_map__set_initial_value(m, value.data(), value.size());
   }
-  if (int err = bpf_object__load(t->object_.get()); err != 0)
-    return Err("cannot load the BPF program (" + errno_text(-err) + "; it needs root and a kernel with BTF)");
+  if (auto st = load_bpf(t->object_, "it needs root and a kernel with BTF"); !st)
+    return std::move(st).take_error();
   bpf_program* prog = bpf_object__find_program_by_name(t->object_.get(), "fxprof_waking");
   if (!prog) return Err("the BPF program has no fxprof_waking");
   t->prog_fd_ = bpf_program__fd(prog);
