@@ -211,3 +211,34 @@ TEST_CASE("inject: LLVM's OpenMP runtime reports its parallel regions and names 
   for (const auto& t : profile->processes[0].threads) worker |= t.name.find("OMP Worker Thread") == 0;
   CHECK(worker);
 }
+
+TEST_CASE("inject: oneTBB reports its parallel_for and names its worker threads", "[e2e][markers]") {
+  TempDir dir;
+  const std::string out = dir.file("p.json.gz"), truth_file = dir.file("truth.txt");
+  auto r = record(out, {test_program("tbb_for"), truth_file});
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  auto text = fxprof::read_file(truth_file);
+  REQUIRE(text);
+  std::istringstream in(*text);
+  std::vector<std::pair<uint64_t, uint64_t>> loops;
+  for (uint64_t s, e; in >> s >> e;) loops.emplace_back(s, e);
+  REQUIRE(!loops.empty());
+  auto profile = fxprof::gecko::read_gecko_profile(out);
+  REQUIRE(profile);
+  // One "tbb_parallel_for" interval (category "tbb", its ITT domain) per loop on the main thread, inside the
+  // program's clock reads around it.
+  const auto pid = static_cast<uint32_t>(profile->processes[0].pid);
+  auto fors = markers_named(*profile, pid, "tbb_parallel_for");
+  REQUIRE(fors.size() == loops.size());
+  for (size_t i = 0; i < loops.size(); ++i) {
+    INFO("loop " << i);
+    CHECK(category_of(*profile, *fors[i]) == "tbb");
+    CHECK(fors[i]->start_ns >= loops[i].first);
+    CHECK(fors[i]->end_ns <= loops[i].second);
+  }
+  // The worker that took part named itself.
+  bool worker = false;
+  for (const auto& t : profile->processes[0].threads) worker |= t.name == "TBB Worker Thread";
+  CHECK(worker);
+}
