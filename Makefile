@@ -21,9 +21,11 @@ DEPS       := g++ cmake ninja-build pkg-config libbpf-dev libsimdjson-dev zlib1g
 # libc's debug info, dwz for the dwz'd DWARF test, go for `go tool pprof` reading our pprof, xmllint and chromium for the SVG flame graphs,
 # clang and its libFuzzer runtime for the fuzzers' smoke run, binutils' dwp, llvm's llvm-dwp and clang for the
 # split DWARF package tests, systemtap-sdt-dev's <sys/sdt.h> for a program with USDT probes, strace to count the
-# files `record --share` opens, libmimalloc-dev for a program calling mimalloc's own API. (valgrind, in DEPS: `fxprof stat --cache-sim`.)
+# files `record --share` opens, libmimalloc-dev for a program calling mimalloc's own API, libomp-14-dev and
+# libtbb-dev for programs on LLVM's OpenMP runtime and oneTBB, whose ITT clients report their parallel
+# regions and thread names to the NVTX/ITT injection library. (valgrind, in DEPS: `fxprof stat --cache-sim`.)
 TEST_DEPS  := linux-perf elfutils binutils llvm libc6-dbg lld dwz rustc nodejs golang-go libxml2-utils chromium strace \
-              clang libclang-rt-14-dev systemtap-sdt-dev libmimalloc-dev
+              clang libclang-rt-14-dev systemtap-sdt-dev libmimalloc-dev libomp-14-dev libtbb-dev
 PCLI_DIR   := tests/.profiler-cli
 
 .PHONY: all deps test-deps build demo test test-release asan-build test-asan tsan-build test-tsan fuzz fuzz-build fuzz-smoke bench format clean

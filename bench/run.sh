@@ -42,6 +42,7 @@ bench "JIT names over time (bench/jit.sh)" bash "$here/jit.sh" "$build" 1
 bench "heap profiling overhead against heaptrack (bench/heap.sh)" bash "$here/heap.sh" "$build"
 bench "heap profiling of real programs against heaptrack (bench/heap_real.sh)" bash "$here/heap_real.sh" "$build"
 bench "the marker header's cost per marker (bench/markers.sh)" bash "$here/markers.sh" "$build"
+bench "the NVTX/ITT injection library's cost per range (bench/inject.sh)" bash "$here/inject.sh" "$build"
 bench "a USDT probe hit's cost under record --usdt (bench/usdt.sh)" bash "$here/usdt.sh" "$build"
 if ((${#failed[@]})); then
   echo "bench/run.sh: ${#failed[@]} bench(es) could not measure:" >&2

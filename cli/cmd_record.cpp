@@ -373,7 +373,10 @@ int cmd_record(std::span<char*> args) {
   }
   // The program launched writes its markers where the recorder reads them (recorder/markers_env.h).
   std::optional<recorder::MarkerEnvironment> markers;
-  if (!rec.command.empty()) markers.emplace();
+  if (!rec.command.empty()) {
+    markers.emplace();
+    for (const std::string& note : markers->notes()) say(note);
+  }
   auto recording = recorder::record(rec);
   markers.reset();
   const size_t preloaded = preloader ? preloader->stop() : 0;

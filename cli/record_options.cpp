@@ -23,6 +23,11 @@ constexpr std::string_view kUsage =
     "Profiler profile, then serves it on 127.0.0.1 and opens the Firefox Profiler on it. Options must come\n"
     "before COMMAND; what follows COMMAND belongs to it. fxprof exits with the program's exit status.\n"
     "With -a it records every process on the machine until Ctrl+C, --duration or COMMAND's end.\n"
+    "\n"
+    "A launched COMMAND's markers become the profile's: those of include/fxprof/markers.h and markers.rs\n"
+    "(FXPROF_MARKERS is set for it), and NVTX's and Intel ITT's ranges, marks and thread names\n"
+    "(NVTX_INJECTION64_PATH and INTEL_LIBITTNOTIFY64 name libfxprof_inject.so, next to fxprof, unless\n"
+    "already set: then fxprof says so and leaves them). Not with -p.\n"
     "\n";
 
 constexpr std::string_view kCommand = "record";

@@ -10,6 +10,9 @@
 //    ".instant", "KEY=VALUE" with a number or a "string"). A second file kind because samply takes all of
 //    a line after END_NS as the name, and stops at the first line it cannot read. Such a file is mapped by
 //    its writer and grows by windows: unwritten room is NUL bytes, and a window's unused end newlines.
+//    Categories starting with '.' are fxprof's: an instant line of category ".thread_name" (the NVTX/ITT
+//    library writes them: nvtxNameOsThread, __itt_thread_set_name) names the writing thread, or the thread
+//    of its "tid" field, NAME (not a main thread: it keeps its process's name); it is not a marker.
 // The files are followed while the program runs (every reading round) and read to their end when the
 // process exits or the recording ends, opened like the JIT's perf maps (recorder/jit.h open_regular: a
 // regular file, not a link, the process's user's or root's and writable by no one else). Bad lines are
@@ -30,6 +33,8 @@ namespace fxprof::recorder {
 
 inline constexpr size_t kMaxProgramMarkers = 2'000'000;
 inline constexpr size_t kMaxMarkerLine = 64 * 1024;  // a longer "line" is counted bad and skipped
+
+inline constexpr std::string_view kThreadNameCategory = ".thread_name";
 
 enum class MarkerFileKind : uint8_t { None, Samply, Fxprof };
 

@@ -18,6 +18,24 @@ std::vector<uint32_t> file_owners(Procfs& procfs, uint32_t pid) {
   return uids;
 }
 
+constexpr size_t kMaxThreadNames = 65536;  // names kept (a program naming made-up thread ids is bounded)
+
+// The name a ".thread_name" line gives (recorder/markers.h) and the thread it names; false for a marker.
+bool thread_name_of(const model::Profile& p, const model::Marker& m, uint32_t writer, std::string& name,
+                    uint32_t& tid) {
+  bool named = false;
+  tid = writer;
+  for (const model::MarkerField& f : m.fields) {
+    const std::string_view key = p.strings.get(f.key);
+    if (key == model::kMarkerCategoryKey && f.is_string && p.strings.get(f.string) == kThreadNameCategory)
+      named = true;
+    else if (key == "tid" && !f.is_string && f.number >= 1 && f.number <= UINT32_MAX)
+      tid = static_cast<uint32_t>(f.number);
+  }
+  if (named) name = std::string(p.strings.get(m.name));
+  return named;
+}
+
 }  // namespace
 
 void MarkerTracker::on_mmap2(const Mmap2Record& m) {
@@ -50,6 +68,12 @@ void MarkerTracker::read(File& f, bool last) {
           ++f.bad;
           return;
         }
+        std::string name;
+        if (uint32_t tid = 0; thread_name_of(c_.profile, m, t.tid, name, tid)) {
+          if (names_.size() < kMaxThreadNames || names_.count({f.process, tid}))
+            names_[{f.process, tid}] = name;
+          return;
+        }
         if (markers_ >= kMaxProgramMarkers) {
           ++dropped_;
           return;
@@ -72,6 +96,10 @@ void MarkerTracker::release(uint32_t pid, uint64_t, Release why) {
 
 void MarkerTracker::finish() {
   for (File& f : files_) read(f, true);
+  // The last name a thread was given; a main thread keeps its process's (the profile shows it by that).
+  for (const auto& [thread, name] : names_)
+    for (model::Thread& t : c_.profile.processes[thread.first].threads)
+      if (t.tid == thread.second && !t.is_main) t.name = name;
   if (markers_ > 0) model::add_program_marker_schemas(c_.profile);
   std::vector<QualityProblem> problems;
   for (const File& f : files_) {

@@ -2,10 +2,12 @@
 // followed from the MMAP2 record of its first mapping (a name of recorder/markers.h's kinds, whose pid is
 // the mapping process's), its markers going to the thread that mapped it; every reading round (tick())
 // reads what was added, the process's exit (release(Exit)) and the recording's end read the rest. finish()
+// names the threads their lines named (recorder/markers.h: after the kernel's names, which they replace),
 // adds the marker schemas and says, once, what could not be used.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_set>
@@ -40,6 +42,8 @@ class MarkerTracker final : public Tracker {
   TrackerContext& c_;
   std::vector<File> files_;
   std::unordered_set<std::string> seen_;  // "PID path" of the files followed
+  // Threads named by lines of their process's files, (process index, tid) -> name: applied in finish().
+  std::map<std::pair<size_t, uint32_t>, std::string> names_;
   uint64_t markers_ = 0, dropped_ = 0;
 };
 
