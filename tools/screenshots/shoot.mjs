@@ -132,13 +132,6 @@ async function shot(page, name) {
   console.log(`${file}  (selected track: ${await selectedTrack(page)})`);
 }
 
-// Types TEXT in the marker chart's or table's filter field.
-async function filterMarkers(page, text) {
-  const input = await page.waitForSelector('input[placeholder*="filter terms"]');
-  await input.click({ clickCount: 3 });
-  await input.type(text);
-  await delay(800);
-}
 
 const scenarios = {
   // The main job: make demo's profile.
@@ -171,6 +164,9 @@ const scenarios = {
         console.log(`counters: ${e.message}`);
       }
     }
+    // The tracks' last samples: at the process's end (the tooltip's time is the nearest sample's).
+    await hoverTrack(page, 'Memory', 0.995);
+    await shot(page, 'counters-end-tooltip');
     await s.stop();
   },
   // The printed URL opens the busiest thread of a 16-thread program (issue 38.1).
@@ -242,8 +238,7 @@ const scenarios = {
     const page = await openProfile(browser, s.url);
     await tab(page, 'marker-chart');
     await shot(page, 'markers-chart');
-    await filterMarkers(page, 'request');
-    await hoverMarker(page);
+    await hoverMarker(page, 'request');
     await shot(page, 'markers-tooltip');
     await tab(page, 'marker-table');
     await shot(page, 'markers-table');
@@ -259,8 +254,7 @@ const scenarios = {
     const page = await openProfile(browser, s.url);
     await tab(page, 'marker-chart');
     await shot(page, 'usdt-chart');
-    await filterMarkers(page, 'fxtest');
-    await hoverMarker(page);
+    await hoverMarker(page, 'fxtest:request');
     await shot(page, 'usdt-tooltip');
     await s.stop();
   },
@@ -289,15 +283,18 @@ const scenarios = {
   },
 };
 
-// Hovers the marker chart's canvas along its first rows until a tooltip shows.
-async function hoverMarker(page) {
+// Hovers the marker chart's canvas until the tooltip of a marker whose title contains NAME shows.
+async function hoverMarker(page, name) {
   const canvas = await page.waitForSelector('.chartViewport canvas, .markerChartCanvas, canvas.chartCanvas');
   const box = await canvas.boundingBox();
-  for (let y = 10; y < Math.min(box.height, 200); y += 16)
-    for (let x = 0.2; x < 0.9; x += 0.05) {
+  for (let y = 7; y < Math.min(box.height, 300); y += 7)
+    for (let x = 0.1; x < 0.95; x += 0.04) {
       await page.mouse.move(box.x + box.width * x, box.y + y);
-      if (await page.$('.tooltip')) return delay(300);
+      // The tooltip's text starts with the marker's duration and name ("6.9msrequest ...").
+      const text = await page.evaluate(() => document.querySelector('.tooltip')?.textContent ?? '');
+      if (text.replace(/^[\d.,]+\s*[µmn]?s\s*/, '').startsWith(name)) return delay(300);
     }
+  console.log(`no marker tooltip with ${name}`);
 }
 
 const browser = await puppeteer.launch({
