@@ -93,9 +93,7 @@ struct SyntheticThread {
 // The tracks `fxprof record` writes: for each process with a thread that waited, "critical path of T" of its
 // busiest thread T (the most CPU, else samples) over T's span, and per name of the program's interval markers
 // on T (the first kMarkerTracks names) "critical path of T: NAME" over those intervals; one sample per
-// `interval_ns`; and "critical path of M" of its main thread M (when not T) over M's span, the
-// program's own wall time. Only paths that went through another thread (else the track would be the thread's
-// samples again).
+// `interval_ns`. Only paths that went through another thread (else the track would be T's samples again).
 inline constexpr size_t kMarkerTracks = 4;
 std::vector<SyntheticThread> critical_path_tracks(Profile& p, uint64_t interval_ns);
 

@@ -1,7 +1,6 @@
 // The critical-path tracks `fxprof record` writes (model/critical_path.h).
 #include <algorithm>
 #include <set>
-#include <string>
 
 #include "model/critical_path.h"
 #include "model/markers.h"
@@ -23,13 +22,6 @@ const Thread* busiest(const Process& proc) {
     }
   }
   return best;
-}
-
-// The process's main thread, if recorded.
-const Thread* main_thread(const Process& proc) {
-  for (const Thread& t : proc.threads)
-    if (t.is_main) return &t;
-  return nullptr;
 }
 
 // One thread of the paths over several intervals, in time order.
@@ -79,16 +71,6 @@ std::vector<SyntheticThread> critical_path_tracks(Profile& p, uint64_t interval_
     const auto [lo, hi] = thread_span(*t);
     const CriticalPath path = critical_path(p, proc, *t, lo, hi);
     if (left_thread(path)) tracks.push_back({i, critical_path_thread(p, path, t->name, interval_ns)});
-    // The main thread's path too: its life is the program's, so its path says why the program took as long
-    // as it did, where the busiest thread's is often only its own CPU (a pipeline's last stage).
-    const Thread* main = main_thread(proc);
-    if (main && main != t) {
-      const auto [mlo, mhi] = thread_span(*main);
-      const CriticalPath mpath = critical_path(p, proc, *main, mlo, mhi);
-      const std::string name =
-          main->name == t->name ? main->name + " (tid " + std::to_string(main->tid) + ")" : main->name;
-      if (left_thread(mpath)) tracks.push_back({i, critical_path_thread(p, mpath, name, interval_ns)});
-    }
     std::set<StringId> names;
     for (const MarkerInterval& m : program_intervals(*t))
       if (names.size() < kMarkerTracks) names.insert(m.name);

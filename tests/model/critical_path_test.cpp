@@ -171,25 +171,6 @@ TEST_CASE("critical path: record's tracks are of each process's busiest thread, 
     CHECK(frame_name(f.p, f.p.stacks.frame(s.stack)) == "compute");
 }
 
-TEST_CASE("critical path: record's tracks include the main thread's path when another thread is the busiest",
-          "[model][critical]") {
-  // A pipeline's last stage (C) is the busiest thread and its path is its own CPU: no track of its own. The
-  // main thread (A), whose life is the program's, waited on C: its track is C's compute (issue 34's track
-  // was missing from the front end for critical_chain's pipeline).
-  Fixture f;
-  f.wait(*f.a, 0, 100, f.c);
-  f.samples(*f.c, 1, 300, f.compute);
-  f.samples(*f.a, 101, 110, f.a_main);
-  const std::vector<SyntheticThread> tracks = critical_path_tracks(f.p, ms);
-  REQUIRE(tracks.size() == 1);
-  CHECK(tracks[0].process == 0);
-  CHECK(tracks[0].thread.name == "critical path of A");
-  size_t in_compute = 0;
-  for (const Sample& s : tracks[0].thread.samples)
-    in_compute += frame_name(f.p, f.p.stacks.frame(s.stack)) == "compute";
-  CHECK(in_compute >= 99);
-}
-
 TEST_CASE("critical path: another process's raw frames become binary-relative unless mapped alike",
           "[model][critical]") {
   Fixture f;
