@@ -59,18 +59,31 @@ model::Process* busiest_process(model::Profile& profile) {
   return best;
 }
 
-// The thread a problem of process `pid` is marked on: that process's main thread (its last process entry:
-// the program after its execs), else (pid 0, or a process without threads) the busiest process's; null for
+// Where a problem of process `pid` is marked: that process's main thread (its last process entry: the
+// program after its execs), else (pid 0, or a process without threads) the busiest process's; no thread for
 // a profile without threads.
-model::Thread* marker_thread(model::Profile& profile, uint32_t pid) {
+struct MarkerPlace {
+  model::Process* proc = nullptr;
+  model::Thread* thread = nullptr;
+};
+MarkerPlace marker_place(model::Profile& profile, uint32_t pid) {
   model::Process* proc = nullptr;
   for (model::Process& p : profile.processes)
     if (pid != 0 && p.pid == pid && !p.threads.empty()) proc = &p;
   if (!proc) proc = busiest_process(profile);
-  if (!proc) return nullptr;
+  if (!proc) return {};
   for (model::Thread& t : proc->threads)
-    if (t.is_main) return &t;
-  return &proc->threads[0];
+    if (t.is_main) return {proc, &t};
+  return {proc, &proc->threads[0]};
+}
+
+// `time` moved into the thread's life: a problem of the whole recording (the first loss, its end) marked on
+// a process that started later or ended sooner would sit outside its track (before its zero: a negative
+// time), where the front end shows it on no track.
+uint64_t within_life(const MarkerPlace& at, uint64_t time) {
+  const uint64_t lo = std::max(at.thread->start_ns, at.proc->start_ns);
+  uint64_t hi = at.thread->end_ns.value_or(at.proc->end_ns.value_or(UINT64_MAX));
+  return std::clamp(time, lo, std::max(lo, hi));
 }
 
 void add_schema(model::Profile& profile, model::MarkerSchema schema) {
@@ -86,15 +99,15 @@ void report_quality(model::Profile& profile, std::span<const QualityProblem> pro
   auto field = [&](std::string_view key, double n) {
     return model::MarkerField{profile.strings.intern(key), false, n, model::kNoString};
   };
-  auto mark = [&](model::Thread* t, std::string_view name, std::string_view type, uint64_t time,
+  auto mark = [&](MarkerPlace at, std::string_view name, std::string_view type, uint64_t time,
                   std::vector<model::MarkerField> fields) {
-    if (!t) return;
+    if (!at.thread) return;
     model::Marker m;
     m.name = profile.strings.intern(name);
-    m.start_ns = m.end_ns = time;
+    m.start_ns = m.end_ns = within_life(at, time);
     m.type = profile.strings.intern(type);
     m.fields = std::move(fields);
-    t->markers.push_back(std::move(m));
+    at.thread->markers.push_back(std::move(m));
   };
   if (!problems.empty()) {
     model::MarkerSchema s;
@@ -111,7 +124,7 @@ void report_quality(model::Profile& profile, std::span<const QualityProblem> pro
     if (marks.empty()) marks.push_back({q.pid, q.time_ns, q.label, q.count});
     for (const QualityProblem::Mark& k : marks) {
       model::MarkerField what{profile.strings.intern("what"), true, 0, profile.strings.intern(k.label)};
-      mark(marker_thread(profile, k.pid), "Data quality", "DataQuality", k.time_ns ? k.time_ns : end,
+      mark(marker_place(profile, k.pid), "Data quality", "DataQuality", k.time_ns ? k.time_ns : end,
            {what, field("count", static_cast<double>(k.count))});
     }
   }
@@ -127,7 +140,7 @@ void report_quality(model::Profile& profile, std::span<const QualityProblem> pro
                 {"framePointer", "Through code without CFI by frame pointers", "integer"},
                 {"scanned", "Through code without CFI by stack scanning", "integer"}};
     add_schema(profile, std::move(s));
-    mark(marker_thread(profile, 0), "Stack walking", "StackWalking", end,
+    mark(marker_place(profile, 0), "Stack walking", "StackWalking", end,
          {field("stacks", static_cast<double>(sw->stacks)),
           field("truncated", static_cast<double>(sw->truncated)),
           field("failed", static_cast<double>(sw->failed)),

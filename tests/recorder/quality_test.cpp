@@ -522,3 +522,44 @@ TEST_CASE("quality: each marker is on the affected process's main thread, at the
   REQUIRE(p.meta.data_quality.size() == 2);
   CHECK(p.meta.data_quality[0].count == 2);
 }
+
+TEST_CASE("quality: the recording's markers stay inside the life of the process they are marked on",
+          "[quality]") {
+  // Seen in the front end: `sh -c 'gzip ...; gzip ...'` with lost records put "Records lost" on the first
+  // gzip at the shell's first loss, 62 ms before that gzip began (a negative time in its process), and "Stack
+  // walking" at the recording's end, a second after it exited: neither on its track.
+  namespace model = fxprof::model;
+  constexpr uint64_t ms = 1000000;
+  model::Profile p;
+  p.meta.start_monotonic_ns = 1000 * ms;
+  p.meta.end_monotonic_ns = 4000 * ms;
+  p.meta.stack_walk = model::Meta::StackWalk{};
+  p.meta.stack_walk->stacks = 100;
+  p.processes.resize(2);
+  model::Process& sh = p.processes[0];
+  sh.pid = 10;
+  sh.start_ns = 1000 * ms;
+  sh.threads.emplace_back().tid = 10;
+  sh.threads.back().is_main = true;
+  sh.threads.back().samples.push_back({});
+  model::Process& gzip = p.processes[1];
+  gzip.pid = 11;
+  gzip.start_ns = 1100 * ms;
+  gzip.end_ns = 2000 * ms;
+  model::Thread& g = gzip.threads.emplace_back();
+  g.tid = 11;
+  g.is_main = true;
+  g.end_ns = 2000 * ms;
+  g.samples.push_back({});
+  g.samples.back().cpu_delta_ns = 900 * 1000 * 1000;
+  std::vector<fxprof::recorder::QualityProblem> problems = {
+      fxprof::recorder::lost_records_problem(40, 0, 0, 1010 * ms)};
+  fxprof::recorder::report_quality(p, problems);
+  CHECK(sh.threads[0].markers.empty());
+  REQUIRE(g.markers.size() == 2);
+  for (const model::Marker& m : g.markers) {
+    INFO(p.strings.get(m.name) << " at " << m.start_ns / ms << " ms");
+    CHECK(m.start_ns >= gzip.start_ns);
+    CHECK(m.start_ns <= *g.end_ns);
+  }
+}
