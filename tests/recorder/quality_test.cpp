@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "base/fd.h"
@@ -78,6 +79,22 @@ void damage_section(const std::string& path, const std::string& name) {
   std::string junk(size, '\xff');
   CHECK(pwrite(fd, junk.data(), size, static_cast<off_t>(off)) == static_cast<ssize_t>(size));
   close(fd);
+}
+
+// A process of one main thread with one sample of `cpu_ns` on-CPU time, started at `start_ns`.
+fxprof::model::Thread& add_process(fxprof::model::Profile& p, uint32_t pid, const char* name,
+                                   uint64_t start_ns, int64_t cpu_ns) {
+  fxprof::model::Process& proc = p.processes.emplace_back();
+  proc.pid = pid;
+  proc.name = name;
+  proc.start_ns = start_ns;
+  fxprof::model::Thread& t = proc.threads.emplace_back();
+  t.tid = pid;
+  t.is_main = true;
+  t.name = name;
+  t.samples.push_back({});
+  t.samples.back().cpu_delta_ns = static_cast<int32_t>(cpu_ns);
+  return t;
 }
 
 }  // namespace
@@ -454,22 +471,10 @@ TEST_CASE("quality: each marker is on the affected process's main thread, at the
   p.meta.end_monotonic_ns = 6000 * ms;
   p.meta.stack_walk = model::Meta::StackWalk{};
   p.meta.stack_walk->stacks = 100;
-  auto add = [&](uint32_t pid, const char* name, int64_t cpu_ns) {
-    model::Process& proc = p.processes.emplace_back();
-    proc.pid = pid;
-    proc.name = name;
-    proc.start_ns = 1000 * ms;
-    model::Thread& t = proc.threads.emplace_back();
-    t.tid = pid;
-    t.is_main = true;
-    t.name = name;
-    t.samples.push_back({});
-    t.samples.back().cpu_delta_ns = static_cast<int32_t>(cpu_ns);
-  };
-  add(10, "sh", 0);
-  add(11, "gzip", 900 * ms);
-  add(12, "dq_suser", 0);
-  add(13, "dq_sgid", 0);
+  for (auto [pid, name, cpu] :
+       {std::tuple{10u, "sh", uint64_t{0}}, std::tuple{11u, "gzip", 900 * ms},
+        std::tuple{12u, "dq_suser", uint64_t{0}}, std::tuple{13u, "dq_sgid", uint64_t{0}}})
+    add_process(p, pid, name, 1000 * ms, static_cast<int64_t>(cpu));
   std::vector<fxprof::recorder::UnfollowedExec> execs = {
       {12, "/t/dq_suser", "setuid to user fxprof-test (999)", 1500 * ms},
       {13, "/t/dq_sgid", "setgid group fxprof-test (999)", 2500 * ms}};
@@ -535,23 +540,12 @@ TEST_CASE("quality: the recording's markers stay inside the life of the process 
   p.meta.end_monotonic_ns = 4000 * ms;
   p.meta.stack_walk = model::Meta::StackWalk{};
   p.meta.stack_walk->stacks = 100;
-  p.processes.resize(2);
+  p.processes.reserve(2);
+  add_process(p, 10, "sh", 1000 * ms, 0);
+  model::Thread& g = add_process(p, 11, "gzip", 1100 * ms, 900 * ms);
   model::Process& sh = p.processes[0];
-  sh.pid = 10;
-  sh.start_ns = 1000 * ms;
-  sh.threads.emplace_back().tid = 10;
-  sh.threads.back().is_main = true;
-  sh.threads.back().samples.push_back({});
   model::Process& gzip = p.processes[1];
-  gzip.pid = 11;
-  gzip.start_ns = 1100 * ms;
-  gzip.end_ns = 2000 * ms;
-  model::Thread& g = gzip.threads.emplace_back();
-  g.tid = 11;
-  g.is_main = true;
-  g.end_ns = 2000 * ms;
-  g.samples.push_back({});
-  g.samples.back().cpu_delta_ns = 900 * 1000 * 1000;
+  gzip.end_ns = g.end_ns = 2000 * ms;
   std::vector<fxprof::recorder::QualityProblem> problems = {
       fxprof::recorder::lost_records_problem(40, 0, 0, 1010 * ms)};
   fxprof::recorder::report_quality(p, problems);
