@@ -75,12 +75,10 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "base/fd.h"
 #include "base/result.h"
-#include "base/signals.h"
 #include "counters/events.h"
 #include "model/profile.h"
 #include "perf/launcher.h"
