@@ -15,6 +15,7 @@
 #include "base/fd.h"
 #include "base/json_writer.h"
 #include "base/temp_dir.h"
+#include "perf/launcher.h"
 
 namespace fxprof::counters {
 
@@ -191,9 +192,7 @@ Result<CacheSim> run_cache_sim(const std::vector<std::string>& command, uint64_t
   if (!sim) return sim;
   sim->command = command;
   sim->elapsed_s = elapsed;
-  sim->exit_status = WIFEXITED(status)     ? WEXITSTATUS(status)
-                     : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
-                                           : 1;
+  sim->exit_status = perf::exit_status_of(status);
   return sim;
 }
 

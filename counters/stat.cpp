@@ -257,12 +257,6 @@ struct Session {
   }
 };
 
-int exit_status_of(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
-}
-
 Result<StatResult> launch(Session& s) {
   SignalReader sig;
   auto child = perf::SuspendedChild::spawn(s.opt.command, sig.old_mask(),
@@ -288,7 +282,7 @@ Result<StatResult> launch(Session& s) {
     if (w < 0 && errno != EINTR) return Err("waitpid: " + errno_text(errno));
   }
   s.res.elapsed_s = static_cast<double>(now_ns() - t0) / 1e9;
-  s.res.exit_status = exit_status_of(status);
+  s.res.exit_status = perf::exit_status_of(status);
   s.drain();
   s.read_totals(true);
   // The launched process's own threads: the total less what every other thread reported at its exit.

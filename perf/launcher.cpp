@@ -102,6 +102,12 @@ Status SuspendedChild::resume() {
   return {};
 }
 
+int exit_status_of(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return 1;
+}
+
 ChildReaper::ChildReaper(pid_t pid) : stop_(::eventfd(0, EFD_CLOEXEC)) {
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   if (!pidfd.valid() || !stop_.valid()) return;  // left to the kernel when fxprof exits

@@ -47,6 +47,10 @@ class SuspendedChild {
   bool resumed_ = false;
 };
 
+// The exit status a shell gives a child with this wait status: its exit code, 128 + the signal that
+// killed it, else 1.
+int exit_status_of(int wait_status);
+
 // A launched program still running when the recording ended (--duration): reaped by a thread of its own
 // when it exits, so that it is no zombie while fxprof goes on serving. The destructor stops waiting (the
 // program may run on after fxprof); it does not kill it.

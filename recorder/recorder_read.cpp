@@ -124,7 +124,7 @@ void Session::reap(int pid) {
   while ((r = wait4(pid, &st, 0, &ru)) < 0 && errno == EINTR) {
   }
   if (r == pid) {
-    rec_.exit_status = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+    rec_.exit_status = perf::exit_status_of(st);
     rec_.stats.program_cpu_ms = cpu_ms(ru);
   }
   child_exited_ = true;
