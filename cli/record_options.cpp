@@ -126,9 +126,10 @@ Command record_command(RecordArgs& a, Parsed& p) {
            "8192 with -e)",
            stack_bytes(rec.stack_size, "--stack-size", &p.stack_given)},
           {"", "--buffer-size", "BYTES",
-           "ring buffer per CPU (default: room for ~32 samples, 2 MiB in dwarf mode as\n"
-           "root; an ordinary user gets at most kernel.perf_event_mlock_kb). Larger\n"
-           "loses fewer records at high rates; rounded down to a power-of-two pages",
+           "ring buffer per CPU (default: room for ~32 samples and 100 ms at -F in dwarf\n"
+           "mode; an ordinary user gets at most kernel.perf_event_mlock_kb plus ulimit -l,\n"
+           "split over the CPUs). Larger loses fewer records at high rates; rounded down\n"
+           "to a power-of-two pages",
            number("--buffer-size", {4096, 0x1p30, "a number of bytes", true},
                   [&](double n) { rec.buffer_bytes = static_cast<uint64_t>(n); })},
           pid_option(rec.pids,
@@ -341,6 +342,16 @@ std::optional<int> parse_record_args(std::span<char*> args, RecordArgs& a) {
   // Events come in bursts (a fault or a write per microsecond): 8 KiB stack copies, as perf's, keep 4x more
   // of them in the buffer than 32 KiB ones while the reader unwinds.
   if (rec.event && !p.stack_given) rec.stack_size = 8192;
+  // A ring that cannot hold one sample loses every one of them without a record of it.
+  uint64_t ring = 4096;  // --buffer-size rounded down to a power of two pages, as the recorder maps it
+  while (ring * 2 <= rec.buffer_bytes) ring *= 2;
+  if (rec.buffer_bytes && rec.call_graph == recorder::CallGraph::Dwarf &&
+      ring < uint64_t{rec.stack_size} + 1024)
+    return usage_error(kCommand,
+                       "--buffer-size " + std::to_string(rec.buffer_bytes) + " (" + std::to_string(ring) +
+                           " once rounded) holds no DWARF sample of --stack-size " +
+                           std::to_string(rec.stack_size) + " (the stack copy + ~1 KiB): give at least " +
+                           std::to_string(2 * ring) + " or a smaller --stack-size");
 
   if (a.heap && !rec.pids.empty())
     return usage_error(kCommand,

@@ -242,7 +242,7 @@ struct Wait {
   WaitReason reason = WaitReason::Unknown;
   Waker waker = Waker::None;
   uint64_t lock = 0;  // the futex word's address (a lock wait), 0 = none
-  uint32_t waker_pid = 0, waker_tid = 0;
+  uint32_t waker_pid = 0, waker_tid = 0;  // a Thread waker's; an Untraced one's pid; else 0
   StringId waker_name = kNoString;  // the waking thread's name as shown ("thread" when not known)
   uint64_t wake_ns = 0;             // when it was woken, within [start, end] (its end when not recorded)
   StackId waker_stack = kNoStack;  // the waker's stack at the wake (futex wakes, eBPF), its `Wakeup` marker's

@@ -22,10 +22,10 @@
 //    perf_event_max_sample_rate (100 kHz) and we lower a higher request to it with one notice.
 //  - Ring buffers: a DWARF sample is stack_size + ~1 KiB (33 KiB by default: 33 MB/s per busy CPU at 1 kHz),
 //    an FP sample ~150 B. Buffers hold ~32 DWARF samples (2 MiB per CPU as root) and wake the reader at a
-//    quarter full; unprivileged users are limited to perf_event_mlock_kb (516 KiB = 1 + 128 pages) per CPU,
-//    so their buffers are 512 KiB (~15 DWARF samples, ~15 ms at 1 kHz: the 25 ms poll alone would not do,
-//    the watermark wake-up does). mmap falls back to halves on EPERM, never fails where a smaller buffer
-//    fits. At 1 and 4 kHz nothing is lost; at 10 kHz with DWARF on two busy threads the reader falls behind
+//    quarter full; unprivileged users' rings are locked memory: perf_event_mlock_kb per CPU (516 KiB) for
+//    all their processes, then RLIMIT_MEMLOCK (8 MiB on Debian) on top, so their buffers are 4 MiB per CPU
+//    on 2 CPUs (~120 DWARF samples; 512 KiB, ~15 samples, lost 6-10% at load 4). mmap falls back to halves
+//    on EPERM, never fails where a smaller buffer fits. At 1 and 4 kHz nothing is lost; at 10 kHz with DWARF on two busy threads the reader falls behind
 //    and the losses (PERF_RECORD_LOST) become "LostRecords" markers on the thread that was running.
 //  - Start-up: one fork, a probe event, one event and one mmap per CPU: 1-5 ms from record() to the exec.
 //    Exit: the pidfd wakes us at once; /proc/kallsyms (120k lines, ~40 ms of kernel time, 150+ ms on a

@@ -103,10 +103,26 @@ void Session::configure_events() {
   }
 }
 
+// The data pages per CPU an ordinary user's rings may lock: kernel.perf_event_mlock_kb per CPU for all the
+// user's processes (516 KiB: 1 + 128 pages), then this process's RLIMIT_MEMLOCK (8 MiB on Debian) on top;
+// both split over the CPUs. The budget alone (15 samples of 32 KiB stacks a CPU) lost 6-10% of an ordinary
+// user's samples at load 4 with 2 busy loops; RingBuffer::map falls back by halves when another recording of
+// the same user holds part of it.
+static size_t unprivileged_ring_pages(size_t page, size_t cpus) {
+  const long mlock_kb = read_sysctl("/proc/sys/kernel/perf_event_mlock_kb", 516);
+  size_t bytes = (mlock_kb > 0 ? static_cast<size_t>(mlock_kb) * 1024 : 129 * page) * cpus;
+  rlimit rl{};
+  if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0)
+    bytes += rl.rlim_cur == RLIM_INFINITY ? (64u << 20) : static_cast<size_t>(rl.rlim_cur);
+  const size_t per_cpu = bytes / page / std::max<size_t>(cpus, 1);  // with each ring's metadata page
+  return floor_pow2(per_cpu > 1 ? per_cpu - 1 : 1);
+}
+
 void Session::size_buffers() {
-  // Ring buffers: DWARF samples are stack_size + ~1 KiB; keep ~32 of them per CPU. Unprivileged users get
-  // kernel.perf_event_mlock_kb per CPU (516 KiB: 1 + 128 pages) before RLIMIT_MEMLOCK: stay within it.
+  // Ring buffers: DWARF samples are stack_size + ~1 KiB; keep ~32 of them per CPU.
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+  for (int c = 0; c < std::max(1L, ncpu); ++c) cpus_.push_back(c);
   if (cfg_.dwarf) {
     data_pages_ = ceil_pow2(32 * (cfg_.stack_size + 1024) / page);
     min_pages_ = ceil_pow2(2 * (cfg_.stack_size + 1024) / page);
@@ -117,12 +133,6 @@ void Session::size_buffers() {
   // -e: events come in bursts (a page-fault storm is a sample per microsecond): 16 MiB per CPU (64 MiB in
   // all, below) hold ~1,800 samples with 8 KiB stacks while the reader unwinds.
   if (opt_.event) data_pages_ = std::max<size_t>(data_pages_ * 8, ceil_pow2((16u << 20) / page));
-  if (geteuid() != 0) {
-    long mlock_kb = read_sysctl("/proc/sys/kernel/perf_event_mlock_kb", 516);
-    size_t budget = mlock_kb > 0 ? static_cast<size_t>(mlock_kb) * 1024 / page : 129;
-    data_pages_ = std::min(data_pages_, floor_pow2(budget > 1 ? budget - 1 : 1));
-    min_pages_ = std::min(min_pages_, data_pages_);
-  }
   if (opt_.buffer_bytes > 0) {  // --buffer-size: the user's choice (still within the mlock budget's fallback)
     data_pages_ = floor_pow2(std::max<size_t>(1, opt_.buffer_bytes / page));
     min_pages_ = std::min(min_pages_, data_pages_);
@@ -130,16 +140,18 @@ void Session::size_buffers() {
   // -a: 8x (16 MiB per CPU with DWARF as root): the reader attaches every running process (/proc, ELF files)
   // while the events already run, and unwinds whatever the machine runs, in bursts.
   if (system_ && opt_.buffer_bytes == 0) data_pages_ *= 8;
-  long ncpu = sysconf(_SC_NPROCESSORS_CONF);
-  for (int c = 0; c < std::max(1L, ncpu); ++c) cpus_.push_back(c);
   // Switches come at the program's pace, not at -F: their buffers follow the size so far (below).
   const size_t switch_base = data_pages_;
   // Room for 100 ms of samples at -F (a CPU runs one thread at a time: at most -F samples a second reach
   // its ring) where the user did not choose: on a loaded machine the reader waits tens of milliseconds for
   // a CPU, and the 32 DWARF samples of 2 MiB last 8 ms at 4000 Hz. Lost samples bias the shares of the
   // code they were taken in (the first 100 ms of a run are a phase of their own).
-  if (cfg_.dwarf && opt_.buffer_bytes == 0 && geteuid() == 0)
+  if (cfg_.dwarf && opt_.buffer_bytes == 0)
     data_pages_ = std::max(data_pages_, ceil_pow2(freq_ * (cfg_.stack_size + 1024) / 10 / page));
+  if (geteuid() != 0 && opt_.buffer_bytes == 0) {  // locked memory (above); off-CPU stacks need root
+    data_pages_ = std::min(data_pages_, unprivileged_ring_pages(page, cpus_.size()));
+    min_pages_ = std::min(min_pages_, data_pages_);
+  }
   // Big machines: at most 64 MiB of ring buffers in all (2 MiB per CPU up to 32 CPUs).
   data_pages_ = std::min(data_pages_, std::max(min_pages_, floor_pow2((64u << 20) / page / cpus_.size())));
   cfg_.wakeup_bytes = static_cast<uint32_t>(data_pages_ * page / 4);

@@ -130,15 +130,19 @@ void WakeTracker::name_wakers() {
             it->flags ? std::pair<model::Process*, model::Thread*>{} : thread_at(it->waker_tid, it->time);
         wait.wake_ns =
             std::clamp(it->time, wait.start_ns, wait.end_ns);  // stamped before the switch-out: its start
-        wait.waker_pid = it->waker_pid;
-        wait.waker_tid = it->waker_tid;
-        if (it->flags & kWakeInterrupt)  // the task an interrupt hit is no waker: a sleep's end is its timer
+        // Only a thread waker has a tid; an untraced one its pid; the task an interrupt hit is no waker (the
+        // Gecko markers say no more, so a profile read back has the same waits).
+        if (it->flags & kWakeInterrupt) {  // a sleep's end is its timer
           wait.waker =
               wait.reason == model::WaitReason::Sleep ? model::Waker::Timer : model::Waker::Interrupt;
-        else if (it->flags & kWakeUntraced)
+        } else if (it->flags & kWakeUntraced) {
           wait.waker = model::Waker::Untraced;
-        else
+          wait.waker_pid = it->waker_pid;
+        } else {
           wait.waker = model::Waker::Thread;
+          wait.waker_pid = it->waker_pid;
+          wait.waker_tid = it->waker_tid;
+        }
         if (wait.waker == model::Waker::Thread)
           wait.waker_name = profile.strings.intern(waker ? std::string_view(waker->name) : "thread");
         if (it->stack != model::kNoStack && waker) wait.waker_stack = it->stack;

@@ -53,6 +53,11 @@ TEST_CASE("usage errors are one clear line and exit 2") {
                 "--duration: expected a number of seconds more than 0 and at most 31536000, got 'inf'"},
            Case{{"record", "--buffer-size", "nan", "true"},
                 "--buffer-size: expected a number of bytes between 4096 and 2^30, got 'nan'"},
+           // Issue 38: a ring smaller than one sample lost every sample without a word.
+           Case{{"record", "--buffer-size", "40000", "true"},
+                "--buffer-size 40000 (32768 once rounded) holds no DWARF sample of --stack-size 32768 (the "
+                "stack "
+                "copy + ~1 KiB): give at least 65536 or a smaller --stack-size"},
            Case{{"record", "--off-cpu-threshold", "nan", "true"},
                 "--off-cpu-threshold: expected a number of milliseconds between 0 and 86400000, got 'nan'"},
            Case{{"record", "--stack-size", "nan", "true"},

@@ -276,6 +276,8 @@ TEST_CASE("capture and replay: waits, wakers and holders read back from the Geck
         CHECK(std::llabs(int64_t(t.waits[i].end_ns - was[i].end_ns)) <= 1000);
         CHECK(std::llabs(int64_t(t.waits[i].wake_ns - was[i].wake_ns)) <= 1000);
         CHECK(t.waits[i].reason == was[i].reason);
+        CHECK(t.waits[i].waker == was[i].waker);
+        CHECK(t.waits[i].waker_pid == was[i].waker_pid);
         CHECK(t.waits[i].lock == was[i].lock);
         CHECK(t.waits[i].waker_tid == was[i].waker_tid);
       }
