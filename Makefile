@@ -58,8 +58,8 @@ test: test-deps
 # The test builds link with lld (a test dependency): it links the test binaries 4x faster than ld.bfd.
 LLD_FLAGS  := -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld
 
-# UNIT_TESTS=OFF (what `make test` passes): the optimised build has only the tests of the fxprof command, the
-# unit tests ran in the sanitizer build (tests/CMakeLists.txt, FXPROF_UNIT_TESTS). Changing it reconfigures.
+# UNIT_TESTS=OFF (what `make test` passes): the optimised build has only the tests marked OPTIMIZED; every other
+# test ran in the sanitizer build (tests/CMakeLists.txt, FXPROF_UNIT_TESTS). Changing it reconfigures.
 UNIT_TESTS ?= ON
 test-release:
 	@[ -f $(BUILD)/build.ninja ] || cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LLD_FLAGS) \

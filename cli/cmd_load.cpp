@@ -151,8 +151,7 @@ int cmd_load(std::span<char*> args) {
     opts.libs = pipeline::known_libs(*profile);
     // Every thread shown, the busiest selected: as the writer counted it, with the threads the reader leaves
     // out (gecko.h, Synthetic).
-    const std::optional<uint64_t> selected = profile->meta.selected_thread;
-    opts.view = selected ? gecko::view_query_for_thread(*selected) : gecko::gecko_view_query(*profile);
+    opts.view = gecko::gecko_view_query(*profile);
     if (profile->meta.presymbolicated && !opts.symbols.symbol_dirs.empty()) {
       if (auto exit = bake_whole(*profile, opts, resolved)) return *exit;
     } else if (profile->meta.presymbolicated) {

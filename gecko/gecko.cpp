@@ -658,6 +658,9 @@ std::string view_query_for_thread(uint64_t thread) {
 }
 
 std::string gecko_view_query(const Profile& profile, Synthetic synthetic) {
+  // A profile read back: the writer's choice, which counted the synthetic threads the reader leaves out.
+  if (synthetic.empty() && profile.meta.selected_thread)
+    return view_query_for_thread(*profile.meta.selected_thread);
   const std::optional<size_t> thread = gecko_busiest_thread(profile, synthetic);
   return thread ? view_query_for_thread(*thread) : std::string();
 }

@@ -76,18 +76,24 @@ TEST_CASE("counters: every track lasts to its process's end, and a change after 
   simdjson::dom::parser parser;
   auto doc = parse_json(parser, read_profile_text(out));
   const double shutdown = double(doc["meta"]["shutdownTime"]);
+  double started = -1;  // the program's main thread's start (the process's: meta.startTime is fxprof's)
+  for (simdjson::dom::element th : simdjson::dom::array(doc["threads"]))
+    if (std::string_view(th["name"]) == "GeckoMain") started = double(th["registerTime"]);
   const std::vector<Track> ts = tracks(doc);
   bool switches = false;
   for (const Track& t : ts) {
-    INFO(t.name << " (" << t.category << "): last sample at " << t.points.back().time << " ms, exit at "
-                << shutdown);
+    INFO(t.name << " (" << t.category << "): samples from " << t.points.front().time << " to "
+                << t.points.back().time << " ms, the process from " << started << " to " << shutdown);
     REQUIRE(!t.points.empty());
     CHECK(t.points.back().time == Approx(shutdown).margin(0.01));
+    // The scheduling tracks start with the process, not at the sampler's first tick (10 ms later).
+    if (t.category == "Scheduling") CHECK(t.points.front().time == Approx(started).margin(0.01));
     if (t.name != "Context switches") continue;
     switches = true;
     // A rate track: each interval with switches starts at the read before it (one 10 ms tick; a loaded
-    // machine may delay a tick), never at a change far earlier (a slope across a quiet time).
-    for (size_t i = 1; i < t.points.size(); ++i) {
+    // machine may delay a tick), never at a change far earlier (a slope across a quiet time). The first
+    // read's interval starts at the process's start (above), however late the sampler's first tick came.
+    for (size_t i = 2; i < t.points.size(); ++i) {
       INFO("sample " << i << " at " << t.points[i].time << " ms, count " << t.points[i].count);
       if (t.points[i].count != 0) CHECK(t.points[i].time - t.points[i - 1].time < 150);
     }
