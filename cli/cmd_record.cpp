@@ -55,33 +55,37 @@ struct HeapRecording {
 // its reader cannot start.
 bool start_heap(const RecordArgs& a, HeapRecording& heap) {
   const recorder::Options& rec = a.rec;
-  if (a.heap) {
-    // Its reader thread starts with the recording's signals blocked, as record() will block them in this one.
-    auto h = [&] {
-      SignalsBlocked blocked;
-      return heap::HeapSource::start(*a.heap);
-    }();
-    if (!h) {
-      say(h.error());
-      return false;
-    }
-    heap.source = std::move(*h);
-  }
+  if (!a.heap) return true;
+  heap::Options options = *a.heap;
   // An allocator linked into the program makes calls the heap library never sees: as root, uprobes on its
-  // functions record them instead (recorder/heap_uprobes.h); otherwise a line says so, by name.
-  if (heap.source && !rec.command.empty()) {
+  // functions record them instead (recorder/heap_uprobes.h), and the library leaves out what is allocated
+  // inside them (a Rust allocator that forwards to malloc); otherwise a line says so, by name.
+  if (!rec.command.empty()) {
     const std::string exe = recorder::command_path(rec.command[0]);
     heap.own = heap::own_allocator(exe);
     if (!heap.own.static_executable && !heap.own.functions.empty()) {
       std::vector<std::string> functions = heap.own.functions;
       functions.insert(functions.end(), heap.own.frees.begin(), heap.own.frees.end());
       auto u = recorder::HeapUprobes::start(exe, functions);
-      if (u)
+      if (u) {
         heap.uprobes = std::move(*u);
-      else
+        options.probed_exe = exe;
+        options.probed_code = heap.own.code;
+      } else {
         heap.uprobes_error = u.error();
+      }
     }
   }
+  // Its reader thread starts with the recording's signals blocked, as record() will block them in this one.
+  auto h = [&] {
+    SignalsBlocked blocked;
+    return heap::HeapSource::start(options);
+  }();
+  if (!h) {
+    say(h.error());
+    return false;
+  }
+  heap.source = std::move(*h);
   return true;
 }
 
@@ -110,8 +114,9 @@ std::string finish_heap(HeapRecording& heap, Result<recorder::Recording>& record
     // The recorder named its stacks' JIT frames when it finished; the heap's rows came after: theirs are
     // named by the same tables and times (frames already named stay as they are).
     model::name_jit_frames(recording->profile);
-    const std::string line =
-        heap.uprobes ? "" : heap::own_allocator_line(program, heap.own, heap.uprobes_error);
+    const std::string line = !heap.uprobes   ? heap::own_allocator_line(program, heap.own, heap.uprobes_error)
+                             : heap.own.rust ? heap::rust_allocator_line(program, heap.uprobes->attached())
+                                             : "";
     if (!line.empty()) {
       const recorder::QualityProblem q{"Allocator --heap cannot see: " + program, 1, line};
       recorder::report_quality(recording->profile, {&q, 1});

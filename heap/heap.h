@@ -25,6 +25,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -38,6 +39,11 @@ struct Options {
   Mode mode = Mode::Sampled;
   double rate_bytes = 512 * 1024;  // sampled: mean bytes between samples
   std::string shim_path;           // "" = libfxprof_heap.so next to /proc/self/exe
+  // Code of the executable `probed_exe` (its addresses in the file) recorded with uprobes
+  // (OwnAllocator::code): the library leaves out what is allocated inside it (a Rust allocator that forwards
+  // to malloc), counted once by the uprobes.
+  std::string probed_exe;
+  std::vector<std::pair<uint64_t, uint64_t>> probed_code;
 };
 
 // An allocation or free recorded outside the shim: uprobes on an allocator linked into the program
@@ -96,17 +102,24 @@ class HeapSource {
 
 // Allocators the shim cannot see, found in the executable `path` (the program fxprof launches): a statically
 // linked executable (nothing can be preloaded into it) and allocator entry points it defines itself
-// (jemalloc, mimalloc, tcmalloc linked in, its own malloc; a Rust #[global_allocator] with one of them).
+// (jemalloc, mimalloc, tcmalloc linked in, its own malloc; a Rust #[global_allocator]: its __rust_alloc
+// family, or __rg_alloc's before rustc ~1.78, without the default allocator's __rdl_alloc).
 struct OwnAllocator {
   bool static_executable = false;
-  std::vector<std::string> functions;  // the allocator functions found, sorted
+  bool rust = false;                   // a Rust #[global_allocator]: it may forward to malloc, or not
+  std::vector<std::string> functions;  // the allocator functions found (symbols, Rust's mangled), sorted
   std::vector<std::string> frees;      // their free functions found (when any allocator function is)
+  std::vector<std::pair<uint64_t, uint64_t>> code;  // [start, end) of each, addresses in the file
 };
 OwnAllocator own_allocator(const std::string& path);
 // The data-quality line saying so ("" when there is nothing to say), with why uprobes could not record the
 // functions (`uprobes_error`: "" when not tried).
 std::string own_allocator_line(const std::string& program, const OwnAllocator& a,
                                const std::string& uprobes_error = "");
+// The data-quality line for a Rust #[global_allocator] recorded with uprobes on `functions`: rustc >= 1.79
+// inlines the allocator into the crate's callers (measured with 1.95: a bump allocator's Vec and String
+// allocations never call __rust_alloc), so what it does not forward to malloc may be missing.
+std::string rust_allocator_line(const std::string& program, const std::vector<std::string>& functions);
 // The line saying that uprobes recorded them: which functions, how many calls, how many were lost.
 std::string uprobes_line(const std::string& program, const std::vector<std::string>& functions,
                          uint64_t calls, uint64_t dropped);

@@ -39,7 +39,6 @@
 //    keeps LD_PRELOAD, so the new program loads the shim again. _exit and _Exit (how a forked child that does
 //    not exec usually leaves, running no destructors) flush every thread's chunk first.
 #include <dlfcn.h>
-#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -61,6 +60,7 @@
 #include <new>
 
 #include "heap/shim_clock.h"
+#include "heap/shim_frames.h"
 #include "heap/shim_hooks.h"
 #include "heap/shim_pipe.h"
 #include "heap/shim_sampling.h"
@@ -139,9 +139,6 @@ using fxprof::heap::shim::set_insert;
 using fxprof::heap::shim::set_lock;
 using fxprof::heap::shim::set_unlock;
 using fxprof::heap::shim::use_tsc;
-
-// The shim's own code, skipped at the top of every backtrace.
-uintptr_t self_lo = 0, self_hi = 0;
 
 struct ThreadState {
   std::atomic<int> lock{0};  // taken by the owner while writing, by the exit flusher to flush
@@ -274,40 +271,19 @@ ThreadState* thread_state() {
 
 int64_t next_countdown(ThreadState& s) { return fxprof::heap::shim::exponential_draw(s.rng, rate); }
 
-int find_self(dl_phdr_info* info, size_t, void*) {
-  auto here = reinterpret_cast<uintptr_t>(&find_self);
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const auto& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
-    uintptr_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
-    if (here >= lo && here < hi) {
-      self_lo = lo;
-      self_hi = hi;
-      return 1;
-    }
-  }
-  return 0;
-}
-
-// Interns the current call stack for this thread; returns its id (sending the definition on first use).
-uint32_t current_stack(ThreadState& s) {
-  void* frames[wire::kMaxFrames + 8];
-  int n = unw_backtrace(frames, static_cast<int>(wire::kMaxFrames + 8));
-  int first = 0;
-  while (first < n && reinterpret_cast<uintptr_t>(frames[first]) >= self_lo &&
-         reinterpret_cast<uintptr_t>(frames[first]) < self_hi)
-    ++first;
-  const auto count = static_cast<uint32_t>(std::min(n - first, static_cast<int>(wire::kMaxFrames)));
-  const auto [id, fresh] = s.stacks.find(fxprof::heap::shim::stack_hash(frames + first, count));
+// Interns a call stack (the caller's frames, leaf first) for this thread; returns its id (sending the
+// definition on first use).
+uint32_t intern_stack(ThreadState& s, void* const* frames, uint32_t count) {
+  const auto [id, fresh] = s.stacks.find(fxprof::heap::shim::stack_hash(frames, count));
   if (!fresh) return id;
   // Only the inner frames: the outer ones are the thread's previous definition's (heap/wire.h).
-  const uint32_t shared = s.stacks.share_outer(frames + first, count);
+  const uint32_t shared = s.stacks.share_outer(frames, count);
   const uint32_t inner = count - shared;
   const Record def{static_cast<uint8_t>(Kind::StackDef), {}, id, 0, inner, shared};
   const uint32_t bytes = sizeof def + inner * 8;
   if (s.fill + bytes + sizeof(Record) > kRoom) flush_locked(s);  // with an opening Clock record
   put(s, &def, sizeof def);
-  put(s, frames + first, inner * 8);  // (return addresses are 8 bytes, as the wire's)
+  put(s, frames, inner * 8);  // (return addresses are 8 bytes, as the wire's)
   return id;
 }
 
@@ -343,7 +319,7 @@ __attribute__((noinline)) void resolve() {
     void* m = mmap(nullptr, kBitmapBits / 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m != MAP_FAILED) sampled_bits = static_cast<std::atomic<uint64_t>*>(m);
   }
-  dl_iterate_phdr(find_self, nullptr);
+  fxprof::heap::shim::frames_init();
   use_tsc = invariant_tsc() && !getenv(wire::kNoTscEnv);
   init_state.store(2);
 }
@@ -374,7 +350,13 @@ void record_alloc(Tls& t, void* p, size_t size) {
       if (t.countdown > 0) return;
     }
     t.countdown = next_countdown(*s);  // memoryless: a fresh draw after each sample is exact
-    if (!p) return;
+  }
+  if (!p) return;
+  void* frames[wire::kMaxFrames + 8];
+  const int n = unw_backtrace(frames, static_cast<int>(wire::kMaxFrames + 8));
+  const int first = fxprof::heap::shim::own_frames(frames, n);
+  if (fxprof::heap::shim::inside_probed(frames + first, n - first)) return;  // the uprobes count it
+  if (!full_mode) {
     // The record carries the block's size; the recorder weighs it (heap/wire.h).
     set_lock();
     const bool kept = set_insert(reinterpret_cast<uintptr_t>(p));
@@ -386,10 +368,10 @@ void record_alloc(Tls& t, void* p, size_t size) {
     t.after_sample = t.countdown;
     t.frees_then = t.frees;
   }
-  if (!p) return;
   while (s->lock.exchange(1, std::memory_order_acquire) != 0) {
   }
-  uint32_t stack = current_stack(*s);
+  const uint32_t stack =
+      intern_stack(*s, frames + first, static_cast<uint32_t>(std::min(n - first, int{wire::kMaxFrames})));
   const wire::AllocRecord r{static_cast<uint8_t>(Kind::Alloc), stack, event_time(),
                             reinterpret_cast<uintptr_t>(p), size};
   put(*s, &r, sizeof r);

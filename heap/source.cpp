@@ -592,6 +592,16 @@ Result<std::unique_ptr<HeapSource>> HeapSource::start(const Options& options) {
   char rate[32];
   std::snprintf(rate, sizeof rate, "%.0f", options.rate_bytes);
   impl->env.push_back(std::make_unique<EnvOverride>(wire::kRateEnv, rate));
+  if (struct stat exe; !options.probed_code.empty() && stat(options.probed_exe.c_str(), &exe) == 0) {
+    std::string probed = std::to_string(exe.st_dev) + ":" + std::to_string(exe.st_ino) + ":";
+    char range[48];
+    for (const auto& [start, end] : options.probed_code) {
+      std::snprintf(range, sizeof range, "%s%llx-%llx", probed.ends_with(":") ? "" : ",",
+                    static_cast<unsigned long long>(start), static_cast<unsigned long long>(end));
+      probed += range;
+    }
+    impl->env.push_back(std::make_unique<EnvOverride>(wire::kProbedEnv, probed));
+  }
   Impl* raw = impl.get();
   impl->reader = std::thread([raw] { raw->run(); });
   impl->worker = std::thread([raw] { raw->work(); });

@@ -28,6 +28,9 @@ inline constexpr const char* kRateEnv = "FXPROF_HEAP_RATE";  // mean bytes betwe
 inline constexpr const char* kLibEnv = "FXPROF_HEAP_LIB";    // the shim's path (so children keep LD_PRELOAD)
 inline constexpr const char* kNoTscEnv = "FXPROF_HEAP_NO_TSC";  // set: CLOCK_MONOTONIC times (tests)
 inline constexpr const char* kSeedEnv = "FXPROF_HEAP_SEED";     // sampled mode's random seed (tests)
+// "DEV:INO:START-END,..." (hex addresses in the file): functions of that executable recorded with uprobes;
+// an allocation with one of them on its stack is theirs (heap/shim_frames.h), not the library's to count.
+inline constexpr const char* kProbedEnv = "FXPROF_HEAP_PROBED";
 
 struct ChunkHeader {
   uint32_t magic;  // kMagic: a reader that lost sync stops rather than misreads
