@@ -255,17 +255,17 @@ std::optional<int> name_and_write(const RecordArgs& a, recorder::Recording& reco
     return failure(recording.exit_status);
   }
   if (rec.verbose) {
-    std::string line;
+    std::string line;  // each pass's time, after the figures the line always had
     char buf[64];
     for (const auto& [name, ms] : passed.ms) {
-      std::snprintf(buf, sizeof buf, "%s %.1f ms, ", name, ms);
+      std::snprintf(buf, sizeof buf, "%s %s %.1f ms", line.empty() ? "; passes:" : ",", name, ms);
       line += buf;
     }
     std::fprintf(stderr,
-                 "fxprof: after the recording: passes: %ssymbols %.1f ms (%zu binaries, %zu addresses; %zu "
-                 "binaries loaded while it ran), file %.1f ms, %.1f ms in all (%.1f ms of CPU)\n",
-                 line.c_str(), name_frames.ms, name_frames.named.binaries, name_frames.named.addresses,
-                 preloaded, ms_since(writing), ms_since(ended), cpu_ms() - cpu_at_end);
+                 "fxprof: after the recording: symbols %.1f ms (%zu binaries, %zu addresses; %zu binaries "
+                 "loaded while it ran), file %.1f ms, %.1f ms in all (%.1f ms of CPU)%s\n",
+                 name_frames.ms, name_frames.named.binaries, name_frames.named.addresses, preloaded,
+                 ms_since(writing), ms_since(ended), cpu_ms() - cpu_at_end, line.c_str());
   }
   std::fprintf(stderr,
                "fxprof: recorded %.2f s, %llu samples, %u threads, %u processes, %llu lost records -> %s\n",
