@@ -18,7 +18,7 @@
 #include "base/path.h"
 #include "base/signals.h"
 #include "base/terminal.h"
-#include "pipeline/symbolicate.h"
+#include "passes/passes.h"
 #include "sinks/output.h"
 #include "sinks/pprof.h"
 
@@ -85,7 +85,7 @@ class Symbols {
       renew();
       for (const model::Binary& b : profile.binaries) known_.insert(b.debug_name + "/" + b.breakpad_id);
     }
-    pipeline::symbolicate(profile, *symbolizer_);
+    passes::run(profile, {symbolizer_.get(), passes::Naming::Baked, false});  // JIT names, symbols, locks
   }
 
  private:

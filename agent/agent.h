@@ -4,7 +4,7 @@
 // pprof writer of its own:
 //
 //   window loop (main thread)                       sender (one thread)
-//   recorder::record(-a | -p | cgroup's pids,   ->  pipeline::symbolicate (one Symbolizer for all windows)
+//   recorder::record(-a | -p | cgroup's pids,   ->  passes::run (one Symbolizer for all windows)
 //                    --every), again and again      sinks::write_pprof per process and profile type
 //                                                   share:: push, retried with backoff
 //

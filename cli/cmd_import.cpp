@@ -9,9 +9,8 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "gecko/gecko.h"
+#include "passes/passes.h"
 #include "perf/data_file.h"
-#include "pipeline/locks.h"
-#include "pipeline/symbolicate.h"
 #include "recorder/perf_import.h"
 #include "recorder/pprof_import.h"
 #include "server/server.h"
@@ -99,10 +98,14 @@ Command import_command(ImportArgs& a) {
 // What the file held beyond the profile: the other events, and with -v how it was read.
 void say_events(const ImportArgs& a, const recorder::ImportStats& st) {
   for (const auto& [name, count] : st.events)
-    if (name != st.event)
+    if (name != st.event && !(st.switch_outs > 0 && name.starts_with("sched:sched_")))  // the off-CPU waits
       std::fprintf(stderr, "fxprof: the file also has %llu samples of %s (--event %s imports them)\n",
                    static_cast<unsigned long long>(count), name.c_str(),
                    name.substr(0, name.find(':')).c_str());
+  if (st.switch_outs > 0 && !st.switch_records && st.switch_ins == 0)
+    std::fprintf(stderr,
+                 "fxprof: the file's sched:sched_switch samples show threads leaving the CPU but not coming "
+                 "back (record with --switch-events, or -a): no off-CPU waits\n");
   if (!a.import.verbose) return;
   std::fprintf(stderr,
                "fxprof: %s: %llu samples of %s in the file, %s stacks; %llu records out of time order (kept, "
@@ -131,7 +134,11 @@ Result<Imported> import_perf(const ImportArgs& a) {
   std::snprintf(line, sizeof line, "%.2f s, %llu samples of %s, %u threads, %u processes, %llu lost records",
                 st.duration_s, static_cast<unsigned long long>(st.samples), st.event.c_str(), st.threads,
                 st.processes, static_cast<unsigned long long>(st.lost_records));
-  return Imported{std::move(imported->profile), line};
+  std::string summary = line;
+  if (st.off_cpu_spans > 0)
+    summary += ", " + std::to_string(st.off_cpu_spans) + " off-CPU spans (" +
+               std::to_string(st.off_cpu_samples) + " off-CPU samples)";
+  return Imported{std::move(imported->profile), summary};
 }
 
 // A pprof profile: its sample types said, the counted one named.
@@ -180,28 +187,28 @@ int cmd_import(std::span<char*> args) {
   }
   model::Profile& profile = imported->profile;
 
+  // The passes `record` runs (passes/passes.h): JIT names, symbols when baked, lock holders, the
+  // critical-path tracks.
   symbolizer::Symbolizer symbols(a.serve.symbols);
-  bool named = false;
-  std::vector<std::string> no_debug;  // said once, after the summary line
-  if (a.symbolicate == 1 || (a.symbolicate == -1 && a.save_only)) {
-    no_debug = pipeline::symbolicate(profile, symbols).no_debug;
-    pipeline::add_lock_holders(profile);
-    profile.meta.presymbolicated = named = true;
-  }
-  if (auto s = gecko::write_gecko_profile(profile, a.output); !s) {
+  const bool named = a.symbolicate == 1 || (a.symbolicate == -1 && a.save_only);
+  passes::Outcome passed =
+      passes::run(profile, {&symbols, named ? passes::Naming::Baked : passes::Naming::Lazy, true});
+  std::vector<std::string> no_debug = std::move(passed.named.no_debug);  // said once, after the summary
+  profile.meta.presymbolicated = named;
+  if (auto s = gecko::write_gecko_profile(profile, a.output, passed.tracks); !s) {
     std::fprintf(stderr, "fxprof: %s\n", s.error().c_str());
     return 1;
   }
   std::fprintf(stderr, "fxprof: imported %s -> %s\n", imported->summary.c_str(), a.output.c_str());
   if (!a.quiet) {
-    if (!named) no_debug = pipeline::symbolicate(profile, symbols).no_debug;
-    if (const std::string line = pipeline::missing_debug_line(no_debug); !line.empty()) say(line);
+    if (!named) no_debug = passes::name_frames(profile, symbols).no_debug;
+    if (const std::string line = passes::missing_debug_line(no_debug); !line.empty()) say(line);
     const std::string top = sinks::top_self_summary(profile, 5);
     if (!top.empty()) std::fprintf(stderr, "fxprof: top self: %s\n", top.c_str());
   }
   if (a.save_only) return 0;
-  a.serve.libs = pipeline::known_libs(profile);
-  a.serve.view = gecko::gecko_view_query(profile);
+  a.serve.libs = passes::known_libs(profile);
+  a.serve.view = gecko::gecko_view_query(profile, passed.tracks);
   imported = Error{};  // free the model before serving
   a.serve.profile_path = a.output;
   a.serve.symbolizer = &symbols;

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/temp_dir.h"
 #include "base/terminal.h"
@@ -11,8 +12,9 @@
 #include "cli/profile_input.h"
 #include "gecko/gecko.h"
 #include "gecko/gecko_reader.h"
-#include "pipeline/symbolicate.h"
-#include "pipeline/unbake.h"
+#include "passes/passes.h"
+#include "passes/symbolicate.h"
+#include "passes/unbake.h"
 #include "server/server.h"
 
 namespace fxprof::cli {
@@ -55,15 +57,17 @@ std::optional<int> parse_load_args(std::span<char*> args, server::ServeOptions& 
 }
 
 // Writes `profile` to a temporary copy (in `copy`), which opts then serves. The exit status on failure.
+// `tracks`: the critical-path tracks (the reader leaves them out: passes/passes.h makes them again).
 std::optional<int> write_copy(const model::Profile& profile, server::ServeOptions& opts,
-                              std::optional<TempFolder>& copy) {
+                              std::optional<TempFolder>& copy,
+                              const std::vector<model::SyntheticThread>& tracks) {
   copy.emplace("fxprof-load");
   if (copy->path().empty()) {
     std::fprintf(stderr, "fxprof: cannot make a temporary folder\n");
     return 1;
   }
   const std::string tmp = copy->path() + "/profile.json";
-  if (auto s = gecko::write_gecko_profile(profile, tmp); !s) {
+  if (auto s = gecko::write_gecko_profile(profile, tmp, tracks); !s) {
     say(s.error());
     return s.exit_code();
   }
@@ -77,23 +81,23 @@ std::optional<int> write_copy(const model::Profile& profile, server::ServeOption
 std::optional<int> bake_whole(model::Profile& profile, server::ServeOptions& opts,
                               std::optional<TempFolder>& resolved) {
   symbolizer::Symbolizer baking(opts.symbols);
-  const pipeline::SymbolicateStats named = pipeline::symbolicate(profile, baking);
-  if (const std::string line = pipeline::missing_debug_line(named.no_debug); !line.empty()) say(line);
+  const passes::Outcome passed = passes::run(profile, {&baking, passes::Naming::Baked, true});
+  if (const std::string line = passes::missing_debug_line(passed.named.no_debug); !line.empty()) say(line);
   opts.symbolizer = nullptr;
-  if (named.resolved > 0) return write_copy(profile, opts, resolved);
+  if (passed.named.resolved > 0) return write_copy(profile, opts, resolved, passed.tracks);
   return std::nullopt;
 }
 
 // A baked profile without --symbol-dir: the frames of binaries still on disk as recorded become addresses
-// again in a temporary copy (pipeline/unbake.h), so that the front end asks our server for their names,
+// again in a temporary copy (passes/unbake.h), so that the front end asks our server for their names,
 // inlined functions, source and assembly; one line says which binaries keep their saved names. The exit
 // status on failure.
 std::optional<int> unbake_whole(model::Profile& profile, server::ServeOptions& opts,
                                 std::optional<TempFolder>& copy) {
-  const pipeline::UnbakeResult r = pipeline::unbake(profile);
-  if (const std::string line = pipeline::unbake_line(r); !line.empty()) say(line);
+  const passes::UnbakeResult r = passes::unbake(profile);
+  if (const std::string line = passes::unbake_line(r); !line.empty()) say(line);
   if (r.binaries == 0) return std::nullopt;
-  return write_copy(profile, opts, copy);
+  return write_copy(profile, opts, copy, passes::run(profile, {}).tracks);
 }
 
 // A perf.data file or pprof profile: imported (names left to the symbol server), written to a temporary
@@ -117,7 +121,7 @@ int serve_imported(const std::string& file, server::ServeOptions& opts) {
     say(s.error());
     return s.exit_code();
   }
-  opts.libs = pipeline::known_libs(*profile);
+  opts.libs = passes::known_libs(*profile);
   opts.view = gecko::gecko_view_query(*profile);
   profile = Error{};  // free the model before serving
   symbolizer::Symbolizer symbols(opts.symbols);
@@ -148,7 +152,7 @@ int cmd_load(std::span<char*> args) {
   }
   std::optional<TempFolder> resolved;  // the profile served after resolving more symbols, removed at the end
   if (!info.processed) {  // processed-format profiles (samply's) are served as they are, inspected there
-    opts.libs = pipeline::known_libs(*profile);
+    opts.libs = passes::known_libs(*profile);
     // Every thread shown, the busiest selected: as the writer counted it, with the threads the reader leaves
     // out (gecko.h, Synthetic).
     opts.view = gecko::gecko_view_query(*profile);

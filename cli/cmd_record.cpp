@@ -22,10 +22,9 @@
 #include "gecko/gecko.h"
 #include "heap/heap.h"
 #include "model/critical_path.h"
-#include "model/symbols.h"
-#include "pipeline/locks.h"
-#include "pipeline/preload.h"
-#include "pipeline/symbolicate.h"
+#include "passes/locks.h"
+#include "passes/passes.h"
+#include "passes/preload.h"
 #include "recorder/heap_uprobes.h"
 #include "recorder/markers_env.h"
 #include "recorder/quality.h"
@@ -111,9 +110,6 @@ std::string finish_heap(HeapRecording& heap, Result<recorder::Recording>& record
           heap::uprobes_line(program, heap.uprobes->attached(), calls.size(), heap.uprobes->dropped());
     }
     heap::Summary h = heap.source->finish(recording->profile);
-    // The recorder named its stacks' JIT frames when it finished; the heap's rows came after: theirs are
-    // named by the same tables and times (frames already named stay as they are).
-    model::name_jit_frames(recording->profile);
     const std::string line = !heap.uprobes   ? heap::own_allocator_line(program, heap.own, heap.uprobes_error)
                              : heap.own.rust ? heap::rust_allocator_line(program, heap.uprobes->attached())
                                              : "";
@@ -204,29 +200,29 @@ double cpu_ms() {
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
 }
 
-// Names the model's frames (only the addresses samples use), then what needs the names: the Lock wait
-// markers' "Held by"; timed for -v.
+// Names the model's frames (only the addresses samples use) and what needs the names (the Lock wait
+// markers' "Held by": passes::name_frames), once, for whichever of the file, the summary and the upload asks
+// first; timed for -v.
 struct FrameNamer {
   model::Profile& profile;
   symbolizer::Symbolizer& symbols;
-  pipeline::SymbolicateStats named;
+  passes::SymbolicateStats named;
   std::vector<std::string> no_debug;  // binaries without their debug file: one line in the summary
   double ms = 0;
-  bool done = false;  // named once, for whichever of the file, the summary and the upload asks first
+  bool done = false;
   void operator()() {
     if (done) return;
     done = true;
     const Clock::time_point t = Clock::now();
-    named = pipeline::symbolicate(profile, symbols);
+    named = passes::name_frames(profile, symbols);
     no_debug.insert(no_debug.end(), named.no_debug.begin(), named.no_debug.end());
-    pipeline::add_lock_holders(profile);
     ms = ms_since(t);
   }
 };
 
-// Names the frames (baked in, or only the Wakeup stacks of "Held by" when served lazily), writes the file and
-// says what was recorded; `heap_report` gets the heap summary's figures when they were made beside the
-// writer. The exit status on failure.
+// Runs the passes (passes/passes.h: JIT names over every stack the recorder and the heap made, symbols when
+// baked, lock holders, critical-path tracks), writes the file and says what was recorded; `heap_report`
+// gets the heap summary's figures when they were made beside the writer. The exit status on failure.
 std::optional<int> name_and_write(const RecordArgs& a, recorder::Recording& recording,
                                   symbolizer::Symbolizer& symbols, const SignalsBlocked& hold,
                                   FrameNamer& name_frames, size_t preloaded,
@@ -236,25 +232,22 @@ std::optional<int> name_and_write(const RecordArgs& a, recorder::Recording& reco
   const auto& st = recording.stats;
   const Clock::time_point ended = Clock::now();
   const double cpu_at_end = cpu_ms();
-  // Self-contained: symbolicate the model and write the file once.
-  if ((a.symbolicate == 1 || (a.symbolicate == -1 && a.save_only)) && !hold.pending()) {
-    name_frames();
+  // Self-contained: every frame named and the file written once; served lazily: the front end names the
+  // frames, only the lock passes' stacks are named now. A pending signal: no names at all, the file first.
+  const bool bake = (a.symbolicate == 1 || (a.symbolicate == -1 && a.save_only)) && !hold.pending();
+  const passes::Naming naming = hold.pending() ? passes::Naming::Raw
+                                : bake         ? passes::Naming::Baked
+                                               : passes::Naming::Lazy;
+  const Clock::time_point t = Clock::now();
+  passes::Outcome passed = passes::run(recording.profile, {&symbols, naming, true});
+  tracks = std::move(passed.tracks);
+  if (bake) {
+    name_frames.done = true;
+    name_frames.named = passed.named;
+    name_frames.ms = ms_since(t);
     recording.profile.meta.presymbolicated = true;
-  } else if (!hold.pending()) {
-    // Served lazily: the front end names the frames, but "Held by" is a marker field, written now; only
-    // the Wakeup stacks are named for it, the file keeps raw addresses.
-    pipeline::add_lock_holders_unsymbolicated(recording.profile, [&](model::Profile& wakes) {
-      const pipeline::SymbolicateStats named = pipeline::symbolicate(wakes, symbols);
-      name_frames.no_debug = named.no_debug;
-      // The debug files found missing on the way are the recording's: kept in the file's data quality, and
-      // said once by the summary (whose symbolication below finds them there and adds none).
-      for (const model::Meta::Problem& q : wakes.meta.data_quality) recording.profile.meta.add_problem(q);
-    });
   }
-  // The "critical path of T" tracks: for the front end, in the file only (model::SyntheticThread). Before the
-  // heap summary's thread reads the model: they intern their frames and stacks into it.
-  const double interval_ms = std::max(recording.profile.meta.interval_ms, 0.001);
-  tracks = model::critical_path_tracks(recording.profile, static_cast<uint64_t>(interval_ms * 1e6));
+  name_frames.no_debug = std::move(passed.named.no_debug);
   // The heap summary reads the named model as the writer does: made on a thread of its own meanwhile (the
   // writer mostly waits for its deflating thread: cc1plus's --heap=full summary took 40-100 ms after it).
   if (a.heap && recording.profile.meta.presymbolicated && !hold.pending())
@@ -266,12 +259,19 @@ std::optional<int> name_and_write(const RecordArgs& a, recorder::Recording& reco
     say(s.error());
     return failure(recording.exit_status);
   }
-  if (rec.verbose)
+  if (rec.verbose) {
+    std::string line;  // each pass's time, after the figures the line always had
+    char buf[64];
+    for (const auto& [name, ms] : passed.ms) {
+      std::snprintf(buf, sizeof buf, "%s %s %.1f ms", line.empty() ? "; passes:" : ",", name, ms);
+      line += buf;
+    }
     std::fprintf(stderr,
                  "fxprof: after the recording: symbols %.1f ms (%zu binaries, %zu addresses; %zu binaries "
-                 "loaded while it ran), file %.1f ms, %.1f ms in all (%.1f ms of CPU)\n",
+                 "loaded while it ran), file %.1f ms, %.1f ms in all (%.1f ms of CPU)%s\n",
                  name_frames.ms, name_frames.named.binaries, name_frames.named.addresses, preloaded,
-                 ms_since(writing), ms_since(ended), cpu_ms() - cpu_at_end);
+                 ms_since(writing), ms_since(ended), cpu_ms() - cpu_at_end, line.c_str());
+  }
   std::fprintf(stderr,
                "fxprof: recorded %.2f s, %llu samples, %u threads, %u processes, %llu lost records -> %s\n",
                st.duration_s, static_cast<unsigned long long>(st.samples), st.threads, st.processes,
@@ -309,10 +309,10 @@ std::optional<int> summary_and_exports(const RecordArgs& a, recorder::Recording&
   }
   std::fputs(heap_lost.c_str(), stderr);
   if (!a.quiet) {
-    if (std::string line = pipeline::missing_debug_line(name_frames.no_debug); !line.empty()) say(line);
+    if (std::string line = passes::missing_debug_line(name_frames.no_debug); !line.empty()) say(line);
     std::string top = sinks::top_self_summary(recording.profile, 5);
     if (!top.empty()) std::fprintf(stderr, "fxprof: top self: %s\n", top.c_str());
-    std::string locks = pipeline::lock_wait_summary(recording.profile, 3);
+    std::string locks = passes::lock_wait_summary(recording.profile, 3);
     if (!locks.empty()) std::fprintf(stderr, "fxprof: lock waits: %s\n", locks.c_str());
   }
   for (const std::string& format : a.exports) {
@@ -368,10 +368,10 @@ int cmd_record(std::span<char*> args) {
     usdt = std::move(*u);
   }
   // One symbolizer for the file, the summary, the exports and the server. Unless the frames stay raw, it
-  // loads the binaries' symbols while the program runs (pipeline/preload.h): after the exit only lookups
+  // loads the binaries' symbols while the program runs (passes/preload.h): after the exit only lookups
   // remain.
   std::optional<symbolizer::Symbolizer> symbols(std::in_place, serve.symbols);
-  std::optional<pipeline::SymbolPreloader> preloader;
+  std::optional<passes::SymbolPreloader> preloader;
   if (symbolicate != 0) {
     preloader.emplace(*symbols);
     rec.on_binary_mapped = [&](const model::Lib& lib) { preloader->mapped(lib); };
@@ -398,7 +398,7 @@ int cmd_record(std::span<char*> args) {
   // A Ctrl-C while the profile is written must not leave a temporary file behind: hold SIGINT/SIGTERM until
   // the file is complete, then take a pending one as "do not serve".
   SignalsBlocked hold(SignalsBlocked::Pending::Drop);
-  FrameNamer name_frames{recording->profile, *symbols, {}, {}, 0};
+  FrameNamer name_frames{recording->profile, *symbols, {}, {}};
   std::future<sinks::HeapReport> heap_report;
   std::vector<model::SyntheticThread> tracks;
   if (auto exit = name_and_write(a, *recording, *symbols, hold, name_frames, preloaded, heap_report, tracks))
@@ -409,7 +409,7 @@ int cmd_record(std::span<char*> args) {
   if (auto exit = summary_and_exports(a, *recording, hold, name_frames, heap_lost, heap_report)) return *exit;
   if (!hold.pending() && !recording_hangup)
     if (auto exit = share_and_push(a, *recording, name_frames)) return *exit;
-  serve.libs = pipeline::known_libs(recording->profile);  // no need to read the file back to serve it
+  serve.libs = passes::known_libs(recording->profile);  // no need to read the file back to serve it
   // Binaries deleted while they ran are served through the recorder's descriptors (model::Lib::read_path).
   std::vector<UniqueFd> open_files = std::move(recording->open_files);
   const std::unique_ptr<recorder::ChildReaper> reaper = std::move(recording->reaper);  // -d: no zombie

@@ -5,7 +5,7 @@
 #include "base/terminal.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "pipeline/symbolicate.h"
+#include "passes/symbolicate.h"
 
 namespace fxprof::cli {
 namespace {
@@ -34,7 +34,7 @@ int cmd_symbolicate(std::span<char*> args) {
   if (in.empty()) return usage_error(kCommand, "which profile? give IN -o OUT");
   if (out.empty()) return usage_error(kCommand, "where to? give -o OUT (it may be IN itself)");
   symbolizer::Symbolizer symbolizer(symbols);
-  if (auto s = pipeline::symbolicate_file(in, out, symbolizer); !s) {
+  if (auto s = passes::symbolicate_file(in, out, symbolizer); !s) {
     say(s.error());
     return s.exit_code();
   }

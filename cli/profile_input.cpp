@@ -10,8 +10,8 @@
 #include "gecko/gecko_reader.h"
 #include "model/latency.h"
 #include "model/markers.h"
+#include "passes/passes.h"
 #include "perf/data_file.h"
-#include "pipeline/symbolicate.h"
 #include "recorder/perf_import.h"
 #include "recorder/pprof_import.h"
 
@@ -57,11 +57,11 @@ Result<model::Profile> load_profile_for_sinks(const std::string& path, const Inp
   if (!profile) return profile;
   if (info.processed)
     return Err(path + ": a processed-format profile (as samply writes); fxprof reads Gecko profiles");
-  if (options.symbolicate) {
-    symbolizer::Symbolizer symbols(options.symbols);
-    const pipeline::SymbolicateStats named = pipeline::symbolicate(*profile, symbols);
-    if (const std::string line = pipeline::missing_debug_line(named.no_debug); !line.empty()) say(line);
-  }
+  // The passes `record` runs (passes/passes.h), but for the tracks, which only the Gecko writer wants.
+  symbolizer::Symbolizer symbols(options.symbols);
+  const passes::Naming naming = options.symbolicate ? passes::Naming::Baked : passes::Naming::Raw;
+  const passes::Outcome passed = passes::run(*profile, {&symbols, naming, false});
+  if (const std::string line = passes::missing_debug_line(passed.named.no_debug); !line.empty()) say(line);
   if (options.latency) model::keep_latency_samples(*profile);  // before --marker: every thread counts
   if (!options.marker.empty() && model::keep_samples_in_marker(*profile, options.marker) == 0)
     return Err(path + " has no interval marker named '" + options.marker +

@@ -216,7 +216,7 @@ struct Counter {
   std::vector<CounterSample> samples;
 };
 
-// Why a thread was off the CPU (recorder/offcpu.h classifies it, pipeline/locks.h refines futex waits).
+// Why a thread was off the CPU (recorder/offcpu.h classifies it, passes/locks.h refines futex waits).
 enum class WaitReason : uint8_t {
   Pending,    // the recorder has not named the kernel frames yet
   Unknown,    // a stack whose kernel frames name no wait we classify
@@ -246,7 +246,7 @@ struct Wait {
   StringId waker_name = kNoString;  // the waking thread's name as shown ("thread" when not known)
   uint64_t wake_ns = 0;             // when it was woken, within [start, end] (its end when not recorded)
   StackId waker_stack = kNoStack;  // the waker's stack at the wake (futex wakes, eBPF), its `Wakeup` marker's
-  StringId holder = kNoString;     // the function that held the lock (pipeline::add_lock_holders)
+  StringId holder = kNoString;     // the function that held the lock (passes::add_lock_holders)
   uint32_t marker = UINT32_MAX;
 };
 

@@ -1,5 +1,5 @@
 // fxprof model: symbolication on the model. The model hands out the addresses its samples use, per binary;
-// whoever symbolizes them (symbolizer/, through pipeline/) answers with plain data; the model applies it.
+// whoever symbolizes them (symbolizer/, through passes/) answers with plain data; the model applies it.
 //
 // Design (the same rules as the Firefox Profiler front end, so a baked profile shows what a live one would;
 // ../shared/docs/firefox-profiler-format.md 1.4 and 1.6):

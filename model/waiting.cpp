@@ -1,5 +1,5 @@
 // The "Threads waiting" counters (model/profile.h, add_waiting_counters): made by the recorder from its Lock
-// wait markers and made again by pipeline/locks.h when symbolication turns some of them into other waits.
+// wait markers and made again by passes/locks.h when symbolication turns some of them into other waits.
 #include <algorithm>
 #include <map>
 #include <utility>

@@ -3,7 +3,7 @@
 //
 // The recorder fills a thread's waits (recorder/offcpu_spans.h: times, reason, lock address;
 // recorder/wakes.h: the waker, its wake time and stack) and makes each wait's marker from it with
-// make_wait_marker(); the lock passes (pipeline/locks.h) change the typed wait and make its marker again. The
+// make_wait_marker(); the lock passes (passes/locks.h) change the typed wait and make its marker again. The
 // Gecko writer writes the markers as they are; the Gecko reader reads the waits back from them (read_waits),
 // so the passes and the critical path (model/critical_path.h) work alike on a recording and on a saved
 // profile, without parsing display text anywhere else.

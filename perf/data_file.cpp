@@ -39,6 +39,7 @@ enum : uint32_t {
 };
 // Feature bits (tools/perf/util/header.h).
 enum : uint64_t {
+  kFeatTracingData = 1,
   kFeatBuildId = 2,
   kFeatHostname = 3,
   kFeatOsRelease = 4,
@@ -159,6 +160,9 @@ Status Parser::feature(uint64_t bit, std::span<const std::byte> data) {
   ByteReader r = reader(data);
   Features& ft = f_.features;
   switch (bit) {
+    case kFeatTracingData:
+      ft.tracing_data.assign(reinterpret_cast<const char*>(data.data()), data.size());
+      return {};
     case kFeatBuildId:
       for (size_t off = 0; data.size() - off >= sizeof(perf_event_header);) {
         perf_event_header h;

@@ -48,6 +48,8 @@ struct Features {
   uint64_t total_mem_kb = 0;
   std::vector<std::string> cmdline;
   std::vector<BuildIdEntry> build_ids;
+  // TRACING_DATA: the tracepoints' format files, among other bytes (perf/tracepoints.h reads their fields).
+  std::string tracing_data;
 };
 
 struct Event {

@@ -135,7 +135,7 @@ void skip_branch_stack(Reader& r, uint64_t branch_type) {
 // The fields after the callchain: skipped, but for the user registers and stack copy.
 void decode_after_chain(Reader& r, const EventAttr& a, uint64_t want, SampleRecord& s) {
   const uint64_t t = a.sample_type;
-  if (t & PERF_SAMPLE_RAW) r.skip(r.u32());
+  if (t & PERF_SAMPLE_RAW) s.raw = r.bytes(r.u32());
   if (t & PERF_SAMPLE_BRANCH_STACK) skip_branch_stack(r, a.branch_sample_type);
   bool regs_read = false;
   if (t & PERF_SAMPLE_REGS_USER) s.has_regs = regs_read = read_regs(r, a.regs_user, want, &s);

@@ -46,6 +46,7 @@ struct SampleRecord {
   uint8_t n_regs = 0;
   uint64_t di = 0;
   std::span<const std::byte> stack;  // the user stack copy, cut to its dynamic size
+  std::span<const std::byte> raw;    // PERF_SAMPLE_RAW: a tracepoint's fields (perf/tracepoints.h reads them)
 
   size_t chain_size() const { return chain.size() / 8; }
   uint64_t chain_at(size_t i) const {

@@ -60,7 +60,10 @@ void to_tracker(Tracker& t, const ThrottleRecord& r) { t.on_throttle(r); }
 }  // namespace
 
 void ProfileBuilder::handle(const perf_event_header* h, bool switch_event) {
-  Record rec = decode(h, layout_, switch_event);
+  dispatch(decode(h, layout_, switch_event));
+}
+
+void ProfileBuilder::dispatch(Record rec) {
   if (system_) system_->map(rec);  // kernel threads become pid 2's (system_tasks.h)
   std::visit(
       [this](const auto& r) {
@@ -229,7 +232,7 @@ void ProfileBuilder::finish() {
   mark_interrupted_frames(profile_, reason_label(BlockReason::Preempted), entry_frames_);
   mark_exec_frames(profile_, entry_frames_);
   // The libs of binaries deleted while they ran get their read_path, the off-CPU waiting counters, the
-  // wakers name the off-CPU waits, the JIT frames are named.
+  // wakers name the off-CPU waits, the JIT files still unread are read.
   for (const std::unique_ptr<Tracker>& t : trackers_) t->finish();
   mark_heap_shim_frames(profile_);
 }

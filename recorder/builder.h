@@ -19,7 +19,7 @@
 //
 // JIT code (recorder/jit.h) is a tracker's (jit_code.h): a process's perf map is followed while it runs
 // (tick()), its jitdump (announced by its MMAP2) read when its last thread exits, or at finish() for
-// processes still running, and finish() names the frames there, by time.
+// processes still running; the passes after the sources (passes/passes.h) name the frames, by time.
 //
 // Its parts: builder.cpp (dispatch, CPU samples and the unwind-this-sample service, finish) and the one
 // list of trackers (trackers.cpp, in the order each record reaches them: tasks.h, processes and threads,
@@ -97,6 +97,10 @@ class ProfileBuilder final : public RecordSink {
   // calls resolve_pending(), which unwinds the stacks of threads still switched out.
   // The record is decoded once (recorder/records.h) and dispatched by type.
   void handle(const perf_event_header* h, bool switch_event = false);
+  // A typed record, as handle() gives each one it decoded: a source's records that are no perf record of
+  // their own (perf.data's scheduler tracepoints as switch records, perf_import.h). Its spans must stay
+  // readable until resolve_pending().
+  void dispatch(Record rec);
   // The trackers' release(Round): the switch-out samples of threads still out are unwound (their spans may
   // need the stacks), and the waker stacks whose waits ended: call it before the records handled since the
   // last call go away (the ring buffer space is released). Also names the processes of unfollowed() not

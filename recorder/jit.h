@@ -10,10 +10,11 @@
 //
 // Where the names live (the choice): the files belong to the recorded process and are gone or reused (the
 // next process with that pid) by the time a profile is opened, so the recorder reads them when the process
-// exits (EXIT of its main thread) or when recording ends, into model::Process::jit, and names the frames
-// in the model at once (model::name_jit_frames). Every later path sees the names: the lazily served Gecko
-// file ("name (in perf-PID.map)" frames, which the front end takes as already symbolicated), baked
-// profiles, exports, `fxprof report`. Nothing is left for /symbolicate/v5 to answer.
+// exits (EXIT of its main thread) or when recording ends, into model::Process::jit; the passes that follow
+// every source (passes/passes.h, "jit names": model::name_jit_frames) name the frames of every stack then,
+// heap rows included. Every later path sees the names: the lazily served Gecko file ("name (in perf-PID.map)"
+// frames, which the front end takes as already symbolicated), baked profiles, exports, `fxprof report`.
+// Nothing is left for /symbolicate/v5 to answer.
 //
 // Code is reused: a runtime may free a function and put another one at its address. Every entry keeps when
 // it appeared (model::JitCode::from_ns): a jitdump record's timestamp (CLOCK_MONOTONIC, as our samples,

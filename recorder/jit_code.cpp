@@ -5,7 +5,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "model/symbols.h"
 #include "recorder/quality.h"
 #include "recorder/unwind/unwinder.h"
 
@@ -69,8 +68,8 @@ void JitTracker::release(uint32_t pid, uint64_t, Release why) {
 }
 
 void JitTracker::finish() {
-  c_.for_each_process([&](uint32_t pid) { read(pid, procs_[pid]); });  // processes still running
-  model::name_jit_frames(c_.profile);
+  // Processes still running. Their frames are named after every source finished (passes/passes.h).
+  c_.for_each_process([&](uint32_t pid) { read(pid, procs_[pid]); });
 }
 
 void JitTracker::read(uint32_t pid, JitProc& p) {

@@ -16,6 +16,7 @@
 
 #include "base/fd.h"
 #include "elf/elf.h"
+#include "perf/tracepoints.h"
 #include "recorder/builder.h"
 #include "recorder/quality.h"
 #include "recorder/unwind/unwinder.h"
@@ -86,9 +87,38 @@ class FileProcfs final : public Procfs {
   std::unordered_map<uint32_t, std::string> comm_;
 };
 
+// The scheduler's tracepoints in the file (perf record -e sched:sched_switch -e sched:sched_wakeup, perf
+// sched record): sched_switch's samples are switch-outs, whose stacks the waits get (the context-switches
+// samples of `record --off-cpu`), and, without perf's own switch records (--switch-events), the switches
+// themselves; the wakeups name each wait's waker (the eBPF waker tracer's part in `record`).
+struct SchedEvents {
+  std::optional<uint32_t> switch_event, wakeup_event;
+  bool switch_records = false;  // PERF_RECORD_SWITCH(_CPU_WIDE) in the file: the switches are those
+  bool stacks = false;          // sched_switch has callchains (-g)
+  perf::SchedFields fields;
+
+  explicit SchedEvents(const perf::DataFile& file) : fields(file.features.tracing_data) {
+    std::optional<uint32_t> waking, wakeup;
+    for (uint32_t e = 0; e < file.events.size(); ++e) {
+      const std::string& name = file.events[e].name;
+      if (name == "sched:sched_switch") {
+        switch_event = e;
+        stacks = file.events[e].attr.sample_type & PERF_SAMPLE_CALLCHAIN;
+      }
+      if (name == "sched:sched_waking") waking = e;
+      if (name == "sched:sched_wakeup") wakeup = e;
+    }
+    wakeup_event = waking ? waking : wakeup;  // the earlier of the two, when both were recorded
+    for (const perf::RecordAt& r : file.records)
+      switch_records |= r.h->type == PERF_RECORD_SWITCH || r.h->type == PERF_RECORD_SWITCH_CPU_WIDE;
+  }
+  bool is_sched(uint32_t e) const { return e == switch_event || e == wakeup_event; }
+};
+
 // Which records go to the builder: the chosen event's samples, the side-band records, the filters.
 struct Filter {
-  uint32_t event = 0;
+  std::optional<uint32_t> event;  // none: the file has only the scheduler's tracepoints
+  const SchedEvents* sched = nullptr;
   std::unordered_set<uint32_t> pids, tids;
   uint64_t start = 0, end = ~uint64_t{0};
 
@@ -97,7 +127,8 @@ struct Filter {
   }
   bool keep(const perf::Record& r) const {
     if (const auto* s = std::get_if<perf::SampleRecord>(&r))
-      return s->event == event && s->time >= start && s->time <= end && wants(s->pid, s->tid);
+      return (s->event == event || sched->is_sched(s->event)) && s->time >= start && s->time <= end &&
+             wants(s->pid, s->tid);
     if (const auto* m = std::get_if<perf::Mmap2Record>(&r))
       return m->pid != ~uint32_t{0} &&
              (pids.empty() || pids.count(m->pid));  // the kernel's (pid -1): not a process
@@ -108,8 +139,10 @@ struct Filter {
   }
 };
 
-// The event whose samples make the profile: the one named, else the first with samples.
-Result<uint32_t> choose_event(const perf::DataFile& file, const ImportOptions& o, ImportStats& st) {
+// The event whose samples make the profile: the one named, else the first with samples but for the
+// scheduler's tracepoints (off-CPU waits, not CPU samples); none when those are all the file has.
+Result<std::optional<uint32_t>> choose_event(const perf::DataFile& file, const ImportOptions& o,
+                                             const SchedEvents& sched, ImportStats& st) {
   std::vector<uint64_t> counts(file.events.size());
   for (const perf::RecordAt& r : file.records)
     if (r.h->type == PERF_RECORD_SAMPLE) {
@@ -121,7 +154,11 @@ Result<uint32_t> choose_event(const perf::DataFile& file, const ImportOptions& o
     const std::string& name = file.events[e].name;
     if (counts[e]) st.events.emplace_back(name, counts[e]);
     const bool named = !o.event.empty() && (name == o.event || name.substr(0, name.find(':')) == o.event);
-    if (!chosen && (named || (o.event.empty() && counts[e]))) chosen = e;
+    if (!chosen && (named || (o.event.empty() && counts[e] && !sched.is_sched(e)))) chosen = e;
+  }
+  if (!chosen && o.event.empty() && sched.switch_event && counts[*sched.switch_event]) {
+    st.event = "off-CPU (sched:sched_switch)";
+    return std::optional<uint32_t>();
   }
   if (!chosen) {
     std::string names;
@@ -131,7 +168,7 @@ Result<uint32_t> choose_event(const perf::DataFile& file, const ImportOptions& o
   }
   st.event = file.events[*chosen].name;
   st.file_samples = counts[*chosen];
-  return *chosen;
+  return chosen;
 }
 
 // Header features into the meta: the machine, the command, the interval.
@@ -200,15 +237,63 @@ Status check_build_id_paths(const perf::DataFile& file) {
   return {};
 }
 
+// The scheduler's tracepoint samples given to the builder as `record --off-cpu`'s records: a sched_switch
+// is a switch-out sample (its stack) and, without perf's switch records, a switch out of prev and into next;
+// a wakeup is a waking (waker.h), its waker the thread that ran it.
+struct SchedFeed {
+  ProfileBuilder& builder;
+  const SchedEvents& sched;
+  std::unordered_map<uint32_t, uint32_t> pid_of;  // tid -> pid, from the records seen so far
+  uint64_t switch_ins = 0;
+
+  // Whether `rec` was the scheduler's and is handled.
+  bool take(const perf_event_header* h, const perf::Record& rec) {
+    const auto* s = std::get_if<perf::SampleRecord>(&rec);
+    if (const auto* c = std::get_if<perf::CommRecord>(&rec)) pid_of[c->tid] = c->pid;
+    if (const auto* f = std::get_if<perf::ForkRecord>(&rec)) pid_of[f->tid] = f->pid;
+    if (!s) return false;
+    if (s->tid) pid_of[s->tid] = s->pid;
+    if (s->event == sched.switch_event) {
+      switched(h, *s);
+      return true;
+    }
+    if (s->event != sched.wakeup_event) return false;
+    if (const auto w = sched.fields.sched_wakeup(s->raw)) {
+      Waking k;
+      k.time = s->time;
+      k.waker_pid = s->pid;
+      k.waker_tid = s->tid;
+      k.wakee_tid = w->tid;
+      k.wakee_pid = pid_of.count(w->tid) ? pid_of[w->tid] : 0;
+      k.flags = w->interrupt || s->tid == 0 ? kWakeInterrupt : 0;
+      builder.on_wakings(std::span<Waking>(&k, 1));
+    }
+    return true;
+  }
+
+  void switched(const perf_event_header* h, const perf::SampleRecord& s) {
+    const auto sw = sched.fields.sched_switch(s.raw);
+    if (!sw) return;
+    if (sw->prev_tid) builder.handle(h, true);  // the switch-out's stack, for its wait
+    if (sched.switch_records) return;           // perf's own switch records time the waits
+    if (sw->prev_tid) builder.dispatch(SwitchRecord{s.pid, sw->prev_tid, s.time, true, sw->preempted});
+    if (sw->next_tid && pid_of.count(sw->next_tid)) {
+      builder.dispatch(SwitchRecord{pid_of[sw->next_tid], sw->next_tid, s.time, false, false});
+      ++switch_ins;
+    }
+  }
+};
+
 }  // namespace
 
 Result<Imported> import_perf_data(const perf::DataFile& file, const ImportOptions& o) {
   Imported out;
   ImportStats& st = out.stats;
   if (Status s = check_build_id_paths(file); !s) return std::move(s).take_error();
-  auto chosen = choose_event(file, o, st);
+  const SchedEvents sched(file);
+  auto chosen = choose_event(file, o, sched, st);
   if (!chosen) return std::move(chosen).take_error();
-  const perf_event_attr& attr = file.events[*chosen].attr;
+  const perf_event_attr& attr = file.events[chosen->value_or(*sched.switch_event)].attr;
   st.dwarf = (attr.sample_type & PERF_SAMPLE_REGS_USER) && (attr.sample_type & PERF_SAMPLE_STACK_USER);
   st.out_of_order = file.out_of_order;
   st.dropped = file.dropped;
@@ -233,33 +318,49 @@ Result<Imported> import_perf_data(const perf::DataFile& file, const ImportOption
 
   Filter filter;
   filter.event = *chosen;
+  filter.sched = &sched;
   filter.pids.insert(o.pids.begin(), o.pids.end());
   filter.tids.insert(o.tids.begin(), o.tids.end());
   filter.start = o.start_ns.value_or(0);
   filter.end = o.end_ns.value_or(~uint64_t{0});
-  // Rounds of records, as the recorder hands them over (the builder releases stacks at each round's end).
-  std::vector<RecordRef> round;
+  if (sched.switch_event) {  // off-CPU spans, as `record --off-cpu` makes them
+    OffCpuConfig oc;
+    oc.spans = true;
+    oc.stacks = sched.stacks;
+    oc.interval_ns = static_cast<uint64_t>(std::max(profile.meta.interval_ms, 0.001) * 1e6);
+    builder.set_off_cpu(oc);
+  }
+  SchedFeed feed{builder, sched};
+  // Rounds of records, as the recorder hands them over (the builder releases stacks at each round's end; the
+  // file's records stay readable meanwhile).
   constexpr size_t kRound = 1 << 14;
+  size_t in_round = 0;
   uint64_t first = 0, last = 0;
   for (const perf::RecordAt& r : file.records) {
-    if (!filter.keep(perf::decode(r.h, layout))) continue;
+    const perf::Record rec = perf::decode(r.h, layout);
+    if (!filter.keep(rec)) continue;
     if (r.time) {
       if (!first) first = r.time;
       last = std::max(last, r.time);
     }
-    round.push_back({r.time, r.h, false});
-    if (round.size() == kRound) {
-      builder.on_records(round);
-      round.clear();
+    if (!feed.take(r.h, rec)) builder.handle(r.h);
+    if (++in_round == kRound) {
+      builder.resolve_pending();
+      in_round = 0;
     }
   }
-  builder.on_records(round);
+  builder.resolve_pending();
   builder.on_end(last);
   profile.meta.start_monotonic_ns = first;
   profile.meta.end_monotonic_ns = last;
   check_build_ids(file, profile);
 
   st.samples = builder.samples();
+  st.off_cpu_samples = builder.off_cpu_samples();
+  st.off_cpu_spans = builder.off_cpu_spans();
+  st.switch_outs = builder.switch_samples();
+  st.switch_ins = feed.switch_ins;
+  st.switch_records = sched.switch_records;
   st.lost_records = builder.lost();
   st.processes = static_cast<uint32_t>(profile.processes.size());
   for (const model::Process& p : profile.processes) st.threads += static_cast<uint32_t>(p.threads.size());
@@ -269,7 +370,7 @@ Result<Imported> import_perf_data(const perf::DataFile& file, const ImportOption
     profile.meta.stack_walk =
         model::Meta::StackWalk{u.stacks, u.truncated, u.failed, u.fp_stacks, u.scanned_stacks};
   }
-  if (st.samples == 0)
+  if (st.samples + st.off_cpu_samples + st.off_cpu_spans == 0)
     return Err("no samples left to import" +
                std::string(o.pids.empty() && o.tids.empty() && !o.start_ns && !o.end_ns
                                ? ""

@@ -47,6 +47,10 @@ struct ImportStats {
   uint64_t out_of_order = 0;  // records the file held out of time order (kept, sorted)
   uint64_t dropped = 0;       // perf records fxprof does not read (AUX, tracing data)
   bool kernel_names = false;  // the kernel's function names were available
+  // sched:sched_switch (and sched_wakeup or sched_waking) in the file: off-CPU waits, as record --off-cpu.
+  uint64_t off_cpu_samples = 0, off_cpu_spans = 0;
+  uint64_t switch_outs = 0, switch_ins = 0;  // of sched_switch: without perf's switch records, the ins
+  bool switch_records = false;               // are only seen with -a (perf sched record)
 };
 
 struct Imported {

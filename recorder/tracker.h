@@ -135,7 +135,7 @@ class Tracker {
   // Every record was handled and kernel frames are named (before the interrupted-instruction pass).
   virtual void kernel_named() {}
   // Every record of the recording was handled; kernel frames and off-CPU reasons are named, interrupted
-  // instructions marked; the JIT tracker, last, names JIT frames.
+  // instructions marked; the JIT tracker, last, reads the JIT files still unread.
   virtual void finish() {}
 };
 

@@ -187,7 +187,7 @@ class Symbolizer {
 
   // Loads a library ahead of its lookups, as a first lookup would: its files found and checked, symbols read,
   // DWARF opened (compressed sections inflated) with its units' ranges. record calls it on a second thread
-  // while the program runs, so that after the exit only lookups remain (pipeline/preload.h).
+  // while the program runs, so that after the exit only lookups remain (passes/preload.h).
   Status preload(std::string_view debug_name, std::string_view breakpad_id);
 
   // Debug files the library names that were not found, as far as its lookups so far needed them (a

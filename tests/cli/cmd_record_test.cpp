@@ -111,7 +111,7 @@ TEST_CASE("record of a program too short for one sample: an error, no file") {
         0);
 }
 
-// issue 25 item 6: the binaries' symbols are loaded while the program runs (pipeline/preload.h), so that
+// issue 25 item 6: the binaries' symbols are loaded while the program runs (passes/preload.h), so that
 // after its exit only lookups remain; -v's after-the-recording line says how many were loaded by the exit.
 TEST_CASE("record -v: the program's binaries are loaded while it runs, none with --no-symbolicate") {
   TempDir dir;

@@ -14,8 +14,8 @@
 #include "gecko/gecko.h"
 #include "gecko/gecko_reader.h"
 #include "model/waits.h"
-#include "pipeline/locks.h"
-#include "pipeline/symbolicate.h"
+#include "passes/passes.h"
+#include "passes/symbolicate.h"
 #include "recorder/recorder.h"
 #include "tests/support/support.h"
 
@@ -76,7 +76,7 @@ uint64_t sample_count(const model::Profile& p) {
 // Self samples per function name, after symbolication.
 std::map<std::string, uint64_t> self_functions(model::Profile& p) {
   symbolizer::Symbolizer symbols;
-  pipeline::symbolicate(p, symbols);
+  passes::name_frames(p, symbols);  // the passes record runs after its sources, baked
   std::map<std::string, uint64_t> out;
   for (const model::Process& proc : p.processes)
     for (const model::Thread& t : proc.threads)
@@ -235,8 +235,7 @@ TEST_CASE("capture and replay: waits, wakers and holders read back from the Geck
   REQUIRE(replayed.ok());
   model::Profile& p = replayed.value();
   symbolizer::Symbolizer symbols;
-  pipeline::symbolicate(p, symbols);
-  pipeline::add_lock_holders(p);
+  passes::name_frames(p, symbols);  // the passes record runs after its sources, baked
   size_t waits = 0, woken = 0, held = 0;
   for (const model::Process& proc : p.processes)
     for (const model::Thread& t : proc.threads)

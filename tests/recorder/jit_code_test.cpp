@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "model/profile.h"
+#include "model/symbols.h"
 #include "recorder/builder.h"
 #include "tests/recorder/synthetic.h"
 
@@ -84,6 +85,7 @@ TEST_CASE(
   CHECK(builder.jit_functions() == 1);       // read at the exit
   map.write("7f0000001000 100 js:other\n");  // the pid is reused: not this process's map any more
   builder.on_end(40);
+  model::name_jit_frames(profile);  // the "jit names" pass that follows every source (passes/passes.h)
 
   CHECK(builder.jit_functions() == 1);
   const model::Process& proc = profile.processes.at(0);

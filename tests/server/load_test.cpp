@@ -23,7 +23,7 @@
 
 #include "base/fd.h"
 #include "base/url.h"
-#include "pipeline/symbolicate.h"
+#include "passes/symbolicate.h"
 #include "server/server.h"
 #include "tests/e2e/e2e.h"  // function_handle
 #include "tests/server/server_fixtures.h"

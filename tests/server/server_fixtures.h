@@ -25,7 +25,7 @@
 
 #include "base/fd.h"
 #include "base/url.h"
-#include "pipeline/symbolicate.h"
+#include "passes/symbolicate.h"
 #include "server/server.h"
 #include "tests/e2e/e2e.h"  // function_handle
 #include "tests/support/support.h"
@@ -156,10 +156,10 @@ inline DemoAddrs demo_addrs() {
 // A small valid Gecko v36 profile of fxprof_srv_demo: main -> outer_work -> [second_fn start as a caller] ->
 // compute_hot/inlined_helper (2 samples), and the second_fn start as a leaf (1 sample); optionally a marker
 // whose backtrace is the compute_hot stack.
-// Symbolication of a file goes through the model now (pipeline/); the server only serves.
+// Symbolication of a file goes through the model now (passes/); the server only serves.
 inline fxprof::Status symbolicate_file(const std::string& in, const std::string& out) {
   symbolizer::Symbolizer symbols;
-  return fxprof::pipeline::symbolicate_file(in, out, symbols);
+  return fxprof::passes::symbolicate_file(in, out, symbols);
 }
 
 inline std::string demo_profile(bool with_marker_stack = false) {

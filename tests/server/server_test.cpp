@@ -26,7 +26,7 @@
 
 #include "base/fd.h"
 #include "base/url.h"
-#include "pipeline/symbolicate.h"
+#include "passes/symbolicate.h"
 #include "tests/e2e/e2e.h"  // function_handle
 #include "tests/server/server_fixtures.h"
 #include "tests/support/support.h"

@@ -1,4 +1,4 @@
-#include "pipeline/preload.h"
+#include "passes/preload.h"
 
 #include <pthread.h>
 #include <sys/stat.h>
@@ -7,9 +7,9 @@
 #include <utility>
 
 #include "base/signals.h"
-#include "pipeline/symbolicate.h"
+#include "passes/symbolicate.h"
 
-namespace fxprof::pipeline {
+namespace fxprof::passes {
 
 SymbolPreloader::SymbolPreloader(symbolizer::Symbolizer& symbols) : symbols_(symbols) {
   SignalsBlocked blocked;  // the thread inherits the mask it is created with
@@ -71,4 +71,4 @@ void SymbolPreloader::run() {
   }
 }
 
-}  // namespace fxprof::pipeline
+}  // namespace fxprof::passes

@@ -1,6 +1,6 @@
-// Tests of pipeline/symbolicate.h: the model symbolicated by the real symbolizer from a real ELF file (the
+// Tests of passes/symbolicate.h: the model symbolicated by the real symbolizer from a real ELF file (the
 // -O2 -g test program with known inlines), checked against nm's addresses.
-#include "pipeline/symbolicate.h"
+#include "passes/symbolicate.h"
 
 #include <catch2/catch.hpp>
 #include <sstream>
@@ -35,7 +35,7 @@ uint64_t nm_address(const std::string& path, const std::string& symbol, uint64_t
 
 }  // namespace
 
-TEST_CASE("symbolicate names the frames samples use, inlines expanded, from the real binary", "[pipeline]") {
+TEST_CASE("symbolicate names the frames samples use, inlines expanded, from the real binary", "[passes]") {
   const std::string path = test_program("sym_inline");
   auto elf = fxprof::elf::read_file(path);
   REQUIRE(elf);
@@ -61,7 +61,7 @@ TEST_CASE("symbolicate names the frames samples use, inlines expanded, from the 
   opts.debug_dirs = {};
   opts.use_debuginfod = false;
   fxprof::symbolizer::Symbolizer symbols(opts);
-  auto stats = fxprof::pipeline::symbolicate(p, symbols);
+  auto stats = fxprof::passes::symbolicate(p, symbols);
   CHECK(stats.binaries == 1);
   CHECK(stats.addresses == hot_size + 1);
   CHECK(stats.resolved == stats.addresses);
@@ -89,7 +89,7 @@ TEST_CASE("symbolicate names the frames samples use, inlines expanded, from the 
   CHECK(saw_chain);
 }
 
-TEST_CASE("a binary whose file is gone stays binary-relative, with one warning", "[pipeline]") {
+TEST_CASE("a binary whose file is gone stays binary-relative, with one warning", "[passes]") {
   m::Profile p;
   m::Process proc;
   proc.libs.push_back({0x400000, 0x500000, 0, "gone", "/nonexistent/gone", "gone", "/nonexistent/gone",
@@ -102,7 +102,7 @@ TEST_CASE("a binary whose file is gone stays binary-relative, with one warning",
   opts.debug_dirs = {};
   opts.use_debuginfod = false;
   fxprof::symbolizer::Symbolizer symbols(opts);
-  auto stats = fxprof::pipeline::symbolicate(p, symbols);
+  auto stats = fxprof::passes::symbolicate(p, symbols);
   CHECK(stats.resolved == 0);
   const m::Frame& f = p.frames.get(p.stacks.frame(p.processes[0].threads[0].samples[0].stack));
   CHECK(f.name == m::kNoString);
@@ -111,7 +111,7 @@ TEST_CASE("a binary whose file is gone stays binary-relative, with one warning",
 }
 
 TEST_CASE("a stripped binary's functions named by their FDE are named again once symbols are found",
-          "[pipeline]") {
+          "[passes]") {
   // What `fxprof report --heap --symbol-dir D` reads back: a profile symbolicated at record time, without
   // D, where the stripped binary's functions got their FDE names ("heap_prog_stripped+0x2cd0").
   const std::string path = test_program("heap_prog_stripped");
@@ -146,7 +146,7 @@ TEST_CASE("a stripped binary's functions named by their FDE are named again once
     opts.debug_dirs = {};
     opts.use_debuginfod = false;
     fxprof::symbolizer::Symbolizer symbols(opts);
-    return fxprof::pipeline::symbolicate(p, symbols);
+    return fxprof::passes::symbolicate(p, symbols);
   };
 
   symbolicate({});

@@ -1,4 +1,4 @@
-// fxprof pipeline: the glue between sources, the model, the symbolizer and sinks. Every command runs
+// fxprof passes: the glue between sources, the model, the symbolizer and sinks. Every command runs
 //   source (recorder, Gecko reader) -> model -> symbolicate(model) -> sink (Gecko writer, later others)
 // and this is the one place that connects the model's symbolication API (model/symbols.h) to the
 // symbolizer (symbolizer/symbolizer.h): the model says which addresses of which binary its samples use, the
@@ -18,7 +18,7 @@
 #include "model/symbols.h"
 #include "symbolizer/symbolizer.h"
 
-namespace fxprof::pipeline {
+namespace fxprof::passes {
 
 struct SymbolicateStats {
   size_t binaries = 0;   // binaries asked
@@ -55,4 +55,4 @@ symbolizer::KnownLib known_lib(const model::Lib& lib);
 // Converts one symbolizer answer to the model's plain form (outermost function first).
 model::Symbol to_model_symbol(symbolizer::SymbolInfo&& info);
 
-}  // namespace fxprof::pipeline
+}  // namespace fxprof::passes

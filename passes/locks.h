@@ -1,4 +1,4 @@
-// fxprof pipeline: the off-CPU passes that need names, run after symbolication (pipeline/symbolicate.h):
+// fxprof passes: the off-CPU passes that need names, run after symbolication (passes/symbolicate.h):
 // futex waits classified by the functions that waited (a lock, a condition variable, a join), the function
 // that held each lock (the Wakeup marker's stack), and the terminal's lock-wait line. The recorder made the
 // markers (recorder/offcpu.h says why a thread was off the CPU); names come from the symbolizer.
@@ -12,7 +12,7 @@
 
 #include "model/profile.h"
 
-namespace fxprof::pipeline {
+namespace fxprof::passes {
 
 // "0x55d8... 383.2 ms in 141 waits by 4 threads held by worker_update, 0x7f2e... 99.2 ms in 1 wait by 1
 // thread": the `n` locks whose `Lock wait` markers add up to the most time, over every thread of every
@@ -66,4 +66,4 @@ void add_lock_holders(model::Profile& profile,
 void add_lock_holders_unsymbolicated(model::Profile& profile,
                                      const std::function<void(model::Profile&)>& symbolicate);
 
-}  // namespace fxprof::pipeline
+}  // namespace fxprof::passes

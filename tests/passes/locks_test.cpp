@@ -1,5 +1,5 @@
-// pipeline/locks.h: the lock passes after symbolication, on hand-made profiles.
-#include "pipeline/locks.h"
+// passes/locks.h: the lock passes after symbolication, on hand-made profiles.
+#include "passes/locks.h"
 
 #include <catch2/catch.hpp>
 #include <string_view>
@@ -9,10 +9,10 @@
 #include "model/profile.h"
 #include "model/waits.h"
 
-using namespace fxprof::pipeline;
+using namespace fxprof::passes;
 
 TEST_CASE("off-CPU: the function that held a lock is the waker stack's first one outside the lock code",
-          "[pipeline]") {
+          "[passes]") {
   CHECK(is_lock_plumbing("libc.so.6", "__GI___lll_lock_wake"));
   CHECK(is_lock_plumbing("libc.so.6", "start_thread"));  // the whole of libc
   CHECK(is_lock_plumbing("app", "std::sys::sync::mutex::futex::Mutex::wake"));
@@ -121,7 +121,7 @@ TEST_CASE("off-CPU: the function that held a lock is the waker stack's first one
 }
 
 TEST_CASE("off-CPU: a semaphore's wait is no lock, and one the waker's thread end posted is a join",
-          "[pipeline]") {
+          "[passes]") {
   using namespace fxprof::model;
   Profile p;
   p.binaries.push_back({.name = "libc.so.6"});

@@ -1,4 +1,4 @@
-#include "pipeline/symbolicate.h"
+#include "passes/symbolicate.h"
 
 #include <algorithm>
 #include <atomic>
@@ -11,9 +11,10 @@
 #include "gecko/gecko.h"
 #include "gecko/gecko_reader.h"
 #include "model/symbols.h"
+#include "passes/passes.h"
 #include "symbolizer/debug_packages.h"
 
-namespace fxprof::pipeline {
+namespace fxprof::passes {
 namespace {
 
 // Frames named so by an earlier symbolication (a profile symbolicated at record time, read back) are asked
@@ -151,13 +152,11 @@ Status symbolicate_file(const std::string& in, const std::string& out, symbolize
   if (info.processed)
     return Err(in +
                ": a processed-format profile; only Gecko profiles (what fxprof writes) can be symbolicated");
-  const SymbolicateStats named = symbolicate(*profile, symbols);
-  if (const std::string line = missing_debug_line(named.no_debug); !line.empty()) say(line);
+  // The passes `record` runs, baked (the critical-path tracks the reader left out made again).
+  const Outcome passed = run(*profile, {&symbols, Naming::Baked, true});
+  if (const std::string line = missing_debug_line(passed.named.no_debug); !line.empty()) say(line);
   profile->meta.presymbolicated = true;
-  // The critical-path tracks the reader left out, made again from the waits (as `record` made them).
-  const double interval_ms = std::max(profile->meta.interval_ms, 0.001);
-  const auto tracks = model::critical_path_tracks(*profile, static_cast<uint64_t>(interval_ms * 1e6));
-  if (auto s = gecko::write_gecko_profile(*profile, out, tracks); !s) return s;
+  if (auto s = gecko::write_gecko_profile(*profile, out, passed.tracks); !s) return s;
   bool local_paths = false;
   for (const model::Process& proc : profile->processes)
     for (const model::Lib& l : proc.libs) local_paths |= !l.path.empty() && l.path[0] == '/';
@@ -172,4 +171,4 @@ Status symbolicate_file(const std::string& in, const std::string& out, symbolize
   return {};
 }
 
-}  // namespace fxprof::pipeline
+}  // namespace fxprof::passes

@@ -1,4 +1,4 @@
-// add_lock_holders_unsymbolicated (pipeline/locks.h): "Held by" for a profile that is served unsymbolicated.
+// add_lock_holders_unsymbolicated (passes/locks.h): "Held by" for a profile that is served unsymbolicated.
 // The front end names the Wakeup markers' stacks lazily, but a marker field is written once, with the file:
 // so the Wakeup stacks alone (a few hundred frames, not the samples') are copied into a small profile of
 // their own, with the processes' mappings, named there, and their holders brought back.
@@ -6,9 +6,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "pipeline/locks.h"
+#include "passes/locks.h"
 
-namespace fxprof::pipeline {
+namespace fxprof::passes {
 namespace {
 
 // Copies stacks of `from` into `to` (frames and their strings re-interned), each prefix once.
@@ -93,4 +93,4 @@ void add_lock_holders_unsymbolicated(model::Profile& profile,
   });
 }
 
-}  // namespace fxprof::pipeline
+}  // namespace fxprof::passes

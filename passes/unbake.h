@@ -1,4 +1,4 @@
-// fxprof pipeline: a baked profile made servable again. The Firefox Profiler takes a baked frame's name as it
+// fxprof passes: a baked profile made servable again. The Firefox Profiler takes a baked frame's name as it
 // is: with no address, it asks for no source, no assembly and no inlined functions. `fxprof load` therefore
 // turns the frames of every binary still on disk as recorded (same build ID) back into the addresses a
 // --no-symbolicate recording has, which the front end then symbolicates through our server; the others keep
@@ -10,7 +10,7 @@
 
 #include "model/profile.h"
 
-namespace fxprof::pipeline {
+namespace fxprof::passes {
 
 struct UnbakeResult {
   size_t binaries = 0;               // binaries whose frames became addresses again
@@ -26,4 +26,4 @@ UnbakeResult unbake(model::Profile& profile);
 // One line for the terminal about `r.missing`, or "" when nothing is.
 std::string unbake_line(const UnbakeResult& r);
 
-}  // namespace fxprof::pipeline
+}  // namespace fxprof::passes

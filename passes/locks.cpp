@@ -1,5 +1,5 @@
-// The lock passes after symbolication (design in pipeline/locks.h).
-#include "pipeline/locks.h"
+// The lock passes after symbolication (design in passes/locks.h).
+#include "passes/locks.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -12,7 +12,7 @@
 #include "base/terminal.h"
 #include "model/waits.h"
 
-namespace fxprof::pipeline {
+namespace fxprof::passes {
 
 bool is_lock_plumbing(std::string_view binary, std::string_view function) {
   for (std::string_view lib : {"libc.so", "libc-", "libpthread", "ld-linux", "ld.so", "libstdc++.so"})
@@ -249,4 +249,4 @@ std::string lock_wait_summary(const model::Profile& profile, size_t n) {
   return out;
 }
 
-}  // namespace fxprof::pipeline
+}  // namespace fxprof::passes

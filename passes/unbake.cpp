@@ -1,4 +1,4 @@
-#include "pipeline/unbake.h"
+#include "passes/unbake.h"
 
 #include <sys/stat.h>
 
@@ -6,7 +6,7 @@
 
 #include "elf/elf.h"
 
-namespace fxprof::pipeline {
+namespace fxprof::passes {
 namespace {
 
 // Why a baked binary cannot be served from disk, or "" when it can.
@@ -104,4 +104,4 @@ std::string unbake_line(const UnbakeResult& r) {
   return "served with the names saved in the profile (no source, assembly or inlined functions) for " + names;
 }
 
-}  // namespace fxprof::pipeline
+}  // namespace fxprof::passes

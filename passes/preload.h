@@ -1,4 +1,4 @@
-// fxprof pipeline: the symbols of a recording's binaries loaded while the program still runs, so that after
+// fxprof passes: the symbols of a recording's binaries loaded while the program still runs, so that after
 // its exit only lookups remain (issue 25 item 6: libc6-dbg's 10 MB of compressed DWARF cost ~31 ms of CPU to
 // inflate, most of the wait after the exit).
 //
@@ -23,7 +23,7 @@
 #include "model/profile.h"
 #include "symbolizer/symbolizer.h"
 
-namespace fxprof::pipeline {
+namespace fxprof::passes {
 
 class SymbolPreloader {
  public:
@@ -59,4 +59,4 @@ class SymbolPreloader {
   std::thread thread_;  // last: started once the members above exist
 };
 
-}  // namespace fxprof::pipeline
+}  // namespace fxprof::passes

@@ -1,0 +1,82 @@
+// The passes of a profile, as one ordered list (passes.h).
+#include "passes/passes.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "model/symbols.h"
+#include "passes/locks.h"
+
+namespace fxprof::passes {
+namespace {
+
+struct Context {
+  model::Profile& profile;
+  const Options& options;
+  Outcome& out;
+};
+
+void jit_names(Context& c) { model::name_jit_frames(c.profile); }
+
+void symbols(Context& c) { c.out.named = symbolicate(c.profile, *c.options.symbols); }
+
+void locks(Context& c) {
+  if (c.options.naming == Naming::Baked) {
+    add_lock_holders(c.profile);
+    return;
+  }
+  // Served with raw addresses: "Held by" is a marker field, written now; only the Wakeup and Lock wait
+  // stacks are named for it, the file keeps its addresses.
+  add_lock_holders_unsymbolicated(c.profile, [&](model::Profile& wakes) {
+    c.out.named = symbolicate(wakes, *c.options.symbols);
+    // The debug files found missing on the way are the profile's: kept in its data quality.
+    for (const model::Meta::Problem& q : wakes.meta.data_quality) c.profile.meta.add_problem(q);
+  });
+}
+
+void critical_path(Context& c) {
+  const double interval_ms = std::max(c.profile.meta.interval_ms, 0.001);
+  c.out.tracks = model::critical_path_tracks(c.profile, static_cast<uint64_t>(interval_ms * 1e6));
+}
+
+bool always(const Options&) { return true; }
+bool baked(const Options& o) { return o.naming == Naming::Baked && o.symbols; }
+bool named(const Options& o) { return o.naming != Naming::Raw && o.symbols; }
+bool tracks(const Options& o) { return o.tracks; }
+
+struct Pass {
+  const char* name;
+  bool (*wanted)(const Options&);
+  void (*run)(Context&);
+};
+
+// The list, in the order the passes run: each one may use what those above it made (names for the lock
+// holders; classified waits for the critical path).
+constexpr Pass kPasses[] = {
+    {"jit names", always, jit_names},
+    {"symbols", baked, symbols},
+    {"locks", named, locks},
+    {"critical path", tracks, critical_path},
+};
+
+}  // namespace
+
+Outcome run(model::Profile& profile, const Options& options) {
+  Outcome out;
+  Context c{profile, options, out};
+  for (const Pass& p : kPasses) {
+    if (!p.wanted(options)) continue;
+    const auto t0 = std::chrono::steady_clock::now();
+    p.run(c);
+    out.ms.emplace_back(
+        p.name, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return out;
+}
+
+SymbolicateStats name_frames(model::Profile& profile, symbolizer::Symbolizer& symbols) {
+  const Options o{&symbols, Naming::Baked, false};
+  return run(profile, o).named;
+}
+
+}  // namespace fxprof::passes
