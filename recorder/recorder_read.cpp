@@ -121,7 +121,10 @@ Status Session::read_until_stop() {
     if (child_ && child_exited_) stop = true;  // the command's end (launch, -a -- COMMAND)
     if (next_cut && !stop && now >= next_cut) {
       if (!cut_window(now)) stop = true;
-      next_cut = std::max(next_cut + window_ns, now + 1);
+      // Behind (a slow cut on a loaded machine: the first reads kallsyms): the next window is a whole one,
+      // not a burst of short ones.
+      const uint64_t after = now_ns(CLOCK_MONOTONIC);
+      next_cut = next_cut + window_ns > after ? next_cut + window_ns : after + window_ns;
     }
     if (!launch_ && !system_ && std::all_of(exited.begin(), exited.end(), [](bool e) { return e; }))
       stop = true;

@@ -182,37 +182,3 @@ TEST_CASE("agent: SIGTERM sends the current window and exits 0", "[agent]") {
   REQUIRE(pyro.seen().size() == 1);
   CHECK(agent.err().find("1 windows recorded, 1 sent, 0 dropped") != std::string::npos);
 }
-
-// The stand-in gone (nothing listens on its port) for some windows, then back on the same port: each
-// window while it is down is tried, fails and is dropped with a count; once it is up the agent sends again,
-// without a crash or a restart. Short windows, and every wait is a line of the agent or a request seen.
-TEST_CASE("agent: a stand-in that goes away and comes back: windows dropped, counted, then sent", "[agent]") {
-  REQUIRE(geteuid() == 0);
-  Spinner spin;
-  int port = 0;
-  {
-    StandIn reserve(ok);  // a free port, closed again: the stand-in is down
-    port = reserve.port();
-  }
-  Background agent({fxprof_bin(), "agent", "--pyroscope", "http://127.0.0.1:" + std::to_string(port), "-p",
-                    spin.pid(), "--every", "0.2s", "-F", "99", "--attempts", "1", "-v"});
-  for (int i = 0; i < 3; ++i) REQUIRE(agent.wait_for_line(": not sent: ") != "");  // 3 windows refused
-  StandIn pyro(ok, port);
-  REQUIRE(pyro.port() == port);
-  REQUIRE(pyro.wait_for(2));  // sending again
-  REQUIRE(agent.stop(SIGTERM) == 0);
-  const std::string err = agent.err();
-  INFO(agent.out() << err);
-  CHECK(err.find("dropped after 1 try") != std::string::npos);
-  CHECK(err.find("sending again") != std::string::npos);
-  // The summary: every window recorded was sent or dropped, at least 3 dropped and 2 sent.
-  const size_t at = err.find(" windows recorded, ");
-  REQUIRE(at != std::string::npos);
-  unsigned long recorded = 0, sent = 0, dropped = 0;
-  const size_t line = err.rfind('\n', at) == std::string::npos ? 0 : err.rfind('\n', at) + 1;
-  REQUIRE(std::sscanf(err.c_str() + line, "fxprof: agent: %lu windows recorded, %lu sent, %lu dropped",
-                      &recorded, &sent, &dropped) == 3);
-  CHECK(dropped >= 3);
-  CHECK(sent >= 2);
-  CHECK(sent + dropped <= recorded);
-}
