@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <set>
@@ -81,7 +82,10 @@ int wait_for_signal(double seconds) {
 // The symbolizer, kept across windows and replaced once told about kMaxKnownLibs distinct binaries.
 class Symbols {
  public:
-  Symbols(const Options& o) : options_{o.record.symbol_dirs, o.symbol_cache_bytes} { renew(); }
+  Symbols(const Options& o) : options_{o.record.symbol_dirs, o.symbol_cache_bytes} {
+    options_.dwarf = false;  // function names only (symbolizer.h Options::dwarf)
+    renew();
+  }
   void name(model::Profile& profile) {
     for (const model::Binary& b : profile.binaries) known_.insert(b.debug_name + "/" + b.breakpad_id);
     if (known_.size() > kMaxKnownLibs) {
@@ -101,29 +105,43 @@ class Symbols {
   std::set<std::string> known_;
 };
 
+// The agent's resident file pages (RssFile in /proc/self/status), in kB; 0 when unreadable.
+unsigned long rss_file_kb() {
+  auto status = read_file("/proc/self/status");
+  if (!status) return 0;
+  const size_t at = status->find("RssFile:");
+  return at == std::string::npos ? 0 : std::strtoul(status->c_str() + at + 8, nullptr, 10);
+}
+
 // Gives back the pages of the files the recorder's unwinder mapped whole to read their CFI (base/fd.h
-// map_file: read-only, private): page cache the kernel re-reads on the next use, yet counted in the agent's
-// RSS as long as they stay mapped (chromium, libLLVM, cc1plus...: 350 MB after 7 minutes of a busy machine,
-// most of what grew). Only mappings without a private (copied-on-write) page are dropped: a loaded
-// library's relocated pages are not file content and must stay.
+// map_file: read-only, private): page cache, yet counted in the agent's RSS while they stay mapped
+// (chromium, libLLVM, cc1plus...: 350 MB after 7 minutes of a busy machine). Only past kFilePagesKb: giving
+// them back every window cost more than anything else the agent did (a TLB flush on each CPU per mapping,
+// then a fault per page the unwinder touches again), so the pages the unwinder uses every window stay.
+// Only mappings that hold pages and no private (copied-on-write) one: a loaded library's relocated pages
+// are not file content and must stay.
 void release_file_pages() {
+  if (rss_file_kb() < kFilePagesKb) return;
   std::FILE* f = std::fopen("/proc/self/smaps", "re");
   if (!f) return;
   char line[512];
   uintptr_t start = 0, end = 0;
   bool candidate = false;
+  unsigned long rss = 0;
   while (std::fgets(line, sizeof line, f)) {
     char perms[8] = {}, path[256] = {};
     unsigned long s = 0, e = 0;
-    // A mapping's line ("start-end perms offset dev inode path"); its fields' lines ("Anonymous: 0 kB")
-    // never parse that far.
+    // A mapping's line ("start-end perms offset dev inode path"); its fields' lines ("Rss: 4 kB") never
+    // parse that far.
     if (std::sscanf(line, "%lx-%lx %7s %*s %*s %*s %255s", &s, &e, perms, path) >= 3) {
       start = s;
       end = e;
       candidate = std::strcmp(perms, "r--p") == 0 && path[0] == '/';
+      rss = 0;
+    } else if (candidate && std::strncmp(line, "Rss:", 4) == 0) {
+      rss = std::strtoul(line + 4, nullptr, 10);
     } else if (candidate && std::strncmp(line, "Anonymous:", 10) == 0) {
-      unsigned long kb = 1;
-      if (std::sscanf(line + 10, "%lu", &kb) == 1 && kb == 0)
+      if (rss > 0 && std::strtoul(line + 10, nullptr, 10) == 0)
         (void)madvise(reinterpret_cast<void*>(start), end - start, MADV_DONTNEED);
       candidate = false;
     }

@@ -49,6 +49,8 @@ inline constexpr size_t kMaxKnownLibs = 4096;
 // small entry each process that ever ran keeps are then freed, at the cost of one attach of the machine.
 inline constexpr uint64_t kRenewWindows = 360;
 inline constexpr uint64_t kRingBytes = 1 << 20;  // per CPU (recorder Options::buffer_bytes)
+// The unwinder's mapped file pages kept between windows (agent.cpp release_file_pages), in kB.
+inline constexpr unsigned long kFilePagesKb = 32 << 10;
 
 struct Options {
   recorder::Options record;  // system_wide, or pids; frequency_hz; off_cpu; symbol_dirs

@@ -22,6 +22,7 @@
 #include "recorder/builder.h"
 #include "recorder/capture.h"
 #include "recorder/host.h"
+#include "recorder/kallsyms.h"
 #include "recorder/perf.h"
 #include "recorder/proc_counters.h"
 #include "recorder/quality.h"
