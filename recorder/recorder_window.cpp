@@ -2,6 +2,7 @@
 // samples are cut into windows while it runs. The events, the ring buffers, the processes, threads and
 // libraries (and the unwinder's tables) live as long as the recording; each window takes only its samples,
 // in a profile of its own that holds just the frames and stacks they use.
+#include <algorithm>
 #include <unordered_map>
 
 #include "recorder/kallsyms.h"
@@ -109,7 +110,11 @@ bool Session::cut_window(uint64_t now) {
       std::vector<model::Wait>().swap(t.waits);
       std::vector<model::Allocation>().swap(t.allocations);
     }
-    if (p.end_ns) {  // ended: nothing of it is needed again (as TaskTracker::drop_if_empty)
+    // Ended, its last thread too: nothing of it is needed again (as TaskTracker::drop_if_empty, after its
+    // last thread's exit). Not while a thread runs on after the leader's exit: the task tracker still
+    // holds that thread by its index here (the agent crashed in TaskTracker::on_exit writing its end).
+    if (p.end_ns && std::all_of(p.threads.begin(), p.threads.end(),
+                                [](const model::Thread& t) { return t.end_ns != 0; })) {
       std::vector<model::Lib>().swap(p.libs);
       std::vector<model::Thread>().swap(p.threads);
     }
