@@ -1,7 +1,9 @@
 // fxprof agent (agent.h): the window loop.
 #include "agent/agent.h"
 
+#include <malloc.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -9,6 +11,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -78,7 +82,10 @@ int wait_for_signal(double seconds) {
 // The symbolizer, kept across windows and replaced once told about kMaxKnownLibs distinct binaries.
 class Symbols {
  public:
-  Symbols(const Options& o) : options_{o.record.symbol_dirs, o.symbol_cache_bytes} { renew(); }
+  Symbols(const Options& o) : options_{o.record.symbol_dirs, o.symbol_cache_bytes} {
+    options_.dwarf = false;  // function names only (symbolizer.h Options::dwarf)
+    renew();
+  }
   void name(model::Profile& profile) {
     for (const model::Binary& b : profile.binaries) known_.insert(b.debug_name + "/" + b.breakpad_id);
     if (known_.size() > kMaxKnownLibs) {
@@ -97,6 +104,50 @@ class Symbols {
   std::unique_ptr<symbolizer::Symbolizer> symbolizer_;
   std::set<std::string> known_;
 };
+
+// The agent's resident file pages (RssFile in /proc/self/status), in kB; 0 when unreadable.
+unsigned long rss_file_kb() {
+  auto status = read_file("/proc/self/status");
+  if (!status) return 0;
+  const size_t at = status->find("RssFile:");
+  return at == std::string::npos ? 0 : std::strtoul(status->c_str() + at + 8, nullptr, 10);
+}
+
+// Gives back the pages of the files the recorder's unwinder mapped whole to read their CFI (base/fd.h
+// map_file: read-only, private): page cache, yet counted in the agent's RSS while they stay mapped
+// (chromium, libLLVM, cc1plus...: 350 MB after 7 minutes of a busy machine). Only past kFilePagesKb: giving
+// them back every window cost more than anything else the agent did (a TLB flush on each CPU per mapping,
+// then a fault per page the unwinder touches again), so the pages the unwinder uses every window stay.
+// Only mappings that hold pages and no private (copied-on-write) one: a loaded library's relocated pages
+// are not file content and must stay.
+void release_file_pages() {
+  if (rss_file_kb() < kFilePagesKb) return;
+  std::FILE* f = std::fopen("/proc/self/smaps", "re");
+  if (!f) return;
+  char line[512];
+  uintptr_t start = 0, end = 0;
+  bool candidate = false;
+  unsigned long rss = 0;
+  while (std::fgets(line, sizeof line, f)) {
+    char perms[8] = {}, path[256] = {};
+    unsigned long s = 0, e = 0;
+    // A mapping's line ("start-end perms offset dev inode path"); its fields' lines ("Rss: 4 kB") never
+    // parse that far.
+    if (std::sscanf(line, "%lx-%lx %7s %*s %*s %*s %255s", &s, &e, perms, path) >= 3) {
+      start = s;
+      end = e;
+      candidate = std::strcmp(perms, "r--p") == 0 && path[0] == '/';
+      rss = 0;
+    } else if (candidate && std::strncmp(line, "Rss:", 4) == 0) {
+      rss = std::strtoul(line + 4, nullptr, 10);
+    } else if (candidate && std::strncmp(line, "Anonymous:", 10) == 0) {
+      if (rss > 0 && std::strtoul(line + 10, nullptr, 10) == 0)
+        (void)madvise(reinterpret_cast<void*>(start), end - start, MADV_DONTNEED);
+      candidate = false;
+    }
+  }
+  std::fclose(f);
+}
 
 // Sends one window to every target; the first error.
 Status push_window(const Window& w, const Options& o) {
@@ -175,6 +226,10 @@ class Preparer {
   void operator()(Window& w) {
     const uint64_t t0 = unix_ms();
     model::Profile& prof = w.recording.profile;
+    // Not the agent itself: naming its own samples would load its own symbols (80 MB for an unstripped
+    // fxprof, more than all else it holds) for well under 1 % of a core's samples.
+    std::erase_if(prof.processes,
+                  [](const model::Process& p) { return p.pid == static_cast<uint32_t>(getpid()); });
     symbols_.name(prof);
     // The window is [from, until): from the previous window's end, so that windows are contiguous.
     prof.meta.start_unix_ms = static_cast<double>(w.from_unix_ms);
@@ -185,6 +240,7 @@ class Preparer {
       if (said_.insert(p.label).second) say("agent: " + p.label + " (said once)");
     }
     w.recording = {};
+    malloc_trim(0);  // what the window and evicted symbols freed goes back to the system (RSS stays flat)
     if (o_.verbose) {
       std::printf("agent: window %llu: %zu series, named and encoded in %llu ms\n",
                   static_cast<unsigned long long>(w.number), w.series.size(),
@@ -201,6 +257,9 @@ class Preparer {
 
 }  // namespace
 
+// One recording per kRenewWindows windows (or until a signal, the -p processes' end, a cgroup's new
+// process): its samples are cut into windows as it runs (recorder.h Options::window_s), so the events, the
+// processes' state and the unwind tables are made once, not every window.
 int run(const Options& given) {
   Options o = given;
   if (o.host.empty()) o.host = hostname();
@@ -219,13 +278,39 @@ int run(const Options& given) {
   };
   Sender sender([&prepare](Window& w) { prepare(w); }, push, o.attempts, o.every_s);
   uint64_t from = unix_ms();
-  uint64_t windows = 0, failed_windows = 0;
+  uint64_t windows = 0, failed_windows = 0, recordings = 0;
   const double cpu0 = cpu_s();
+  bool enough = false;  // --windows reached
+  auto started = [&o, &windows, &failed_windows] {
+    if (!o.verbose) return;
+    std::printf("agent: window %llu recording\n",
+                static_cast<unsigned long long>(windows + failed_windows + 1));
+    std::fflush(stdout);
+  };
+  auto offer = [&](recorder::Recording& rec) {
+    const uint64_t until = unix_ms();
+    ++windows;
+    if (o.verbose) {
+      size_t samples = 0;
+      for (const model::Process& p : rec.profile.processes)
+        for (const model::Thread& t : p.threads) samples += t.samples.size();
+      std::printf("agent: window %llu: %zu samples\n", static_cast<unsigned long long>(windows), samples);
+      std::fflush(stdout);
+    }
+    sender.offer(Window{windows, from, until, std::move(rec), {}});
+    from = until;
+    enough = o.windows > 0 && static_cast<double>(windows) >= o.windows;
+  };
   int stop = 0;
-  while (!stop) {
+  while (!stop && !enough) {
     recorder::Options ro = o.record;
-    ro.duration_s = o.every_s;
-    ro.quiet = windows > 0;  // the notices once; data-quality problems once each (Preparer)
+    ro.window_s = o.every_s;
+    ro.quiet = recordings > 0;  // the notices once; data-quality problems once each (Preparer)
+    // Rings for 19 Hz, not the recorder's 4 kHz ones (16 MiB a CPU with -a): 1 MiB holds ~30 DWARF
+    // samples, over a second at the agent's rate (a loaded machine delays the reader; 512 KiB lost
+    // records), and the reader empties them every 25 ms.
+    if (ro.buffer_bytes == 0) ro.buffer_bytes = kRingBytes;
+    std::set<int> given_pids;
     if (!o.cgroup.empty()) {
       ro.pids = cgroup_pids(o.cgroup);
       if (ro.pids.empty()) {  // nothing runs there now: an empty window
@@ -233,16 +318,26 @@ int run(const Options& given) {
         from = unix_ms();
         continue;
       }
+      given_pids.insert(ro.pids.begin(), ro.pids.end());
     }
-    const uint64_t t0 = unix_ms();
-    const uint64_t number = windows + failed_windows + 1;
-    if (o.verbose)
-      ro.on_started = [number] {
-        std::printf("agent: window %llu recording\n", static_cast<unsigned long long>(number));
-        std::fflush(stdout);
-      };
+    uint64_t in_this = 0;
+    ro.on_started = started;
+    ro.on_window = [&](recorder::Recording& w) {
+      offer(w);
+      release_file_pages();  // on the recording thread: the unwinder is not reading them now
+      if (enough) return false;
+      started();
+      // A process that joined the cgroup from outside is not followed: a new recording attaches it.
+      if (!o.cgroup.empty())
+        for (int pid : cgroup_pids(o.cgroup))
+          if (!given_pids.count(pid) &&
+              !std::any_of(w.profile.processes.begin(), w.profile.processes.end(),
+                           [pid](const model::Process& p) { return static_cast<int>(p.pid) == pid; }))
+            return false;
+      return ++in_this < kRenewWindows;
+    };
     auto rec = recorder::record(ro);
-    const uint64_t until = unix_ms();
+    ++recordings;
     if (!rec) {
       if (windows == 0 && failed_windows == 0) {
         say(rec.error());
@@ -255,21 +350,11 @@ int run(const Options& given) {
       continue;
     }
     stop = rec->signal;
-    ++windows;
     // -p: the agent's work ends with the processes it was given.
     if (!o.record.pids.empty() && std::none_of(o.record.pids.begin(), o.record.pids.end(),
                                                [](int pid) { return kill(pid, 0) == 0 || errno == EPERM; }))
       stop = SIGTERM;
-    if (o.verbose) {
-      std::printf("agent: window %llu: %llu samples; %llu ms between windows\n",
-                  static_cast<unsigned long long>(number),
-                  static_cast<unsigned long long>(rec->stats.samples),
-                  static_cast<unsigned long long>(t0 - from));
-      std::fflush(stdout);
-    }
-    sender.offer(Window{number, from, until, std::move(*rec), {}});
-    from = until;
-    if (o.windows > 0 && static_cast<double>(windows) >= o.windows) break;
+    if (!enough) offer(*rec);  // the part since the last cut: the last window, or one cut short by renewal
   }
   sender.finish();
   const SenderCounts c = sender.counts();

@@ -3,21 +3,28 @@
 // engine (Grafana Pyroscope, Parca) by share/'s pushers. A driver over the existing parts, no recorder or
 // pprof writer of its own:
 //
-//   window loop (main thread)                       sender (one thread)
+//   recording thread (main)                         sender (one thread)
 //   recorder::record(-a | -p | cgroup's pids,   ->  passes::run (one Symbolizer for all windows)
-//                    --every), again and again      sinks::write_pprof per process and profile type
+//     window_s = --every): on_window per window     sinks::write_pprof per process and profile type
 //                                                   share:: push, retried with backoff
 //
-// Naming and encoding happen on the sender's thread, so the next window records meanwhile. Each window is a
-// recording of its own: when it ends the recorder's whole state (processes, threads,
-// mappings, unwind tables, interned stacks) is freed, so processes that exited are forgotten and nothing
-// grows with the hours. Between two windows the events are closed and opened again: that gap (the end of
-// one recording and the start of the next, tens of milliseconds, -v prints it) is not sampled; windows are
-// contiguous in time all the same (each one's `from` is the previous one's `until`).
+// One recording lasts many windows (recorder.h Options::window_s): the events and ring buffers are opened
+// once, processes that start later are followed through their fork/comm/mmap/exit records as `record -a`
+// follows them, and at each window's end its samples move into a small profile of their own (only the
+// frames and stacks they use) that is offered to the sender; the recording forgets them, and the state of
+// processes that ended. Windows are contiguous (each one's `from` is the previous one's `until`) and
+// nothing between them goes unsampled. A recording is renewed after kRenewWindows windows (what it interned
+// is then freed), when a process joins the --cgroup from outside, or when it fails.
+//
+// What it costs (bench/agent.sh, this 2-vCPU VM, both cores busy; README "fxprof agent"): memory was
+// mostly symbols, not recording state: heaptrack of the old agent (a recording per window) had 135 MB of
+// heap at its peak, 90 MB of it libelf's copies of the sections of fxprof's own unstripped binary (its
+// .strtab, its DWARF) loaded to name the agent's own samples. The agent leaves its own process out.
 //
 // Memory bounds (designed for a process that runs for days):
-//  - one window's recording: CPU samples are at most rate x CPUs x window (19 Hz, 8 CPUs, 10 s: 1,520, 16
-//    bytes each); off-CPU (--off-cpu) adds at most a sample per thread per interval it was blocked.
+//  - the recording: CPU samples of one window at most rate x CPUs x window (19 Hz, 8 CPUs, 10 s: 1,520, 16
+//    bytes each); off-CPU (--off-cpu) adds at most a sample per thread per interval it was blocked; ring
+//    buffers of kRingBytes per CPU (the recorder's own are sized for 4 kHz: 16 MiB a CPU with -a).
 //  - symbols: the symbolizer's library cache is bounded by --symbol-cache (LRU, symbolizer/cache.h); the
 //    list of libraries it was told about grows with each distinct binary (a package upgrade adds some), so
 //    the symbolizer is replaced after kMaxKnownLibs of them (its libraries are loaded again when next used).
@@ -38,6 +45,12 @@
 namespace fxprof::agent {
 
 inline constexpr size_t kMaxKnownLibs = 4096;
+// A recording lasts at most this many windows (an hour at 10 s): what it interns (frames, stacks) and the
+// small entry each process that ever ran keeps are then freed, at the cost of one attach of the machine.
+inline constexpr uint64_t kRenewWindows = 360;
+inline constexpr uint64_t kRingBytes = 1 << 20;  // per CPU (recorder Options::buffer_bytes)
+// The unwinder's mapped file pages kept between windows (agent.cpp release_file_pages), in kB.
+inline constexpr unsigned long kFilePagesKb = 32 << 10;
 
 struct Options {
   recorder::Options record;  // system_wide, or pids; frequency_hz; off_cpu; symbol_dirs

@@ -5,6 +5,7 @@
 # them) and, when BUILD_TOO=1, a real compile of fxprof's own sources runs in a loop beside them.
 #
 #   bench/agent.sh [BUILD_DIR] [MINUTES]      (default 10 minutes; the goal is measured over an hour)
+#   AGENT_ARGS="--symbol-cache 128" bench/agent.sh ...   (options given to the agent as well)
 #
 # Printed: every 10 s the agent's RSS and peak RSS (VmRSS, VmHWM from /proc) and its CPU so far; at the end
 # its CPU time over the wall time as a share of one core (utime + stime from /proc/PID/stat, threads
@@ -46,7 +47,8 @@ python3 "$HERE/push_stand_in.py" "$TMP/arrivals" >"$TMP/port" &
 pids+=($!)
 read -r PORT <"$TMP/port"
 
-"$FXPROF" agent --pyroscope "http://127.0.0.1:$PORT" >"$TMP/agent.out" 2>"$TMP/agent.err" &
+# shellcheck disable=SC2086 # AGENT_ARGS: words on purpose
+"$FXPROF" agent --pyroscope "http://127.0.0.1:$PORT" ${AGENT_ARGS:-} >"$TMP/agent.out" 2>"$TMP/agent.err" &
 AGENT=$!
 pids+=($AGENT)
 HZ=$(getconf CLK_TCK)

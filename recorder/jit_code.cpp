@@ -23,7 +23,10 @@ void JitTracker::on_attached_mapping(uint32_t pid, const MapsEntry& e, uint64_t)
 
 void JitTracker::on_mmap2(const Mmap2Record& m) {
   if (!(m.prot & PROT_EXEC)) return;
-  if (is_anonymous_code(m.path)) procs_[m.pid].anon_code = true;
+  if (is_anonymous_code(m.path)) {
+    procs_[m.pid].anon_code = true;
+    following_.insert(m.pid);
+  }
   if (is_jitdump(m.path)) procs_[m.pid].jitdump = std::string(m.path);
 }
 
@@ -39,7 +42,10 @@ void JitTracker::on_comm(const CommRecord& c) {
 void JitTracker::on_fork(const ForkRecord& f) {
   if (f.pid == f.ppid) return;
   auto parent = procs_.find(f.ppid);
-  if (parent != procs_.end() && parent->second.anon_code) procs_[f.pid].anon_code = true;
+  if (parent != procs_.end() && parent->second.anon_code) {
+    procs_[f.pid].anon_code = true;
+    following_.insert(f.pid);
+  }
 }
 
 // Whose files may name a process's code: its real and effective users (from /proc while it is there; else
@@ -52,14 +58,19 @@ std::vector<uint32_t> JitTracker::file_owners(uint32_t pid) {
 }
 
 void JitTracker::tick(uint64_t now_ns) {
-  c_.for_each_process([&](uint32_t pid) {
+  for (auto pid_it = following_.begin(); pid_it != following_.end();) {
+    const uint32_t pid = *pid_it;
     auto it = procs_.find(pid);
-    if (it == procs_.end()) return;
+    if (it == procs_.end() || it->second.read || !it->second.anon_code) {  // read, or exec'd since
+      pid_it = following_.erase(pid_it);
+      continue;
+    }
+    ++pid_it;
+    if (!c_.process_of(pid)) continue;  // only runtimes that generate code write maps
     JitProc& p = it->second;
-    if (p.read || !p.anon_code) return;  // only runtimes that generate code write maps
     if (!p.perf_map) p.perf_map.emplace("/tmp/perf-" + std::to_string(pid) + ".map", file_owners(pid));
     p.perf_map->poll(now_ns);
-  });
+  }
 }
 
 // The JIT map files now say all they will; the pid (and the file names) may be reused from now on.

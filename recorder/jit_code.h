@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "recorder/jit.h"
@@ -21,7 +22,10 @@ namespace fxprof::recorder {
 class JitTracker final : public Tracker {
  public:
   explicit JitTracker(TrackerContext& c) : c_(c) {}
-  void forget_process(uint32_t pid) override { procs_.erase(pid); }
+  void forget_process(uint32_t pid) override {
+    procs_.erase(pid);
+    following_.erase(pid);
+  }
   void on_attached_mapping(uint32_t pid, const MapsEntry& e, uint64_t time_ns) override;
   void on_mmap2(const Mmap2Record& m) override;
   void on_comm(const CommRecord& c) override;  // an exec: the old program's files are not the new one's
@@ -44,6 +48,9 @@ class JitTracker final : public Tracker {
 
   TrackerContext& c_;
   std::unordered_map<uint32_t, JitProc> procs_;  // by pid: the builder's current entry of each
+  // The pids with JIT code whose maps tick() follows: not every process the recording ever saw (a recording
+  // of the whole machine for an hour of builds has tens of thousands, looked through 40 times a second).
+  std::unordered_set<uint32_t> following_;
 };
 
 }  // namespace fxprof::recorder

@@ -87,6 +87,8 @@ namespace fxprof::recorder {
 
 enum class CallGraph { Dwarf, FramePointer };
 
+struct Recording;
+
 struct Options {
   std::vector<std::string> command;  // launch mode: argv of the program to run
   std::vector<int> pids;             // attach mode: running processes
@@ -130,6 +132,15 @@ struct Options {
   // Not a CLI option: no notices or data-quality lines on stderr (`fxprof agent` after its first window:
   // it says each data-quality problem once, from profile.meta.data_quality).
   bool quiet = false;
+  // Not a CLI option: continuous recording (`fxprof agent`). Every window_s seconds of the read pass,
+  // on_window gets that window's samples as a Recording of their own (only the frames, stacks and binaries
+  // they use; kernel frames named from a kallsyms table read once; the processes with samples, with their
+  // libs; meta's start and end the window's) and the recording forgets them: the events, ring buffers,
+  // processes, threads, libraries and unwind tables still alive stay, processes that ended drop theirs.
+  // on_window returning false ends the recording; record()'s Recording is then the last window's part.
+  // Called on the recording thread: the next window records after it returns.
+  double window_s = 0;
+  std::function<bool(Recording&)> on_window;
 };
 
 struct Stats {

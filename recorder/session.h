@@ -22,6 +22,7 @@
 #include "recorder/builder.h"
 #include "recorder/capture.h"
 #include "recorder/host.h"
+#include "recorder/kallsyms.h"
 #include "recorder/perf.h"
 #include "recorder/proc_counters.h"
 #include "recorder/quality.h"
@@ -56,6 +57,7 @@ class Session {
   void system_quality(std::vector<QualityProblem>& problems);
   void prune_idle_tasks();
   Status read_until_stop();
+  bool cut_window(uint64_t now);  // Options::window_s (recorder_window.cpp)
   void reap(int pid);
   Status drain();
   Status finish_profile();
@@ -117,6 +119,9 @@ class Session {
   std::optional<RssSampler> rss_;
   std::optional<ProcCounters> counters_;  // faults, switches, run delay per process (proc_counters.h)
   uint64_t start_ns_ = 0, exit_seen_ns_ = 0;
+  // Options::window_s: when the current window started; the kernel's names, read at the first window.
+  uint64_t window_start_ns_ = 0;
+  std::optional<KernelSymbols> window_kernel_;
   struct Phase {
     const char* name;
     double ms;

@@ -132,6 +132,17 @@ uint64_t ElfObject::debug_sections_bytes() const {
   return total;
 }
 
+uint64_t ElfObject::symbol_sections_bytes() const {
+  uint64_t total = 0;
+  find_section([&](Elf_Scn*, const GElf_Shdr& sh, std::string_view name) {
+    if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM ||
+        (sh.sh_type == SHT_STRTAB && name != ".shstrtab"))
+      total += sh.sh_size;
+    return false;
+  });
+  return total;
+}
+
 Result<std::string> ElfObject::mini_debug_info() const {
   Elf_Scn* scn = section(".gnu_debugdata");
   if (scn == nullptr) return Err(path_ + " has no .gnu_debugdata");

@@ -44,6 +44,9 @@ class ElfObject {
   // decompress (out of memory) and then reads through the missing section (a crash in dwarf_attr).
   bool decompress_debug_sections() const;
   // The .debug_* sections' bytes once decompressed (what libdw will hold of them).
+  // The sizes of the symbol tables and their strings (.symtab, .dynsym, their STRTABs): libelf's copies of
+  // them (read, not mapped) live as long as this object, for the names that point into them.
+  uint64_t symbol_sections_bytes() const;
   uint64_t debug_sections_bytes() const;
   // The decompressed .gnu_debugdata image, if present.
   Result<std::string> mini_debug_info() const;

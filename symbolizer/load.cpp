@@ -282,6 +282,7 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
     return Err(msg);
   }
   index_symbols(*lib, std::move(binary), debug.get());
+  lib->dwarf_tried = !options.dwarf;  // Options::dwarf off: dwarf_index() never opens it
   add_dwp_paths(*lib, k, options, debug.get(), plain_name);
   if (debug) lib->objects.push_back(std::move(debug));
   add_dwz_alts(*lib, lo);

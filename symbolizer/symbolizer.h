@@ -55,6 +55,10 @@ struct Options {
   // binary>/<link>.
   std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
   bool use_debuginfod = true;  // only when DEBUGINFOD_URLS is set in the environment
+  // False: names from the symbol tables only, no DWARF (no lines, no inlined frames). `fxprof agent`: a
+  // fleet engine shows functions, and a build's unstripped programs' line tables, re-read as they come and
+  // go, were most of its CPU (and what pushed its symbols out of the cache).
+  bool dwarf = true;
 };
 
 // What a profile says about a library (its `libs` entries): how to find the file for a (debugName,

@@ -22,6 +22,28 @@ TEST_CASE("lookup: -O2 -g program gives names, file:line and inline chains inner
   check_compute_hot(s, p, true);
 }
 
+// Options::dwarf off (`fxprof agent`): the same function named from the symbol table, without file, line or
+// inlined frames (the DWARF is never read); on, the same address has them.
+TEST_CASE("lookup: with Options::dwarf off, names come from the symbol table alone") {
+  Prog p = prog(test_program("sym_inline"));
+  const NmSym hot = nm_symbols(p.path).at("_Z11compute_hoti");
+  const std::vector<uint64_t> addrs = {hot.addr + hot.size / 2};
+  sym::Options off = no_system_debug();
+  off.dwarf = false;
+  sym::Symbolizer without(off), with(no_system_debug());
+  without.add_known_lib(known(p, p.path));
+  with.add_known_lib(known(p, p.path));
+  auto r = without.lookup("sym_inline", p.breakpad, addrs);
+  auto d = with.lookup("sym_inline", p.breakpad, addrs);
+  REQUIRE(r.ok());
+  REQUIRE(d.ok());
+  REQUIRE((*r)[0].found);
+  CHECK((*r)[0].function.find("compute_hot") != std::string::npos);
+  CHECK((*r)[0].file.empty());
+  CHECK((*r)[0].inlines.empty());
+  CHECK_FALSE((*d)[0].file.empty());  // the program has lines: only the option takes them away
+}
+
 TEST_CASE("lookup: a stripped binary's addresses are grouped into functions by their .eh_frame FDEs") {
   Prog original = prog(test_program("sym_inline"));
   std::string stripped = test_program("symbolizer/buildid/sym_stripped");
