@@ -5,6 +5,7 @@
 #include <httplib.h>
 #include <zlib.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <fstream>
@@ -54,11 +55,17 @@ class StandIn {
       port_ = server_.bind_to_any_port("127.0.0.1");
     else
       port_ = server_.bind_to_port("127.0.0.1", port) ? port : -1;
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    thread_ = std::thread([this] {
+      server_.listen_after_bind();
+      listened_ = true;
+    });
     // bind_to_any_port() already listens: a client connecting before the accept loop runs waits in the
     // backlog.
   }
   ~StandIn() {
+    // httplib's stop() does nothing before the accept loop runs, which then never ends: a StandIn dropped
+    // at once hung its test until ctest's timeout (2 of 3 runs under load).
+    while (!listened_ && !server_.is_running()) std::this_thread::yield();
     server_.stop();
     thread_.join();
   }
@@ -83,6 +90,7 @@ class StandIn {
   Reply reply_;
   httplib::Server server_;
   int port_ = 0;
+  std::atomic<bool> listened_ = false;  // listen_after_bind() returned (a failed bind returns at once)
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable cv_;
