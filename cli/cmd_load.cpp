@@ -73,6 +73,7 @@ std::optional<int> write_copy(const model::Profile& profile, server::ServeOption
   }
   opts.kept_path = opts.profile_path;  // the copy is removed at the end: the user's file stays
   opts.profile_path = tmp;
+  opts.view = gecko::gecko_view_query(profile, tracks);  // the copy's threads, its tracks among them
   return std::nullopt;
 }
 
@@ -155,7 +156,7 @@ int cmd_load(std::span<char*> args) {
     opts.libs = passes::known_libs(*profile);
     // Every thread shown, the busiest selected: as the writer counted it, with the threads the reader leaves
     // out (gecko.h, Synthetic).
-    opts.view = gecko::gecko_view_query(*profile);
+    opts.view = gecko::file_view_query(*profile);
     if (profile->meta.presymbolicated && !opts.symbols.symbol_dirs.empty()) {
       if (auto exit = bake_whole(*profile, opts, resolved)) return *exit;
     } else if (profile->meta.presymbolicated) {

@@ -657,10 +657,12 @@ std::string view_query_for_thread(uint64_t thread) {
   return "v=7&thread=" + url_uint(thread);
 }
 
+std::string file_view_query(const Profile& read_back) {
+  if (read_back.meta.selected_thread) return view_query_for_thread(*read_back.meta.selected_thread);
+  return gecko_view_query(read_back);
+}
+
 std::string gecko_view_query(const Profile& profile, Synthetic synthetic) {
-  // A profile read back: the writer's choice, which counted the synthetic threads the reader leaves out.
-  if (synthetic.empty() && profile.meta.selected_thread)
-    return view_query_for_thread(*profile.meta.selected_thread);
   const std::optional<size_t> thread = gecko_busiest_thread(profile, synthetic);
   return thread ? view_query_for_thread(*thread) : std::string();
 }

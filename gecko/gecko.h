@@ -81,9 +81,12 @@ std::optional<size_t> gecko_busiest_thread(const model::Profile& profile, Synthe
 // front end takes from the URL (none hidden) instead of hiding every thread under 5% of the busiest one's
 // CPU (src/actions/receive-profile.ts, finalizeFullProfileView): a sleeper, a pipe reader, the threads a
 // wall-clock profile is for, all show when it opens. The compare view needs it too: each of its profiles
-// must select a thread. A profile read back selects the thread its writer chose (meta.selected_thread: the
-// index counts the synthetic threads the reader left out).
+// must select a thread. For `profile` as it is written now (with `synthetic`).
 std::string gecko_view_query(const model::Profile& profile, Synthetic synthetic = {});
+// The same for the file `read_back` was read from, served as it is: the thread its writer chose
+// (meta.selected_thread, whose index counts the synthetic threads the reader left out), else as above.
+// Not for a profile read back and written again: that file selects its own busiest thread.
+std::string file_view_query(const model::Profile& read_back);
 // The same for a thread index already known ("v=7&thread=c": the URL version and the thread in its encoding).
 std::string view_query_for_thread(uint64_t thread);
 // A number as the front end's URL state writes it (its uintarray encoding: 12 is "c", 40 is "x8").
