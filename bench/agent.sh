@@ -6,6 +6,7 @@
 #
 #   bench/agent.sh [BUILD_DIR] [MINUTES]      (default 10 minutes; the goal is measured over an hour)
 #   AGENT_ARGS="--symbol-cache 128" bench/agent.sh ...   (options given to the agent as well)
+#   BUSY_LOOPS=0 bench/agent.sh ...   (no spinners: the machine is kept busy by something else, e.g. builds)
 #
 # Printed: every 10 s the agent's RSS and peak RSS (VmRSS, VmHWM from /proc) and its CPU so far; at the end
 # its CPU time over the wall time as a share of one core (utime + stime from /proc/PID/stat, threads
@@ -33,7 +34,7 @@ cleanup() {
   rm -rf "$TMP"
 }
 trap cleanup EXIT
-for _ in 1 2; do
+for ((i = 0; i < ${BUSY_LOOPS:-2}; i++)); do
   "$BUSY" spin 100000000 >/dev/null 2>&1 &
   pids+=($!)
 done
