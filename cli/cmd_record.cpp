@@ -22,6 +22,7 @@
 #include "gecko/gecko.h"
 #include "heap/heap.h"
 #include "model/critical_path.h"
+#include "passes/kernel_time.h"
 #include "passes/locks.h"
 #include "passes/passes.h"
 #include "passes/preload.h"
@@ -282,6 +283,15 @@ std::optional<int> name_and_write(const RecordArgs& a, recorder::Recording& reco
     std::fprintf(stderr, "fxprof: -a: the CPUs were idle %.0f%% of the time (%llu idle samples, %llu busy)\n",
                  all > 0 ? 100.0 * static_cast<double>(st.idle_samples) / all : 0.0,
                  static_cast<unsigned long long>(st.idle_samples), static_cast<unsigned long long>(busy));
+    // The kernel's own work, by kind (passes/kernel_time.h): what no process's track would explain.
+    const passes::KernelTimeShares k = passes::kernel_time_shares(recording.profile);
+    auto pct = [&](uint64_t n) {
+      return k.samples ? 100.0 * static_cast<double>(n) / static_cast<double>(k.samples) : 0.0;
+    };
+    std::fprintf(
+        stderr,
+        "fxprof: -a: of the busy samples, kernel threads %.1f%%, hard interrupts %.1f%%, softirqs %.1f%%\n",
+        pct(k.kernel_thread), pct(k.irq), pct(k.softirq));
   }
   if (rec.event)
     std::fprintf(stderr,

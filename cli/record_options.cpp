@@ -138,9 +138,10 @@ Command record_command(RecordArgs& a, Parsed& p) {
            "record every process on the machine (root, or kernel.perf_event_paranoid\n"
            "<= 0): each its own track named by its command line, those that start and\n"
            "end meanwhile included; kernel threads grouped under \"[kernel threads]\";\n"
-           "the idle CPUs' share is said at the end. Stops at Ctrl+C, --duration, or\n"
-           "when COMMAND (if given) ends. On-CPU samples unless --off-cpu; no RSS or\n"
-           "counter tracks",
+           "kernel threads, hard interrupts and softirqs are categories of their own\n"
+           "(their shares and the idle CPUs' are said at the end). Stops at Ctrl+C,\n"
+           "--duration, or when COMMAND (if given) ends. On-CPU samples unless\n"
+           "--off-cpu; no RSS or counter tracks",
            set(rec.system_wide, true)},
           {"", "--per-cpu", "",
            "with -a: also one track per CPU (process \"CPUs\") showing which thread ran\n"

@@ -51,8 +51,17 @@ class StringTable {
 
 // Category indices written into meta.categories (the order matters: the first grey one is the default).
 // Idle: off-CPU samples (a thread blocked or preempted, recorder/offcpu.h); the front end draws no CPU for
-// it.
-enum class Category : uint8_t { Other = 0, User = 1, Kernel = 2, Idle = 3 };
+// it. KernelThread, Irq and Softirq are kernel frames of a kernel thread's sample and of code run for an
+// interrupt (hard or soft) on whichever task it hit (passes/kernel_time.h): the graphs colour them apart.
+enum class Category : uint8_t {
+  Other = 0,
+  User = 1,
+  Kernel = 2,
+  Idle = 3,
+  KernelThread = 4,
+  Irq = 5,
+  Softirq = 6
+};
 struct CategoryInfo {
   std::string name;
   std::string color;
@@ -315,6 +324,7 @@ struct Process {
   // tables.
   std::vector<JitCode> jit;
   std::string jit_source;
+  bool kernel_threads = false;  // -a's "[kernel threads]": every kernel thread of the machine (pid 2)
 };
 
 struct Meta {
@@ -324,7 +334,8 @@ struct Meta {
   uint64_t start_monotonic_ns = 0;
   std::optional<uint64_t> end_monotonic_ns;
   std::vector<CategoryInfo> categories{
-      {"Other", "grey"}, {"User", "yellow"}, {"Kernel", "orange"}, {"Idle", "transparent"}};
+      {"Other", "grey"},          {"User", "yellow"}, {"Kernel", "orange"},  {"Idle", "transparent"},
+      {"Kernel thread", "brown"}, {"IRQ", "red"},     {"Softirq", "magenta"}};
   std::vector<MarkerSchema> marker_schemas;
   std::string oscpu;  // e.g. "Linux 6.1.0-18-amd64 x86_64"
   // The machine and what was recorded (recorder/machine.h); 0 and "" when unknown.

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "model/symbols.h"
+#include "passes/kernel_time.h"
 #include "passes/locks.h"
 
 namespace fxprof::passes {
@@ -17,6 +18,8 @@ struct Context {
 };
 
 void jit_names(Context& c) { model::name_jit_frames(c.profile); }
+
+void kernel_time(Context& c) { categorize_kernel_time(c.profile); }
 
 void symbols(Context& c) { c.out.named = symbolicate(c.profile, *c.options.symbols); }
 
@@ -52,12 +55,15 @@ struct Pass {
 
 // The list, in the order the passes run: each one may use what those above it made (names for the lock
 // holders; classified waits for the critical path).
+// clang-format off
 constexpr Pass kPasses[] = {
     {"jit names", always, jit_names},
+    {"kernel time", always, kernel_time},
     {"symbols", baked, symbols},
     {"locks", named, locks},
     {"critical path", tracks, critical_path},
 };
+// clang-format on
 
 }  // namespace
 

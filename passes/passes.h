@@ -5,10 +5,12 @@
 //   1. "jit names": JIT frames named by the code at their address at their time (model::name_jit_frames),
 //      over every stack of the model: CPU samples, markers and the heap's allocation rows alike (they used to
 //      be named by the recorder before the heap's rows existed: node --heap=full kept raw addresses).
-//   2. "symbols": every frame named by the symbolizer (symbolicate.h), for a baked profile.
-//   3. "locks": futex waits classified, each lock's holder named (locks.h); a profile served with raw
+//   2. "kernel time": kernel frames of kernel threads, hard interrupts and softirqs given categories of
+//      their own (kernel_time.h); the recorder named the kernel frames already.
+//   3. "symbols": every frame named by the symbolizer (symbolicate.h), for a baked profile.
+//   4. "locks": futex waits classified, each lock's holder named (locks.h); a profile served with raw
 //      addresses gets them from its few Wakeup and Lock wait stacks named apart (lock_holders.cpp).
-//   4. "critical path": the "critical path of T" tracks the Gecko writer adds (model/critical_path.h).
+//   5. "critical path": the "critical path of T" tracks the Gecko writer adds (model/critical_path.h).
 // A new pass is a function and a row there. Sources stop at the model: they name no frame.
 #pragma once
 

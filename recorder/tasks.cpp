@@ -181,7 +181,8 @@ std::string TaskTracker::command_line(uint32_t pid, const std::string& comm) {
 
 bool TaskTracker::attach_kernel_thread(uint32_t tid, uint64_t time_ns) {
   constexpr uint32_t kGroup = 2;  // kthreadd (system_tasks.h kKernelThreadsPid)
-  if (!procs_.count(kGroup)) new_process(kGroup, "[kernel threads]", time_ns);
+  if (!procs_.count(kGroup))
+    profile_.processes[new_process(kGroup, "[kernel threads]", time_ns)].kernel_threads = true;
   auto it = threads_.find(tid);
   if (it != threads_.end() && it->second.pid == kGroup) return false;
   add_thread(kGroup, tid, proc_comm(tid, tid), time_ns);

@@ -1,6 +1,7 @@
 // Helpers shared by the end-to-end tests.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@ struct ThreadSummary {
   size_t samples = 0;          // on-CPU samples (what CPU time x frequency predicts)
   size_t off_cpu_samples = 0;  // samples of blocked or preempted time: leaf frame in the Idle category
   size_t kernel_frames = 0;    // frames named "... (in [kernel.kallsyms])" in its frame table
+  std::map<std::string, size_t> on_cpu_by_category;  // on-CPU samples by their leaf frame's category name
 };
 
 // Every thread of the top level and of each process.
@@ -34,8 +36,10 @@ inline std::vector<ThreadSummary> summarize(const std::string& profile_text) {
       // A sample is off-CPU when its leaf frame's category is "Idle" (fxprof record is wall-clock by
       // default).
       int64_t idle = -1, i = 0;
+      std::vector<std::string> category_names;
       for (simdjson::dom::element c : simdjson::dom::array(proc["meta"]["categories"])) {
         if (std::string_view(c["name"]) == "Idle") idle = i;
+        category_names.emplace_back(std::string_view(c["name"]));
         ++i;
       }
       simdjson::dom::array frames = t["frameTable"]["data"], stacks = t["stackTable"]["data"];
@@ -47,6 +51,8 @@ inline std::vector<ThreadSummary> summarize(const std::string& profile_text) {
           auto frame = stacks.at(size_t(int64_t(smp.at(0)))).at(frame_col);
           auto cat = frames.at(size_t(int64_t(frame))).at(cat_col);
           off = !cat.is_null() && int64_t(cat) == idle;
+          if (!off && !cat.is_null() && size_t(int64_t(cat)) < category_names.size())
+            ++s.on_cpu_by_category[category_names[size_t(int64_t(cat))]];
         }
         ++(off ? s.off_cpu_samples : s.samples);
       }

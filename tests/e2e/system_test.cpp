@@ -96,6 +96,40 @@ TEST_CASE("record -a: every process, named, with its functions and its CPU time"
   CHECK(kernel_processes <= 1);
 }
 
+TEST_CASE("record -a: kernel threads, interrupts and softirqs are categories of their own", "[e2e][system]") {
+  REQUIRE(geteuid() == 0);
+  TempDir dir;
+  const std::string profile = dir.file("all.json.gz");
+  CpuLog cpu;
+  CmdOptions opts;
+  opts.env[CpuLog::kVariable] = cpu.path();
+  // Loopback TCP: the receive side runs as a softirq when the sender re-enables bottom halves, in the
+  // sender's time (about a third of it here).
+  auto r = run({fxprof_bin(), "record", "-a", "--duration", "100", "--call-graph", "fp", "--save-only",
+                "--symbolicate", "-o", profile, "--", test_program("e2e_sys"), "loopback"},
+               opts);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  REQUIRE(cpu.count("loopback") == 1);  // it ran to its end
+  CHECK(r.err.find("kernel threads") != std::string::npos);
+  CHECK(r.err.find("softirqs 0.0%") == std::string::npos);
+  const std::string text = read_profile_text(profile);
+  CHECK(lint_gecko_profile(text).empty());
+  size_t sender = 0, softirq = 0;
+  for (const ThreadSummary& t : summarize(text)) {
+    INFO(t.process << " " << t.name);
+    if (t.process.rfind("e2e_sys loopback", 0) == 0) {
+      sender += t.samples;
+      softirq += t.on_cpu_by_category.count("Softirq") ? t.on_cpu_by_category.at("Softirq") : 0;
+    }
+    // A kernel thread's kernel time is never a program's ("Kernel"); an idle or sleeping one has none.
+    if (t.process == "[kernel threads]") CHECK(t.on_cpu_by_category.count("Kernel") == 0);
+  }
+  INFO("sender samples " << sender << ", of them in softirqs " << softirq);
+  REQUIRE(sender > 0);
+  CHECK(softirq * 20 >= sender);  // at least 5%
+}
+
 TEST_CASE("record -a --duration stops by itself, and --per-cpu adds a track per CPU", "[e2e][system]") {
   REQUIRE(geteuid() == 0);
   TempDir dir;

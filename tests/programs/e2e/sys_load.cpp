@@ -8,13 +8,20 @@
 //                             attached one's byte; its end stops the recording
 //   e2e_sys forked            spins 400 ms in forked_spin
 //   e2e_sys short             spins 100 ms in short_spin (starts and ends within the recording)
+//   e2e_sys loopback          sends over a TCP connection to itself on 127.0.0.1 until it used 300 ms of
+//                             CPU, logs "loopback": the receive runs as a softirq in the sender's time
 // Synchronised by pipes and wait(), never by sleeping.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "cpu_spin.h"
 
@@ -72,6 +79,40 @@ int driver(const char* self, const char* in, const char* out) {
   return 0;
 }
 
+double cpu_ms_used() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
+int loopback() {
+  const int srv = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (srv < 0 || bind(srv, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(srv, 1) != 0 ||
+      getsockname(srv, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    return 1;
+  const int tx = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (tx < 0 || connect(tx, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return 1;
+  const int rx = accept(srv, nullptr, nullptr);
+  if (rx < 0) return 1;
+  std::thread sink([rx] {
+    static char in[1 << 16];
+    while (read(rx, in, sizeof in) > 0) {
+    }
+  });
+  static char out[1 << 16];
+  while (cpu_ms_used() < 300)
+    if (write(tx, out, sizeof out) <= 0) return 1;
+  close(tx);
+  sink.join();
+  cpu_log("loopback");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -87,6 +128,7 @@ int main(int argc, char** argv) {
     cpu_log("short");
     return 0;
   }
-  std::fprintf(stderr, "usage: e2e_sys attached|driver IN OUT | forked | short\n");
+  if (argc == 2 && std::strcmp(argv[1], "loopback") == 0) return loopback();
+  std::fprintf(stderr, "usage: e2e_sys attached|driver IN OUT | forked | short | loopback\n");
   return 2;
 }
