@@ -60,9 +60,10 @@ WallTime wall_time(const model::Profile& profile, const OffCpuFrames& off,
   return w;
 }
 
-FunctionTable::FunctionTable(const model::Profile& profile) : profile_(profile) {
+FunctionTable::FunctionTable(const model::Profile& profile, size_t only_process) : profile_(profile) {
   process_libs_.resize(profile.processes.size());
   for (size_t i = 0; i < profile.processes.size(); ++i) {
+    if (only_process != SIZE_MAX && i != only_process) continue;
     ProcessLibs& pl = process_libs_[i];
     pl.sorted = model::disjoint_libs(profile.processes[i]);  // as the Gecko writer lists them
     for (const model::Lib* l : pl.sorted) pl.lib_index.push_back(lib_id(l->name, l->path, l->code_id));

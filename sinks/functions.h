@@ -94,7 +94,9 @@ WallTime wall_time(const model::Profile& profile, const OffCpuFrames& off,
 
 class FunctionTable {
  public:
-  explicit FunctionTable(const model::Profile& profile);
+  // `only_process`: the index of the one process whose frames will be asked for (a pprof of one process,
+  // the agent's series): the others' libraries are not indexed.
+  explicit FunctionTable(const model::Profile& profile, size_t only_process = SIZE_MAX);
 
   // The chain of frame `f` as seen in process `process` (an index into profile.processes), outermost first.
   // Never empty.

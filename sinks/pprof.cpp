@@ -137,18 +137,30 @@ bool write_header(protozero::pbf_writer& top, Strings& strings, const model::Pro
 // Mappings and locations, written as they are first used; the functions the locations' lines use.
 class Locations {
  public:
-  Locations(const model::Profile& profile, FunctionTable& functions, protozero::pbf_writer& top)
+  Locations(const model::Profile& profile, FunctionTable& functions, protozero::pbf_writer& top, size_t only)
       : profile_(profile), functions_(functions), top_(top), binary_libs_(profile.processes.size()) {
-    // The mapping of a binary in a process (frames symbolicated on the model hold binary-relative addresses).
-    for (size_t pi = 0; pi < profile.processes.size(); ++pi)
+    // The mapping of a binary in a process (frames symbolicated on the model hold binary-relative addresses):
+    // a binary is its library by debug name and breakpad ID, or without an ID by path and name. Indexed, not
+    // compared pairwise: the agent writes one pprof per process of a window, each of ~100 processes'
+    // libraries against ~300 binaries.
+    std::unordered_map<std::string, std::vector<model::BinaryId>> by_key;
+    auto key = [](const std::string& a, const std::string& b, bool id) {
+      return (id ? "i" : "p") + a + '\0' + b;
+    };
+    for (model::BinaryId b = 0; b < profile.binaries.size(); ++b) {
+      const model::Binary& bin = profile.binaries[b];
+      const bool id = !bin.breakpad_id.empty();
+      by_key[id ? key(bin.debug_name, bin.breakpad_id, true) : key(bin.path, bin.name, false)].push_back(b);
+    }
+    for (size_t pi = 0; pi < profile.processes.size(); ++pi) {
+      if (only != PprofPart::kAllProcesses && pi != only) continue;
       for (const model::Lib* l : model::disjoint_libs(profile.processes[pi]))
-        for (model::BinaryId b = 0; b < profile.binaries.size(); ++b) {
-          const model::Binary& bin = profile.binaries[b];
-          const bool same = !bin.breakpad_id.empty()
-                                ? bin.debug_name == l->debug_name && bin.breakpad_id == l->breakpad_id
-                                : bin.path == l->path && bin.name == l->name;
-          if (same) binary_libs_[pi].try_emplace(b, l);
-        }
+        for (bool id : {true, false})
+          if (auto it =
+                  by_key.find(id ? key(l->debug_name, l->breakpad_id, true) : key(l->path, l->name, false));
+              it != by_key.end())
+            for (model::BinaryId b : it->second) binary_libs_[pi].try_emplace(b, l);
+    }
   }
 
   // One location per (process, innermost frame of an inline run), written when first used. An inline run is
@@ -314,7 +326,7 @@ void write_samples(const model::Profile& profile, Strings& strings, Locations& l
   auto& top = w.top();
   const int64_t k_thread = strings.intern("thread"), k_tid = strings.intern("tid"),
                 k_process = strings.intern("process"), k_pid = strings.intern("pid"),
-                k_marker = strings.intern("marker");
+                k_marker = strings.intern("marker"), k_category = strings.intern("category");
   ThreadWeights weights(profile, clock);
   std::vector<uint64_t> locs;
   std::vector<model::FrameId> run;
@@ -366,6 +378,12 @@ void write_samples(const model::Profile& profile, Strings& strings, Locations& l
           label(k_process, proc_name, 0);
           label(k_pid, 0, proc.pid);
           if (marker != model::kNoString) label(k_marker, strings.intern(profile.strings.get(marker)), 0);
+          // The kernel's own time (passes/kernel_time.h), for a fleet engine to filter by.
+          if (const auto c = profile.frames.get(profile.stacks.frame(st)).category;
+              (c == model::Category::KernelThread || c == model::Category::Irq ||
+               c == model::Category::Softirq) &&
+              static_cast<size_t>(c) < profile.meta.categories.size())
+            label(k_category, strings.intern(profile.meta.categories[static_cast<size_t>(c)].name), 0);
         }
         w.maybe_flush();
       }
@@ -377,11 +395,11 @@ void write_samples(const model::Profile& profile, Strings& strings, Locations& l
 
 // Header, samples (each after the locations it uses), mappings, functions, then the strings all of them name.
 void write_pprof(const model::Profile& profile, OutputFile& out, Clock clock, const PprofPart& part) {
-  FunctionTable functions(profile);
+  FunctionTable functions(profile, part.process);
   Strings strings;
   Writer w(out);
   const bool heap = write_header(w.top(), strings, profile, part);
-  Locations locations(profile, functions, w.top());
+  Locations locations(profile, functions, w.top(), part.process);
   write_samples(profile, strings, locations, w, heap, clock, part);
   locations.write_tables(strings, w);
   for (const std::string& s : strings.list()) {

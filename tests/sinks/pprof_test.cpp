@@ -76,3 +76,31 @@ TEST_CASE("go tool pprof reads the export: top functions, totals, traces, build 
   INFO(raw.out);
   CHECK(raw.out.find("/tmp/libdemo.so ddccbbaaffee11002233445566778899") != std::string::npos);
 }
+
+TEST_CASE("pprof export: a sample of a softirq, a hard interrupt or a kernel thread is labelled with it") {
+  model::Profile p = test::sink_profile();
+  // The one sample ending in the kernel (main;compute;ksys_read) becomes a softirq's.
+  size_t relabelled = 0;
+  for (model::Process& proc : p.processes)
+    for (model::Thread& t : proc.threads)
+      for (model::Sample& s : t.samples) {
+        if (s.stack == model::kNoStack) continue;
+        model::Frame leaf = p.frames.get(p.stacks.frame(s.stack));
+        if (leaf.kind != model::FrameKind::Kernel) continue;
+        leaf.category = model::Category::Softirq;
+        s.stack = p.stacks.intern(p.stacks.prefix(s.stack), p.frames.intern(leaf));
+        ++relabelled;
+      }
+  REQUIRE(relabelled == 1);
+  test::TempDir dir;
+  const std::string file = dir.file("profile.pb.gz");
+  REQUIRE(sinks::write_pprof(p, file));
+  auto traces = pprof(dir, {"-traces", "-sample_index=samples", file});
+  INFO(traces.out << traces.err);
+  REQUIRE(traces.status == 0);
+  CHECK(traces.out.find("category:  Softirq") != std::string::npos);
+  // The program's own samples have no such label.
+  size_t labelled = 0;
+  for (size_t at = 0; (at = traces.out.find("category:", at)) != std::string::npos; ++at) ++labelled;
+  CHECK(labelled == 1);
+}
