@@ -36,6 +36,7 @@ struct ThreadView {
   std::vector<SampleView> samples;
   std::vector<MarkerView> markers;  // OffCpu markers
   std::vector<MarkerView> wakeups;  // Wakeup markers (eBPF: this thread woke another from a futex)
+  std::vector<MarkerView> program;  // the program's own markers (include/fxprof/markers.h): name and times
 };
 
 inline std::vector<std::string> stack_frames(simdjson::dom::element t, simdjson::dom::element stack_index) {
@@ -71,13 +72,15 @@ inline std::vector<ThreadView> threads_of(const std::string& text) {
       simdjson::dom::array strings = t["stringTable"];
       for (simdjson::dom::element m : simdjson::dom::array(t["markers"]["data"])) {
         auto data = m.at(5);
-        if (data.is_null()) continue;
-        const std::string_view type(data["type"]);
-        if (type != "OffCpu" && type != "Wakeup") continue;
         MarkerView mv;
         mv.name = std::string(std::string_view(strings.at(size_t(int64_t(m.at(0))))));
         mv.start = double(m.at(1));
         if (!m.at(2).is_null()) mv.end = double(m.at(2));
+        std::string_view type;
+        if (data.is_null() || data["type"].get(type) || (type != "OffCpu" && type != "Wakeup")) {
+          v.program.push_back(std::move(mv));
+          continue;
+        }
         auto text = [&](const char* key) {
           std::string_view v;
           return data[key].get(v) ? std::string() : std::string(v);
