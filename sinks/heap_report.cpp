@@ -231,6 +231,9 @@ std::string temporary_text(const HeapReport& r) {
 
 }  // namespace
 
+std::string heap_bytes_text(int64_t bytes) { return bytes_text(bytes); }
+int64_t heap_sampling_error(int64_t total, double rate) { return sampling_error(total, rate); }
+
 bool has_heap_data(const model::Profile& profile) {
   for (const model::Process& proc : profile.processes)
     for (const model::Thread& t : proc.threads)
@@ -373,6 +376,16 @@ void format_heap_totals(const HeapReport& r, std::string& out) {
   std::snprintf(line, sizeof line, "  leaked:           %s in %s blocks (still allocated at exit)\n",
                 estimate_text(r, r.leaked_bytes).c_str(), count_text(r.leaked_blocks).c_str());
   out += line;
+  if (r.suppressed_functions.empty()) return;
+  std::string names;
+  for (const std::string& f : r.suppressed_functions) names += (names.empty() ? "" : ", ") + f;
+  std::snprintf(
+      line, sizeof line,
+      "  suppressed:       %s %s (%s) whose stack contains %s: left out above and below (the peak's "
+      "bytes, temporaries and sizes count every block)\n",
+      count_text(r.suppressed_allocations).c_str(), r.sampled ? "sampled allocations" : "allocations",
+      bytes_text(r.suppressed_bytes).c_str(), names.c_str());
+  out += line;
 }
 
 // A list of sites under its title, each with up to 6 callers.
@@ -456,6 +469,15 @@ void write_heap_report_json(const HeapReport& r, JsonWriter& w) {
   w.key("peakBytes").value(r.peak_bytes).key("peakTimeMs").value(r.peak_time_ms);
   w.key("leakedBytes").value(r.leaked_bytes).key("leakedBlocks").value(r.leaked_blocks);
   w.key("temporary").value(r.temporary);
+  if (!r.suppressed_functions.empty()) {
+    w.key("suppressedAllocations")
+        .value(r.suppressed_allocations)
+        .key("suppressedBytes")
+        .value(r.suppressed_bytes);
+    w.key("suppress").begin_array();
+    for (const std::string& f : r.suppressed_functions) w.value(f);
+    w.end_array();
+  }
   sites("topLeakSites", r.top_leak_sites);
   sites("topAllocSites", r.top_alloc_sites);
   sites("topCountSites", r.top_count_sites);

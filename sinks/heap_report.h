@@ -40,6 +40,11 @@ struct HeapReport {
   uint64_t temporary_error = 0;  // sampled: one standard error of the estimated count
   std::vector<HeapSite> top_leak_sites, top_alloc_sites, top_count_sites, peak_sites;  // at most `limit`
   std::vector<model::Meta::HeapStats::SizeBin> sizes;
+  // --suppress: the blocks left out (set by the caller, sinks/heap_diff.h suppress_allocations), and the
+  // functions named. The peak's bytes, the temporary count and the sizes are the recording's, of every block.
+  uint64_t suppressed_allocations = 0;
+  int64_t suppressed_bytes = 0;
+  std::vector<std::string> suppressed_functions;
 };
 
 // False when the profile holds no allocations (nothing recorded with --heap).
@@ -49,6 +54,10 @@ HeapReport make_heap_report(const model::Profile& profile, size_t limit);
 std::string format_heap_report(const HeapReport& r);
 // After `record --heap`: the headline figures and the top `sites` leak sites.
 std::string format_heap_summary(const HeapReport& r, size_t sites);
+// "12.0 MiB", "512 B".
+std::string heap_bytes_text(int64_t bytes);
+// Sampled mode: the half-width of the 95% interval of an estimated total of `total` bytes at `rate`.
+int64_t heap_sampling_error(int64_t total, double rate);
 // The `heap` object of `report --heap --json`.
 void write_heap_report_json(const HeapReport& r, JsonWriter& w);
 
