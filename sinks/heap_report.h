@@ -34,6 +34,12 @@ struct HeapReport {
   uint64_t frees = 0;
   int64_t peak_bytes = 0;
   double peak_time_ms = 0;  // since the recording started
+  // Sampled: the samples held at the peak, and the peak's 95% interval. From 64 samples on it is the
+  // symmetric +- of every estimate; below, the peak is the plain highest point of a noisy curve (the
+  // cross-fitted one is too thin, heap/source_fold.cpp), and its interval is wide and lopsided
+  // (peak_interval() in heap_report.cpp).
+  uint64_t peak_samples = 0;
+  int64_t peak_low = 0, peak_high = 0;
   int64_t leaked_bytes = 0;
   uint64_t leaked_blocks = 0;
   uint64_t temporary = 0;
