@@ -21,19 +21,20 @@ bool Reader::thread() {
   std::string process_name;
   bool synthetic = false;  // made from the recorded threads (gecko.h, kSyntheticKey): no samples of the model
   bool ok = members([&](std::string_view k) {
+    if ((k == "stackTable" || k == "frameTable" || k == "markers") && columns_table()) {
+      info_.processed = true;  // members() stops here: the caller refuses or serves the file as it is
+      return true;
+    }
     if (k == "samples") return samples(t, tt);
+    if (k == "markers") return markers(t, tt);
+    if (k == "stackTable") return stacks(tt);
     if (k == kSyntheticKey)
       return element([&](od::value f) {
         if (f.get_bool().get(synthetic)) synthetic = false;
         return true;
       });
-    if ((k == "stackTable" || k == "frameTable" || k == "markers") && columns_table()) {
-      info_.processed = true;  // members() stops here: the caller refuses or serves the file as it is
-      return true;
-    }
     if (k != "name" && k != "processName" && k != "pid" && k != "tid" && k != "registerTime" &&
-        k != "unregisterTime" && k != "markers" && k != "stackTable" && k != "frameTable" &&
-        k != "stringTable")
+        k != "unregisterTime" && k != "frameTable" && k != "stringTable")
       return skip();
     return element([&](od::value f) { return thread_field(k, f, t, tt, process_name); });
   });
@@ -105,8 +106,6 @@ bool Reader::thread_field(std::string_view k, od::value f, model::Thread& t, Thr
     if (!std::isnan(ms)) t.end_ns = rel(ms);
     return true;
   }
-  if (k == "markers") return read_markers(f, t, tt);
-  if (k == "stackTable") return read_stacks(f, tt);
   if (k == "frameTable") return read_frames(f, tt);
   if (k == "stringTable") {
     return elements(f, [&](od::value s) {
