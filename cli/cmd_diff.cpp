@@ -20,6 +20,8 @@
 #include "gecko/gecko.h"
 #include "server/server.h"
 #include "sinks/diff.h"
+#include "sinks/heap_diff.h"
+#include "sinks/heap_report.h"
 
 namespace fxprof::cli {
 namespace {
@@ -34,6 +36,8 @@ constexpr std::string_view kUsage =
     "flame graph with boxes coloured by the change of their share (red grew, blue shrank).\n"
     "With several runs per side (before and after `--`), shares are each side's mean and the spread of a\n"
     "side's runs is shown; the flame graph compares the first run of each side.\n"
+    "With --heap, compares the heaps of two profiles recorded with --heap instead: bytes and blocks\n"
+    "allocated and leaked per allocation site, base and new (no flame graph).\n"
     "\n";
 
 constexpr std::string_view kCommand = "diff";
@@ -100,7 +104,7 @@ struct DiffArgs {
   std::vector<std::string> files, new_files;
   bool separated = false;  // BASE... -- NEW...
   size_t limit = 10;
-  bool serve = false, markdown = false;
+  bool serve = false, markdown = false, heap = false;
   std::optional<double> fail_above;
   sinks::SvgOptions svg;
   sinks::Clock clock = sinks::Clock::Cpu;
@@ -118,10 +122,17 @@ Command diff_command(DiffArgs& a) {
            "compare shares of on-CPU and blocked samples (never preempted ones:\n"
            "they measure the machine's load, not the program)",
            set(a.clock, sinks::Clock::Wall)},
+          {"", "--heap", "",
+           "compare the heaps instead (profiles recorded with --heap): per site, bytes\n"
+           "and blocks allocated and leaked, base and new",
+           set(a.heap, true)},
+          suppress_option(a.input.suppress),
           {"", "--fail-above", "P",
            "a CI gate: exit 3 when a function's self share grew by more than P\n"
            "percentage points beyond the sampling error of both shares and by more\n"
-           "than the spread of either side's runs",
+           "than the spread of either side's runs. With --heap: when a site's bytes\n"
+           "allocated or leaked grew by more than P% of BASE's bytes allocated\n"
+           "(beyond the sampling error of sampled profiles)",
            number("--fail-above", {0, 100, "percentage points"}, [&](double n) { a.fail_above = n; })},
           {"", "--function", "NAME",
            "with --fail-above: gate on NAME's total share instead (the full\n"
@@ -173,6 +184,11 @@ std::optional<int> parse_diff_args(std::span<char*> args, DiffArgs& a) {
     return usage_error(kCommand, "--function goes with --fail-above");
   if (a.serve && (a.files.size() > 1 || a.new_files.size() > 1))
     return usage_error(kCommand, "--serve compares one profile with one profile");
+  if (!a.input.suppress.empty() && !a.heap) return usage_error(kCommand, "--suppress goes with --heap");
+  if (a.heap && (a.files.size() > 1 || a.new_files.size() > 1))
+    return usage_error(kCommand, "--heap compares one profile with one profile");
+  if (a.heap && (a.serve || a.markdown || a.clock != sinks::Clock::Cpu))
+    return usage_error(kCommand, "--heap goes without --serve, --markdown and --wall");
   return std::nullopt;
 }
 
@@ -202,6 +218,42 @@ std::string gate_verdict(const sinks::Diff& d, const DiffArgs& a,
   return verdict;
 }
 
+// --heap: the heaps' table and the gate on bytes.
+int diff_heap(const model::Profile& base, const model::Profile& next, const DiffArgs& a) {
+  for (const auto& [p, f] : {std::pair{&base, &a.files[0]}, std::pair{&next, &a.new_files[0]}})
+    if (!sinks::has_heap_data(*p)) {
+      std::fprintf(stderr, "fxprof: %s has no heap data (record it with `fxprof record --heap`)\n",
+                   f->c_str());
+      return 1;
+    }
+  const sinks::HeapDiff d = sinks::diff_heaps(base, next);
+  std::fputs(sinks::format_heap_diff(d, a.limit).c_str(), stdout);
+  if (!a.fail_above) return std::fflush(stdout) == 0 ? 0 : 1;
+  const auto failures = sinks::heap_gate_failures(d, *a.fail_above, a.gate_function);
+  const double limit = *a.fail_above / 100.0 * static_cast<double>(d.base_bytes);
+  if (failures.empty()) {
+    std::printf("fxprof: gate passed: no %s allocated or leaked %s more than %.2f%% of the base's %s%s\n",
+                a.gate_function.empty() ? "site" : a.gate_function.c_str(),
+                sinks::heap_bytes_text(static_cast<int64_t>(limit)).c_str(), *a.fail_above,
+                sinks::heap_bytes_text(d.base_bytes).c_str(), d.sampled ? " beyond the sampling error" : "");
+    return std::fflush(stdout) == 0 ? 0 : 1;
+  }
+  const sinks::HeapDiffRow& r = *failures[0];
+  const bool leaked = static_cast<double>(r.leaked_change()) > limit + static_cast<double>(r.leaked_margin);
+  std::printf(
+      "fxprof: gate failed: %s %s grew %s (limit %s: %.2f%% of the base's %s%s)%s\n", r.name.c_str(),
+      leaked ? "bytes leaked" : "bytes allocated",
+      sinks::heap_bytes_text(leaked ? r.leaked_change() : r.bytes_change()).c_str(),
+      sinks::heap_bytes_text(static_cast<int64_t>(limit)).c_str(), *a.fail_above,
+      sinks::heap_bytes_text(d.base_bytes).c_str(),
+      d.sampled
+          ? ("; sampling error " + sinks::heap_bytes_text(leaked ? r.leaked_margin : r.bytes_margin)).c_str()
+          : "",
+      failures.size() > 1 ? (" and " + std::to_string(failures.size() - 1) + " more").c_str() : "");
+  std::fflush(stdout);
+  return 3;
+}
+
 }  // namespace
 
 // The passes of a diff: parse, load both sides' runs, diff and gate, the table, the flame graph, serve.
@@ -221,6 +273,7 @@ int cmd_diff(std::span<char*> args) {
   }
   model::Profile& base = base_runs.front();
   model::Profile& next = new_runs.front();
+  if (a.heap) return diff_heap(base, next, a);
   sinks::Diff d = sinks::diff_runs(base_runs, new_runs, a.svg.tree.inlined, a.clock);
   if (!a.gate_function.empty() && std::none_of(d.rows.begin(), d.rows.end(), [&](const sinks::DiffRow& r) {
         return sinks::function_matches(r.name, a.gate_function);

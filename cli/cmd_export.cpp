@@ -91,6 +91,7 @@ int cmd_export(std::span<char*> args) {
                return "--heap takes allocated, allocations or leaked, not '" + v + "'";
              return std::string();
            }},
+          suppress_option(input.suppress),
           {"", "--icicle", "", "(svg) callers at the top, callees below", set(svg.icicle, true)},
           {"", "--title", "TEXT", "(svg) the title (default \"Flame Graph\")", store(svg.title)},
           {"", "--width", "PX", "(svg) width in pixels (default 1200)",
@@ -109,6 +110,8 @@ int cmd_export(std::span<char*> args) {
   } else if (!critical.thread.empty() || !critical.time_range.empty()) {
     return usage_error(kCommand, "--thread and --time-range go with --critical-path");
   }
+  if (!input.suppress.empty() && tree.weight == sinks::Weight::Samples)
+    return usage_error(kCommand, "--suppress goes with --heap KIND");
   const std::string names = sinks::export_format_names();
   if (format.empty()) return usage_error(kCommand, "which format? " + names);
   const sinks::ExportFormat* sink = sinks::find_export_format(format);

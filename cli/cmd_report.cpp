@@ -66,6 +66,7 @@ std::optional<int> parse_report_args(std::span<char*> args, ReportArgs& a) {
            "the peak and the call paths that held it, leaks, temporary allocations,\n"
            "the top sites by bytes and by count, and a histogram of sizes",
            set(a.heap, true)},
+          suppress_option(a.input.suppress),
           {"", "--markers", "",
            "the program's markers instead: per marker name, count, total and p50/p90/p99/max\n"
            "duration, and the top functions on-CPU and off-CPU inside its intervals",
@@ -99,6 +100,7 @@ std::optional<int> parse_report_args(std::span<char*> args, ReportArgs& a) {
     a.critical.marker = std::exchange(a.input.marker, {});
   else if (!a.critical.thread.empty() || !a.critical.time_range.empty())
     return usage_error(kCommand, "--thread and --time-range go with --critical-path or --wait-blame");
+  if (!a.input.suppress.empty() && !a.heap) return usage_error(kCommand, "--suppress goes with --heap");
   if (a.in.empty()) return usage_error(kCommand, "which profile? give a .json or .json.gz file");
   return std::nullopt;
 }
@@ -126,13 +128,16 @@ int print_json(F&& body) {
 }
 
 // --heap: the heap's report, or a line saying the profile has none.
-int report_heap(const model::Profile& profile, const ReportArgs& a) {
+int report_heap(const model::Profile& profile, const ReportArgs& a, const sinks::Suppressed& suppressed) {
   if (!sinks::has_heap_data(profile)) {
     std::fprintf(stderr, "fxprof: %s has no heap data (record it with `fxprof record --heap`)\n",
                  a.in.c_str());
     return 1;
   }
   sinks::HeapReport h = sinks::make_heap_report(profile, a.opts.limit);
+  h.suppressed_functions = a.input.suppress;
+  h.suppressed_allocations = suppressed.allocations;
+  h.suppressed_bytes = suppressed.bytes;
   if (!a.json) return print_text(sinks::format_heap_report(h));
   return print_json([&](JsonWriter& w) {
     w.begin_object().key("heap");
@@ -172,12 +177,13 @@ int report_critical_path(model::Profile& profile, const ReportArgs& a) {
 int cmd_report(std::span<char*> args) {
   ReportArgs a;
   if (auto exit = parse_report_args(args, a)) return *exit;
-  auto profile = load_profile_for_sinks(a.in, a.input);
+  sinks::Suppressed suppressed;
+  auto profile = load_profile_for_sinks(a.in, a.input, &suppressed);
   if (!profile) {
     say(profile.error());
     return profile.exit_code();
   }
-  if (a.heap) return report_heap(*profile, a);
+  if (a.heap) return report_heap(*profile, a, suppressed);
   if (a.markers) return report_markers(*profile, a);
   if (a.critical.on) return report_critical_path(*profile, a);
   sinks::Report report = sinks::make_report(*profile, a.opts);

@@ -247,6 +247,17 @@ Option address_option(std::string& address, std::string_view help) {
   return {"", "--address", "ADDR", help, store(address)};
 }
 
+Option suppress_option(std::vector<std::string>& functions) {
+  return {"", "--suppress", "FUNC",
+          "(with --heap) leave out the allocations whose stack contains FUNC (the full\n"
+          "signature or the bare name), as heaptrack_print's suppressions; says how many\n"
+          "(repeatable)",
+          [&functions](const std::string& v) {
+            return v.empty() ? std::string("--suppress needs a function name")
+                             : (functions.push_back(v), std::string());
+          }};
+}
+
 Option marker_option(std::string& name) {
   return {"", "--marker", "NAME",
           "only the samples inside the program's NAME markers, on their thread\n"

@@ -94,6 +94,8 @@ Option limit_option(size_t& limit, std::string_view help);
 Option address_option(std::string& address, std::string_view help);
 // --marker NAME: only the samples inside the program's NAME markers (cli/profile_input.h).
 Option marker_option(std::string& name);
+// --suppress FUNC (repeatable; report, export and diff with --heap).
+Option suppress_option(std::vector<std::string>& functions);
 // --latency (model/latency.h).
 Option latency_option(bool& on);
 // The one operand a command reads; a second one is "one WHAT at a time ('word')".

@@ -14,6 +14,7 @@
 #include "perf/data_file.h"
 #include "recorder/perf_import.h"
 #include "recorder/pprof_import.h"
+#include "sinks/heap_report.h"
 
 namespace fxprof::cli {
 
@@ -49,7 +50,8 @@ bool is_imported_input(const std::string& path) {
   return is_perf_data(path) || recorder::is_pprof_file(path);
 }
 
-Result<model::Profile> load_profile_for_sinks(const std::string& path, const InputOptions& options) {
+Result<model::Profile> load_profile_for_sinks(const std::string& path, const InputOptions& options,
+                                              sinks::Suppressed* suppressed) {
   gecko::ReadInfo info;
   auto profile = is_perf_data(path)              ? import_perf(path, options)
                  : recorder::is_pprof_file(path) ? import_pprof(path)
@@ -66,6 +68,15 @@ Result<model::Profile> load_profile_for_sinks(const std::string& path, const Inp
   if (!options.marker.empty() && model::keep_samples_in_marker(*profile, options.marker) == 0)
     return Err(path + " has no interval marker named '" + options.marker +
                "' (`fxprof report --markers` lists the program's markers)");
+  if (!options.suppress.empty()) {
+    const sinks::Suppressed s = sinks::suppress_allocations(*profile, options.suppress);
+    std::string names;
+    for (const std::string& f : options.suppress) names += (names.empty() ? "" : ", ") + f;
+    say(path + ": --suppress left out " + std::to_string(s.allocations) + " allocations (" +
+        sinks::heap_bytes_text(s.bytes) + ") whose stack contains " + names +
+        (s.allocations == 0 ? " (no allocation stack has it: is the name right?)" : ""));
+    if (suppressed) *suppressed = s;
+  }
   return profile;
 }
 

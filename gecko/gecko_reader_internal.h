@@ -169,6 +169,11 @@ class Reader {
   }
 
   bool process_member(std::string_view k, bool top);
+  // Whether the value at the next byte is an object whose first key is neither "schema" nor "data": a
+  // processed-format table (columns: {"length", "prefix": [...], ...}), never a Gecko one ({schema, data}).
+  // Looked at in the buffered text, nothing consumed, before the table is copied whole as a piece (a
+  // processed profile's stackTable of 300 MB took 1.5 GB to refuse). gecko_reader_thread.cpp.
+  bool columns_table();
 
   // ---- the pieces ----
   // (fail, set, bad, where, schema: gecko_reader_outline.cpp)
@@ -346,12 +351,70 @@ class Reader {
   struct SampleRow;
   bool samples(model::Thread& t, ThreadTables& tt);
   static constexpr size_t kSampleBatch = 65536;
+  // And at most about this much text a batch: a marker row with its payload is ~190 bytes, 65536 of them
+  // 12 MB of text and 62 MB of simdjson's index.
+  static constexpr size_t kBatchBytes = size_t{2} << 20;
   bool sample_rows(model::Thread& t, ThreadTables& tt);
+  // The `data` array at the next byte, kSampleBatch rows at a time: each batch is an array of its own for
+  // simdjson, so that a table is never held as text whole, nor simdjson's index of it (~5x the text: a
+  // cc1plus --heap=full profile's 55 MB markers table, its allocations, took 279 MB as one piece).
+  // `reserve(n)` gets each batch's row count first.
+  template <class F, class R>
+  bool batched_rows(F& row, R&& reserve) {
+    if (js_.peek() != '[') return skip();
+    js_.take();
+    int c = js_.peek();
+    if (c == ']') {
+      js_.take();
+      return true;
+    }
+    for (bool last = false; !last;) {
+      piece_.clear();
+      piece_offset_ = js_.offset() - 1;  // the batch's '[' stands for the array's '[' or a ','
+      if (!put("[")) return false;
+      for (size_t n = 0;;) {
+        if (c < 0) return stream_error();
+        if (n > 0 && !put(",")) return false;
+        if (!js_.value(&piece_)) return stream_error();
+        ++n;
+        c = js_.peek();
+        if (c == ',') {
+          js_.take();
+          c = js_.peek();
+          if (n == kSampleBatch || piece_.size() >= kBatchBytes) break;
+          continue;
+        }
+        if (c == ']') {
+          js_.take();
+          last = true;
+          break;
+        }
+        return c < 0 ? stream_error() : syntax_error();
+      }
+      if (!put("]")) return false;
+      if (!parse_piece([&](od::value rows) { return rows_counted(rows, row, reserve); })) return false;
+    }
+    return true;
+  }
 
-  bool read_markers(od::value v, model::Thread& t, ThreadTables& tt);
+  // A {schema, data} table at the next byte, member by member: `schema_into` from its schema, then
+  // `data(...)` reads its data array (batched_rows) once the schema is in.
+  template <class D>
+  bool table(Schema& schema_into, D&& data) {
+    if (js_.peek() != '{') return skip();
+    return members([&](std::string_view k) {
+      if (k == "schema") return element([&](od::value v) { return schema(v, schema_into); });
+      if (k != "data") return skip();
+      return data();
+    });
+  }
+
+  struct MarkerRow;
+  bool markers(model::Thread& t, ThreadTables& tt);
+  struct StackRow;
+  bool stacks(ThreadTables& tt);
   bool payload(od::value v, model::Marker& m);
 
-  bool read_stacks(od::value v, ThreadTables& tt);
   bool read_frames(od::value v, ThreadTables& tt);
   model::BinaryId binary_named(const model::Process& proc, std::string_view name);
   static bool parse_address(std::string_view s, uint64_t& out);

@@ -9,67 +9,71 @@
 
 namespace fxprof::gecko::internal {
 
-bool Reader::read_markers(od::value v, model::Thread& t, ThreadTables& tt) {
-  return fields(v, [&](std::string_view k, od::value f) {
-    if (k == "schema") return schema(f, tt.markers_schema);
-    if (k != "data") return true;
+struct Reader::MarkerRow {
+  Reader& r;
+  model::Thread& t;
+  ThreadTables& tt;
+  int64_t cn, cs, ce, cp, cc, cd;
+  model::Marker m;
+  int64_t name = -1;
+  double start = NAN, end_ms = NAN;
+  void begin() {
+    m = {};
+    name = -1;
+    start = end_ms = NAN;
+  }
+  bool cell(size_t i, od::value c) {
+    const auto ii = static_cast<int64_t>(i);
+    if (ii == cn) return r.integer(c, name);
+    if (ii == cs) return r.number(c, start);
+    if (ii == ce) return r.number(c, end_ms);
+    if (ii == cp) {
+      int64_t ph = 0;
+      if (!r.integer(c, ph, 0)) return false;
+      m.phase = static_cast<model::MarkerPhase>(ph >= 0 && ph <= 3 ? ph : 0);
+      return true;
+    }
+    if (ii == cc) {
+      int64_t cat = 0;
+      if (!r.integer(c, cat, 0)) return false;
+      m.category = static_cast<model::Category>(cat >= 0 && cat < 256 ? cat : 0);
+      return true;
+    }
+    if (ii == cd) return r.payload(c, m);
+    return true;
+  }
+  bool end() {
+    // IntervalEnd markers carry their time in the end column; the model keeps it in start_ns.
+    if (m.phase == model::MarkerPhase::IntervalEnd) {
+      m.start_ns = rel(end_ms);
+    } else {
+      m.start_ns = rel(start);
+      m.end_ns = std::isnan(end_ms) ? 0 : rel(end_ms);
+    }
+    tt.marker_names.push_back(name);
+    t.markers.push_back(std::move(m));
+    return true;
+  }
+};
+
+// Streamed in batches of rows: a --heap=full profile's allocations are markers, most of its text.
+bool Reader::markers(model::Thread& t, ThreadTables& tt) {
+  return table(tt.markers_schema, [&] {
     const Schema& s = tt.markers_schema;
-    struct Row {
-      Reader& r;
-      model::Thread& t;
-      ThreadTables& tt;
-      int64_t cn, cs, ce, cp, cc, cd;
-      model::Marker m;
-      int64_t name = -1;
-      double start = NAN, end_ms = NAN;
-      void begin() {
-        m = {};
-        name = -1;
-        start = end_ms = NAN;
-      }
-      bool cell(size_t i, od::value c) {
-        const auto ii = static_cast<int64_t>(i);
-        if (ii == cn) return r.integer(c, name);
-        if (ii == cs) return r.number(c, start);
-        if (ii == ce) return r.number(c, end_ms);
-        if (ii == cp) {
-          int64_t ph = 0;
-          if (!r.integer(c, ph, 0)) return false;
-          m.phase = static_cast<model::MarkerPhase>(ph >= 0 && ph <= 3 ? ph : 0);
-          return true;
-        }
-        if (ii == cc) {
-          int64_t cat = 0;
-          if (!r.integer(c, cat, 0)) return false;
-          m.category = static_cast<model::Category>(cat >= 0 && cat < 256 ? cat : 0);
-          return true;
-        }
-        if (ii == cd) return r.payload(c, m);
-        return true;
-      }
-      bool end() {
-        // IntervalEnd markers carry their time in the end column; the model keeps it in start_ns.
-        if (m.phase == model::MarkerPhase::IntervalEnd) {
-          m.start_ns = rel(end_ms);
-        } else {
-          m.start_ns = rel(start);
-          m.end_ns = std::isnan(end_ms) ? 0 : rel(end_ms);
-        }
-        tt.marker_names.push_back(name);
-        t.markers.push_back(std::move(m));
-        return true;
-      }
-    } row{*this,
-          t,
-          tt,
-          s.at("name"),
-          s.at("startTime"),
-          s.at("endTime"),
-          s.at("phase"),
-          s.at("category"),
-          s.at("data"),
-          {}};
-    return rows(f, s, row);
+    MarkerRow row{*this,
+                  t,
+                  tt,
+                  s.at("name"),
+                  s.at("startTime"),
+                  s.at("endTime"),
+                  s.at("phase"),
+                  s.at("category"),
+                  s.at("data"),
+                  {}};
+    return batched_rows(row, [&](size_t n) {
+      if (t.markers.capacity() < t.markers.size() + n)
+        t.markers.reserve(std::max(t.markers.size() + n, t.markers.capacity() * 2));
+    });
   });
 }
 

@@ -23,6 +23,10 @@ bool Reader::syntax_error() {
 // One member of a process object (the top level or an entry of `processes`), in document order.
 bool Reader::process_member(std::string_view k, bool top) {
   if (k == "meta") return piece([&](od::value v) { return read_meta(v, top); });
+  if (k == "shared" && top) {  // {stringArray}: the processed format's, never Gecko's
+    info_.processed = true;
+    return info_.libs_only ? skip() : true;  // refused: nothing more is read
+  }
   if (k == "libs") return piece([&](od::value v) { return read_libs(v); });
   // The processed format (samply's, read only for its libraries): the top level's, and each thread's
   // before version 41; nothing else of it is this reader's to parse.

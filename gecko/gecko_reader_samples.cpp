@@ -58,46 +58,10 @@ bool Reader::sample_rows(model::Thread& t, ThreadTables& tt) {
                 tt.samples_schema.at("threadCPUDelta"),
                 {}};
   if (row.cs < 0 || row.ct < 0) return bad("samples without a stack or time column");
-  if (js_.peek() != '[') return skip();
-  js_.take();
-  int c = js_.peek();
-  if (c == ']') {
-    js_.take();
-    return true;
-  }
-  for (bool last = false; !last;) {
-    piece_.clear();
-    piece_offset_ = js_.offset() - 1;  // the batch's '[' stands for the array's '[' or a ','
-    if (!put("[")) return false;
-    for (size_t n = 0;;) {
-      if (c < 0) return stream_error();
-      if (n > 0 && !put(",")) return false;
-      if (!js_.value(&piece_)) return stream_error();
-      ++n;
-      c = js_.peek();
-      if (c == ',') {
-        js_.take();
-        c = js_.peek();
-        if (n == kSampleBatch) break;
-        continue;
-      }
-      if (c == ']') {
-        js_.take();
-        last = true;
-        break;
-      }
-      return c < 0 ? stream_error() : syntax_error();
-    }
-    if (!put("]")) return false;
-    if (!parse_piece([&](od::value rows) {
-          return rows_counted(rows, row, [&](size_t n) {
-            if (t.samples.capacity() < t.samples.size() + n)
-              t.samples.reserve(std::max(t.samples.size() + n, t.samples.capacity() * 2));
-          });
-        }))
-      return false;
-  }
-  return true;
+  return batched_rows(row, [&](size_t n) {
+    if (t.samples.capacity() < t.samples.size() + n)
+      t.samples.reserve(std::max(t.samples.size() + n, t.samples.capacity() * 2));
+  });
 }
 
 }  // namespace fxprof::gecko::internal

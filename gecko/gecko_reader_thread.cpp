@@ -21,19 +21,25 @@ bool Reader::thread() {
   std::string process_name;
   bool synthetic = false;  // made from the recorded threads (gecko.h, kSyntheticKey): no samples of the model
   bool ok = members([&](std::string_view k) {
+    if ((k == "stackTable" || k == "frameTable" || k == "markers") && columns_table()) {
+      info_.processed = true;  // members() stops here: the caller refuses or serves the file as it is
+      return true;
+    }
     if (k == "samples") return samples(t, tt);
+    if (k == "markers") return markers(t, tt);
+    if (k == "stackTable") return stacks(tt);
     if (k == kSyntheticKey)
       return element([&](od::value f) {
         if (f.get_bool().get(synthetic)) synthetic = false;
         return true;
       });
     if (k != "name" && k != "processName" && k != "pid" && k != "tid" && k != "registerTime" &&
-        k != "unregisterTime" && k != "markers" && k != "stackTable" && k != "frameTable" &&
-        k != "stringTable")
+        k != "unregisterTime" && k != "frameTable" && k != "stringTable")
       return skip();
     return element([&](od::value f) { return thread_field(k, f, t, tt, process_name); });
   });
   if (!ok) return false;
+  if (info_.processed) return true;  // a processed-format table: the rest is not read
   model::Process& proc = p_.processes[cur_];
   // A process that exec'd later: its main thread is "NAME (before exec)" (gecko.h, kBeforeExec).
   t.is_main = t.name == "GeckoMain" ||
@@ -48,6 +54,17 @@ bool Reader::thread() {
   if (!finish_thread(proc, t, tt)) return false;
   if (!synthetic) proc.threads.push_back(std::move(t));
   return true;
+}
+
+bool Reader::columns_table() {
+  if (js_.peek() != '{' || !js_.prefetch(256)) return false;
+  std::string_view s = js_.buffered().substr(1);
+  while (!s.empty() && (s[0] == ' ' || s[0] == '\n' || s[0] == '\r' || s[0] == '\t')) s.remove_prefix(1);
+  if (s.empty() || s[0] != '"') return false;  // '}' (empty) or an error the reader will say
+  const size_t close = s.find('"', 1);
+  if (close == std::string_view::npos) return false;  // a key longer than 256 bytes: neither of these
+  const std::string_view key = s.substr(1, close - 1);
+  return key != "schema" && key != "data";
 }
 
 bool Reader::thread_field(std::string_view k, od::value f, model::Thread& t, ThreadTables& tt,
@@ -89,8 +106,6 @@ bool Reader::thread_field(std::string_view k, od::value f, model::Thread& t, Thr
     if (!std::isnan(ms)) t.end_ns = rel(ms);
     return true;
   }
-  if (k == "markers") return read_markers(f, t, tt);
-  if (k == "stackTable") return read_stacks(f, tt);
   if (k == "frameTable") return read_frames(f, tt);
   if (k == "stringTable") {
     return elements(f, [&](od::value s) {

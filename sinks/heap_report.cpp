@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 #include <unordered_map>
 
 #include "sinks/functions.h"
@@ -216,10 +217,37 @@ int64_t sampling_error(int64_t total, double rate) {
                               std::sqrt((static_cast<double>(std::max<int64_t>(total, 0)) + rate) * rate));
 }
 
+// Sampled mode: the 95% interval of the peak M, held by `samples` samples. With 64 or more, M is cross-fitted
+// (unbiased) and its interval the usual M +- 1.96 s, s = sqrt((M + R) R). With fewer, M is the highest point
+// of the estimated curve, so the highest of its noise as well (heap_prog estimate: +17% on a plateau):
+//  - above: the estimate at the true peak's time is at most M, and at least T - 1.96 s(T) in 97.5% of runs,
+//    so T <= M + 1.96 s(T), solved for T;
+//  - below: M exceeds the truth by the largest of the curve's errors, and the largest of K independent
+//    normal readings stays under 4 standard errors in 97.5% of runs up to K ~ 700 (a plateau turned over
+//    hundreds of times), so T >= M - 4 s.
+// Wide on purpose: heap_prog estimate at one sample per 120 KB (~45 samples at the peak) has M 40% above the
+// truth on average; M +- 1.96 s covered the truth in 8 of 20 seeded runs, this interval (M -62%, +35%) in 20.
+std::pair<int64_t, int64_t> peak_interval(int64_t peak, double rate, uint64_t samples) {
+  const double m = static_cast<double>(std::max<int64_t>(peak, 0));
+  const double s = std::sqrt((m + rate) * rate);
+  if (samples >= 64) return {std::llround(m - 1.96 * s), std::llround(m + 1.96 * s)};
+  // x = T + R: x - 1.96 sqrt(R x) - (M + R) = 0, a quadratic in sqrt(x).
+  const double root = (1.96 * std::sqrt(rate) + std::sqrt(1.96 * 1.96 * rate + 4 * (m + rate))) / 2;
+  return {std::llround(std::max(0.0, m - 4 * s)), std::llround(root * root - rate)};
+}
+
 // "12.0 MiB" in full mode, "12.0 MiB +- 0.80 MiB" in sampled mode.
 std::string estimate_text(const HeapReport& r, int64_t bytes) {
   if (!r.sampled) return bytes_text(bytes);
   return bytes_text(bytes) + " +- " + bytes_text(sampling_error(bytes, r.rate_bytes));
+}
+
+// The peak: as estimate_text(), or below 64 samples "~4.00 MiB (95% interval 1.10 MiB to 5.60 MiB: 30
+// samples held it)".
+std::string peak_text(const HeapReport& r) {
+  if (!r.sampled || r.peak_samples >= 64) return estimate_text(r, r.peak_bytes);
+  return "~" + bytes_text(r.peak_bytes) + " (95% interval " + bytes_text(r.peak_low) + " to " +
+         bytes_text(r.peak_high) + ": only " + std::to_string(r.peak_samples) + " samples held it)";
 }
 
 // "1234" in full mode, "1234 +- 56" in sampled mode (the 95% interval of the estimated count).
@@ -230,6 +258,9 @@ std::string temporary_text(const HeapReport& r) {
 }
 
 }  // namespace
+
+std::string heap_bytes_text(int64_t bytes) { return bytes_text(bytes); }
+int64_t heap_sampling_error(int64_t total, double rate) { return sampling_error(total, rate); }
 
 bool has_heap_data(const model::Profile& profile) {
   for (const model::Process& proc : profile.processes)
@@ -267,7 +298,10 @@ HeapReport make_heap_report(const model::Profile& p, size_t limit) {
           r.leaked_blocks += a.count;
           leaks.add(site, a.bytes, a.count);
         }
-        if (a.at_peak) peak.add(site, a.bytes, a.count);
+        if (a.at_peak) {
+          peak.add(site, a.bytes, a.count);
+          r.peak_samples += a.count;  // sampled: a row's count is its samples
+        }
       }
     }
   }
@@ -291,6 +325,8 @@ HeapReport make_heap_report(const model::Profile& p, size_t limit) {
       }
     }
   }
+  if (r.sampled)
+    std::tie(r.peak_low, r.peak_high) = peak_interval(r.peak_bytes, r.rate_bytes, r.peak_samples);
   r.top_leak_sites = leaks.top(sites, limit, false);
   r.top_alloc_sites = allocs.top(sites, limit, false);
   r.top_count_sites = allocs.top(sites, limit, true);
@@ -302,7 +338,7 @@ std::string format_heap_summary(const HeapReport& r, size_t n) {
   std::string out;
   char line[512];
   const char* est = r.sampled ? " (estimated from samples, +- their 95% interval)" : "";
-  std::string peak = estimate_text(r, r.peak_bytes);
+  std::string peak = peak_text(r);
   if (!r.sampled) peak += " (" + std::to_string(r.peak_bytes) + " bytes)";  // exact: worth all digits
   std::snprintf(line, sizeof line,
                 "fxprof: heap%s: peak %s at %.3f s; %s in %llu blocks still allocated at exit\n", est,
@@ -363,8 +399,8 @@ void format_heap_totals(const HeapReport& r, std::string& out) {
         temporary_text(r).c_str());
   out += line;
   if (r.sampled)
-    std::snprintf(line, sizeof line, "  peak:             %s at %.3f s\n",
-                  estimate_text(r, r.peak_bytes).c_str(), r.peak_time_ms / 1e3);
+    std::snprintf(line, sizeof line, "  peak:             %s at %.3f s\n", peak_text(r).c_str(),
+                  r.peak_time_ms / 1e3);
   else
     std::snprintf(line, sizeof line, "  peak:             %s (%lld bytes) at %.3f s\n",
                   bytes_text(r.peak_bytes).c_str(), static_cast<long long>(r.peak_bytes),
@@ -372,6 +408,16 @@ void format_heap_totals(const HeapReport& r, std::string& out) {
   out += line;
   std::snprintf(line, sizeof line, "  leaked:           %s in %s blocks (still allocated at exit)\n",
                 estimate_text(r, r.leaked_bytes).c_str(), count_text(r.leaked_blocks).c_str());
+  out += line;
+  if (r.suppressed_functions.empty()) return;
+  std::string names;
+  for (const std::string& f : r.suppressed_functions) names += (names.empty() ? "" : ", ") + f;
+  std::snprintf(
+      line, sizeof line,
+      "  suppressed:       %s %s (%s) whose stack contains %s: left out above and below (the peak's "
+      "bytes, temporaries and sizes count every block)\n",
+      count_text(r.suppressed_allocations).c_str(), r.sampled ? "sampled allocations" : "allocations",
+      bytes_text(r.suppressed_bytes).c_str(), names.c_str());
   out += line;
 }
 
@@ -446,6 +492,8 @@ void write_heap_report_json(const HeapReport& r, JsonWriter& w) {
   if (r.sampled) {  // the 95% interval's half-width of each estimated total (sampling_error)
     w.key("rateBytes").value(r.rate_bytes);
     w.key("peakBytesError").value(sampling_error(r.peak_bytes, r.rate_bytes));
+    w.key("peakBytesLow").value(r.peak_low).key("peakBytesHigh").value(r.peak_high);
+    w.key("peakSamples").value(r.peak_samples);
     w.key("leakedBytesError").value(sampling_error(r.leaked_bytes, r.rate_bytes));
     w.key("bytesAllocatedError").value(sampling_error(r.bytes_allocated, r.rate_bytes));
     w.key("temporaryError")
@@ -456,6 +504,15 @@ void write_heap_report_json(const HeapReport& r, JsonWriter& w) {
   w.key("peakBytes").value(r.peak_bytes).key("peakTimeMs").value(r.peak_time_ms);
   w.key("leakedBytes").value(r.leaked_bytes).key("leakedBlocks").value(r.leaked_blocks);
   w.key("temporary").value(r.temporary);
+  if (!r.suppressed_functions.empty()) {
+    w.key("suppressedAllocations")
+        .value(r.suppressed_allocations)
+        .key("suppressedBytes")
+        .value(r.suppressed_bytes);
+    w.key("suppress").begin_array();
+    for (const std::string& f : r.suppressed_functions) w.value(f);
+    w.end_array();
+  }
   sites("topLeakSites", r.top_leak_sites);
   sites("topAllocSites", r.top_alloc_sites);
   sites("topCountSites", r.top_count_sites);

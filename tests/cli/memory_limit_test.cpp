@@ -1,8 +1,12 @@
 // A profile larger than the memory allowed (issue 23): a one-line error and exit 1, never an abort. In the
 // optimised build only (OPTIMIZED): ASan reserves terabytes of shadow address space (no RLIMIT_AS fits it)
 // and ends the process itself when an allocation fails, before any new_handler.
+#include <zlib.h>
+
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "tests/support/support.h"
 
@@ -51,4 +55,45 @@ TEST_CASE("a profile that needs more memory than allowed is a one-line error and
     CHECK((t.status == 0 || t.status == 1));
     if (t.status == 1) CHECK(t.err.find("memory") != std::string::npos);
   }
+}
+
+TEST_CASE("a processed-format profile is refused before its tables are read, within 64 MiB") {
+  // samply's layout (column tables: {"length", "prefix": [...]}) with "meta" last, where the format says
+  // which it is: a 300 MB stackTable, gzip'd to ~15 MB (a 3% sprinkle of other numbers keeps it under the
+  // gzip-bomb ratio). The reader copied the table whole as one piece before meta told it to stop: 1.5 GB and
+  // 19 s to refuse it; the table's first key tells it first.
+  TempDir dir;
+  const std::string path = dir.file("processed.json.gz");
+  {
+    std::ofstream out(path, std::ios::binary);
+    z_stream z{};
+    REQUIRE(deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+    std::vector<unsigned char> buf(1 << 20);
+    auto put = [&](const std::string& text, int flush) {
+      z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+      z.avail_in = static_cast<uInt>(text.size());
+      do {
+        z.next_out = buf.data();
+        z.avail_out = static_cast<uInt>(buf.size());
+        deflate(&z, flush);
+        out.write(reinterpret_cast<const char*>(buf.data()), std::streamsize(buf.size() - z.avail_out));
+      } while (z.avail_out == 0);
+    };
+    std::string chunk;
+    uint64_t lcg = 1;
+    for (int i = 0; i < 100000; ++i) {
+      lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+      chunk += (lcg >> 33) % 100 < 3 ? "," + std::to_string((lcg >> 40) % 100) : std::string(",1");
+    }
+    put(R"({"libs":[],"threads":[{"name":"t","stackTable":{"length":1,"prefix":[0)", Z_NO_FLUSH);
+    for (int i = 0; i < 1500; ++i) put(chunk, Z_NO_FLUSH);  // 300 MB
+    put(R"(],"frame":[0]},"samples":{"length":0,"stack":[]}}],)"
+        R"("meta":{"version":27,"preprocessedProfileVersion":47,"interval":1,"startTime":0}})",
+        Z_FINISH);
+    deflateEnd(&z);
+  }
+  auto r = run({"sh", "-c", "ulimit -v 65536 && exec \"$@\"", "sh", fxprof_bin(), "report", path});
+  CHECK(r.status == 1);
+  CHECK(r.err ==
+        "fxprof: " + path + ": a processed-format profile (as samply writes); fxprof reads Gecko profiles\n");
 }
