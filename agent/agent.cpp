@@ -267,13 +267,6 @@ class Preparer {
 int run(const Options& given) {
   Options o = given;
   if (o.host.empty()) o.host = hostname();
-  // Memory that goes back when freed, for an RSS that stays flat over days. A fixed mmap threshold: glibc's
-  // adaptive one rises to the largest block freed (a library's string table, megabytes), after which such
-  // blocks come from the heap and fragment it. Two arenas: the sender's thread frees what the recording
-  // thread allocated, and each extra arena kept its own free pages (anonymous RSS was 2.3x the live heap
-  // after 40 minutes of a busy machine).
-  mallopt(M_MMAP_THRESHOLD, 256 << 10);
-  mallopt(M_ARENA_MAX, 2);
   // For the agent's whole life: the recordings read these signals from their signalfd, the waits between
   // them with sigtimedwait, and the sender's thread (started here) never gets one.
   SignalsBlocked blocked;
