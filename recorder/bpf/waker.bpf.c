@@ -173,9 +173,12 @@ int fxprof_waking(__u64* ctx) {
   if (bpf_probe_read_user(e->stack, STACK_MAX, (const void*)sp) != 0) {
     __u32 page = 4096 - (__u32)(sp & 4095);  // 1..4096
     if (page > 4096) page = 4096;
+#if STACK_MAX >= 16384
     if (bpf_probe_read_user(e->stack, page + 3 * 4096, (const void*)sp) == 0)
       len = page + 3 * 4096;
-    else if (bpf_probe_read_user(e->stack, page + 4096, (const void*)sp) == 0)
+    else
+#endif
+        if (bpf_probe_read_user(e->stack, page + 4096, (const void*)sp) == 0)
       len = page + 4096;
     else if (bpf_probe_read_user(e->stack, page, (const void*)sp) == 0)
       len = page;
