@@ -173,17 +173,13 @@ int fxprof_waking(__u64* ctx) {
   if (bpf_probe_read_user(e->stack, STACK_MAX, (const void*)sp) != 0) {
     __u32 page = 4096 - (__u32)(sp & 4095);  // 1..4096
     if (page > 4096) page = 4096;
+    // Largest first: a failed read zeroes the copy.
+    len = 0;
 #if STACK_MAX >= 16384
-    if (bpf_probe_read_user(e->stack, page + 3 * 4096, (const void*)sp) == 0)
-      len = page + 3 * 4096;
-    else
+    if (bpf_probe_read_user(e->stack, page + 3 * 4096, (const void*)sp) == 0) len = page + 3 * 4096;
 #endif
-        if (bpf_probe_read_user(e->stack, page + 4096, (const void*)sp) == 0)
-      len = page + 4096;
-    else if (bpf_probe_read_user(e->stack, page, (const void*)sp) == 0)
-      len = page;
-    else
-      len = 0;
+    if (!len && bpf_probe_read_user(e->stack, page + 4096, (const void*)sp) == 0) len = page + 4096;
+    if (!len && bpf_probe_read_user(e->stack, page, (const void*)sp) == 0) len = page;
   }
   e->stack_len = len;
   __u64 size = __builtin_offsetof(struct waking, stack) + (__u64)len;
