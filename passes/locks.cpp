@@ -216,9 +216,12 @@ void add_lock_holders(model::Profile& profile, LockCode* code, const LockNames& 
             stack == model::kNoStack ? model::kNoString : name(waiters, stack, names.waiter, lock_waiter);
         if (holder == model::kNoString && waiter == model::kNoString) continue;
         if (holder != model::kNoString) w.holder = holder;
+        // Last, after the fields make_wait_marker writes (the typed wait has none for it: a pass's name),
+        // which it keeps when the marker is made again.
         model::make_wait_marker(profile, t, w);
-        // After the fields make_wait_marker writes (the typed wait has none for it: a pass's name).
-        if (waiter != model::kNoString) t.markers[w.marker].fields.push_back({waiter_key, true, 0, waiter});
+        std::vector<model::MarkerField>& fields = t.markers[w.marker].fields;
+        std::erase_if(fields, [&](const model::MarkerField& f) { return f.key == waiter_key; });
+        if (waiter != model::kNoString) fields.push_back({waiter_key, true, 0, waiter});
       }
 }
 
