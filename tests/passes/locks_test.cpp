@@ -267,3 +267,32 @@ TEST_CASE("off-CPU: postgres's LWLock waits are lock waits, grouped by the funct
   add_lock_holders(p);
   CHECK(lock_wait_summary(p, 3) == "0x5000 600.0 ms in 6 waits by 3 threads held by PGSemaphoreUnlock");
 }
+
+TEST_CASE("off-CPU: an inlined lock operation right above lock code is lock code too", "[passes]") {
+  using namespace fxprof::model;
+  Profile p;
+  p.binaries.push_back({.name = "libc.so.6"});
+  p.binaries.push_back({.name = "db_bench"});
+  auto frame = [&](BinaryId b, const char* name, uint8_t depth) {
+    Frame f;
+    f.address = p.frames.size() + 1;
+    f.binary = b;
+    f.inline_depth = depth;
+    f.name = p.strings.intern(name);
+    return p.frames.intern(f);
+  };
+  // leveldb built with -O2 -g: port::Mutex::Unlock inlined into DBImpl::Write, named from DWARF.
+  const StackId waker = p.stacks.intern_path(std::vector<FrameId>{
+      frame(1, "leveldb::DB::Put(leveldb::WriteOptions const&, leveldb::Slice const&, leveldb::Slice const&)",
+            0),
+      frame(1, "leveldb::DBImpl::Write(leveldb::WriteOptions const&, leveldb::WriteBatch*)", 0),
+      frame(1, "leveldb::port::Mutex::Unlock()", 1), frame(0, "pthread_mutex_unlock", 0),
+      frame(0, "__lll_lock_wake", 0)});
+  CHECK(lock_holder(p, waker) ==
+        "leveldb::DBImpl::Write(leveldb::WriteOptions const&, leveldb::WriteBatch*)");
+  // An inlined function of another name is the program's code: it held the lock.
+  const StackId other = p.stacks.intern_path(std::vector<FrameId>{
+      frame(1, "leveldb::DBImpl::Write(leveldb::WriteOptions const&, leveldb::WriteBatch*)", 0),
+      frame(1, "leveldb::DBImpl::MakeRoomForWrite(bool)", 1), frame(0, "pthread_mutex_unlock", 0)});
+  CHECK(lock_holder(p, other) == "leveldb::DBImpl::MakeRoomForWrite(bool)");
+}
