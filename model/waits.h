@@ -24,8 +24,8 @@ std::optional<WaitReason> wait_reason_from_text(std::string_view text);
 // The marker's name: "Preempted", "Lock wait" (a futex wait with a lock address) or "Blocked".
 std::string_view wait_marker_name(const Wait& w);
 
-// Sets the name and the payload fields (reason, lock, waker, holder: in that order, each when present) of
-// `t.markers[w.marker]` from `w`.
+// Sets the name and the payload fields (reason, lock, waker, holder: in that order, each when present; a
+// lock wait keeps the lock pass's `waiter`, last) of `t.markers[w.marker]` from `w`.
 void make_wait_marker(Profile& p, Thread& t, const Wait& w);
 
 // The waits of every thread from their `OffCpu` and `Wakeup` markers (a profile read from a file): the

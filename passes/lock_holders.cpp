@@ -37,7 +37,8 @@ class StackCopier {
 }  // namespace
 
 void add_lock_holders_unsymbolicated(model::Profile& profile,
-                                     const std::function<void(model::Profile&)>& symbolicate) {
+                                     const std::function<void(model::Profile&)>& symbolicate,
+                                     LockCode& code) {
   model::Profile wakes;
   wakes.binaries = profile.binaries;  // frames keep their binary ids
   wakes.binary_index = profile.binary_index;
@@ -69,13 +70,16 @@ void add_lock_holders_unsymbolicated(model::Profile& profile,
   }
   if (originals.empty()) return;
   symbolicate(wakes);
-  std::unordered_map<model::StackId, std::string> holders;
+  std::unordered_map<model::StackId, std::string> holders, waiters;
   std::unordered_map<model::StackId, model::StackId> named;  // original stack -> its copy in `wakes`
   size_t i = 0;
   for (const model::Process& proc : wakes.processes)
     for (const model::Marker& m : proc.threads[0].markers) {
       named.try_emplace(originals[i], m.stack);
-      if (m.name == wakeup) holders.try_emplace(originals[i], std::string(lock_holder(wakes, m.stack)));
+      if (m.name == wakeup)
+        holders.try_emplace(originals[i], std::string(lock_holder(wakes, m.stack, &code)));
+      else
+        waiters.try_emplace(originals[i], std::string(lock_waiter(wakes, m.stack, &code)));
       ++i;
     }
   auto copy_of = [&](model::StackId s) {
@@ -87,10 +91,13 @@ void add_lock_holders_unsymbolicated(model::Profile& profile,
     const model::StackId w = copy_of(wait);
     return w == model::kNoStack ? FutexWait::Unknown : classify_futex_wait(wakes, w, copy_of(waker));
   });
-  add_lock_holders(profile, [&](model::StackId s) {
-    auto it = holders.find(s);
-    return it == holders.end() ? std::string() : it->second;
-  });
+  auto from = [](const std::unordered_map<model::StackId, std::string>& names) {
+    return [&names](model::StackId s) {
+      auto it = names.find(s);
+      return it == names.end() ? std::string() : it->second;
+    };
+  };
+  add_lock_holders(profile, &code, {from(holders), from(waiters)});
 }
 
 }  // namespace fxprof::passes

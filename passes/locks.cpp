@@ -6,7 +6,10 @@
 #include <map>
 #include <set>
 #include <span>
+#include <string>
+#include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/terminal.h"
@@ -28,22 +31,14 @@ bool is_lock_plumbing(std::string_view binary, std::string_view function) {
         "std::timed_mutex::", "std::recursive_timed_mutex::", "std::shared_mutex::", "std::__shared_mutex_",
         "std::shared_lock<", "std::condition_variable::", "std::__condvar::", "__gnu_cxx::__mutex::",
         "__gnu_cxx::__scoped_lock::", "std::__mutex_base::", "pthread_rwlock_", "__pthread_rwlock_",
-        "pthread_spin_", "__pthread_spin_"})
+        "pthread_spin_", "__pthread_spin_",
+        // Semaphores (a static libc's, or called through the PLT: LockCode's call names).
+        "sem_post", "sem_wait", "sem_timedwait", "sem_clockwait", "sem_trywait", "__new_sem_",
+        // postgres's lightweight locks: their release walks the lock's wait queue and posts each waiter's
+        // semaphore (PGSemaphoreUnlock, a thin wrapper), no wrapper of its own.
+        "LWLockAcquire", "LWLockRelease", "LWLockWaitForVar", "LWLockUpdateVar", "LWLockConditionalAcquire"})
     if (function.starts_with(prefix)) return true;
   return false;
-}
-
-std::string_view lock_holder(const model::Profile& profile, model::StackId stack) {
-  for (model::StackId s = stack; s != model::kNoStack; s = profile.stacks.prefix(s)) {
-    const model::Frame& f = profile.frames.get(profile.stacks.frame(s));
-    if (f.kind == model::FrameKind::Label) continue;
-    if (f.name == model::kNoString) return {};
-    const std::string_view binary =
-        f.binary < profile.binaries.size() ? std::string_view(profile.binaries[f.binary].name) : "";
-    const std::string_view name = profile.strings.get(f.name);
-    if (!is_lock_plumbing(binary, name)) return name;
-  }
-  return {};
 }
 
 namespace {
@@ -120,6 +115,9 @@ FutexWait classify_futex_wait(const model::Profile& profile, model::StackId stac
   static constexpr std::string_view kSemaphore[] = {
       "sem_wait",   "sem_timedwait",  "sem_clockwait",        "__new_sem_wait",
       "__sem_wait", "__old_sem_wait", "PyThread_acquire_lock"};
+  // Locks built on a semaphore per waiter: postgres's LWLocks (a backend sleeps on its own semaphore until
+  // the lock's releaser posts it), a lock wait whose holder is the releaser.
+  static constexpr std::string_view kSemaphoreLock[] = {"LWLockAcquire", "LWLockWaitForVar"};
   // CPython (3.11, 3.12) posts a thread's lock when the thread ends: Thread.join's wait.
   static constexpr std::string_view kThreadExitPost[] = {"release_sentinel"};
   auto any = [](std::string_view name, std::span<const std::string_view> prefixes) {
@@ -134,9 +132,11 @@ FutexWait classify_futex_wait(const model::Profile& profile, model::StackId stac
     if (any(name, kLock)) return FutexWait::Lock;
     if (any(name, kCondition)) return FutexWait::Condition;
     if (any(name, kJoin)) return FutexWait::Join;
-    if (any(name, kSemaphore))
+    if (any(name, kSemaphore)) {
+      if (has_function(profile, s, kSemaphoreLock)) return FutexWait::Lock;
       return waker != model::kNoStack && has_function(profile, waker, kThreadExitPost) ? FutexWait::Join
                                                                                        : FutexWait::Semaphore;
+    }
   }
   return FutexWait::Unknown;
 }
@@ -188,55 +188,132 @@ void classify_futex_waits(model::Profile& profile,
   model::add_waiting_counters(profile, static_cast<uint64_t>(profile.meta.interval_ms * 1e6));
 }
 
-void add_lock_holders(model::Profile& profile, const std::function<std::string(model::StackId)>& holder_of) {
+void add_lock_holders(model::Profile& profile, LockCode* code, const LockNames& names) {
   classify_futex_waits(profile);
-  // Each lock wait ended by a thread whose stack at the wake was recorded: the function that released it.
+  // Each name once per stack (thousands of waits share a few stacks; a wrapper's test reads code).
+  std::unordered_map<model::StackId, model::StringId> holders, waiters;
+  const model::StringId waiter_key = profile.strings.intern("waiter");
+  auto name = [&](auto& cache, model::StackId s, const auto& by_names, auto walk) {
+    auto [it, fresh] = cache.try_emplace(s, model::kNoString);
+    if (fresh) {
+      const std::string n = by_names ? by_names(s) : std::string(walk(profile, s, code));
+      if (!n.empty()) it->second = profile.strings.intern(n);
+    }
+    return it->second;
+  };
+  // Each lock wait ended by a thread whose stack at the wake was recorded: the function that released it;
+  // each with a stack: the function that waited.
   for (model::Process& proc : profile.processes)
     for (model::Thread& t : proc.threads)
       for (model::Wait& w : t.waits) {
-        if (!is_lock_wait(w) || w.waker_stack == model::kNoStack) continue;
-        const std::string holder =
-            holder_of ? holder_of(w.waker_stack) : std::string(lock_holder(profile, w.waker_stack));
-        if (holder.empty()) continue;
-        w.holder = profile.strings.intern(holder);
+        if (!is_lock_wait(w)) continue;
+        const model::StackId stack =
+            w.marker < t.markers.size() ? t.markers[w.marker].stack : model::kNoStack;
+        const model::StringId holder = w.waker_stack == model::kNoStack
+                                           ? model::kNoString
+                                           : name(holders, w.waker_stack, names.holder, lock_holder);
+        const model::StringId waiter =
+            stack == model::kNoStack ? model::kNoString : name(waiters, stack, names.waiter, lock_waiter);
+        if (holder == model::kNoString && waiter == model::kNoString) continue;
+        if (holder != model::kNoString) w.holder = holder;
+        // Last, after the fields make_wait_marker writes (the typed wait has none for it: a pass's name),
+        // which it keeps when the marker is made again.
         model::make_wait_marker(profile, t, w);
+        std::vector<model::MarkerField>& fields = t.markers[w.marker].fields;
+        std::erase_if(fields, [&](const model::MarkerField& f) { return f.key == waiter_key; });
+        if (waiter != model::kNoString) fields.push_back({waiter_key, true, 0, waiter});
       }
 }
 
-std::string lock_wait_summary(const model::Profile& profile, size_t n) {
-  struct Lock {
-    std::string_view address;
-    uint64_t ns = 0, waits = 0;
-    std::set<uint32_t> threads;
-    std::map<std::string_view, uint64_t> holders;  // function -> waits it released
-  };
-  std::map<std::string, Lock> locks;  // by the address as the markers show it
-  char address[24];
+model::StringId lock_waiter_of(const model::Profile& profile, const model::Thread& t, const model::Wait& w) {
+  if (w.marker >= t.markers.size()) return model::kNoString;
+  for (const model::MarkerField& f : t.markers[w.marker].fields)
+    if (f.is_string && f.key != model::kNoString && profile.strings.get(f.key) == "waiter") return f.string;
+  return model::kNoString;
+}
+
+namespace {
+
+struct Lock {
+  std::string label;  // the address as the markers show it, or "N locks waited in F"
+  uint64_t ns = 0, waits = 0, addresses = 1;
+  std::set<uint32_t> threads;
+  std::map<std::string_view, uint64_t> holders, waiters;  // function -> waits it released, waited in
+
+  void add(const Lock& o) {
+    ns += o.ns;
+    waits += o.waits;
+    addresses += o.addresses;
+    threads.insert(o.threads.begin(), o.threads.end());
+    for (const auto& [fn, count] : o.holders) holders[fn] += count;
+  }
+};
+
+// The key of the map with the largest count ("" for none).
+std::string_view most(const std::map<std::string_view, uint64_t>& counts) {
+  std::string_view best;
+  uint64_t top = 0;
+  for (const auto& [key, count] : counts)
+    if (count > top) std::tie(best, top) = std::pair{key, count};
+  return best;
+}
+
+// Each lock address's waits; then the addresses only one thread waited on (each waiter its own semaphore,
+// as postgres's backends under an LWLock) grouped by the function that waited.
+std::vector<Lock> lock_groups(const model::Profile& profile) {
+  std::map<uint64_t, Lock> by_address;
   for (const model::Process& proc : profile.processes)
     for (const model::Thread& t : proc.threads)
       for (const model::Wait& w : t.waits) {
         if (!is_lock_wait(w)) continue;
-        std::snprintf(address, sizeof address, "0x%llx", static_cast<unsigned long long>(w.lock));
-        auto [it, fresh] = locks.try_emplace(address);
-        Lock& l = it->second;
-        l.address = it->first;
+        Lock& l = by_address[w.lock];
         l.ns += w.end_ns > w.start_ns ? w.end_ns - w.start_ns : 0;
         ++l.waits;
         l.threads.insert(t.tid);
         if (w.holder != model::kNoString) ++l.holders[profile.strings.get(w.holder)];
+        if (const model::StringId waiter = lock_waiter_of(profile, t, w); waiter != model::kNoString)
+          ++l.waiters[profile.strings.get(waiter)];
       }
-  std::vector<const Lock*> order;
-  for (const auto& [address, l] : locks) order.push_back(&l);
-  std::sort(order.begin(), order.end(), [](const Lock* a, const Lock* b) { return a->ns > b->ns; });
+  std::vector<Lock> out;
+  std::map<std::string_view, Lock> by_waiter;
+  char address[24];
+  for (auto& [addr, l] : by_address) {
+    std::snprintf(address, sizeof address, "0x%llx", static_cast<unsigned long long>(addr));
+    l.label = address;
+    const std::string_view waiter = most(l.waiters);
+    if (l.threads.size() != 1 || waiter.empty()) {
+      out.push_back(std::move(l));
+      continue;
+    }
+    auto [it, fresh] = by_waiter.try_emplace(waiter);
+    if (fresh) {
+      it->second = std::move(l);
+      it->second.waiters.clear();
+    } else {
+      it->second.add(l);
+    }
+  }
+  for (auto& [waiter, l] : by_waiter) {
+    if (l.addresses > 1)  // a function name, printed on the terminal
+      l.label = std::to_string(l.addresses) + " locks waited in " + terminal_safe(waiter.substr(0, 80));
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string lock_wait_summary(const model::Profile& profile, size_t n) {
+  std::vector<Lock> locks = lock_groups(profile);
+  std::sort(locks.begin(), locks.end(), [](const Lock& a, const Lock& b) { return a.ns > b.ns; });
   std::string out;
   char buf[160];
-  for (size_t i = 0; i < order.size() && i < n; ++i) {
-    const Lock& l = *order[i];
-    std::snprintf(buf, sizeof buf, "%s%.*s %.1f ms in %llu wait%s by %zu thread%s", out.empty() ? "" : ", ",
-                  static_cast<int>(l.address.size()), l.address.data(), static_cast<double>(l.ns) / 1e6,
+  for (size_t i = 0; i < locks.size() && i < n; ++i) {
+    const Lock& l = locks[i];
+    std::snprintf(buf, sizeof buf, " %.1f ms in %llu wait%s by %zu thread%s", static_cast<double>(l.ns) / 1e6,
                   static_cast<unsigned long long>(l.waits), l.waits == 1 ? "" : "s", l.threads.size(),
                   l.threads.size() == 1 ? "" : "s");
-    out += buf;
+    out += (out.empty() ? "" : ", ") + l.label + buf;
     std::vector<std::pair<uint64_t, std::string_view>> by_count;
     for (const auto& [fn, count] : l.holders) by_count.emplace_back(count, fn);
     std::sort(by_count.begin(), by_count.end(),

@@ -24,17 +24,22 @@ void kernel_time(Context& c) { categorize_kernel_time(c.profile); }
 void symbols(Context& c) { c.out.named = symbolicate(c.profile, *c.options.symbols); }
 
 void locks(Context& c) {
+  // A program's own lock wrappers are told by their code, read through the same symbolizer.
+  LockCode code(c.options.symbols);
   if (c.options.naming == Naming::Baked) {
-    add_lock_holders(c.profile);
+    add_lock_holders(c.profile, &code);
     return;
   }
   // Served with raw addresses: "Held by" is a marker field, written now; only the Wakeup and Lock wait
   // stacks are named for it, the file keeps its addresses.
-  add_lock_holders_unsymbolicated(c.profile, [&](model::Profile& wakes) {
-    c.out.named = symbolicate(wakes, *c.options.symbols);
-    // The debug files found missing on the way are the profile's: kept in its data quality.
-    for (const model::Meta::Problem& q : wakes.meta.data_quality) c.profile.meta.add_problem(q);
-  });
+  add_lock_holders_unsymbolicated(
+      c.profile,
+      [&](model::Profile& wakes) {
+        c.out.named = symbolicate(wakes, *c.options.symbols);
+        // The debug files found missing on the way are the profile's: kept in its data quality.
+        for (const model::Meta::Problem& q : wakes.meta.data_quality) c.profile.meta.add_problem(q);
+      },
+      code);
 }
 
 void critical_path(Context& c) {

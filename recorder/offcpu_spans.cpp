@@ -96,7 +96,8 @@ void OffCpuTracker::set_off_cpu(const OffCpuConfig& config) {
   s.fields.push_back({"reason", "Reason", "string"});
   s.fields.push_back({"lock", "Lock address", "string"});
   s.fields.push_back({"waker", "Woken by", "string"});
-  s.fields.push_back({"holder", "Held by", "string"});  // passes::add_lock_holders, once symbolicated
+  s.fields.push_back({"holder", "Held by", "string"});    // passes::add_lock_holders, once symbolicated
+  s.fields.push_back({"waiter", "Waited in", "string"});  // likewise: the function that waited
   profile.meta.marker_schemas.push_back(std::move(s));
   // The waker's side of a wait (eBPF, futex wakes): an instant marker with the stack that woke it.
   model::MarkerSchema w;

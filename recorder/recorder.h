@@ -25,8 +25,9 @@
 //    quarter full; unprivileged users' rings are locked memory: perf_event_mlock_kb per CPU (516 KiB) for
 //    all their processes, then RLIMIT_MEMLOCK (8 MiB on Debian) on top, so their buffers are 4 MiB per CPU
 //    on 2 CPUs (~120 DWARF samples; 512 KiB, ~15 samples, lost 6-10% at load 4). mmap falls back to halves
-//    on EPERM, never fails where a smaller buffer fits. At 1 and 4 kHz nothing is lost; at 10 kHz with DWARF on two busy threads the reader falls behind
-//    and the losses (PERF_RECORD_LOST) become "LostRecords" markers on the thread that was running.
+//    on EPERM, never fails where a smaller buffer fits. At 1 and 4 kHz nothing is lost; at 10 kHz with DWARF
+//    on two busy threads the reader falls behind and the losses (PERF_RECORD_LOST) become "LostRecords"
+//    markers on the thread that was running.
 //  - Start-up: one fork, a probe event, one event and one mmap per CPU: 1-5 ms from record() to the exec.
 //    Exit: the pidfd wakes us at once; /proc/kallsyms (120k lines, ~40 ms of kernel time, 150+ ms on a
 //    loaded VM) is read by a thread while the program runs (kallsyms.h), so the end only looks names up.
@@ -59,10 +60,11 @@
 //    (~150 switches/s): its CPU time with off-CPU capture within 2 % of --cpu-only's. Paranoid 2 without
 //    root: the event is refused, the switch records still come (tested), so waits are markers without stacks.
 //    As root an eBPF program on sched_waking (waker.h) names the thread that woke each wait, and for a futex
-//    wake (an unlock) copies the waker's registers and 8 KiB of its stack, unwound as a sample's: a Wakeup
-//    marker on the holder's thread, and the Lock wait's "Held by" once symbolicated (offcpu.h
-//    add_lock_holders). Its ring buffer is drained before each round, so the round's records describe the
-//    mappings; only wakes that end a wait with a marker are unwound. Where it cannot load, one line says so.
+//    wake (an unlock) copies the waker's registers and 16 KiB of its stack (stdio unlocks under an 8 KiB
+//    buffer), unwound as a sample's: a Wakeup marker on the holder's thread, the Lock wait's "Held by" once
+//    named (passes/locks.h). Its ring buffer is drained before each round, so the round's records describe
+//    the mappings; only wakes that end a wait with a marker are unwound. Where it cannot load, one line says
+//    so.
 //  - Signals: SIGINT/SIGTERM are blocked during record() and read from a signalfd; in launch mode a signal
 //    sent to fxprof alone is forwarded to the program (the terminal's Ctrl-C reaches both), and fxprof waits
 //    for the program and keeps its exit status (128+signal when killed), crashes included.

@@ -9,12 +9,15 @@
 //
 // A wake from a futex system call (futex, futex_wake: an unlock, a condition variable's signal, a join)
 // also carries the futex word (for a lock, its address: the waiter's marker has the same), the waker's user
-// registers saved at the system call (bpf_task_pt_regs) and a copy of its user stack from SP (8 KiB, less
+// registers saved at the system call (bpf_task_pt_regs) and a copy of its user stack from SP (16 KiB, less
 // when the stack's top is nearer), which the builder unwinds with the CPU samples' DWARF unwinder: the
 // holder's stack. bpf_get_stack would need frame pointers, which Debian's libc does not have. Other wakes
 // (a pipe write, a thread's exit) stay ids only, a 104-byte record. The program's run is ~0.6 us without
-// the copy, ~2.2-2.5 us with it (kernel.bpf_stats_enabled; bench/offcpu.sh, futex scenario: the program's
-// CPU time +1.4 us per futex wake). Records that do not fit in the 16 MiB ring buffer are counted
+// the copy, ~2.2-2.5 us with 8 KiB (kernel.bpf_stats_enabled; bench/offcpu.sh, futex scenario: the
+// program's CPU time +1.4 us per futex wake). 8 KiB missed stdio's holders (buffered_vfprintf unlocks
+// under an 8 KiB buffer of its own); 16 KiB costs ~1.5x the run of 8 KiB (the same futex scenario, this
+// 2-core VM under a build: 8.4-10.6 us a run with 8 KiB, 11.1-18.0 us with 16 KiB); 32 KiB does not load
+// (the per-CPU scratch record is capped at 32 KiB, the header is on top). Records that do not fit in the 16 MiB ring buffer are counted
 // (dropped()); the reader is woken when it is a quarter full (fd()). The ring is mapped once (bpf_ring.h):
 // 16 MiB of RSS, not libbpf's 32.
 #pragma once

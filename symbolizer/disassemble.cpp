@@ -8,6 +8,7 @@
 #include <elf.h>
 
 #include <algorithm>
+#include <string_view>
 
 #include "symbolizer/symbolizer_impl.h"
 
@@ -148,6 +149,91 @@ Answer<Disassembly> Symbolizer::disassemble(std::string_view debug_name, std::st
   out.size = bytes.size();
   decode_all(cs, handle_cs, bytes, start, out);
   cs.close(&handle_cs);
+  return out;
+}
+
+namespace {
+
+// Appends the calls and tail jumps of x86-64 `bytes` (the function [start, start + bytes.size())) to `out`:
+// each jump or call whose operand is an immediate outside the function is a call (a jump inside is the
+// function's own control flow); one through a register or memory is indirect.
+void collect_calls(const Capstone& cs, csh handle, const std::vector<uint8_t>& bytes, uint64_t start,
+                   FunctionCalls& out) {
+  cs_insn* insn = cs.malloc(handle);
+  const uint8_t* code = bytes.data();
+  size_t left = bytes.size();
+  uint64_t addr = start;
+  const uint64_t end = start + bytes.size();
+  while (left > 0) {
+    if (!cs.disasm_iter(handle, &code, &left, &addr, insn)) {  // padding or data: skipped a byte at a time
+      ++code;
+      --left;
+      ++addr;
+      continue;
+    }
+    const cs_detail* d = insn->detail;
+    if (d == nullptr) continue;
+    bool branch = false;
+    for (uint8_t g = 0; g < d->groups_count; ++g)
+      branch |= d->groups[g] == CS_GRP_CALL || d->groups[g] == CS_GRP_JUMP;
+    if (!branch || d->x86.op_count == 0) continue;
+    const cs_x86_op& op = d->x86.operands[0];
+    if (op.type != X86_OP_IMM) {
+      ++out.indirect;
+      continue;
+    }
+    const uint64_t target = static_cast<uint64_t>(op.imm);
+    if (target >= start && target < end) continue;
+    out.calls.push_back({target, {}});
+  }
+  cs.free(insn, 1);
+}
+
+}  // namespace
+
+Answer<FunctionCalls> Symbolizer::function_calls(std::string_view debug_name, std::string_view breakpad_id,
+                                                 uint64_t address, uint64_t max_size) {
+  auto handle = impl_->cache.get(debug_name, breakpad_id);
+  if (!handle) return Refusal{Refusal::kNotFound, handle.error()};
+  Library& l = *handle->lib;
+  FunctionCalls out;
+  std::vector<uint8_t> bytes;
+  {
+    std::lock_guard<std::mutex> lock(l.mu);
+    if (l.code == nullptr)
+      return Refusal{Refusal::kNotFound, "the binary of " + std::string(debug_name) + " was not found"};
+    if (l.code->machine() != EM_X86_64)
+      return Refusal{Refusal::kUnsupported, "calls are read on x86-64 only"};
+    if (const auto* s = l.symbols.find(address)) {
+      out.start = s->start;
+      out.size = l.symbols.end_of(s) - s->start;
+    } else if (auto f = l.fde_range(address)) {
+      out.start = f->start;
+      out.size = f->end - f->start;
+    } else {
+      return Refusal{Refusal::kNotFound, "no function at that address"};
+    }
+    if (out.size > max_size) return Refusal{Refusal::kTooLarge, "the function is larger than asked"};
+    auto span = l.code->code_bytes(out.start + l.base_svma, out.size);
+    bytes.assign(span.begin(), span.end());
+  }
+  impl_->cache.account(*handle);
+  if (bytes.size() != out.size) return Refusal{Refusal::kNotFound, "no code at that address"};
+  const Capstone& cs = capstone();
+  if (!cs.error.empty()) return Refusal{Refusal::kUnsupported, cs.error};
+  csh handle_cs;
+  if (cs.open(CS_ARCH_X86, CS_MODE_64, &handle_cs) != CS_ERR_OK)
+    return Refusal{Refusal::kUnsupported, "cannot start capstone"};
+  cs.option(handle_cs, CS_OPT_DETAIL, CS_OPT_ON);
+  collect_calls(cs, handle_cs, bytes, out.start, out);
+  cs.close(&handle_cs);
+  // The names of the targets, as resolve() gives them (a PLT stub is "name@plt").
+  std::vector<uint64_t> targets;
+  for (const FunctionCalls::Call& c : out.calls) targets.push_back(c.target);
+  auto named = resolve(debug_name, breakpad_id, targets);
+  if (named)
+    for (size_t i = 0; i < out.calls.size(); ++i)
+      if (const auto& a = named->addresses[i]; a.found && a.function) out.calls[i].name = a.function->text;
   return out;
 }
 

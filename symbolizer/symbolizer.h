@@ -153,6 +153,19 @@ struct Disassembly {
 // The most disassemble() decodes at once.
 inline constexpr uint64_t kMaxDisassemblyBytes = 1 << 20;
 
+// The calls a function makes, read from its machine code (function_calls()): what passes/locks.h needs to
+// tell a program's thin lock wrapper (a body that is little more than a call to pthread_mutex_unlock,
+// sem_post...) from the code that held the lock.
+struct FunctionCalls {
+  uint64_t start = 0, size = 0;  // the function (lib-relative): its symbol, else its .eh_frame FDE
+  struct Call {
+    uint64_t target = 0;  // lib-relative
+    std::string name;     // the function there, demangled ("pthread_mutex_unlock@plt"); "" when unknown
+  };
+  std::vector<Call> calls;  // direct calls, and jumps out of the function (tail calls), in code order
+  size_t indirect = 0;      // calls and jumps through a register or memory (where they go is unknown)
+};
+
 // Thread-safe: the server calls it from many threads at once; concurrent requests for the same library wait
 // for one load.
 // A debug file a library names that was not found or not read: what it is, so that callers group them by
@@ -211,6 +224,13 @@ class Symbolizer {
   // kMaxDisassemblyBytes). kUnsupported for an architecture other than x86 and aarch64.
   Answer<Disassembly> disassemble(std::string_view debug_name, std::string_view breakpad_id, uint64_t start,
                                   uint64_t size, bool until_function_end);
+
+  // The calls of the function containing `address` (lib-relative), decoded with capstone (instruction
+  // boundaries: a byte scan for a call's opcode would also find it inside other instructions' operands).
+  // kTooLarge for a function over `max_size` bytes (not decoded), kNotFound where no symbol or FDE names a
+  // function, kUnsupported for another architecture than x86-64 or without capstone.
+  Answer<FunctionCalls> function_calls(std::string_view debug_name, std::string_view breakpad_id,
+                                       uint64_t address, uint64_t max_size);
 
  private:
   struct Impl;

@@ -22,7 +22,10 @@ struct pt_regs {
   unsigned long r15, r14, r13, r12, bp, bx, di, orig_ax, ip, sp;
 } __attribute__((preserve_access_index));
 
-#define STACK_MAX 8192  // bytes of the waker's user stack copied from SP (the off-CPU samples' default)
+// Bytes of the waker's user stack copied from SP. 8 KiB (the off-CPU samples' default) missed the holders
+// of stdio's lock: glibc's buffered_vfprintf keeps an 8 KiB buffer on the stack below its caller, and it is
+// what unlocks. 16 KiB: bench/offcpu.sh's futex scenario (recorder/waker.h has the figures).
+#define STACK_MAX 16384
 
 // The record; recorder/waker.cpp's decode_waking reads this layout. Wakes without a stack end at `stack`.
 struct waking {
@@ -164,18 +167,19 @@ int fxprof_waking(__u64* ctx) {
   e->regs[6] = BPF_CORE_READ(regs, r14);
   e->regs[7] = BPF_CORE_READ(regs, r15);
   e->flags = 0;
-  // The copy fails as a whole when it crosses the top of the stack: then up to the end of SP's page and one
-  // more, or the end of SP's page alone.
+  // The copy fails as a whole when it crosses the top of the stack: then up to the end of SP's page and
+  // three more, one more, or the end of SP's page alone (a thread near its stack's top: main's, shallow).
   __u32 len = STACK_MAX;
   if (bpf_probe_read_user(e->stack, STACK_MAX, (const void*)sp) != 0) {
     __u32 page = 4096 - (__u32)(sp & 4095);  // 1..4096
     if (page > 4096) page = 4096;
-    if (bpf_probe_read_user(e->stack, page + 4096, (const void*)sp) == 0)
-      len = page + 4096;
-    else if (bpf_probe_read_user(e->stack, page, (const void*)sp) == 0)
-      len = page;
-    else
-      len = 0;
+    // Largest first: a failed read zeroes the copy.
+    len = 0;
+#if STACK_MAX >= 16384
+    if (bpf_probe_read_user(e->stack, page + 3 * 4096, (const void*)sp) == 0) len = page + 3 * 4096;
+#endif
+    if (!len && bpf_probe_read_user(e->stack, page + 4096, (const void*)sp) == 0) len = page + 4096;
+    if (!len && bpf_probe_read_user(e->stack, page, (const void*)sp) == 0) len = page;
   }
   e->stack_len = len;
   __u64 size = __builtin_offsetof(struct waking, stack) + (__u64)len;

@@ -103,3 +103,66 @@ TEST_CASE("holders: python's Thread.join and queue.get are no lock waits", "[e2e
   CHECK(posted >= 20);
   CHECK(r.err.find("PyThread_release_lock") == std::string::npos);
 }
+
+// Issue 34 item 5: the program's own thin Mutex wrapper (store::port::Mutex::Unlock, out of line, a call to
+// pthread_mutex_unlock) is lock code by what its machine code does: the holders are its callers, the two
+// functions that computed under the lock, and so are the waiters.
+TEST_CASE("holders: a program's own thin mutex wrapper is not the holder, its callers are", "[e2e][offcpu]") {
+  TempDir dir;
+  const std::string out = dir.file("wrapper.json.gz");
+  auto r = run({fxprof_bin(), "record", "--save-only", "--off-cpu-threshold", "0", "-o", out, "--",
+                test_program("mutex_wrapper")});
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  const size_t at = r.out.find("mutex 0x");
+  REQUIRE(at != std::string::npos);
+  const std::string address = r.out.substr(at + 6, r.out.find('\n', at) - at - 6);
+  size_t waits = 0, held = 0, by_callers = 0, by_wrapper = 0, waited_in_callers = 0, waited_in_wrapper = 0;
+  for (const ThreadView& t : threads_of(read_profile_text(out)))
+    for (const MarkerView& m : t.markers) {
+      if (m.name != "Lock wait" || m.lock != address) continue;
+      ++waits;
+      held += !m.holder.empty();
+      by_callers += m.holder.starts_with("append_journal") || m.holder.starts_with("compact_index");
+      by_wrapper += m.holder.find("Mutex::") != std::string::npos;
+      waited_in_callers += m.waiter.starts_with("append_journal") || m.waiter.starts_with("compact_index");
+      waited_in_wrapper += m.waiter.find("Mutex::") != std::string::npos;
+    }
+  INFO(waits << " waits for " << address << ": " << held << " with a holder, " << by_callers
+             << " held by append_journal or compact_index, " << by_wrapper << " by the wrapper; "
+             << waited_in_callers << " waited in the callers, " << waited_in_wrapper << " in the wrapper");
+  REQUIRE(waits > 0);
+  CHECK(held * 10 >= waits * 8);  // a waker's stack copy or unwind may fail
+  CHECK(by_wrapper == 0);
+  CHECK(by_callers == held);
+  CHECK(waited_in_wrapper == 0);
+  CHECK(waited_in_callers * 10 >= waits * 8);
+  CHECK(r.err.find("Mutex::Unlock") == std::string::npos);
+}
+
+// Issue 34 item 5: stdio's lock is released in buffered_vfprintf, whose 8 KiB buffer is on the stack: the
+// waker's stack copy reaches the function that called fprintf.
+TEST_CASE("holders: stdio's lock is held by the function that called fprintf", "[e2e][offcpu]") {
+  TempDir dir;
+  const std::string out = dir.file("stdio.json.gz");
+  auto r = run({fxprof_bin(), "record", "--save-only", "--off-cpu-threshold", "0", "-o", out, "--",
+                test_program("stdio_contend")});
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  const size_t at = r.out.find("file lock 0x");
+  REQUIRE(at != std::string::npos);
+  const std::string address = r.out.substr(at + 10, r.out.find('\n', at) - at - 10);
+  size_t waits = 0, held = 0, by_print_rows = 0;
+  for (const ThreadView& t : threads_of(read_profile_text(out)))
+    for (const MarkerView& m : t.markers) {
+      if (m.name != "Lock wait" || m.lock != address) continue;
+      ++waits;
+      held += !m.holder.empty();
+      by_print_rows += m.holder.starts_with("print_rows");
+    }
+  INFO(waits << " waits for " << address << ": " << held << " with a holder, " << by_print_rows
+             << " held by print_rows");
+  REQUIRE(waits > 0);
+  CHECK(by_print_rows * 10 >= waits * 8);
+  CHECK(by_print_rows == held);
+}

@@ -25,6 +25,7 @@ struct SampleView {
 struct MarkerView {
   std::string name, reason, lock, waker;  // waker: "NAME TID" of the thread that woke the wait (eBPF)
   std::string holder;                     // Lock wait: the function that released the lock (eBPF, named)
+  std::string waiter;                     // Lock wait: the function that waited (outside lock code)
   std::string wakee;                      // Wakeup: "NAME TID" of the thread it woke
   double start = 0, end = 0;
   std::vector<std::string> cause;  // the payload's stack, leaf first
@@ -89,6 +90,7 @@ inline std::vector<ThreadView> threads_of(const std::string& text) {
         mv.lock = text("lock");
         mv.waker = text("waker");
         mv.holder = text("holder");
+        mv.waiter = text("waiter");
         mv.wakee = text("wakee");
         simdjson::dom::element stack;
         if (!data["stack"].get(stack)) mv.cause = stack_frames(t, stack["samples"]["data"].at(0).at(0));

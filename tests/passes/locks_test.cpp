@@ -186,3 +186,113 @@ TEST_CASE("off-CPU: a semaphore's wait is no lock, and one the waker's thread en
   CHECK(p.strings.get(t.markers[0].name) == "Blocked");
   CHECK(lock_wait_summary(p, 3).empty());
 }
+
+TEST_CASE("off-CPU: postgres's LWLock waits are lock waits, grouped by the function that waited",
+          "[passes]") {
+  using namespace fxprof::model;
+  Profile p;
+  p.binaries.push_back({.name = "libc.so.6"});
+  p.binaries.push_back({.name = "postgres"});
+  auto stack = [&](std::vector<std::pair<BinaryId, const char*>> root_first) {
+    std::vector<FrameId> path;
+    for (auto [b, name] : root_first) {
+      Frame f;
+      f.address = p.frames.size() + 1;
+      f.binary = b;
+      f.name = p.strings.intern(name);
+      path.push_back(p.frames.intern(f));
+    }
+    return p.stacks.intern_path(path);
+  };
+  // As recorded from pgbench's backends: each sleeps on its own semaphore in LWLockAcquireOrWait (the WAL
+  // write lock), and the backend that flushed posts it from LWLockRelease through PGSemaphoreUnlock.
+  const StackId wait = stack({{1, "CommitTransaction"},
+                              {1, "XLogFlush"},
+                              {1, "LWLockAcquireOrWait"},
+                              {1, "PGSemaphoreLock"},
+                              {0, "__new_sem_wait_slow64.constprop.0"},
+                              {0, "__futex_abstimed_wait_common"}});
+  const StackId post = stack({{1, "CommitTransaction"},
+                              {1, "XLogFlush"},
+                              {1, "LWLockRelease"},
+                              {1, "PGSemaphoreUnlock"},
+                              {0, "__new_sem_post"},
+                              {0, "futex_wake"}});
+  CHECK(classify_futex_wait(p, wait, post) == FutexWait::Lock);
+  // Without the wrapper's code (no symbolizer here), PGSemaphoreUnlock and PGSemaphoreLock are the
+  // program's: lock_code_test.cpp reads a real wrapper's code.
+  CHECK(lock_holder(p, post) == "PGSemaphoreUnlock");
+  Process& proc = p.processes.emplace_back();
+  proc.pid = 1;
+  for (uint32_t tid = 10; tid < 13; ++tid) {  // three backends, three semaphores
+    Thread& t = proc.threads.emplace_back();
+    t.tid = tid;
+    for (uint64_t start : {100, 300}) {
+      Marker m;
+      m.start_ns = start;
+      m.end_ns = start + 100'000'000;
+      m.phase = MarkerPhase::Interval;
+      m.type = p.strings.intern("OffCpu");
+      m.stack = wait;
+      Wait w;
+      w.start_ns = m.start_ns;
+      w.end_ns = m.end_ns;
+      w.reason = WaitReason::Futex;
+      w.lock = 0x1000 * tid;
+      w.waker = Waker::Thread;
+      w.waker_tid = tid == 12 ? 10 : tid + 1;
+      w.waker_stack = post;
+      w.marker = static_cast<uint32_t>(t.markers.size());
+      t.markers.push_back(m);
+      t.waits.push_back(w);
+      make_wait_marker(p, t, w);
+    }
+  }
+  add_lock_holders(p);
+  add_lock_holders(p);  // idempotent: one waiter field
+  const Thread& t = proc.threads[0];
+  CHECK(p.strings.get(t.markers[0].name) == "Lock wait");
+  CHECK(p.strings.get(lock_waiter_of(p, t, t.waits[0])) == "PGSemaphoreLock");
+  size_t waiter_fields = 0;
+  for (const MarkerField& f : t.markers[0].fields) waiter_fields += p.strings.get(f.key) == "waiter";
+  CHECK(waiter_fields == 1);
+  CHECK(lock_wait_summary(p, 3) ==
+        "3 locks waited in PGSemaphoreLock 600.0 ms in 6 waits by 3 threads held by PGSemaphoreUnlock");
+  // One lock several threads wait on stays its address.
+  for (Thread& th : proc.threads)
+    for (Wait& w : th.waits) {
+      w.lock = 0x5000;
+      make_wait_marker(p, th, w);
+    }
+  add_lock_holders(p);
+  CHECK(lock_wait_summary(p, 3) == "0x5000 600.0 ms in 6 waits by 3 threads held by PGSemaphoreUnlock");
+}
+
+TEST_CASE("off-CPU: an inlined lock operation right above lock code is lock code too", "[passes]") {
+  using namespace fxprof::model;
+  Profile p;
+  p.binaries.push_back({.name = "libc.so.6"});
+  p.binaries.push_back({.name = "db_bench"});
+  auto frame = [&](BinaryId b, const char* name, uint8_t depth) {
+    Frame f;
+    f.address = p.frames.size() + 1;
+    f.binary = b;
+    f.inline_depth = depth;
+    f.name = p.strings.intern(name);
+    return p.frames.intern(f);
+  };
+  // leveldb built with -O2 -g: port::Mutex::Unlock inlined into DBImpl::Write, named from DWARF.
+  const StackId waker = p.stacks.intern_path(std::vector<FrameId>{
+      frame(1, "leveldb::DB::Put(leveldb::WriteOptions const&, leveldb::Slice const&, leveldb::Slice const&)",
+            0),
+      frame(1, "leveldb::DBImpl::Write(leveldb::WriteOptions const&, leveldb::WriteBatch*)", 0),
+      frame(1, "leveldb::port::Mutex::Unlock()", 1), frame(0, "pthread_mutex_unlock", 0),
+      frame(0, "__lll_lock_wake", 0)});
+  CHECK(lock_holder(p, waker) ==
+        "leveldb::DBImpl::Write(leveldb::WriteOptions const&, leveldb::WriteBatch*)");
+  // An inlined function of another name is the program's code: it held the lock.
+  const StackId other = p.stacks.intern_path(std::vector<FrameId>{
+      frame(1, "leveldb::DBImpl::Write(leveldb::WriteOptions const&, leveldb::WriteBatch*)", 0),
+      frame(1, "leveldb::DBImpl::MakeRoomForWrite(bool)", 1), frame(0, "pthread_mutex_unlock", 0)});
+  CHECK(lock_holder(p, other) == "leveldb::DBImpl::MakeRoomForWrite(bool)");
+}
