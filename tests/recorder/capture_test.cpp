@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <string>
@@ -296,5 +297,43 @@ TEST_CASE("capture and replay: waits, wakers and holders read back from the Geck
     const size_t line = text.rfind('\n', i) == std::string::npos ? 0 : text.rfind('\n', i) + 1;
     INFO("recorded: " << text.substr(line, 200) << "\nread back: " << other.substr(line, 200));
     CHECK(other == text);
+  }
+}
+
+// Not run by ctest ([.golden]): the Gecko files of replayed captures, for a byte-for-byte comparison of the
+// builder before and after a refactoring. FXPROF_GOLDEN_DIR holds the captures (recorded by the first run)
+// and gets one file per capture, named with FXPROF_GOLDEN_TAG: compare two tags' files with cmp.
+TEST_CASE("golden: replayed captures as Gecko files", "[.golden]") {
+  const char* dir = std::getenv("FXPROF_GOLDEN_DIR");
+  const char* tag = std::getenv("FXPROF_GOLDEN_TAG");
+  REQUIRE(dir);
+  REQUIRE(tag);
+  struct Case {
+    const char* name;
+    std::vector<std::string> command;
+    bool off_cpu;
+    recorder::CallGraph graph;
+  };
+  const Case cases[] = {
+      {"busy-dwarf-offcpu", {test_program("rec_busy"), "spin", "300", "2"}, true, recorder::CallGraph::Dwarf},
+      {"locks-wakers", {test_program("offcpu_locks")}, true, recorder::CallGraph::Dwarf},
+      {"busy-fp", {test_program("rec_busy"), "spin", "300"}, false, recorder::CallGraph::FramePointer},
+  };
+  for (const Case& c : cases) {
+    const std::string cap = std::string(dir) + "/" + c.name + ".cap";
+    if (access(cap.c_str(), R_OK) != 0) {
+      recorder::Options opt;
+      opt.command = c.command;
+      opt.off_cpu = c.off_cpu;
+      opt.off_cpu_threshold_ms = 0;
+      opt.call_graph = c.graph;
+      opt.capture_path = cap;
+      REQUIRE(recorder::record(opt).ok());
+    }
+    auto p = recorder::replay(cap);
+    REQUIRE(p.ok());
+    symbolizer::Symbolizer symbols;
+    passes::name_frames(p.value(), symbols);
+    REQUIRE(gecko::write_gecko_profile(p.value(), std::string(dir) + "/" + c.name + "." + tag + ".json"));
   }
 }
