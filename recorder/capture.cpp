@@ -466,7 +466,8 @@ Result<model::Profile> replay(const std::string& path, const ReplayOptions& opti
   }
   ProfileBuilder builder(profile, unwinder.get(), events, procfs);
   if (off_cpu) builder.set_off_cpu(oc);
-  CaptureSource source(std::span(entries).subspan(1), profile, procfs, path);
+  const std::span<const Entry> calls = std::span(entries).subspan(1);  // after the configuration
+  CaptureSource source(calls, profile, procfs, path);
   Driver driver(builder);
   driver.add(source);
   driver.run();
