@@ -10,6 +10,15 @@
 // at Ctrl+C, --duration or when they all exit; per process = per given pid.
 // Hardware events that the PMU multiplexes are scaled by enabled/running time, as perf does, and flagged.
 // Cost: a few perf events per CPU and a record per exiting thread; nothing sampled.
+//
+// Why not through the recorder's driver (recorder/driver.h, which record, replay and import share): stat
+// makes no profile. Its records are each exiting thread's totals (PERF_RECORD_READ) and the fork, comm and
+// exit records that name their processes: sums, which no time order changes, with no stacks, no mappings
+// and no model. The driver's sink is the profile builder, whose trackers would register every task in a
+// model, read its /proc maps and keep its binaries open for counts that never reach them; a counting sink
+// of its own would put the recorder library under this one for the ten lines of its reading loop. What the
+// two share is below the driver, in perf/: the event attributes, the ring buffers, the record decoder, the
+// launcher and the signal guard.
 #pragma once
 
 #include <cstdint>

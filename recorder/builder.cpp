@@ -39,8 +39,33 @@ ProfileBuilder::ProfileBuilder(model::Profile& profile, Unwinder* unwinder, cons
 }
 
 void ProfileBuilder::on_records(std::span<const RecordRef> round) {
-  for (const RecordRef& r : round) handle(r.h, r.switch_event);
+  for (const RecordRef& r : round) {
+    if (r.waking)
+      on_waking(r);
+    else if (r.typed)
+      dispatch(*r.typed);
+    else
+      handle(r.h, r.switch_event);
+  }
   resolve_pending();  // before the records it points into are released
+}
+
+// A perf.data file's sched_waking sample was taken in the waker, at its wake: its user stack (the callchain's
+// user part, or unwound from the copied stack) is the waker's stack, as the eBPF tracer's copy gives it at a
+// futex wake (no kernel part), and its RDI, when the file has registers, the futex word it woke (the eBPF
+// tracer's `uaddr`; a lock's address is kept only for a futex wait's wake, wakes.cpp).
+void ProfileBuilder::on_waking(const RecordRef& r) {
+  model::StackId stack = model::kNoStack;
+  if (r.h) {
+    const Record rec = decode(r.h, layout_, false);
+    if (const auto* s = std::get_if<SampleRecord>(&rec); s && sample_path(*s)) {
+      if (s->has_regs) r.waking->uaddr = s->di;
+      while (!path_.empty() && profile_.frames.get(path_.back()).kind == model::FrameKind::Kernel)
+        path_.pop_back();
+      if (!path_.empty()) stack = profile_.stacks.intern_path(path_);
+    }
+  }
+  for (const std::unique_ptr<Tracker>& t : trackers_) t->on_waking(*r.waking, stack);
 }
 
 namespace {

@@ -190,6 +190,8 @@ class ProfileBuilder final : public RecordSink {
     for (const std::unique_ptr<Tracker>& t : trackers_) t->release(pid, before_ns, why);
   }
   void on_switch(const SwitchRecord& s);
+  // A wakeup in the records' order (a perf.data file's sched_waking: host.h's RecordRef::waking).
+  void on_waking(const RecordRef& r);
   // The builder's own part of a record, after every tracker's: CPU samples and CPU time.
   void on_record(const SampleRecord& r) { on_sample(r); }
   void on_record(const SwitchRecord& r) { on_switch(r); }

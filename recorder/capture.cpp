@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "recorder/driver.h"
 #include "recorder/proc_counters.h"
 #include "recorder/rss.h"
 #include "recorder/unwind/unwinder.h"
@@ -178,6 +179,7 @@ void CaptureWriter::on_records(std::span<const RecordRef> round) {
   if (!round.empty()) {
     begin(kRound);
     for (const RecordRef& r : round) {
+      if (r.typed || r.waking) continue;  // a file source's (host.h): a live recording has none
       put(static_cast<uint8_t>(r.switch_event));
       put(r.h, r.h->size);
     }
@@ -262,7 +264,7 @@ class ReplayProcfs final : public Procfs {
 };
 
 // One captured round, copied to 8-byte aligned storage as the ring buffers hold records.
-class ReplayRound final : public RecordSource {
+class ReplayRound {
  public:
   bool load(std::string_view payload) {
     std::vector<std::string_view> recs;
@@ -289,13 +291,13 @@ class ReplayRound final : public RecordSource {
     }
     return true;
   }
-  void collect(std::vector<RecordRef>& out) override {
+  // In the order the recording merged them (by time).
+  void collect(std::vector<RecordRef>& out) const {
     for (size_t i = 0; i < at_.size(); ++i) {
       auto* h = reinterpret_cast<const perf_event_header*>(store_.data() + at_[i]);
       out.push_back({record_time(h), h, kinds_[i]});
     }
   }
-  void release() override {}
 
  private:
   std::vector<uint64_t> store_;
@@ -344,9 +346,98 @@ Result<std::vector<Entry>> read_entries(std::string_view text, ReplayProcfs& pro
   return entries;
 }
 
+// A capture as a source (recorder/sources.h): the calls the recording made, in its order, one case per entry
+// tag (longer than most, for that list). A round is a round entry, with the wakeups written before it; the
+// RSS sampler's ticks tick the replay's samplers. The first malformed entry ends it (error()).
+class CaptureSource final : public Source {
+ public:
+  CaptureSource(std::span<const Entry> entries, model::Profile& profile, ReplayProcfs& procfs,
+                const std::string& path)
+      : entries_(entries), profile_(profile), rss_(procfs), counters_(procfs), path_(path) {}
+  const std::string& error() const { return error_; }
+
+  bool next(Round& round, RecordSink& sink) override {
+    for (; at_ < entries_.size(); ++at_) {
+      const Entry& e = entries_[at_];
+      Payload p(e.payload);
+      if (e.tag == kRound) {
+        if (!round_.load(e.payload)) return fail("malformed records in the capture");
+        round_.collect(round.records);
+        ++at_;
+        return true;
+      }
+      if (e.tag == kWakings) {
+        while (p.ok() && !p.empty()) {
+          std::string_view b = p.bytes(p.get<uint32_t>());
+          if (!p.ok() ||
+              !decode_waking(std::as_bytes(std::span(b.data(), b.size())), round.wakings.emplace_back()))
+            return fail("malformed wakeups in the capture");
+        }
+        continue;
+      }
+      if (!round.wakings.empty()) return true;  // wakeups of a round without records: given first
+      if (!call(e.tag, p, sink)) return false;
+      if (!p.ok()) return fail("malformed capture entry '" + std::string(1, e.tag) + "'");
+    }
+    return false;
+  }
+
+ private:
+  // An entry that is a call of its own; false at the end or an unknown tag.
+  bool call(char tag, Payload& p, RecordSink& sink) {
+    switch (tag) {
+      case kLaunched: {
+        const auto pid = p.get<uint32_t>();
+        const auto t = p.get<uint64_t>();
+        sink.on_launched(pid, p.str(), t);
+        return true;
+      }
+      case kAttached: {
+        const auto pid = p.get<uint32_t>();
+        sink.on_attached(pid, p.get<uint64_t>());
+        counters_.set_attached();
+        return true;
+      }
+      case kAttachedThread: {
+        const auto pid = p.get<uint32_t>();
+        const auto tid = p.get<uint32_t>();
+        sink.on_attached_thread(pid, tid, p.get<uint64_t>());
+        return true;
+      }
+      case kRssTick: {
+        const auto now = p.get<uint64_t>();
+        rss_.tick(profile_, now);
+        counters_.tick(profile_, now);
+        return true;
+      }
+      case kEnd:
+        sink.on_end(p.get<uint64_t>());
+        rss_.finish(profile_);
+        counters_.finish(profile_);
+        return true;
+      case kConfig:
+        return fail("a second configuration in the capture");
+      default:
+        return fail("unknown capture entry '" + std::string(1, tag) + "'");
+    }
+  }
+  bool fail(const std::string& why) {
+    if (error_.empty()) error_ = path_ + ": " + why;
+    at_ = entries_.size();
+    return false;
+  }
+
+  std::span<const Entry> entries_;
+  size_t at_ = 0;
+  model::Profile& profile_;
+  RssSampler rss_;
+  ProcCounters counters_;
+  ReplayRound round_;
+  std::string path_, error_;
+};
+
 }  // namespace
 
-// One case per entry tag: the calls the recording made, in its order (longer than most, for that list).
 Result<model::Profile> replay(const std::string& path, const ReplayOptions& options) {
   auto file = read_file(path);
   if (!file) return std::move(file).take_error();
@@ -357,81 +448,30 @@ Result<model::Profile> replay(const std::string& path, const ReplayOptions& opti
   auto read = read_entries(text, procfs, path);
   if (!read) return std::move(read).take_error();
   const std::vector<Entry>& entries = *read;
+  if (entries.empty() || entries[0].tag != kConfig)
+    return Err(path + ": the capture does not start with its configuration");
 
   model::Profile profile;
-  EventConfig events;
+  Payload p(entries[0].payload);
+  const auto events = p.get<EventConfig>();
+  const bool off_cpu = p.get<uint8_t>() != 0;
+  const auto oc = p.get<OffCpuConfig>();
+  profile.meta.interval_ms = p.get<double>();
+  if (!p.ok()) return Err(path + ": malformed capture entry 'C'");
   std::unique_ptr<Unwinder> unwinder;
-  std::unique_ptr<ProfileBuilder> builder;
-  RssSampler rss(procfs);
-  ProcCounters counters(procfs);
-  ReplayRound round;
-  std::vector<RecordRef> refs;
-  for (const Entry& e : entries) {
-    Payload p(e.payload);
-    if (e.tag == kConfig) {
-      events = p.get<EventConfig>();
-      const bool off_cpu = p.get<uint8_t>() != 0;
-      const auto oc = p.get<OffCpuConfig>();
-      profile.meta.interval_ms = p.get<double>();
-      if (events.dwarf) {
-        elf::LocatorOptions locator;
-        locator.symbol_dirs = options.symbol_dirs;
-        unwinder = std::make_unique<Unwinder>(std::move(locator));
-      }
-      builder = std::make_unique<ProfileBuilder>(profile, unwinder.get(), events, procfs);
-      if (off_cpu) builder->set_off_cpu(oc);
-      continue;
-    }
-    if (!builder) return Err(path + ": the capture does not start with its configuration");
-    switch (e.tag) {
-      case kLaunched: {
-        const auto pid = p.get<uint32_t>();
-        const auto t = p.get<uint64_t>();
-        builder->on_launched(pid, p.str(), t);
-        break;
-      }
-      case kAttached: {
-        const auto pid = p.get<uint32_t>();
-        builder->on_attached(pid, p.get<uint64_t>());
-        counters.set_attached();
-        break;
-      }
-      case kAttachedThread: {
-        const auto pid = p.get<uint32_t>();
-        const auto tid = p.get<uint32_t>();
-        builder->on_attached_thread(pid, tid, p.get<uint64_t>());
-        break;
-      }
-      case kRound:
-        if (!round.load(e.payload)) return Err(path + ": malformed records in the capture");
-        feed_round(round, *builder, refs);
-        continue;
-      case kWakings: {
-        std::vector<Waking> w;
-        while (p.ok() && !p.empty()) {
-          std::string_view b = p.bytes(p.get<uint32_t>());
-          if (!p.ok() || !decode_waking(std::as_bytes(std::span(b.data(), b.size())), w.emplace_back()))
-            return Err(path + ": malformed wakeups in the capture");
-        }
-        builder->on_wakings(w);
-        continue;
-      }
-      case kRssTick: {
-        const auto now = p.get<uint64_t>();
-        rss.tick(profile, now);
-        counters.tick(profile, now);
-        break;
-      }
-      case kEnd:
-        builder->on_end(p.get<uint64_t>());
-        rss.finish(profile);
-        counters.finish(profile);
-        break;
-      default:
-        return Err(path + ": unknown capture entry '" + std::string(1, e.tag) + "'");
-    }
-    if (!p.ok()) return Err(path + ": malformed capture entry '" + std::string(1, e.tag) + "'");
+  if (events.dwarf) {
+    elf::LocatorOptions locator;
+    locator.symbol_dirs = options.symbol_dirs;
+    unwinder = std::make_unique<Unwinder>(std::move(locator));
   }
+  ProfileBuilder builder(profile, unwinder.get(), events, procfs);
+  if (off_cpu) builder.set_off_cpu(oc);
+  const std::span<const Entry> calls = std::span(entries).subspan(1);  // after the configuration
+  CaptureSource source(calls, profile, procfs, path);
+  Driver driver(builder);
+  driver.add(source);
+  driver.run();
+  if (!source.error().empty()) return Err(source.error());
   return profile;
 }
 

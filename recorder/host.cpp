@@ -10,6 +10,7 @@
 
 #include "base/fd.h"
 #include "recorder/kallsyms.h"
+#include "recorder/sources.h"
 
 namespace fxprof::recorder {
 
@@ -64,18 +65,11 @@ Procfs& live_procfs() {
   return live;
 }
 
-size_t feed_round(RecordSource& source, RecordSink& sink, std::vector<RecordRef>& refs,
-                  const std::function<void()>& collected) {
-  refs.clear();
-  source.collect(refs);
-  if (collected) collected();
-  // Each buffer is already nearly sorted; stable, so that records of one time keep their buffer's order.
-  std::stable_sort(refs.begin(), refs.end(), [](const RecordRef& a, const RecordRef& b) {
-    return a.time != b.time ? a.time < b.time : a.switch_event > b.switch_event;
-  });
-  sink.on_records(refs);  // the builder resolves what it points into before the records are released
-  source.release();
-  return refs.size();
+size_t feed_round(RecordSource& source, RecordSink& sink) {
+  Driver driver(sink);
+  const std::unique_ptr<Source> buffers = buffer_source(source);
+  driver.add(*buffers);
+  return driver.round();
 }
 
 }  // namespace fxprof::recorder

@@ -14,12 +14,12 @@
 #include <linux/perf_event.h>
 
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
+#include "perf/records.h"
 
 namespace fxprof::recorder {
 
@@ -44,15 +44,21 @@ class Procfs {
 // The running system's /proc.
 Procfs& live_procfs();
 
-// One record of a reading round: where it is (readable until the source's release()) and its time.
+// One record of a reading round: where it is (readable until the source's release()) and its time. A file
+// source's record may have no perf bytes of its own (`typed`: perf.data's scheduler tracepoints as switch
+// records) or be a wakeup in the records' order (`waking`: perf.data's sched_waking samples, with `h` the
+// sample, whose stack is the waker's): handled in place of `h` alone.
 struct RecordRef {
   uint64_t time;
   const perf_event_header* h;
   bool switch_event;  // from a context-switches event's buffer (ProfileBuilder::handle)
+  const perf::Record* typed = nullptr;
+  Waking* waking = nullptr;
 };
 
 // What a recording feeds its profile builder, in the order it happens: the processes it starts with, the
 // eBPF wakeups, each reading round's records (merged by time, readable until the call returns), and the end.
+// The driver (recorder/driver.h) makes the rounds' calls from its sources.
 // The one input of the builder (ProfileBuilder implements it) and of the capture (CaptureWriter::tap writes
 // each call to the file, then passes it on): the recorder and the replay make the same calls.
 class RecordSink {
@@ -81,13 +87,9 @@ class RecordSource {
   virtual void release() = 0;
 };
 
-// One reading round: the records of every buffer merged by time (at equal times a switch-out's sample before
-// its switch record), fed to `sink` (the builder resolves its pending stacks) before the space is released.
-// `collected` runs once the round's records are collected, before they are handled: the eBPF wakeups are
-// drained then, so that every wake before a switch-in of the round is known when its span ends (a wake
-// comes before the switch-in it leads to, and the tracer commits it at once). `refs` is reused from round
-// to round. Returns the number of records handled.
-size_t feed_round(RecordSource& source, RecordSink& sink, std::vector<RecordRef>& refs,
-                  const std::function<void()>& collected = {});
+// One round of `source`'s records, merged by time, fed to `sink` and released: the driver's round
+// (recorder/driver.h) with the source as its one source (sources.h's buffer_source). For tests of the
+// builder with synthetic buffers. Returns the number of records handled.
+size_t feed_round(RecordSource& source, RecordSink& sink);
 
 }  // namespace fxprof::recorder

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <unordered_map>
 #include <unordered_set>
@@ -18,6 +19,7 @@
 #include "elf/elf.h"
 #include "perf/tracepoints.h"
 #include "recorder/builder.h"
+#include "recorder/driver.h"
 #include "recorder/quality.h"
 #include "recorder/unwind/unwinder.h"
 
@@ -237,51 +239,96 @@ Status check_build_id_paths(const perf::DataFile& file) {
   return {};
 }
 
-// The scheduler's tracepoint samples given to the builder as `record --off-cpu`'s records: a sched_switch
-// is a switch-out sample (its stack) and, without perf's switch records, a switch out of prev and into next;
-// a wakeup is a waking (waker.h), its waker the thread that ran it.
-struct SchedFeed {
-  ProfileBuilder& builder;
-  const SchedEvents& sched;
-  std::unordered_map<uint32_t, uint32_t> pid_of;  // tid -> pid, from the records seen so far
-  uint64_t switch_ins = 0;
+// A perf.data file as a source (recorder/sources.h): its records that pass the filter, in the file's (time)
+// order, in rounds of kRound (the builder releases stacks at each round's end; the file's records stay
+// readable meanwhile). The scheduler's tracepoint samples become `record --off-cpu`'s records: a
+// sched_switch is a switch-out sample (its stack) and, without perf's switch records, a switch out of prev
+// and into next; a wakeup is a waking (waker.h), its waker the thread that ran it, in the records' order.
+class PerfDataSource final : public Source {
+ public:
+  PerfDataSource(const perf::DataFile& file, const perf::Layout& layout, const Filter& filter,
+                 const SchedEvents& sched)
+      : file_(file), layout_(layout), filter_(filter), sched_(sched) {}
+  uint64_t first() const { return first_; }
+  uint64_t last() const { return last_; }
+  uint64_t switch_ins() const { return switch_ins_; }
 
-  // Whether `rec` was the scheduler's and is handled.
-  bool take(const perf_event_header* h, const perf::Record& rec) {
+  bool next(Round& round, RecordSink&) override {
+    constexpr size_t kRound = 1 << 14;
+    size_t in_round = 0;
+    for (; at_ < file_.records.size() && in_round < kRound; ++at_) {
+      const perf::RecordAt& r = file_.records[at_];
+      const perf::Record rec = perf::decode(r.h, layout_);
+      if (!filter_.keep(rec)) continue;
+      if (r.time) {
+        if (!first_) first_ = r.time;
+        last_ = std::max(last_, r.time);
+      }
+      if (!take(r, rec, round.records)) round.records.push_back({r.time, r.h, false});
+      ++in_round;
+    }
+    return at_ < file_.records.size();
+  }
+  void release() override {
+    typed_.clear();
+    wakings_.clear();
+  }
+
+ private:
+  // Whether `rec` was the scheduler's and is added (as what it stands for).
+  bool take(const perf::RecordAt& r, const perf::Record& rec, std::vector<RecordRef>& out) {
     const auto* s = std::get_if<perf::SampleRecord>(&rec);
-    if (const auto* c = std::get_if<perf::CommRecord>(&rec)) pid_of[c->tid] = c->pid;
-    if (const auto* f = std::get_if<perf::ForkRecord>(&rec)) pid_of[f->tid] = f->pid;
+    if (const auto* c = std::get_if<perf::CommRecord>(&rec)) pid_of_[c->tid] = c->pid;
+    if (const auto* f = std::get_if<perf::ForkRecord>(&rec)) pid_of_[f->tid] = f->pid;
     if (!s) return false;
-    if (s->tid) pid_of[s->tid] = s->pid;
-    if (s->event == sched.switch_event) {
-      switched(h, *s);
+    if (s->tid) pid_of_[s->tid] = s->pid;
+    if (s->event == sched_.switch_event) {
+      switched(r, *s, out);
       return true;
     }
-    if (s->event != sched.wakeup_event) return false;
-    if (const auto w = sched.fields.sched_wakeup(s->raw)) {
-      Waking k;
+    if (s->event != sched_.wakeup_event) return false;
+    if (const auto w = sched_.fields.sched_wakeup(s->raw)) {
+      Waking& k = wakings_.emplace_back();
       k.time = s->time;
       k.waker_pid = s->pid;
       k.waker_tid = s->tid;
       k.wakee_tid = w->tid;
-      k.wakee_pid = pid_of.count(w->tid) ? pid_of[w->tid] : 0;
+      k.wakee_pid = pid_of_.count(w->tid) ? pid_of_[w->tid] : 0;
       k.flags = w->interrupt || s->tid == 0 ? kWakeInterrupt : 0;
-      builder.on_wakings(std::span<Waking>(&k, 1));
+      // The sample: the waker's stack (ProfileBuilder::on_waking); an interrupt's is the task it hit.
+      RecordRef ref{r.time, k.flags ? nullptr : r.h, false};
+      ref.waking = &k;
+      out.push_back(ref);
     }
     return true;
   }
 
-  void switched(const perf_event_header* h, const perf::SampleRecord& s) {
-    const auto sw = sched.fields.sched_switch(s.raw);
+  void switched(const perf::RecordAt& r, const perf::SampleRecord& s, std::vector<RecordRef>& out) {
+    const auto sw = sched_.fields.sched_switch(s.raw);
     if (!sw) return;
-    if (sw->prev_tid) builder.handle(h, true);  // the switch-out's stack, for its wait
-    if (sched.switch_records) return;           // perf's own switch records time the waits
-    if (sw->prev_tid) builder.dispatch(SwitchRecord{s.pid, sw->prev_tid, s.time, true, sw->preempted});
-    if (sw->next_tid && pid_of.count(sw->next_tid)) {
-      builder.dispatch(SwitchRecord{pid_of[sw->next_tid], sw->next_tid, s.time, false, false});
-      ++switch_ins;
+    if (sw->prev_tid) out.push_back({r.time, r.h, true});  // the switch-out's stack, for its wait
+    if (sched_.switch_records) return;                     // perf's own switch records time the waits
+    if (sw->prev_tid) add(out, r.time, SwitchRecord{s.pid, sw->prev_tid, s.time, true, sw->preempted});
+    if (sw->next_tid && pid_of_.count(sw->next_tid)) {
+      add(out, r.time, SwitchRecord{pid_of_[sw->next_tid], sw->next_tid, s.time, false, false});
+      ++switch_ins_;
     }
   }
+  void add(std::vector<RecordRef>& out, uint64_t time, perf::Record rec) {
+    RecordRef ref{time, nullptr, false};
+    ref.typed = &typed_.emplace_back(std::move(rec));
+    out.push_back(ref);
+  }
+
+  const perf::DataFile& file_;
+  const perf::Layout& layout_;
+  const Filter& filter_;
+  const SchedEvents& sched_;
+  size_t at_ = 0;
+  uint64_t first_ = 0, last_ = 0, switch_ins_ = 0;
+  std::unordered_map<uint32_t, uint32_t> pid_of_;  // tid -> pid, from the records seen so far
+  std::deque<perf::Record> typed_;                 // this round's records made of tracepoints
+  std::deque<Waking> wakings_;                     // and its wakeups
 };
 
 }  // namespace
@@ -330,27 +377,12 @@ Result<Imported> import_perf_data(const perf::DataFile& file, const ImportOption
     oc.interval_ns = static_cast<uint64_t>(std::max(profile.meta.interval_ms, 0.001) * 1e6);
     builder.set_off_cpu(oc);
   }
-  SchedFeed feed{builder, sched};
-  // Rounds of records, as the recorder hands them over (the builder releases stacks at each round's end; the
-  // file's records stay readable meanwhile).
-  constexpr size_t kRound = 1 << 14;
-  size_t in_round = 0;
-  uint64_t first = 0, last = 0;
-  for (const perf::RecordAt& r : file.records) {
-    const perf::Record rec = perf::decode(r.h, layout);
-    if (!filter.keep(rec)) continue;
-    if (r.time) {
-      if (!first) first = r.time;
-      last = std::max(last, r.time);
-    }
-    if (!feed.take(r.h, rec)) builder.handle(r.h);
-    if (++in_round == kRound) {
-      builder.resolve_pending();
-      in_round = 0;
-    }
-  }
-  builder.resolve_pending();
-  builder.on_end(last);
+  PerfDataSource source(file, layout, filter, sched);
+  Driver driver(builder);
+  driver.add(source);
+  driver.run();
+  const uint64_t first = source.first(), last = source.last();
+  driver.end(last);
   profile.meta.start_monotonic_ns = first;
   profile.meta.end_monotonic_ns = last;
   check_build_ids(file, profile);
@@ -359,7 +391,7 @@ Result<Imported> import_perf_data(const perf::DataFile& file, const ImportOption
   st.off_cpu_samples = builder.off_cpu_samples();
   st.off_cpu_spans = builder.off_cpu_spans();
   st.switch_outs = builder.switch_samples();
-  st.switch_ins = feed.switch_ins;
+  st.switch_ins = source.switch_ins();
   st.switch_records = sched.switch_records;
   st.lost_records = builder.lost();
   st.processes = static_cast<uint32_t>(profile.processes.size());

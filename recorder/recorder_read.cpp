@@ -21,25 +21,18 @@ constexpr int kWindowPollMs = 200;
 
 }  // namespace
 
-// One round: every buffer's new records, merged by time, through the builder (recorder/host.h).
+// One round: every live source's new records (the ring buffers', merged by time) and wakeups (the waker
+// tracer's) through the driver into the builder (recorder/driver.h, sources.h).
 size_t Session::read_round() {
-  // The wakeups between collecting the records and handling them: every wake before a switch-in of the round
-  // is in the tracer's ring by then. Their stacks are unwound at the end of the round, with the mappings its
-  // records describe.
-  return feed_round(*source_, *sink_, refs_, [this] { sync_waker(); });
+  const size_t n = driver_->round();
+  // Without a waker tracer nobody is told the new processes: not kept (-a sees thousands come and go).
+  if (!waker_) builder_->take_new_pids();
+  return n;
 }
 
-// The waker tracer learns the processes the builder saw, and its wakeups go to the builder, which unwinds
-// the wakers' stacks at the end of the round (ProfileBuilder::on_wakings).
-void Session::sync_waker() {
-  if (!waker_) {
-    builder_->take_new_pids();  // nobody to tell: not kept (-a sees thousands of processes come and go)
-    return;
-  }
-  for (uint32_t pid : builder_->take_new_pids()) waker_->trace(pid);
-  wakings_.clear();
-  waker_->drain(wakings_);
-  sink_->on_wakings(wakings_);  // the builder takes their stacks
+void Session::trace_new_pids() {
+  if (waker_)
+    for (uint32_t pid : builder_->take_new_pids()) waker_->trace(pid);
 }
 
 // Read until stop: wake on data (the buffers' watermark), a signal, a program's exit (pidfd), the RSS timer

@@ -205,6 +205,12 @@ Status Session::prepare_builder() {
       if (w) waker_ = std::move(*w);
     }
   }
+  // The live sources (recorder/sources.h), in the driver's order: the waker's wakeups are drained after the
+  // buffers' records are collected.
+  driver_ = std::make_unique<Driver>(*sink_);
+  sources_.push_back(buffer_source(rings_));
+  if (waker_) sources_.push_back(waker_source(*waker_, [this] { return builder_->take_new_pids(); }));
+  for (const std::unique_ptr<Source>& s : sources_) driver_->add(*s);
   model::Profile& prof = rec_.profile;
   if (capture_) capture_->config(cfg_, opt_.off_cpu ? &oc : nullptr, prof.meta.interval_ms);
   prof.meta.start_monotonic_ns = now_ns(CLOCK_MONOTONIC);
@@ -228,7 +234,7 @@ Status Session::start_launch() {
   if (auto s = open_target(child_->pid(), true); !s) return s;
   const std::string name = name_with_script(std::string(base_name(opt_.command[0])), opt_.command);
   sink_->on_launched(static_cast<uint32_t>(child_->pid()), name, start_ns_);
-  sync_waker();
+  trace_new_pids();  // before it runs
   if (auto s = child_->resume(); !s) return s;
   builder_->keep_executable(static_cast<uint32_t>(child_->pid()));
   pidfds_.emplace_back(pidfd_open(child_->pid()));
@@ -259,7 +265,7 @@ Status Session::start_attach() {
       if (auto s = attach_thread(static_cast<int>(tid)); !s) return s;
     // Events run from here on, so mappings and threads read now miss nothing that follows.
     sink_->on_attached(static_cast<uint32_t>(pid), start_ns_);
-    sync_waker();
+    trace_new_pids();
     // Threads started while we attached: scan again until no new ones (new ones after our events inherit).
     for (int round = 0; round < 20; ++round) {
       bool fresh = false;

@@ -16,7 +16,7 @@ namespace fxprof::recorder::internal {
 // JIT frames get their names (from the kallsyms table read while the program ran), the RSS series become
 // counters.
 Status Session::finish_profile() {
-  sink_->on_end(exit_seen_ns_);
+  driver_->end(exit_seen_ns_);
   rss_->finish(rec_.profile);
   counters_->finish(rec_.profile);
   if (system_) prune_idle_tasks();

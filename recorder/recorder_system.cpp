@@ -41,7 +41,7 @@ Status Session::start_system() {
   // Events run from here on: what /proc says now, and every record after, describe every task.
   for (uint32_t pid : procfs_->list("/proc"))
     if (pid != 0) sink_->on_attached(pid, start_ns_);
-  sync_waker();
+  trace_new_pids();
   if (child_) {
     if (auto s = child_->resume(); !s) return s;
     builder_->keep_executable(static_cast<uint32_t>(child_->pid()));

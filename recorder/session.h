@@ -21,6 +21,7 @@
 #include "perf/launcher.h"
 #include "recorder/builder.h"
 #include "recorder/capture.h"
+#include "recorder/driver.h"
 #include "recorder/host.h"
 #include "recorder/kallsyms.h"
 #include "recorder/perf.h"
@@ -28,6 +29,7 @@
 #include "recorder/quality.h"
 #include "recorder/recorder.h"
 #include "recorder/rss.h"
+#include "recorder/sources.h"
 #include "recorder/unwind/unwinder.h"
 #include "recorder/waker.h"
 
@@ -69,7 +71,8 @@ class Session {
   Status open_target(int pid, bool required);
   Status attach_thread(int tid);
   size_t read_round();
-  void sync_waker();
+  void
+  trace_new_pids();  // the waker tracer traces the processes the builder saw (its source does each round)
   void notice(const std::string& s) {
     if (!opt_.quiet) std::fprintf(stderr, "fxprof: %s\n", s.c_str());
   }
@@ -95,18 +98,18 @@ class Session {
   // CPU's first buffer in rings_: a switch record read there had its sample written (before it) already.
   bool switch_stacks_ = false;
   std::vector<int> switch_buf_of_cpu_;
-  // The boundary (recorder/host.h): records come from source_ (the ring buffers) to sink_, /proc answers
-  // from procfs_ (the live /proc); when Options::capture_path asks for a capture, sink_ and procfs_ are
-  // the capture's taps, which write what passes through them.
-  RecordSource* source_ = &rings_;
+  // The boundary (recorder/host.h): records come from the live sources (sources.h: the ring buffers, the
+  // waker tracer) through the driver to sink_, /proc answers from procfs_ (the live /proc); when
+  // Options::capture_path asks for a capture, sink_ and procfs_ are the capture's taps, which write what
+  // passes through them.
   Procfs* procfs_ = &live_procfs();
   std::unique_ptr<CaptureWriter> capture_;
-  std::vector<RecordRef> refs_;  // reused per round
   std::unique_ptr<Unwinder> unwinder_;
   std::unique_ptr<ProfileBuilder> builder_;
   RecordSink* sink_ = nullptr;  // what the builder is fed through: the builder, or the capture before it
   std::unique_ptr<WakerTracer> waker_;  // off-CPU: who woke each wait (optional, eBPF)
-  std::vector<Waking> wakings_;         // reused per round
+  std::vector<std::unique_ptr<Source>> sources_;
+  std::unique_ptr<Driver> driver_;
   std::set<int> attached_tids_;
   // Launch and attach: the processes given, and their pidfds (invalid when pidfd_open is missing).
   // SIGINT/SIGTERM/SIGHUP, read from a signalfd: a Ctrl-C never kills the caller before it writes the

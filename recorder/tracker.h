@@ -120,6 +120,10 @@ class Tracker {
   virtual void on_throttle(const ThrottleRecord&) {}
   // The eBPF waker tracer's wakeups (waker.h), given before the round of records they happened in.
   virtual void on_wakings(std::span<Waking>) {}
+  // A wakeup whose waker's stack the source had with it (a perf.data file's sched_waking sample: its
+  // callchain or copied stack, interned; kNoStack when none), in the records' order. By default, as
+  // on_wakings().
+  virtual void on_waking(Waking& w, model::StackId /*waker_stack*/) { on_wakings(std::span<Waking>(&w, 1)); }
   // The stacks of `pid` taken before `before_ns` must be unwound now (`why`: its exec or its last thread's
   // exit is next, and the unwinder forgets its mappings); pid 0: the round's records are about to be
   // released, or the recording ends.

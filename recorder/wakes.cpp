@@ -20,6 +20,13 @@ void WakeTracker::on_wakings(std::span<Waking> w) {
   c_.counts.wakes = wakes_.size();
 }
 
+void WakeTracker::on_waking(Waking& w, model::StackId waker_stack) {
+  on_wakings(std::span<Waking>(&w, 1));
+  if (waker_stack == model::kNoStack) return;
+  wakes_.back().stack = waker_stack;
+  ++c_.counts.waker_stacks;
+}
+
 // Whether the waker's stack of a wake may still be used: only a wait with a marker gets a Wakeup marker
 // (name_wakers), so a wake whose wakee's span ended shorter than the marker threshold needs none (at high
 // switch rates, most). Open: the wakee is still out in the span the wake ends, it may become a marker.

@@ -23,6 +23,7 @@ class WakeTracker final : public Tracker {
   explicit WakeTracker(TrackerContext& c) : c_(c) {}
   // Wakeups in any order; their stacks are moved out and unwound at release() if a marker needs them.
   void on_wakings(std::span<Waking> w) override;
+  void on_waking(Waking& w, model::StackId waker_stack) override;  // perf.data's: the stack made already
   void release(uint32_t pid, uint64_t before_ns, Release) override { resolve(pid, before_ns); }
   void finish() override;
 

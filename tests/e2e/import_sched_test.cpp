@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "tests/e2e/e2e.h"
+#include "tests/e2e/offcpu_views.h"
 
 using namespace fxprof::test;
 
@@ -68,4 +70,62 @@ TEST_CASE("import: perf record -g -e sched:sched_switch -e sched:sched_waking --
   const Path p = cp_a_path(dir, data);
   CHECK(p.others >= 0.9);  // cp_a's wait was cp_c's compute, through cp_b
   CHECK(p.chain == std::vector<std::string>{"cp_a", "cp_b", "cp_c"});
+}
+
+namespace {
+
+// The holder each `Lock wait` names in a profile, counted ("" when it names none).
+std::map<std::string, size_t> holders_in(const std::string& profile) {
+  std::map<std::string, size_t> out;
+  for (const ThreadView& t : threads_of(read_profile_text(profile)))
+    for (const MarkerView& m : t.markers)
+      if (m.name == "Lock wait") ++out[m.holder];
+  return out;
+}
+
+// The holder named most often ("" for none).
+std::string top_holder(const std::map<std::string, size_t>& holders) {
+  std::string top;
+  size_t most = 0;
+  for (const auto& [name, n] : holders)
+    if (!name.empty() && n > most) {
+      top = name;
+      most = n;
+    }
+  return top;
+}
+
+}  // namespace
+
+// The waker's stack of each sched_waking sample is the holder's (the thread that unlocked), as the eBPF
+// tracer's copy is in `record`: the lock waits of a file only perf recorded name who held the lock, and the
+// same function `record` names. (Before: waits with wakers but no waker stacks, so no holder at all.)
+TEST_CASE("import: perf record -e sched:sched_switch -e sched:sched_waking --call-graph dwarf, lock holders",
+          "[import][offcpu]") {
+  REQUIRE(geteuid() == 0);  // tracepoints, and the eBPF waker tracer for the live recording
+  TempDir dir;
+  const std::string data = dir.file("locks.data"), imported = dir.file("imported.json.gz"),
+                    live = dir.file("live.json.gz");
+  auto rec = run({"perf", "record", "-q", "-e", "sched:sched_switch", "-e", "sched:sched_waking",
+                  "--call-graph", "dwarf", "-o", data, test_program("offcpu_locks")});
+  INFO(rec.err);
+  REQUIRE(rec.status == 0);
+  auto imp = run({fxprof_bin(), "import", "-s", "-o", imported, data});
+  INFO(imp.err);
+  REQUIRE(imp.status == 0);
+  const auto from_perf = holders_in(imported);
+  size_t waits = 0, named = 0;
+  for (const auto& [name, n] : from_perf) {
+    waits += n;
+    named += name.empty() ? 0 : n;
+  }
+  INFO(waits << " lock waits, " << named << " with a holder; top holder " << top_holder(from_perf));
+  REQUIRE(waits > 0);
+  CHECK(named * 10 >= waits * 8);  // a copied stack may be cut short of the holder
+  auto live_rec = run({fxprof_bin(), "record", "--save-only", "--off-cpu-threshold", "0", "-o", live, "--",
+                       test_program("offcpu_locks")});
+  INFO(live_rec.err);
+  REQUIRE(live_rec.status == 0);
+  CHECK(top_holder(from_perf) == top_holder(holders_in(live)));
+  CHECK(top_holder(from_perf).find("offcpu_hold_lock") != std::string::npos);
 }

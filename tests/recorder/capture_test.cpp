@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <string>
@@ -296,5 +297,63 @@ TEST_CASE("capture and replay: waits, wakers and holders read back from the Geck
     const size_t line = text.rfind('\n', i) == std::string::npos ? 0 : text.rfind('\n', i) + 1;
     INFO("recorded: " << text.substr(line, 200) << "\nread back: " << other.substr(line, 200));
     CHECK(other == text);
+  }
+}
+
+namespace {
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+// The Gecko files of replayed captures, byte for byte: a capture replays to the same bytes every time, which
+// is what makes them the check of a refactoring of the builder or the driver. With FXPROF_GOLDEN_DIR (which
+// keeps the captures, recorded by the first run there) and FXPROF_GOLDEN_TAG, each file is also kept there,
+// named with the tag: run it before and after the change with two tags and compare their files with cmp (the
+// captures depend on this machine's binaries: they are not checked in).
+TEST_CASE("golden: replayed captures give the same Gecko bytes", "[recorder]") {
+  const char* golden = std::getenv("FXPROF_GOLDEN_DIR");
+  const char* tag = std::getenv("FXPROF_GOLDEN_TAG");
+  test::TempDir temp;
+  const std::string dir = golden && tag ? std::string(golden) : temp.path();
+  struct Case {
+    const char* name;
+    std::vector<std::string> command;
+    bool off_cpu;
+    recorder::CallGraph graph;
+  };
+  const Case cases[] = {
+      {"busy-dwarf-offcpu", {test_program("rec_busy"), "spin", "300", "2"}, true, recorder::CallGraph::Dwarf},
+      {"locks-wakers", {test_program("offcpu_locks")}, true, recorder::CallGraph::Dwarf},
+      {"busy-fp", {test_program("rec_busy"), "spin", "300"}, false, recorder::CallGraph::FramePointer},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    const std::string cap = dir + "/" + c.name + ".cap";
+    if (access(cap.c_str(), R_OK) != 0) {
+      recorder::Options opt;
+      opt.command = c.command;
+      opt.off_cpu = c.off_cpu;
+      opt.off_cpu_threshold_ms = 0;
+      opt.call_graph = c.graph;
+      opt.capture_path = cap;
+      REQUIRE(recorder::record(opt).ok());
+    }
+    std::string bytes[2];
+    for (int i = 0; i < 2; ++i) {
+      auto p = recorder::replay(cap);
+      REQUIRE(p.ok());
+      symbolizer::Symbolizer symbols;
+      passes::name_frames(p.value(), symbols);
+      const std::string out =
+          dir + "/" + c.name + "." + (golden && tag ? std::string(tag) : "replay") + ".json";
+      REQUIRE(gecko::write_gecko_profile(p.value(), out));
+      bytes[i] = file_bytes(out);
+    }
+    REQUIRE(bytes[0].size() > 1000);
+    CHECK(bytes[0] == bytes[1]);
   }
 }

@@ -100,8 +100,7 @@ TEST_CASE("feed_round: records of several buffers reach the builder in time orde
   // Buffer one holds times 30 and 10's later neighbour; buffer two 20: handled 10, 20, 30.
   src.records = {sample(100, 100, 10, 0x1010), sample(100, 100, 30, 0x1030), sample(100, 100, 20, 0x1020)};
   src.from_switch_buffer = {false, false, false};
-  std::vector<recorder::RecordRef> refs;
-  CHECK(recorder::feed_round(src, builder, refs) == 3);
+  CHECK(recorder::feed_round(src, builder) == 3);
   CHECK(src.released == 1);
   REQUIRE(profile.processes.size() == 1);
   const auto& samples = profile.processes[0].threads.at(0).samples;

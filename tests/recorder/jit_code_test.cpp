@@ -56,8 +56,7 @@ struct PerfMap {
 size_t feed(recorder::ProfileBuilder& builder, std::vector<Rec>& recs) {
   test::Records src;
   for (Rec& r : recs) src.add(r);
-  std::vector<recorder::RecordRef> refs;
-  return recorder::feed_round(src, builder, refs);
+  return recorder::feed_round(src, builder);
 }
 
 std::string leaf_name(const model::Profile& p, const model::Sample& s) {

@@ -53,8 +53,7 @@ Rec lost(uint32_t pid, uint64_t time) {
 void feed(recorder::ProfileBuilder& builder, std::vector<Rec>& recs) {
   test::Records src;
   for (Rec& r : recs) src.add(r);
-  std::vector<recorder::RecordRef> refs;
-  REQUIRE(recorder::feed_round(src, builder, refs) == recs.size());
+  REQUIRE(recorder::feed_round(src, builder) == recs.size());
 }
 
 std::string root_name(const model::Profile& p, model::StackId id) {

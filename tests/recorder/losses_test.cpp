@@ -46,8 +46,7 @@ TEST_CASE("losses: lost records become markers on the thread that lost them, thr
   src.add(a);
   src.add(t);
   src.add(b);
-  std::vector<recorder::RecordRef> refs;
-  REQUIRE(recorder::feed_round(src, builder, refs) == 3);
+  REQUIRE(recorder::feed_round(src, builder) == 3);
   CHECK(builder.lost() == 20);
   CHECK(builder.throttled() == 1);
   REQUIRE(profile.processes.size() == 1);
@@ -75,8 +74,7 @@ TEST_CASE("losses: after a loss, a sample in code no known mapping covers is mar
   src.add(before);
   src.add(l);
   src.add(after);
-  std::vector<recorder::RecordRef> refs;
-  recorder::feed_round(src, builder, refs);
+  recorder::feed_round(src, builder);
   const auto& samples = profile.processes.at(0).threads.at(0).samples;
   REQUIRE(samples.size() == 2);
   CHECK(root_name(profile, samples[0].stack).empty());  // no loss yet: the address itself

@@ -48,8 +48,7 @@ TEST_CASE("off-CPU spans: a wait above the threshold is a marker, one below is n
   recs.push_back(switch_record(100, 100, 10000000, true));  // still out at the end
   test::Records src;
   for (Rec& r : recs) src.add(r);
-  std::vector<recorder::RecordRef> refs;
-  recorder::feed_round(src, builder, refs);
+  recorder::feed_round(src, builder);
   builder.on_end(12000000);
 
   CHECK(builder.off_cpu_spans() == 4);

@@ -51,8 +51,7 @@ TEST_CASE("tasks: forks, renames, execs and exits shape processes and threads", 
   recs.push_back(task(PERF_RECORD_EXIT, 100, 100, 101, 100, 30));  // the thread ends
   test::Records src;
   for (Rec& r : recs) src.add(r);
-  std::vector<recorder::RecordRef> refs;
-  REQUIRE(recorder::feed_round(src, builder, refs) == recs.size());
+  REQUIRE(recorder::feed_round(src, builder) == recs.size());
 
   REQUIRE(profile.processes.size() == 3);
   const model::Process& sh = profile.processes[0];

@@ -62,8 +62,7 @@ TEST_CASE("wakes: each wait names the thread that woke it, an untraced waker by 
                            switch_at(100, 101, 10000000, true), switch_at(100, 101, 12000000, false)};
   test::Records src;
   for (Rec& r : recs) src.add(r);
-  std::vector<recorder::RecordRef> refs;
-  REQUIRE(recorder::feed_round(src, builder, refs) == 6);
+  REQUIRE(recorder::feed_round(src, builder) == 6);
   builder.on_end(13000000);
 
   CHECK(builder.wakes() == 2);
@@ -109,8 +108,7 @@ TEST_CASE("wakes: a wake stamped just before the wait's switch-out still names i
                            switch_at(100, 101, 10300000, true), switch_at(100, 101, 11000000, false)};
   test::Records src;
   for (Rec& r : recs) src.add(r);
-  std::vector<recorder::RecordRef> refs;
-  REQUIRE(recorder::feed_round(src, builder, refs) == recs.size());
+  REQUIRE(recorder::feed_round(src, builder) == recs.size());
   builder.on_end(12000000);
 
   const model::Thread& t = profile.processes.at(0).threads.at(1);
