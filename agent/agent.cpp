@@ -194,9 +194,7 @@ std::vector<share::Series> window_series(const model::Profile& profile, const Op
     bool cpu = false, off = false;
     for (const model::Thread& t : p.threads)
       for (const model::Sample& s : t.samples) {
-        if (s.stack == model::kNoStack) continue;
-        const model::Frame& leaf = profile.frames.get(profile.stacks.frame(s.stack));
-        (leaf.kind == model::FrameKind::Label && leaf.category == model::Category::Idle ? off : cpu) = true;
+        if (s.stack != model::kNoStack) (profile.off_cpu(s.stack) ? off : cpu) = true;
       }
     if (!cpu && !off) continue;
     share::PushOptions labels;

@@ -130,7 +130,7 @@ class Walker {
     if (!fresh) return it->second;
     for (uint32_t i = 0; i < t.samples.size(); ++i) {
       const StackId st = t.samples[i].stack;
-      if (st == kNoStack || p_.frames.get(p_.stacks.frame(st)).category == Category::Idle) continue;
+      if (st == kNoStack || p_.off_cpu(st)) continue;
       it->second.push_back(i);
     }
     std::stable_sort(it->second.begin(), it->second.end(),

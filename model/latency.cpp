@@ -9,9 +9,7 @@ namespace fxprof::model {
 
 namespace {
 
-bool on_cpu(const Profile& p, const Sample& s) {
-  return s.stack != kNoStack && p.frames.get(p.stacks.frame(s.stack)).category != Category::Idle;
-}
+bool on_cpu(const Profile& p, const Sample& s) { return s.stack != kNoStack && !p.off_cpu(s.stack); }
 
 }  // namespace
 

@@ -434,6 +434,13 @@ struct Profile {
   FrameId label_frame(std::string_view text, Category c = Category::Other) {
     return frames.intern({0, strings.intern(text), FrameKind::Label, c});
   }
+  // Whether a sample with this stack is wall-clock time of a blocked or preempted thread, not CPU time:
+  // its leaf is an Idle label ("[blocked: futex]", "[preempted]", recorder/offcpu.h). kNoStack: no.
+  bool off_cpu(StackId s) const {
+    if (s == kNoStack) return false;
+    const Frame& leaf = frames.get(stacks.frame(s));
+    return leaf.kind == FrameKind::Label && leaf.category == Category::Idle;
+  }
 };
 
 // The "Threads waiting" counter of each process with `Lock wait` markers: per sampling interval (a grid of

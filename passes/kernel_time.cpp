@@ -112,9 +112,8 @@ KernelTimeShares kernel_time_shares(const model::Profile& profile) {
   for (const model::Process& proc : profile.processes)
     for (const model::Thread& t : proc.threads)
       for (const model::Sample& s : t.samples) {
-        if (s.stack == model::kNoStack) continue;
+        if (s.stack == model::kNoStack || profile.off_cpu(s.stack)) continue;
         const Category c = profile.frames.get(profile.stacks.frame(s.stack)).category;
-        if (c == Category::Idle) continue;
         ++out.samples;
         out.kernel_thread += c == Category::KernelThread;
         out.irq += c == Category::Irq;

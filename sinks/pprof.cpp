@@ -308,10 +308,7 @@ class ThreadWeights {
   std::vector<uint64_t> order;
 
  private:
-  bool off_cpu(model::StackId st) const {
-    const model::Frame& leaf = profile_.frames.get(profile_.stacks.frame(st));
-    return leaf.kind == model::FrameKind::Label && leaf.category == model::Category::Idle;
-  }
+  bool off_cpu(model::StackId st) const { return profile_.off_cpu(st); }
 
   const model::Profile& profile_;
   const int64_t interval_ns_;
