@@ -256,6 +256,7 @@ struct Wait {
   uint64_t wake_ns = 0;             // when it was woken, within [start, end] (its end when not recorded)
   StackId waker_stack = kNoStack;  // the waker's stack at the wake (futex wakes, eBPF), its `Wakeup` marker's
   StringId holder = kNoString;     // the function that held the lock (passes::add_lock_holders)
+  StringId waiter = kNoString;     // the function that waited, outside lock code (likewise; lock waits)
   uint32_t marker = UINT32_MAX;
 };
 

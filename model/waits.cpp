@@ -68,12 +68,6 @@ void make_wait_marker(Profile& p, Thread& t, const Wait& w) {
   if (w.marker >= t.markers.size()) return;
   Marker& m = t.markers[w.marker];
   m.name = p.strings.intern(wait_marker_name(w));
-  // The lock pass's `waiter` (passes/locks.h add_lock_holders: a name, no typed fact) stays, last, on a
-  // lock wait.
-  const StringId waiter_key = p.strings.intern("waiter");
-  StringId waiter = kNoString;
-  for (const MarkerField& f : m.fields)
-    if (f.key == waiter_key && f.is_string) waiter = f.string;
   m.fields.clear();
   auto add = [&](std::string_view key, std::string_view value) {
     m.fields.push_back({p.strings.intern(key), true, 0, p.strings.intern(value)});
@@ -104,8 +98,8 @@ void make_wait_marker(Profile& p, Thread& t, const Wait& w) {
       break;
   }
   if (w.holder != kNoString) m.fields.push_back({p.strings.intern("holder"), true, 0, w.holder});
-  if (waiter != kNoString && wait_marker_name(w) == "Lock wait")
-    m.fields.push_back({waiter_key, true, 0, waiter});
+  if (w.waiter != kNoString && wait_marker_name(w) == "Lock wait")
+    m.fields.push_back({p.strings.intern("waiter"), true, 0, w.waiter});
 }
 
 void read_waits(Profile& p) {
@@ -144,6 +138,7 @@ void read_waits(Profile& p) {
           w.waker_pid = pid_of.contains(w.waker_tid) ? pid_of[w.waker_tid] : 0;
         }
         if (std::string_view h = string_field(p, m, "holder"); !h.empty()) w.holder = p.strings.intern(h);
+        if (std::string_view h = string_field(p, m, "waiter"); !h.empty()) w.waiter = p.strings.intern(h);
         t.waits.push_back(w);
       }
       std::sort(t.waits.begin(), t.waits.end(),

@@ -192,7 +192,6 @@ void add_lock_holders(model::Profile& profile, LockCode* code, const LockNames& 
   classify_futex_waits(profile);
   // Each name once per stack (thousands of waits share a few stacks; a wrapper's test reads code).
   std::unordered_map<model::StackId, model::StringId> holders, waiters;
-  const model::StringId waiter_key = profile.strings.intern("waiter");
   auto name = [&](auto& cache, model::StackId s, const auto& by_names, auto walk) {
     auto [it, fresh] = cache.try_emplace(s, model::kNoString);
     if (fresh) {
@@ -216,20 +215,9 @@ void add_lock_holders(model::Profile& profile, LockCode* code, const LockNames& 
             stack == model::kNoStack ? model::kNoString : name(waiters, stack, names.waiter, lock_waiter);
         if (holder == model::kNoString && waiter == model::kNoString) continue;
         if (holder != model::kNoString) w.holder = holder;
-        // Last, after the fields make_wait_marker writes (the typed wait has none for it: a pass's name),
-        // which it keeps when the marker is made again.
+        w.waiter = waiter;
         model::make_wait_marker(profile, t, w);
-        std::vector<model::MarkerField>& fields = t.markers[w.marker].fields;
-        std::erase_if(fields, [&](const model::MarkerField& f) { return f.key == waiter_key; });
-        if (waiter != model::kNoString) fields.push_back({waiter_key, true, 0, waiter});
       }
-}
-
-model::StringId lock_waiter_of(const model::Profile& profile, const model::Thread& t, const model::Wait& w) {
-  if (w.marker >= t.markers.size()) return model::kNoString;
-  for (const model::MarkerField& f : t.markers[w.marker].fields)
-    if (f.is_string && f.key != model::kNoString && profile.strings.get(f.key) == "waiter") return f.string;
-  return model::kNoString;
 }
 
 namespace {
@@ -271,8 +259,7 @@ std::vector<Lock> lock_groups(const model::Profile& profile) {
         ++l.waits;
         l.threads.insert(t.tid);
         if (w.holder != model::kNoString) ++l.holders[profile.strings.get(w.holder)];
-        if (const model::StringId waiter = lock_waiter_of(profile, t, w); waiter != model::kNoString)
-          ++l.waiters[profile.strings.get(waiter)];
+        if (w.waiter != model::kNoString) ++l.waiters[profile.strings.get(w.waiter)];
       }
   std::vector<Lock> out;
   std::map<std::string_view, Lock> by_waiter;

@@ -99,12 +99,10 @@ struct LockNames {
 // After symbolication: each `Lock wait` marker woken by a thread whose `Wakeup` marker (the recorder's eBPF
 // waker tracer, futex wakes) has a stack gets a `holder` field, the lock_holder() of that stack (the
 // function that released the lock), and each one with a stack a `waiter` field, its lock_waiter() (what
-// waited: the lock summary groups per-waiter semaphores by it; a marker field after those of
-// model::make_wait_marker, read back by lock_waiter_of). `code`: what is lock code (nullptr: the names of
-// is_lock_plumbing only). Idempotent; lock_wait_summary names the holders from these fields.
+// waited: the lock summary groups per-waiter semaphores by it), typed in model::Wait (holder, waiter) and
+// written by model::make_wait_marker. `code`: what is lock code (nullptr: the names of is_lock_plumbing
+// only). Idempotent; lock_wait_summary names the holders from these facts.
 void add_lock_holders(model::Profile& profile, LockCode* code = nullptr, const LockNames& names = {});
-// The `waiter` field of a wait's marker (kNoString: none).
-model::StringId lock_waiter_of(const model::Profile& profile, const model::Thread& t, const model::Wait& w);
 
 // The same for a profile that stays unsymbolicated (the served, lazy profile of `fxprof record`): only the
 // few Wakeup and Lock wait stacks are named, in a profile of their own that `symbolicate` names (the

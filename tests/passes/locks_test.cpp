@@ -252,10 +252,14 @@ TEST_CASE("off-CPU: postgres's LWLock waits are lock waits, grouped by the funct
   add_lock_holders(p);  // idempotent: one waiter field
   const Thread& t = proc.threads[0];
   CHECK(p.strings.get(t.markers[0].name) == "Lock wait");
-  CHECK(p.strings.get(lock_waiter_of(p, t, t.waits[0])) == "PGSemaphoreLock");
+  CHECK(p.strings.get(t.waits[0].waiter) == "PGSemaphoreLock");
   size_t waiter_fields = 0;
   for (const MarkerField& f : t.markers[0].fields) waiter_fields += p.strings.get(f.key) == "waiter";
   CHECK(waiter_fields == 1);
+  // Read back from the markers alone (the Gecko reader): the same typed waiter, and the same summary.
+  Profile back = p;
+  read_waits(back);
+  CHECK(back.strings.get(back.processes.back().threads[0].waits[0].waiter) == "PGSemaphoreLock");
   CHECK(lock_wait_summary(p, 3) ==
         "3 locks waited in PGSemaphoreLock 600.0 ms in 6 waits by 3 threads held by PGSemaphoreUnlock");
   // One lock several threads wait on stays its address.
