@@ -250,10 +250,10 @@ struct Wait {
   uint64_t start_ns = 0, end_ns = 0;
   WaitReason reason = WaitReason::Unknown;
   Waker waker = Waker::None;
-  uint64_t lock = 0;  // the futex word's address (a lock wait), 0 = none
+  uint64_t lock = 0;                      // the futex word's address (a lock wait), 0 = none
   uint32_t waker_pid = 0, waker_tid = 0;  // a Thread waker's; an Untraced one's pid; else 0
-  StringId waker_name = kNoString;  // the waking thread's name as shown ("thread" when not known)
-  uint64_t wake_ns = 0;             // when it was woken, within [start, end] (its end when not recorded)
+  StringId waker_name = kNoString;        // the waking thread's name as shown ("thread" when not known)
+  uint64_t wake_ns = 0;            // when it was woken, within [start, end] (its end when not recorded)
   StackId waker_stack = kNoStack;  // the waker's stack at the wake (futex wakes, eBPF), its `Wakeup` marker's
   StringId holder = kNoString;     // the function that held the lock (passes::add_lock_holders)
   StringId waiter = kNoString;     // the function that waited, outside lock code (likewise; lock waits)
