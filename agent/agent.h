@@ -25,6 +25,12 @@
 //  - the recording: CPU samples of one window at most rate x CPUs x window (19 Hz, 8 CPUs, 10 s: 1,520, 16
 //    bytes each); off-CPU (--off-cpu) adds at most a sample per thread per interval it was blocked; ring
 //    buffers of kRingBytes per CPU (the recorder's own are sized for 4 kHz: 16 MiB a CPU with -a).
+//  - what the recording keeps between windows (recorder/window.h): the strings, frames and stacks a window
+//    interned are emptied at its cut (they grew by ~3 MB a minute beside a test suite, every short-lived
+//    program's addresses, to 180-240 MB an hour); the processes alive with their threads, libraries and
+//    unwind tables stay, and of each process that ended an entry of ~200 bytes (its name freed) until the
+//    recording is renewed (kRenewWindows: 10,000 programs an hour hold 2 MB). With --off-cpu the stacks of
+//    open waits outlive a window and the model is kept as before: it grows until the renewal.
 //  - symbols: the symbolizer's library cache is bounded by --symbol-cache (LRU, symbolizer/cache.h); the
 //    list of libraries it was told about grows with each distinct binary (a package upgrade adds some), so
 //    the symbolizer is replaced after kMaxKnownLibs of them (its libraries are loaded again when next used).

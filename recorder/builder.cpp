@@ -250,6 +250,18 @@ void ProfileBuilder::on_attached_thread(uint32_t pid, uint32_t tid, uint64_t tim
   for (const std::unique_ptr<Tracker>& t : trackers_) t->on_attached(pid, tid, time_ns);
 }
 
+bool ProfileBuilder::forget_interned() {
+  if (ctx_.off_cpu || cpu_tracks_) return false;
+  profile_.strings = model::StringTable{};
+  profile_.frames = model::FrameTable{};
+  profile_.stacks = model::StackTable{};
+  std::vector<model::Binary>().swap(profile_.binaries);
+  std::unordered_map<std::string, model::BinaryId>().swap(profile_.binary_index);
+  std::unordered_set<model::FrameId>().swap(entry_frames_);
+  for (const std::unique_ptr<Tracker>& t : trackers_) t->on_model_reset();
+  return true;
+}
+
 void ProfileBuilder::finish() {
   release(0, 0, Release::End);  // the waits still open at the end were closed (on_end): none is open now
   name_kernel_frames(profile_, procfs_);

@@ -125,6 +125,12 @@ class ProfileBuilder final : public RecordSink {
   void on_binary_mapped(std::function<void(const model::Lib&)> f) { libs_.on_binary_mapped = std::move(f); }
   // Names kernel frames and counts; `end_ns` closes nothing (open threads stay open-ended).
   void finish();
+  // Continuous recording (recorder/window.h): once a window's samples left the profile, its strings, frames
+  // and stacks are emptied and every tracker told (Tracker::on_model_reset), so that what one window
+  // interned (every short-lived program's addresses) is not kept for the recording's life. False, and
+  // nothing emptied, when ids must outlive the window: off-CPU spans and wakes hold the stacks of waits
+  // still open, `--per-cpu` its tracks' labels.
+  bool forget_interned();
   // `record -a`: kernel threads are grouped, the idle task counted (system_tasks.h), processes named by
   // their command lines; `per_cpu`: and a track per CPU (cpu_tracks.h). Before any record.
   void set_system_wide(bool per_cpu);

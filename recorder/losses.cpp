@@ -5,13 +5,16 @@ namespace fxprof::recorder {
 void LossTracker::on_lost(const LostRecord& l) {
   c_.counts.lost += l.lost;
   model::Profile& profile = c_.profile;
-  if (type_ == model::kNoString) {
+  if (!schema_) {
+    schema_ = true;
     model::MarkerSchema s;
     s.name = "LostRecords";
     s.display = {"marker-chart", "marker-table", "timeline-overview"};
     s.chart_label = s.tooltip_label = s.table_label = "{marker.data.count} records lost";
     s.fields.push_back({"count", "Lost records", "integer"});
     profile.meta.marker_schemas.push_back(std::move(s));
+  }
+  if (type_ == model::kNoString) {
     name_ = profile.strings.intern("Lost records");
     type_ = profile.strings.intern("LostRecords");
     count_key_ = profile.strings.intern("count");

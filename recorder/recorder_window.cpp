@@ -7,6 +7,7 @@
 
 #include "recorder/kallsyms.h"
 #include "recorder/session.h"
+#include "recorder/window.h"
 
 namespace fxprof::recorder::internal {
 
@@ -73,23 +74,23 @@ class WindowCopier {
 
 }  // namespace
 
-// The window [its start, now): its samples move into a profile of their own, given to Options::on_window.
-// What they leave: the threads' samples, markers and waits are emptied (the agent sends samples only), and
-// the processes that ended lose their threads and libraries (their entries stay, a few dozen bytes each).
-// False when on_window says to stop.
-bool Session::cut_window(uint64_t now) {
-  model::Profile& live = rec_.profile;
-  Recording w;
-  w.profile.meta = live.meta;
-  w.profile.meta.start_monotonic_ns = window_start_ns_;
-  w.profile.meta.end_monotonic_ns = now;
-  WindowCopier copy(live, w.profile);
+}  // namespace fxprof::recorder::internal
+
+namespace fxprof::recorder {
+
+model::Profile take_window(model::Profile& live, ProfileBuilder& builder, uint64_t from_ns,
+                           uint64_t until_ns) {
+  model::Profile out_profile;
+  out_profile.meta = live.meta;
+  out_profile.meta.start_monotonic_ns = from_ns;
+  out_profile.meta.end_monotonic_ns = until_ns;
+  internal::WindowCopier copy(live, out_profile);
   for (model::Process& p : live.processes) {
     model::Process* out = nullptr;
     for (model::Thread& t : p.threads) {
       if (!t.samples.empty()) {
         if (!out) {
-          out = &w.profile.processes.emplace_back();
+          out = &out_profile.processes.emplace_back();
           out->pid = p.pid;
           out->name = p.name;
           out->start_ns = p.start_ns;
@@ -113,12 +114,30 @@ bool Session::cut_window(uint64_t now) {
     // Ended, its last thread too: nothing of it is needed again (as TaskTracker::drop_if_empty, after its
     // last thread's exit). Not while a thread runs on after the leader's exit: the task tracker still
     // holds that thread by its index here (the agent crashed in TaskTracker::on_exit writing its end).
+    // Its name goes too: a command line (a compiler's is kilobytes) for each program a build starts.
     if (p.end_ns && std::all_of(p.threads.begin(), p.threads.end(),
                                 [](const model::Thread& t) { return t.end_ns != 0; })) {
       std::vector<model::Lib>().swap(p.libs);
       std::vector<model::Thread>().swap(p.threads);
+      std::vector<model::Counter>().swap(p.counters);
+      std::vector<model::JitCode>().swap(p.jit);
+      std::string().swap(p.name);
+      std::string().swap(p.jit_source);
     }
   }
+  (void)builder.forget_interned();  // after the copy: the window holds its own
+  return out_profile;
+}
+
+}  // namespace fxprof::recorder
+
+namespace fxprof::recorder::internal {
+
+// The window [its start, now): its samples move into a profile of their own (take_window), given to
+// Options::on_window. False when on_window says to stop.
+bool Session::cut_window(uint64_t now) {
+  Recording w;
+  w.profile = take_window(rec_.profile, *builder_, window_start_ns_, now);
   if (!cfg_.exclude_kernel) {
     if (!window_kernel_) window_kernel_ = KernelSymbols::read();
     CachedKallsyms names(*procfs_, *window_kernel_);

@@ -32,7 +32,9 @@ void TaskTracker::release(uint32_t, uint64_t, Release why) {
 
 model::Thread* TaskTracker::thread_of(uint32_t tid) {
   auto it = threads_.find(tid);
-  return it == threads_.end() ? nullptr : &profile_.processes[it->second.proc].threads[it->second.thread];
+  return it == threads_.end() || !held(it->second, tid)
+             ? nullptr
+             : &profile_.processes[it->second.proc].threads[it->second.thread];
 }
 
 model::Process* TaskTracker::process_of(uint32_t pid) {
@@ -113,7 +115,7 @@ TaskTracker::ProcRef& TaskTracker::process(uint32_t pid, uint64_t t) {
 
 TaskTracker::ThreadRef& TaskTracker::thread(uint32_t pid, uint32_t tid, uint64_t t) {
   auto it = threads_.find(tid);
-  if (it != threads_.end() && it->second.pid == pid) return it->second;
+  if (it != threads_.end() && it->second.pid == pid && held(it->second, tid)) return it->second;
   return add_thread(pid, tid, proc_comm(pid, tid), t);
 }
 
@@ -263,7 +265,7 @@ void TaskTracker::on_fork(const ForkRecord& f) {
   const uint32_t pid = f.pid, ppid = f.ppid, tid = f.tid, ptid = f.ptid;
   const uint64_t t = f.time;
   std::string parent_name;
-  if (auto it = threads_.find(ptid); it != threads_.end())
+  if (auto it = threads_.find(ptid); it != threads_.end() && held(it->second, ptid))
     parent_name = profile_.processes[it->second.proc].threads[it->second.thread].name;
   if (pid != ppid) {
     // A new process (fork, vfork, clone without CLONE_THREAD); the libraries tracker gives it its parent's
@@ -284,8 +286,7 @@ void TaskTracker::on_exit(const ExitRecord& e) {
   auto pit = procs_.find(pid);
   auto it = threads_.find(tid);
   if (it != threads_.end() && it->second.pid == pid) {
-    model::Thread& th = profile_.processes[it->second.proc].threads[it->second.thread];
-    th.end_ns = t;
+    if (held(it->second, tid)) profile_.processes[it->second.proc].threads[it->second.thread].end_ns = t;
     erase_thread(it);  // a reused tid later is a new thread
     if (pit != procs_.end() && pit->second.live > 0) --pit->second.live;
   }

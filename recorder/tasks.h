@@ -107,6 +107,14 @@ class TaskTracker final : public Tracker {
     uint32_t live = 0;  // threads not yet exited: the unwinder forgets the pid at 0
   };
 
+  // Whether `r` still names thread `tid`'s entry: an entry emptied since (an ended process's, at a window's
+  // cut or by drop_if_empty) while a thread of it was still registered, as after an exec by another thread
+  // whose old threads' exits come later, must not be written (both agents of a side-by-side run crashed so,
+  // at once, writing a sample and an exit into an emptied process).
+  bool held(const ThreadRef& r, uint32_t tid) const {
+    return r.proc < profile_.processes.size() && r.thread < profile_.processes[r.proc].threads.size() &&
+           profile_.processes[r.proc].threads[r.thread].tid == tid;
+  }
   uint32_t new_process(uint32_t pid, const std::string& name, uint64_t t);
   ProcRef& process(uint32_t pid, uint64_t t);
   // A new thread entry (replacing any of `tid`: the trackers forget it).

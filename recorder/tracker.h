@@ -141,6 +141,9 @@ class Tracker {
   // Every record of the recording was handled; kernel frames and off-CPU reasons are named, interrupted
   // instructions marked; the JIT tracker, last, reads the JIT files still unread.
   virtual void finish() {}
+  // Continuous recording (ProfileBuilder::forget_interned): the profile's strings, frames and stacks were
+  // emptied at a window's cut; an id kept from before means nothing now (intern it again when needed).
+  virtual void on_model_reset() {}
 };
 
 class TaskTracker;
