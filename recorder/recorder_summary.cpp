@@ -165,7 +165,9 @@ void Session::report_stack_walk(model::Profile& prof) {
 // The eBPF waker tracer attached after the program started (it loads beside it: waker.h): how long its
 // wakes went unseen, those waits without "Woken by" (none when its load failed: a notice said so).
 std::optional<QualityProblem> Session::untraced_wakers() const {
-  if (!waker_loader_ && !waker_) return std::nullopt;
+  // No on-CPU samples: the recording may be refused (no samples, idle parents: cli/cmd_record.cpp), and its
+  // error is then the one line said.
+  if ((!waker_loader_ && !waker_) || rec_.stats.samples == rec_.stats.off_cpu_samples) return std::nullopt;
   const uint64_t from = running_ns_, end = std::max(exit_seen_ns_, from);
   const uint64_t at = waker_ ? waker_->attached_ns() : UINT64_MAX;
   if (at <= from) return std::nullopt;
