@@ -205,7 +205,7 @@ Status Session::prepare_builder() {
       if (w) waker_ = std::move(*w);
     }
   }
-  // The live sources (recorder/sources.h), in the driver's order: the waker's wakeups are drained after the
+  // The live sources (driver/sources.h), in the driver's order: the waker's wakeups are drained after the
   // buffers' records are collected.
   driver_ = std::make_unique<Driver>(*sink_);
   sources_.push_back(buffer_source(rings_));

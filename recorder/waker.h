@@ -17,9 +17,9 @@
 // program's CPU time +1.4 us per futex wake). 8 KiB missed stdio's holders (buffered_vfprintf unlocks
 // under an 8 KiB buffer of its own); 16 KiB costs ~1.5x the run of 8 KiB (the same futex scenario, this
 // 2-core VM under a build: 8.4-10.6 us a run with 8 KiB, 11.1-18.0 us with 16 KiB); 32 KiB does not load
-// (the per-CPU scratch record is capped at 32 KiB, the header is on top). Records that do not fit in the 16 MiB ring buffer are counted
-// (dropped()); the reader is woken when it is a quarter full (fd()). The ring is mapped once (bpf_ring.h):
-// 16 MiB of RSS, not libbpf's 32.
+// (the per-CPU scratch record is capped at 32 KiB, the header is on top). Records that do not fit in the 16
+// MiB ring buffer are counted (dropped()); the reader is woken when it is a quarter full (fd()). The ring is
+// mapped once (bpf_ring.h): 16 MiB of RSS, not libbpf's 32.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "driver/driver.h"
 #include "recorder/bpf_handles.h"
 #include "recorder/bpf_ring.h"
 #include "recorder/unwind/unwinder.h"
@@ -41,16 +42,8 @@ namespace fxprof::recorder {
 inline constexpr uint32_t kWakeInterrupt = 1;  // an interrupt, softirq or NMI (a timer: a sleep's end; I/O)
 inline constexpr uint32_t kWakeUntraced = 4;   // a task of a process not traced
 
-struct Waking {
-  uint64_t time = 0;  // CLOCK_MONOTONIC ns
-  uint32_t waker_pid = 0, waker_tid = 0, wakee_pid = 0, wakee_tid = 0;
-  uint32_t flags = 0;  // kWake*: 0 for a traced task's own wake
-  // A wake from a futex system call: the futex word (the waker's RDI), its user registers and a copy of its
-  // user stack from regs.sp (empty: no stack, and uaddr 0 for a wake that was not a futex's).
-  uint64_t uaddr = 0;
-  UserRegs regs;
-  std::vector<std::byte> stack;
-};
+// A wakeup, as the driver hands it to the builder (driver/driver.h).
+using driver::Waking;
 
 // One ring buffer record of waker.bpf.c (struct waking: 104 bytes of ids, futex word and registers, then
 // `stack_len` bytes of stack) into `out`; false when it is shorter than it says.
