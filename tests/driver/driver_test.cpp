@@ -79,7 +79,7 @@ TEST_CASE("driver: sources' records merged by time, the earlier source's first a
   CHECK(b.released == 1);
 }
 
-TEST_CASE("driver: a round's wakeups reach the sink before its records; run() stops when all end",
+TEST_CASE("driver: a round's wakeups reach the sink before its records, and run() stops when all end",
           "[driver]") {
   Log log;
   driver::Driver d(log);
