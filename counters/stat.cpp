@@ -15,10 +15,13 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "base/fd.h"
 #include "base/signals.h"
+#include "counters/count_sink.h"
+#include "driver/sources.h"
 #include "perf/launcher.h"
 #include "perf/records.h"
 #include "perf/ring.h"
@@ -58,51 +61,18 @@ struct Session {
   std::vector<std::vector<UniqueFd>> fds;      // [event][cpu or thread]
   std::vector<std::vector<size_t>> target_of;  // attach: per fds[e][j], the index of its thread in targets
   std::map<uint64_t, size_t> event_of_id;
-  std::vector<perf::RingBuffer> rings;
-  perf::Layout layout;  // the records' layout: every event has the same read_format, no samples
-  std::vector<std::byte> scratch;
-  std::vector<UniqueFd> anchors;  // launch: a non-inherited dummy event per CPU (open_all says why)
-  rlimit nofile{};                // the caller's fd limit, for the launched program
-  // Launch mode: per-thread counts reported at exit, and the processes seen.
-  struct Proc {
-    std::string name;
-    std::vector<uint64_t> values;
-    size_t order;
-  };
-  std::map<uint32_t, Proc> procs;
-  uint64_t lost = 0;
+  std::vector<perf::RingBuffer> rings;  // launch: one per CPU while open_all opens them, then read_by's
+  perf::Layout layout;                  // the records' layout: every event has the same read_format
+  std::vector<UniqueFd> anchors;        // launch: a non-inherited dummy event per CPU (open_all says why)
+  rlimit nofile{};                      // the caller's fd limit, for the launched program
+  // Launch mode: the rings read by the driver into the counting sink, a round each time the loop polls.
+  // Their records carry no time (no sample_id_all): sums need none, and each buffer's order is kept.
+  driver::RingSet ring_set{[](const perf_event_header*) { return uint64_t{0}; }};
+  std::unique_ptr<driver::Source> source;
+  std::optional<CountSink> sink;
+  std::optional<driver::Driver> driver;
 
   explicit Session(const StatOptions& o) : opt(o) {}
-
-  Proc& proc(uint32_t pid) {
-    auto [it, fresh] = procs.try_emplace(pid);
-    if (fresh) {
-      it->second.values.assign(res.events.size(), 0);
-      it->second.order = procs.size();
-    }
-    return it->second;
-  }
-
-  void handle(const perf::Record& r) {
-    if (const auto* rd = std::get_if<perf::ReadRecord>(&r)) {
-      for (size_t i = 0; i < rd->count(); ++i) {
-        auto it = event_of_id.find(rd->id_at(i));
-        if (it != event_of_id.end()) proc(rd->pid).values[it->second] += rd->value_at(i);
-      }
-    } else if (const auto* f = std::get_if<perf::ForkRecord>(&r)) {
-      // A new process is named after its parent until its exec (COMM). Its threads' counts may have come
-      // first, from another CPU's buffer.
-      if (f->pid == f->tid && f->pid != f->ppid) {
-        const std::string parent = proc(f->ppid).name;
-        Proc& p = proc(f->pid);
-        if (p.name.empty()) p.name = parent;
-      }
-    } else if (const auto* c = std::get_if<perf::CommRecord>(&r)) {
-      if (c->pid == c->tid || c->exec) proc(c->pid).name = std::string(c->comm);
-    } else if (std::holds_alternative<perf::LostRecord>(r)) {
-      ++lost;
-    }
-  }
 
   // Opens every event on `pid` (one per CPU in launch mode, cpu -1 for an attached thread). The first
   // refusal decides: unsupported hardware is unavailable, a permission refusal retries user-only.
@@ -215,10 +185,17 @@ struct Session {
     return -1;
   }
 
-  void drain() {
-    for (perf::RingBuffer& r : rings)
-      r.drain(scratch, [&](const perf_event_header* h) { handle(perf::decode(h, layout)); });
+  // The launched program `pid`'s records: the rings through the driver into the counting sink.
+  void read_by(uint32_t pid, const std::string& name) {
+    sink.emplace(res.events.size(), layout, event_of_id);
+    for (perf::RingBuffer& r : rings) ring_set.add(std::move(r), false);
+    rings.clear();
+    source = driver::buffer_source(ring_set);
+    driver.emplace(*sink);
+    driver->add(*source);
+    sink->on_launched(pid, name, now_ns());
   }
+  void drain() { driver->round(); }
 
   // Software events never multiplex. A hardware counter the PMU shared with others counted only part of the
   // time: attached (one event per thread) its enabled/running times say which part, as in perf. Launched,
@@ -264,7 +241,7 @@ Result<StatResult> launch(Session& s) {
   if (!child) return std::move(child).take_error();
   const pid_t pid = child->pid();
   if (auto st = s.open_all({pid}, true); !st) return std::move(st).take_error();  // the child exits unrun
-  s.proc(static_cast<uint32_t>(pid)).name = base_name(s.opt.command[0]);
+  s.read_by(static_cast<uint32_t>(pid), base_name(s.opt.command[0]));
   UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
   const uint64_t t0 = now_ns();
   if (auto st = child->resume(); !st) return std::move(st).take_error();
@@ -286,14 +263,14 @@ Result<StatResult> launch(Session& s) {
   s.drain();
   s.read_totals(true);
   // The launched process's own threads: the total less what every other thread reported at its exit.
-  std::vector<uint64_t> reported(s.res.events.size(), 0);
-  for (const auto& [p, pr] : s.procs)
-    for (size_t e = 0; e < reported.size(); ++e) reported[e] += pr.values[e];
-  auto& top = s.proc(static_cast<uint32_t>(pid)).values;
+  const std::vector<uint64_t> reported = s.sink->reported();
+  std::vector<uint64_t> own(reported.size(), 0);
   for (size_t e = 0; e < reported.size(); ++e)
-    top[e] += s.res.total[e].value > reported[e] ? s.res.total[e].value - reported[e] : 0;
-  if (s.lost)
-    s.res.notices.push_back("the per-process counts are incomplete (" + std::to_string(s.lost) +
+    own[e] = s.res.total[e].value > reported[e] ? s.res.total[e].value - reported[e] : 0;
+  s.sink->add(static_cast<uint32_t>(pid), own);
+  s.driver->end(now_ns());
+  if (s.sink->lost())
+    s.res.notices.push_back("the per-process counts are incomplete (" + std::to_string(s.sink->lost()) +
                             " records lost); the totals are exact");
   return std::move(s.res);
 }
@@ -403,12 +380,7 @@ Result<StatResult> run_stat(const StatOptions& options) {
         r->notices.push_back("the PMU here does not count " + r->events[e].name +
                              ": shown as <not supported>");
       }
-  if (options.command.size() && r->processes.empty()) {
-    std::vector<std::pair<size_t, ProcessCounts>> v;
-    for (auto& [pid, pr] : s.procs) v.push_back({pr.order, ProcessCounts{pid, pr.name, pr.values}});
-    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (auto& [o, pc] : v) r->processes.push_back(std::move(pc));
-  }
+  if (options.command.size() && r->processes.empty()) r->processes = s.sink->processes();
   return r;
 }
 

@@ -4,21 +4,17 @@
 // (inherit: every thread and process it starts is counted; enable_on_exec: fxprof's own fork is not), then
 // execs. Each CPU's events write into one small ring buffer (PERF_EVENT_IOC_SET_OUTPUT) and carry
 // inherit_stat: when a thread exits the kernel writes its own counts there (PERF_RECORD_READ, with its
-// pid), and its fork/comm/exit records name the processes. The totals are the events' values read at the
-// end; the launched process's own share is the total minus what its descendants reported.
-// Attach mode (-p): one event per (event, thread) of each given process (inherit for what it starts), read
-// at Ctrl+C, --duration or when they all exit; per process = per given pid.
-// Hardware events that the PMU multiplexes are scaled by enabled/running time, as perf does, and flagged.
-// Cost: a few perf events per CPU and a record per exiting thread; nothing sampled.
-//
-// Why not through the recorder's driver (recorder/driver.h, which record, replay and import share): stat
-// makes no profile. Its records are each exiting thread's totals (PERF_RECORD_READ) and the fork, comm and
-// exit records that name their processes: sums, which no time order changes, with no stacks, no mappings
-// and no model. The driver's sink is the profile builder, whose trackers would register every task in a
-// model, read its /proc maps and keep its binaries open for counts that never reach them; a counting sink
-// of its own would put the recorder library under this one for the ten lines of its reading loop. What the
-// two share is below the driver, in perf/: the event attributes, the ring buffers, the record decoder, the
-// launcher and the signal guard.
+// pid), and its fork/comm/exit records name the processes. Those buffers are read the way `record` reads
+// its own: by the driver (driver/driver.h), through the perf buffers' source (driver/sources.h), here into
+// a counting sink (counters/count_sink.h) that sums each process's counts, a round each time the wait for
+// the program wakes (at the latest every 100 ms) and once at its exit. The totals are the events' values read
+// at the end; the launched process's own share is the total minus what its descendants reported. Attach mode
+// (-p): one event per (event, thread) of each given process (inherit for what it starts), read at Ctrl+C,
+// --duration or when they all exit; per process = per given pid. No buffers: no records. Hardware events that
+// the PMU multiplexes are scaled by enabled/running time, as perf does, and flagged. Cost: a few perf events
+// per CPU and a record per exiting thread; nothing sampled. Below the driver, in perf/, is what stat shares
+// with `record` too: the event attributes, the ring buffers, the record decoder, the launcher and the signal
+// guard.
 #pragma once
 
 #include <cstdint>

@@ -170,6 +170,17 @@ uint64_t record_time(const perf_event_header* h, const Layout& layout, uint32_t 
 // Where that time is in the record (bytes from its start), to stamp records that have none; 0 when nowhere.
 size_t time_offset(const perf_event_header* h, const Layout& layout, uint32_t event = 0);
 
+// The user registers captured with a sample (PERF_SAMPLE_REGS_USER) that unwinding needs: x86-64's IP, SP and
+// its callee-saved registers (a caller's CFA or saved values may live in any of them; caller-saved registers
+// are dead at a call). aarch64 would add LR. The unwinder decodes them (recorder/unwind/unwinder.h).
+struct UserRegs {
+  uint64_t ip = 0;
+  uint64_t sp = 0;
+  uint64_t bp = 0;
+  uint64_t bx = 0;
+  uint64_t r12 = 0, r13 = 0, r14 = 0, r15 = 0;
+};
+
 // perf_regs.h (x86-64) bit of RDI, the first system-call argument.
 inline constexpr uint64_t kPerfRegDiBit = uint64_t{1} << 5;
 

@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "recorder/driver.h"
+#include "recorder/sources.h"
 #include "recorder/proc_counters.h"
 #include "recorder/rss.h"
 #include "recorder/unwind/unwinder.h"
@@ -346,7 +346,7 @@ Result<std::vector<Entry>> read_entries(std::string_view text, ReplayProcfs& pro
   return entries;
 }
 
-// A capture as a source (recorder/sources.h): the calls the recording made, in its order, one case per entry
+// A capture as a source (a row of driver/sources.h): the calls the recording made, in its order, one case per entry
 // tag (longer than most, for that list). A round is a round entry, with the wakeups written before it; the
 // RSS sampler's ticks tick the replay's samplers. The first malformed entry ends it (error()).
 class CaptureSource final : public Source {

@@ -2,13 +2,13 @@
 //
 // A capture file holds, in the order they happened: the event configuration, the processes launched or
 // attached (with their times), the eBPF wakeups, every reading round's records (merged by time), the RSS
-// sampler's ticks, the end: what the builder was fed (recorder/host.h's RecordSink), and every answer /proc
+// sampler's ticks, the end: what the builder was fed (driver/driver.h's RecordSink), and every answer /proc
 // gave the builder and the sampler
 // (recorder/host.h's Procfs: comm, maps, task lists, stat, wchan, statm, kernel function names). replay()
-// feeds the same calls to a new ProfileBuilder (the capture is one of the driver's sources, driver.h),
-// answering its /proc questions from the file, and so rebuilds the same profile: same samples, stacks,
-// functions, markers and counters. The binaries themselves (ELF files, perf maps) are read from disk again,
-// so a capture replays where the recorded programs still are.
+// feeds the same calls to a new ProfileBuilder (the capture is one of the driver's sources,
+// driver/sources.h), answering its /proc questions from the file, and so rebuilds the same profile: same
+// samples, stacks, functions, markers and counters. The binaries themselves (ELF files, perf maps) are read
+// from disk again, so a capture replays where the recorded programs still are.
 //
 // It exists for the tests (a real recording, captured, replayed and compared) and to keep a stream that
 // showed a builder bug. Capturing costs the recording a copy of every record to the file (~33 MB/s per busy

@@ -10,7 +10,6 @@
 
 #include "base/fd.h"
 #include "recorder/kallsyms.h"
-#include "recorder/sources.h"
 
 namespace fxprof::recorder {
 
@@ -63,13 +62,6 @@ class LiveProcfs final : public Procfs {
 Procfs& live_procfs() {
   static LiveProcfs live;
   return live;
-}
-
-size_t feed_round(RecordSource& source, RecordSink& sink) {
-  Driver driver(sink);
-  const std::unique_ptr<Source> buffers = buffer_source(source);
-  driver.add(*buffers);
-  return driver.round();
 }
 
 }  // namespace fxprof::recorder

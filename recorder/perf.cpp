@@ -87,33 +87,4 @@ perf_event_attr make_switch_attr(const EventConfig& c) {
   return a;
 }
 
-void RingSet::add(RingBuffer rb, bool switch_event) {
-  bufs_.push_back(std::move(rb));
-  switch_.push_back(switch_event);
-  scratch_.emplace_back().reserve(1 << 16);
-  heads_.push_back(bufs_.back().tail());
-}
-
-void RingSet::collect(std::vector<RecordRef>& out) {
-  for (size_t b = 0; b < bufs_.size(); ++b) {
-    RingBuffer& rb = bufs_[b];
-    const uint64_t head = rb.load_head();
-    uint64_t pos = rb.tail();
-    while (pos < head) {
-      const perf_event_header* h = rb.record_at(pos, scratch_[b]);
-      if (h->size < sizeof(perf_event_header)) {  // cannot happen; do not spin on it
-        pos = head;
-        break;
-      }
-      out.push_back({record_time(h), h, switch_[b]});
-      pos += h->size;
-    }
-    heads_[b] = pos;
-  }
-}
-
-void RingSet::release() {
-  for (size_t b = 0; b < bufs_.size(); ++b) bufs_[b].release(heads_[b]);
-}
-
 }  // namespace fxprof::recorder

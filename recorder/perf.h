@@ -1,5 +1,5 @@
 // fxprof recorder internals: the events a recording opens, the record layouts we ask for, and its ring
-// buffers read in rounds (one buffer: perf/ring.h).
+// buffers read in rounds (the driver's RingSet; one buffer: perf/ring.h).
 // Only the recorder includes this header.
 #pragma once
 
@@ -13,6 +13,7 @@
 
 #include "base/fd.h"
 #include "base/result.h"
+#include "driver/sources.h"
 #include "perf/records.h"
 #include "perf/ring.h"
 #include "recorder/host.h"
@@ -61,25 +62,9 @@ using perf::kPerfRegDiBit;
 using perf::perf_event_open;
 using perf::RingBuffer;
 
-// The ring buffers of one recording, read in rounds (recorder/host.h): every buffer from its tail to the
-// head the kernel published when the round began. A record that wraps around a buffer's end is copied into
-// that buffer's scratch space, so every record handed out is contiguous until release().
-class RingSet final : public RecordSource {
- public:
-  // Adds a buffer; `switch_event`: the context-switches event writes into it.
-  void add(RingBuffer rb, bool switch_event);
-  size_t size() const { return bufs_.size(); }
-  const RingBuffer& operator[](size_t b) const { return bufs_[b]; }
-
-  void collect(std::vector<RecordRef>& out) override;
-  void release() override;
-
- private:
-  std::vector<RingBuffer> bufs_;
-  std::vector<bool> switch_;
-  std::vector<std::vector<std::byte>> scratch_;
-  std::vector<uint64_t> heads_;  // where each buffer's last round ended
-};
+// The ring buffers of one recording, read in rounds: the driver's (driver/sources.h), with record_time
+// (recorder/records.h) for their records' times.
+using driver::RingSet;
 
 // Constants of the records we parse.
 inline constexpr uint64_t kContextMax = static_cast<uint64_t>(-4095);  // PERF_CONTEXT_MAX

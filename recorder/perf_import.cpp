@@ -19,7 +19,7 @@
 #include "elf/elf.h"
 #include "perf/tracepoints.h"
 #include "recorder/builder.h"
-#include "recorder/driver.h"
+#include "recorder/sources.h"
 #include "recorder/quality.h"
 #include "recorder/unwind/unwinder.h"
 
@@ -239,7 +239,7 @@ Status check_build_id_paths(const perf::DataFile& file) {
   return {};
 }
 
-// A perf.data file as a source (recorder/sources.h): its records that pass the filter, in the file's (time)
+// A perf.data file as a source (a row of driver/sources.h): its records that pass the filter, in the file's (time)
 // order, in rounds of kRound (the builder releases stacks at each round's end; the file's records stay
 // readable meanwhile). The scheduler's tracepoint samples become `record --off-cpu`'s records: a
 // sched_switch is a switch-out sample (its stack) and, without perf's switch records, a switch out of prev

@@ -1,14 +1,14 @@
 // fxprof recorder: a perf.data file as a source of the profile builder (`fxprof import`).
 //
 // The file's records (perf/data_file.h: time-ordered, decoded by the file's own event attributes) are fed to
-// the same ProfileBuilder the live recorder and the capture replay feed (recorder/host.h's RecordSink), in
-// rounds, by the same driver (recorder/driver.h: the file is one of its sources, sources.h), so a perf.data
-// gives the profile `record` would have: processes and threads from perf's COMM, FORK and EXIT records (perf
-// synthesizes them, and the MMAP2 records, for processes that ran before the recording), libraries from
-// MMAP2, stacks from the kernel's callchain (`perf record -g`) or unwound by fxprof's unwinder from the
-// copied registers and stack (`--call-graph dwarf`). The process is gone: /proc answers only the names the
-// file's COMM records gave, and the kernel's function names when the file was recorded on the running kernel
-// (its build ID, or its release and host name, match).
+// the same ProfileBuilder the live recorder and the capture replay feed (driver/driver.h's RecordSink), in
+// rounds, by the same driver (driver/driver.h: the file is one of its sources, driver/sources.h), so a
+// perf.data gives the profile `record` would have: processes and threads from perf's COMM, FORK and EXIT
+// records (perf synthesizes them, and the MMAP2 records, for processes that ran before the recording),
+// libraries from MMAP2, stacks from the kernel's callchain (`perf record -g`) or unwound by fxprof's unwinder
+// from the copied registers and stack (`--call-graph dwarf`). The process is gone: /proc answers only the
+// names the file's COMM records gave, and the kernel's function names when the file was recorded on the
+// running kernel (its build ID, or its release and host name, match).
 //
 // The scheduler's tracepoints (-e sched:sched_switch -e sched:sched_waking) make `record --off-cpu`'s waits:
 // sched_switch's samples are the switch-outs (and the switches, without --switch-events), sched_waking's the

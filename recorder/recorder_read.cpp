@@ -22,7 +22,7 @@ constexpr int kWindowPollMs = 200;
 }  // namespace
 
 // One round: every live source's new records (the ring buffers', merged by time) and wakeups (the waker
-// tracer's) through the driver into the builder (recorder/driver.h, sources.h).
+// tracer's) through the driver into the builder (driver/driver.h, driver/sources.h).
 size_t Session::read_round() {
   if (waker_loader_) poll_waker_loader();
   const size_t n = driver_->round();

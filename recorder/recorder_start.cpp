@@ -192,7 +192,7 @@ Status Session::prepare_builder() {
     oc.threshold_ns = static_cast<uint64_t>(std::max(0.0, opt_.off_cpu_threshold_ms) * 1e6);
     builder_->set_off_cpu(oc);
   }
-  // The live sources (recorder/sources.h), in the driver's order: the waker's wakeups are drained after the
+  // The live sources (driver/sources.h), in the driver's order: the waker's wakeups are drained after the
   // buffers' records are collected (its source is added once it is loaded).
   driver_ = std::make_unique<Driver>(*sink_);
   sources_.push_back(buffer_source(rings_));

@@ -21,13 +21,13 @@
 #include "perf/launcher.h"
 #include "recorder/builder.h"
 #include "recorder/capture.h"
-#include "recorder/driver.h"
 #include "recorder/host.h"
 #include "recorder/kallsyms.h"
 #include "recorder/perf.h"
 #include "recorder/proc_counters.h"
 #include "recorder/quality.h"
 #include "recorder/recorder.h"
+#include "recorder/records.h"
 #include "recorder/rss.h"
 #include "recorder/sources.h"
 #include "recorder/unwind/unwinder.h"
@@ -95,15 +95,15 @@ class Session {
   size_t data_pages_ = 128, min_pages_ = 8;
   size_t switch_pages_ = 128;  // off-CPU stacks: data pages of each context-switches buffer
   std::vector<UniqueFd> fds_;
-  RingSet rings_;                // one per CPU: every other event of that CPU writes into it (SET_OUTPUT)
+  RingSet rings_{record_time};   // one per CPU: every other event of that CPU writes into it (SET_OUTPUT)
   std::vector<int> buf_of_cpu_;  // index into rings_, -1 = none yet
   // Off-CPU stacks: the context-switches events write into a second buffer per CPU, so that their samples
   // are known by where they come from (the same sample layout, another register mask). It comes after the
   // CPU's first buffer in rings_: a switch record read there had its sample written (before it) already.
   bool switch_stacks_ = false;
   std::vector<int> switch_buf_of_cpu_;
-  // The boundary (recorder/host.h): records come from the live sources (sources.h: the ring buffers, the
-  // waker tracer) through the driver to sink_, /proc answers from procfs_ (the live /proc); when
+  // The boundary (recorder/host.h): records come from the live sources (driver/sources.h: the ring buffers,
+  // the waker tracer) through the driver to sink_, /proc answers from procfs_ (the live /proc); when
   // Options::capture_path asks for a capture, sink_ and procfs_ are the capture's taps, which write what
   // passes through them.
   Procfs* procfs_ = &live_procfs();

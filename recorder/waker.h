@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "driver/driver.h"
 #include "recorder/bpf_handles.h"
 #include "recorder/bpf_ring.h"
 #include "recorder/unwind/unwinder.h"
@@ -42,16 +43,8 @@ namespace fxprof::recorder {
 inline constexpr uint32_t kWakeInterrupt = 1;  // an interrupt, softirq or NMI (a timer: a sleep's end; I/O)
 inline constexpr uint32_t kWakeUntraced = 4;   // a task of a process not traced
 
-struct Waking {
-  uint64_t time = 0;  // CLOCK_MONOTONIC ns
-  uint32_t waker_pid = 0, waker_tid = 0, wakee_pid = 0, wakee_tid = 0;
-  uint32_t flags = 0;  // kWake*: 0 for a traced task's own wake
-  // A wake from a futex system call: the futex word (the waker's RDI), its user registers and a copy of its
-  // user stack from regs.sp (empty: no stack, and uaddr 0 for a wake that was not a futex's).
-  uint64_t uaddr = 0;
-  UserRegs regs;
-  std::vector<std::byte> stack;
-};
+// A wakeup, as the driver hands it to the builder (driver/driver.h).
+using driver::Waking;
 
 // One ring buffer record of waker.bpf.c (struct waking: 104 bytes of ids, futex word and registers, then
 // `stack_len` bytes of stack) into `out`; false when it is shorter than it says.

@@ -72,19 +72,13 @@
 
 #include "base/result.h"
 #include "elf/elf.h"
+#include "perf/records.h"
 #include "recorder/unwind/binaries.h"
 
 namespace fxprof::recorder {
 
-// The user registers captured with a sample: x86-64's IP, SP and its callee-saved registers (a caller's CFA
-// or saved values may live in any of them; caller-saved registers are dead at a call). aarch64 would add LR.
-struct UserRegs {
-  uint64_t ip = 0;
-  uint64_t sp = 0;
-  uint64_t bp = 0;
-  uint64_t bx = 0;
-  uint64_t r12 = 0, r13 = 0, r14 = 0, r15 = 0;
-};
+// The user registers captured with a sample (the perf layer's: perf/records.h).
+using perf::UserRegs;
 // PERF_SAMPLE_REGS_USER mask asking for exactly these registers (perf writes them in bit order).
 uint64_t user_regs_mask();
 // Decodes the registers perf wrote (values in bit order of user_regs_mask(); missing ones read as 0).

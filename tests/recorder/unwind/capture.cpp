@@ -16,6 +16,7 @@
 #include <span>
 
 #include "recorder/perf.h"
+#include "recorder/records.h"
 
 namespace fxprof::unwind_test {
 
@@ -167,7 +168,7 @@ Result<Capture> capture_command(const std::vector<std::string>& argv, const Capt
 
   // Inherited events cannot share a per-task buffer: one event and ring per CPU.
   std::vector<UniqueFd> fds;
-  recorder::RingSet rings;
+  recorder::RingSet rings{recorder::record_time};
   long ncpu = sysconf(_SC_NPROCESSORS_CONF);
   for (long cpu = 0; cpu < ncpu; ++cpu) {
     int err = 0;

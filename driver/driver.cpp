@@ -1,9 +1,9 @@
 // The driver (driver.h): each round, every source's part, merged by time, fed to the sink, released.
-#include "recorder/driver.h"
+#include "driver/driver.h"
 
 #include <algorithm>
 
-namespace fxprof::recorder {
+namespace fxprof::driver {
 
 size_t Driver::round() {
   round_.wakings.clear();
@@ -37,4 +37,4 @@ void Driver::run() {
   while (std::find(ended_.begin(), ended_.end(), false) != ended_.end()) round();
 }
 
-}  // namespace fxprof::recorder
+}  // namespace fxprof::driver
