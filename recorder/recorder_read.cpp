@@ -24,33 +24,15 @@ constexpr int kWindowPollMs = 200;
 // One round: every live source's new records (the ring buffers', merged by time) and wakeups (the waker
 // tracer's) through the driver into the builder (driver/driver.h, driver/sources.h).
 size_t Session::read_round() {
-  if (waker_loader_) poll_waker_loader();
   const size_t n = driver_->round();
-  // Without a waker tracer nobody is told the new processes: not kept (-a sees thousands come and go),
-  // unless it is loading: then it traces them once attached.
-  if (!waker_) {
-    std::vector<uint32_t> pids = builder_->take_new_pids();
-    if (waker_loader_) untraced_pids_.insert(untraced_pids_.end(), pids.begin(), pids.end());
-  }
+  // Without a waker tracer nobody is told the new processes: not kept (-a sees thousands come and go).
+  if (!waker_) builder_->take_new_pids();
   return n;
 }
 
 void Session::trace_new_pids() {
-  if (waker_) {
+  if (waker_)
     for (uint32_t pid : builder_->take_new_pids()) waker_->trace(pid);
-  } else if (waker_loader_) {
-    std::vector<uint32_t> pids = builder_->take_new_pids();
-    untraced_pids_.insert(untraced_pids_.end(), pids.begin(), pids.end());
-  }
-}
-
-// The tracer loading beside the program (waker.h's WakerLoader): adopted at the first round after its load.
-void Session::poll_waker_loader() {
-  auto r = waker_loader_->take();
-  if (!r) return;
-  const uint64_t began = waker_loader_->began_ns();
-  waker_loader_.reset();
-  adopt_waker(std::move(*r), began);
 }
 
 // Read until stop: wake on data (the buffers' watermark), a signal, a program's exit (pidfd), the RSS timer
@@ -81,7 +63,6 @@ Status Session::read_until_stop() {
     for (size_t b = 0; b < rings_.size(); ++b) pfds.push_back({hung[b] ? -1 : rings_[b].fd(), POLLIN, 0});
     pfds.push_back({waker_ ? waker_->fd() : -1, POLLIN, 0});  // its ring buffer a quarter full
     pfds.push_back({proc_tracks ? rss_->fd() : -1, POLLIN, 0});
-    pfds.push_back({waker_loader_ ? waker_loader_->fd() : -1, POLLIN, 0});  // the tracer's load ended
     const int poll_ms = opt_.on_window ? kWindowPollMs : kPollMs;
     int timeout = poll_ms;
     if (deadline) {

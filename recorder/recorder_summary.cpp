@@ -2,10 +2,7 @@
 // counts, the data-quality lines (stack walk, lost records, unfollowed execs, deleted binaries), -v's lines.
 #include <sys/resource.h>
 
-#include <algorithm>
-#include <cstdint>
 #include <cstdio>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -162,30 +159,6 @@ void Session::report_stack_walk(model::Profile& prof) {
 }
 
 // Every data-quality line and meta entry, through the one mechanism (recorder/quality.h).
-// The eBPF waker tracer attached after the program started (it loads beside it: waker.h): how long its
-// wakes went unseen, those waits without "Woken by" (none when its load failed: a notice said so).
-std::optional<QualityProblem> Session::untraced_wakers() const {
-  // No on-CPU samples: the recording may be refused (no samples, idle parents: cli/cmd_record.cpp), and its
-  // error is then the one line said.
-  if ((!waker_loader_ && !waker_) || rec_.stats.samples == rec_.stats.off_cpu_samples) return std::nullopt;
-  const uint64_t from = running_ns_, end = std::max(exit_seen_ns_, from);
-  const uint64_t at = waker_ ? waker_->attached_ns() : UINT64_MAX;
-  if (at <= from) return std::nullopt;
-  const uint64_t ms = (std::min(at, end) - from + 999999) / 1000000;
-  if (at >= end)
-    return QualityProblem{
-        "Wakers not traced: the eBPF tracer was still loading", ms,
-        "off-CPU wakers: none traced (the eBPF tracer was still loading when the run ended, " +
-            std::to_string(ms) +
-            " ms): waits have no \"Woken by\"; --wakers-from-start loads it before the "
-            "program starts"};
-  return QualityProblem{
-      "Wakers untraced while the eBPF tracer loaded (ms)", ms,
-      "off-CPU wakers: the first " + std::to_string(ms) +
-          " ms untraced (the eBPF tracer was loading): waits that ended then have no \"Woken "
-          "by\"; --wakers-from-start loads it before the program starts"};
-}
-
 void Session::report_data_quality(model::Profile& prof) {
   std::vector<QualityProblem> problems;
   if (child_ && !opt_.command.empty()) {
@@ -220,7 +193,6 @@ void Session::report_data_quality(model::Profile& prof) {
                  "root): its stacks may be incomplete and its functions unnamed. Keep the binary until the "
                  "recording ends, or record as root"});
   }
-  if (auto u = untraced_wakers()) problems.push_back(std::move(*u));
   if (const uint64_t lost = waker_ ? waker_->dropped() : 0; lost > 0)
     problems.push_back({"Wakeups lost (eBPF ring buffer full)", lost,
                         std::to_string(lost) +
