@@ -281,7 +281,7 @@ class ThreadWeights {
       if (s.stack == model::kNoStack) continue;
       auto [it, inserted] = per_stack_.try_emplace(key(s.stack, marker[i]));
       if (inserted) order.push_back(it->first);
-      const bool off = off_cpu(s.stack);
+      const bool off = profile_.off_cpu(s.stack);
       // samples/count, pprof's default view, counts on-CPU samples unless --wall; off_cpu keeps the waits.
       if (!off || clock_ == Clock::Wall) ++it->second.count;
       if (s.cpu_delta_ns > 0) it->second.cpu_ns += s.cpu_delta_ns;
@@ -308,8 +308,6 @@ class ThreadWeights {
   std::vector<uint64_t> order;
 
  private:
-  bool off_cpu(model::StackId st) const { return profile_.off_cpu(st); }
-
   const model::Profile& profile_;
   const int64_t interval_ns_;
   const Clock clock_;
