@@ -338,7 +338,9 @@ class Reader {
 
   struct ThreadTables {
     Schema samples_schema, markers_schema, stack_schema, frame_schema;
-    std::vector<std::pair<int64_t, int64_t>> stacks;  // (prefix, frame), local
+    // (prefix, frame), local; 32 bits each (a --heap=full profile's million stacks: 8 MB, not 16): an index
+    // beyond them is out of range anyway (StackRow::end).
+    std::vector<std::pair<int32_t, int32_t>> stacks;
     std::vector<LocalFrame> frames;
     std::vector<std::string> strings;
     std::vector<int64_t> marker_names;  // local string index per marker
@@ -421,7 +423,6 @@ class Reader {
   model::FrameId make_frame(const model::Process& proc, const ThreadTables& tt, const LocalFrame& lf);
 
   bool finish_thread(const model::Process& proc, model::Thread& t, ThreadTables& tt);
-  void take_allocations(model::Thread& t);
 
   const std::string& name_;
   internal::JsonStream& js_;

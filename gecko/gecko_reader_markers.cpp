@@ -1,5 +1,5 @@
 // fxprof gecko, the Gecko reader: a thread's markers table, and the allocations its `Native allocation`
-// markers stand for.
+// markers stand for (read into the thread's allocations as they come).
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -50,10 +50,18 @@ struct Reader::MarkerRow {
       m.start_ns = rel(start);
       m.end_ns = std::isnan(end_ms) ? 0 : rel(end_ms);
     }
+    // A `Native allocation` marker goes straight into the thread's allocations (what the writer made them
+    // from): a --heap=full profile holds hundreds of thousands, and keeping each as a marker first (its
+    // fields on the heap) was 200 bytes a row at the reader's peak.
+    if (m.type != model::kNoString && r.p_.strings.get(m.type) == "Native allocation") {
+      t.allocations.push_back(allocation_of(m));
+      return true;
+    }
     tt.marker_names.push_back(name);
     t.markers.push_back(std::move(m));
     return true;
   }
+  model::Allocation allocation_of(const model::Marker& m) const;
 };
 
 // Streamed in batches of rows: a --heap=full profile's allocations are markers, most of its text.
@@ -130,33 +138,20 @@ bool Reader::payload(od::value v, model::Marker& m) {
   });
 }
 
-// `Native allocation` markers back into the thread's allocations (what the writer made them from), so that
-// a profile read and written again keeps their compact form.
-void Reader::take_allocations(model::Thread& t) {
-  auto is_allocation = [&](const model::Marker& m) {
-    return m.type != model::kNoString && p_.strings.get(m.type) == "Native allocation";
-  };
-  if (std::none_of(t.markers.begin(), t.markers.end(), is_allocation)) return;
-  auto kept = t.markers.begin();
-  for (auto it = t.markers.begin(); it != t.markers.end(); ++it) {
-    if (is_allocation(*it)) {
-      model::Allocation a{it->start_ns, it->stack, 0, 0, t.tid};
-      for (const model::MarkerField& f : it->fields) {
-        if (f.is_string) continue;
-        const std::string_view key = p_.strings.get(f.key);
-        if (key == "size") a.bytes = static_cast<int64_t>(std::llround(f.number));
-        if (key == "memoryAddress") a.address = static_cast<uint64_t>(std::llround(f.number));
-        if (key == "threadId") a.tid = static_cast<uint32_t>(std::llround(f.number));
-        if (key == "count") a.count = static_cast<uint32_t>(std::llround(f.number));
-        if (key == "atPeak") a.at_peak = f.number != 0;
-      }
-      t.allocations.push_back(a);
-      continue;
-    }
-    if (kept != it) *kept = std::move(*it);
-    ++kept;
+// A `Native allocation` marker as the allocation it was written from; its stack is the thread's local index
+// until finish_thread.
+model::Allocation Reader::MarkerRow::allocation_of(const model::Marker& m) const {
+  model::Allocation a{m.start_ns, m.stack, 0, 0, t.tid};
+  for (const model::MarkerField& f : m.fields) {
+    if (f.is_string) continue;
+    const std::string_view key = r.p_.strings.get(f.key);
+    if (key == "size") a.bytes = static_cast<int64_t>(std::llround(f.number));
+    if (key == "memoryAddress") a.address = static_cast<uint64_t>(std::llround(f.number));
+    if (key == "threadId") a.tid = static_cast<uint32_t>(std::llround(f.number));
+    if (key == "count") a.count = static_cast<uint32_t>(std::llround(f.number));
+    if (key == "atPeak") a.at_peak = f.number != 0;
   }
-  t.markers.erase(kept, t.markers.end());
+  return a;
 }
 
 }  // namespace fxprof::gecko::internal

@@ -21,7 +21,11 @@ struct Reader::StackRow {
     return true;
   }
   bool end() {
-    tt.stacks.emplace_back(prefix, frame);
+    // Out of 32 bits: a prefix that is not before its stack, a frame out of range (finish_thread says so).
+    const auto narrow = [](int64_t v) {
+      return v < 0 ? -1 : static_cast<int32_t>(std::min<int64_t>(v, INT32_MAX));
+    };
+    tt.stacks.emplace_back(narrow(prefix), frame > INT32_MAX ? -1 : narrow(frame));
     return true;
   }
 };

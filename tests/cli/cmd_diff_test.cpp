@@ -162,6 +162,14 @@ std::vector<std::string> compared_urls(const std::string& line) {
   return out;
 }
 
+// The first line of `text` that holds `needle` ("" when none does).
+std::string line_with(const std::string& text, std::string_view needle) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.find(needle) != std::string::npos) return line;
+  return "";
+}
+
 }  // namespace
 
 TEST_CASE("diff --serve --port: each profile of the comparison selects its busiest thread") {
@@ -200,10 +208,12 @@ TEST_CASE("diff --serve --port: each profile of the comparison selects its busie
     REQUIRE(port > 0);
     Background serve({fxprof_bin(), "diff", "--serve", "-P", std::to_string(port), dir.file("base.json.gz"),
                       dir.file("new.json.gz"), "-o", dir.file("d.svg")});
-    base_line = serve.wait_for_line("base profile: ");
-    compare = serve.wait_for_line("/compare/?profiles[]=");
+    // The comparison's line comes last: wait for it alone (an ASan diff beside two busy loops and builds
+    // took over a minute to print its first line), then find the base's line among those before it.
+    compare = serve.wait_for_line("/compare/?profiles[]=", std::chrono::seconds(150));
     INFO(serve.err());
     if (compare.empty()) continue;
+    base_line = line_with(serve.out(), "base profile: ");
     // The thread each inner URL opens, as the front end reads it (profiler-cli loads a profiler URL with the
     // front end's own URL handling), while the profiles are served.
     for (const std::string& inner : compared_urls(compare)) {
