@@ -70,7 +70,7 @@ class Session {
   void choose_off_cpu(int pid);
   Status open_target(int pid, bool required);
   Status attach_thread(int tid);
-  size_t read_round();
+  size_t read_round(bool everything);
   void
   trace_new_pids();  // the waker tracer traces the processes the builder saw (its source does each round)
   void notice(const std::string& s) {
