@@ -36,16 +36,34 @@ constexpr uint64_t kLatePublishNs = 1'000'000;
 // it must not come after newer records of the buffers read later. `everything`: the rings are emptied (the
 // drain, a window's cut).
 size_t Session::read_round(bool everything) {
+  if (waker_loader_) poll_waker_loader();
   const uint64_t until = everything ? driver::kEverything : now_ns(CLOCK_MONOTONIC) - kLatePublishNs;
   const size_t n = driver_->round(until);
-  // Without a waker tracer nobody is told the new processes: not kept (-a sees thousands come and go).
-  if (!waker_) builder_->take_new_pids();
+  // Without a waker tracer nobody is told the new processes: not kept (-a sees thousands come and go),
+  // unless it is loading: then it traces them once attached.
+  if (!waker_) {
+    std::vector<uint32_t> pids = builder_->take_new_pids();
+    if (waker_loader_) untraced_pids_.insert(untraced_pids_.end(), pids.begin(), pids.end());
+  }
   return n;
 }
 
 void Session::trace_new_pids() {
-  if (waker_)
+  if (waker_) {
     for (uint32_t pid : builder_->take_new_pids()) waker_->trace(pid);
+  } else if (waker_loader_) {
+    std::vector<uint32_t> pids = builder_->take_new_pids();
+    untraced_pids_.insert(untraced_pids_.end(), pids.begin(), pids.end());
+  }
+}
+
+// The tracer loading beside the program (waker.h's WakerLoader): adopted at the first round after its load.
+void Session::poll_waker_loader() {
+  auto r = waker_loader_->take();
+  if (!r) return;
+  const uint64_t began = waker_loader_->began_ns();
+  waker_loader_.reset();
+  adopt_waker(std::move(*r), began);
 }
 
 // Read until stop: wake on data (the buffers' watermark), a signal, a program's exit (pidfd), the RSS timer
@@ -76,6 +94,7 @@ Status Session::read_until_stop() {
     for (size_t b = 0; b < rings_.size(); ++b) pfds.push_back({hung[b] ? -1 : rings_[b].fd(), POLLIN, 0});
     pfds.push_back({waker_ ? waker_->fd() : -1, POLLIN, 0});  // its ring buffer a quarter full
     pfds.push_back({proc_tracks ? rss_->fd() : -1, POLLIN, 0});
+    pfds.push_back({waker_loader_ ? waker_loader_->fd() : -1, POLLIN, 0});  // the tracer's load ended
     const int poll_ms = opt_.on_window ? kWindowPollMs : kPollMs;
     int timeout = poll_ms;
     if (deadline) {
