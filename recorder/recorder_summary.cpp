@@ -165,9 +165,9 @@ void Session::report_stack_walk(model::Profile& prof) {
 // long its wakes went unseen, those waits without "Woken by" (nothing when its load failed: a notice said
 // so).
 std::optional<QualityProblem> Session::untraced_wakers() const {
-  // No on-CPU samples: the recording may be refused (no samples, idle parents: cli/cmd_record.cpp), and its
-  // error is then the one line said.
-  if ((!waker_loader_ && !waker_) || rec_.stats.samples == rec_.stats.off_cpu_samples) return std::nullopt;
+  // No samples: the recording is refused (cli/cmd_record.cpp), and its error is then the one line said. A
+  // program blocked all along (off-CPU samples only) is kept, and its waits are what the line is about.
+  if ((!waker_loader_ && !waker_) || rec_.stats.samples == 0) return std::nullopt;
   const uint64_t from = running_ns_, end = std::max(exit_seen_ns_, from);
   const uint64_t at = waker_ ? waker_->attached_ns() : UINT64_MAX;
   if (at <= from) return std::nullopt;
