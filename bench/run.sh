@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every benchmark (`make bench`): recording overhead against perf, unwinding throughput and DWARF
 # recording overhead, symbolication against llvm-symbolizer and eu-addr2line, export against perf's stack
-# collapsing, the server, off-CPU capture, the agent over time, the critical path's walk, long profiles, load, JIT names, heap profiling against heaptrack.
+# collapsing, record's wall/CPU/RSS against perf record at two loads, the server, off-CPU capture, the agent over time, the critical path's walk, long profiles, load, JIT names, heap profiling against heaptrack.
 # Each prints ratios measured in the same run; this machine is noisy, so compare ratios, not absolute times.
 # Every bench runs to the end even when one before it failed; a bench that could not measure (a missing
 # tool, a failed run) is named at the end and the exit status is 1.
@@ -27,6 +27,8 @@ bench "record -a against perf record -a, both cores busy (bench/record_all.sh)" 
 bench "fxprof agent at 19 Hz over time, both cores busy: CPU share, RSS, windows on time (bench/agent.sh; AGENT_MINUTES, default 10)" \
   bash "$here/agent.sh" "$build" "${AGENT_MINUTES:-10}"
 bench "what the user waits for after the program's exit (bench/latency.sh)" bash "$here/latency.sh" "$build"
+bench "record against perf record (dwarf, -g) on short and real programs, idle and with two busy loops: wall, CPU after the exit, peak RSS (bench/record_cost.py)" \
+  python3 "$here/record_cost.py" "$build"
 bench "unwinding (bench/unwind.sh)" bash "$here/unwind.sh" "$build"
 bench "symbolication (bench/symbolize.sh)" bash "$here/symbolize.sh" "$build"
 bench "export (bench/export.sh)" bash "$here/export.sh" "$build"

@@ -210,6 +210,13 @@ Command record_command(RecordArgs& a, Parsed& p) {
            "as perf; at most 65528). The kernel copies it in the program's time at\n"
            "every switch: raise it if fxprof says off-CPU stacks are incomplete",
            stack_bytes(rec.off_cpu_stack_size, "--off-cpu-stack-size")},
+          {"", "--wakers-from-start", "",
+           "start the program only once the eBPF waker tracer (root) is attached,\n"
+           "so that every wait's waker is named. By default a launched program\n"
+           "starts at once and the tracer attaches beside it (its load takes\n"
+           "30-120 ms, more on a busy machine); fxprof says how long the program\n"
+           "ran untraced. -p and -a load it first",
+           set(rec.wakers_from_start, true)},
           {"-v", "--verbose", "",
            "print what the recorder chose (event, buffer sizes, timings) and\n"
            "how long each pass took (plan, start, read, drain, finish)",

@@ -5,7 +5,8 @@
 
 namespace fxprof::driver {
 
-size_t Driver::round() {
+size_t Driver::round(uint64_t until) {
+  round_.until = until;
   round_.wakings.clear();
   round_.records.clear();
   round_.fed = false;

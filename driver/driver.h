@@ -78,8 +78,18 @@ class RecordSink {
   virtual void on_end(uint64_t end_ns) = 0;
 };
 
+// A round that takes everything its sources hold (Round::until): a recording's end, a window's cut, stat,
+// a file.
+inline constexpr uint64_t kEverything = UINT64_MAX;
+
 // One round of input, as the sources add to it.
 struct Round {
+  // The round's watermark: a live source hands out only what happened at or before it and keeps the rest
+  // for a later round (driver/sources.h). Each per-CPU buffer is read in turn, so a record written into
+  // the first one after it was read can be older than what the second one gives in the same round: a
+  // thread's fork read a round after its rename (perf's answer: ordered events, flushed up to the previous
+  // round's end). Records stamped 0 (stat's) are never held.
+  uint64_t until = kEverything;
   std::vector<Waking> wakings;     // given to the sink before the records
   std::vector<RecordRef> records;  // each source's part in time order; merged by the driver
   // The sink hears of the round even when it has no records (a live reading round: the builder releases
@@ -106,8 +116,9 @@ class Driver {
     sources_.push_back(&source);
     ended_.push_back(false);
   }
-  // One round from every source still giving: merged, fed, released. The number of records fed.
-  size_t round();
+  // One round from every source still giving, up to the watermark `until` (Round::until): merged, fed,
+  // released. The number of records fed.
+  size_t round(uint64_t until = kEverything);
   // Rounds until every source has ended (file sources).
   void run();
   // The recording stopped at `end_ns` (waits still open end there): the sink completes its work. (A

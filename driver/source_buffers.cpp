@@ -12,7 +12,7 @@ void RingSet::add(perf::RingBuffer rb, bool switch_event) {
   heads_.push_back(bufs_.back().tail());
 }
 
-void RingSet::collect(std::vector<RecordRef>& out) {
+void RingSet::collect(std::vector<RecordRef>& out, uint64_t until) {
   for (size_t b = 0; b < bufs_.size(); ++b) {
     perf::RingBuffer& rb = bufs_[b];
     const uint64_t head = rb.load_head();
@@ -23,7 +23,10 @@ void RingSet::collect(std::vector<RecordRef>& out) {
         pos = head;
         break;
       }
-      out.push_back({time_of_(h), h, switch_[b]});
+      const uint64_t t = time_of_(h);
+      // Newer than the watermark: this buffer stops here for this round (its records are in time order).
+      if (t != 0 && t > until) break;
+      out.push_back({t, h, switch_[b]});
       pos += h->size;
     }
     heads_[b] = pos;
@@ -41,7 +44,7 @@ class BufferSource final : public Source {
   explicit BufferSource(RecordSource& buffers) : buffers_(buffers) {}
   bool next(Round& round, RecordSink&) override {
     const size_t from = round.records.size();
-    buffers_.collect(round.records);
+    buffers_.collect(round.records, round.until);
     // Each buffer is already nearly sorted; stable, so that records of one time keep their buffer's order.
     std::stable_sort(round.records.begin() + static_cast<std::ptrdiff_t>(from), round.records.end(),
                      [](const RecordRef& a, const RecordRef& b) {
@@ -62,11 +65,11 @@ std::unique_ptr<Source> buffer_source(RecordSource& buffers) {
   return std::make_unique<BufferSource>(buffers);
 }
 
-size_t feed_round(RecordSource& source, RecordSink& sink) {
+size_t feed_round(RecordSource& source, RecordSink& sink, uint64_t until) {
   Driver driver(sink);
   const std::unique_ptr<Source> buffers = buffer_source(source);
   driver.add(*buffers);
-  return driver.round();
+  return driver.round(until);
 }
 
 }  // namespace fxprof::driver

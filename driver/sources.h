@@ -40,15 +40,19 @@ namespace fxprof::driver {
 class RecordSource {
  public:
   virtual ~RecordSource() = default;
-  // Appends every record written since the last release(), from every buffer, in each buffer's order.
-  virtual void collect(std::vector<RecordRef>& out) = 0;
-  // Gives the space of everything collect() handed out back to the writer.
+  // Appends every record written since the last release(), from every buffer, in each buffer's order; of
+  // each buffer only those up to its first record stamped after `until` (the round's watermark,
+  // driver.h's Round::until; a record stamped 0 is never after it): that one and what follows stay for a
+  // later round.
+  virtual void collect(std::vector<RecordRef>& out, uint64_t until) = 0;
+  // Gives the space of everything collect() handed out back to the writer (not what it held back).
   virtual void release() = 0;
 };
 
 // The ring buffers of one recording (one buffer: perf/ring.h), read in rounds: every buffer from its tail to
-// the head the kernel published when the round began. A record that wraps around a buffer's end is copied
-// into that buffer's scratch space, so every record handed out is contiguous until release().
+// the head the kernel published when the round reached it, up to the round's watermark. A record held back
+// stays in its buffer (its space is not given back): nothing is copied. A record that wraps around a buffer's
+// end is copied into that buffer's scratch space, so every record handed out is contiguous until release().
 class RingSet final : public RecordSource {
  public:
   // A record's time, by the layout its events asked for (the recorder's: recorder/records.h's
@@ -61,7 +65,7 @@ class RingSet final : public RecordSource {
   size_t size() const { return bufs_.size(); }
   const perf::RingBuffer& operator[](size_t b) const { return bufs_[b]; }
 
-  void collect(std::vector<RecordRef>& out) override;
+  void collect(std::vector<RecordRef>& out, uint64_t until) override;
   void release() override;
 
  private:
@@ -72,13 +76,14 @@ class RingSet final : public RecordSource {
   std::vector<uint64_t> heads_;  // where each buffer's last round ended
 };
 
-// The perf buffers as a source: each round, what every buffer holds, merged by time (at equal times a
+// The perf buffers as a source: each round, what every buffer holds up to the round's watermark, merged by
+// time (at equal times a
 // switch-out's sample before its switch record); given back at release().
 std::unique_ptr<Source> buffer_source(RecordSource& buffers);
 
-// One round of `source`'s records, merged by time, fed to `sink` and released: the driver's round with
-// buffer_source(source) as its one source. For tests of a sink with synthetic buffers. Returns the number of
-// records handled.
-size_t feed_round(RecordSource& source, RecordSink& sink);
+// One round of `source`'s records up to `until`, merged by time, fed to `sink` and released: the driver's
+// round with buffer_source(source) as its one source. For tests of a sink with synthetic buffers. Returns
+// the number of records handled.
+size_t feed_round(RecordSource& source, RecordSink& sink, uint64_t until = kEverything);
 
 }  // namespace fxprof::driver

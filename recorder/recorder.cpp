@@ -45,6 +45,7 @@ Result<Recording> Session::run() {
   };
   for (const auto& [name, step] : passes) {
     if (auto s = pass(name, step); !s) return std::move(s).take_error();
+    if (std::string_view(name) == "start") running_ns_ = now_ns(CLOCK_MONOTONIC);
     if (opt_.on_started && std::string_view(name) == "start") opt_.on_started();
   }
   // A signal that came while the recording ended would be drained unseen by the guard.

@@ -117,6 +117,10 @@ struct Options {
   // every context switch of the program, in the program's time: 8 KiB (perf's default) costs ~7 us per
   // switch here, 32 KiB ~10 us (recorder.h notes).
   uint32_t off_cpu_stack_size = 8192;
+  // --wakers-from-start: the program starts once the eBPF waker tracer (off-CPU, root) is attached, so
+  // that every wake is named; by default it starts at once and the tracer attaches beside it (waker.h's
+  // WakerLoader: its load took 627 ms at load 8), and a data-quality line says how long it ran untraced.
+  bool wakers_from_start = false;
   // -e: sample this event (software, hardware, tracepoint) instead of the clock, one sample every
   // `event_period` events (0: the event's own default period, counters/events.h). Off-CPU samples do not
   // mix with it: the CLI turns off_cpu off.

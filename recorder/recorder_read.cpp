@@ -18,21 +18,52 @@ constexpr int kPollMs = 25;  // upper bound on how late we notice anything the k
 // Continuous recording (Options::on_window, `fxprof agent` at 19 Hz): 5 reads a second, not 40; the rings'
 // watermark still wakes us when they fill (each wake-up cost the agent more than the samples it read).
 constexpr int kWindowPollMs = 200;
+// A live round's watermark (driver.h's Round::until) is this much before the round began. The kernel stamps
+// a record before it reserves its space (perf_prepare_sample, perf_event_header__init_id come before
+// perf_output_begin) and publishes the buffer's head only when the outermost writer of that CPU is done (a
+// sample's NMI inside a fork record's write waits for it), and a writer in task context (fork, comm,
+// switch) can be preempted, or its vCPU descheduled by the host, in between: a record stamped just before
+// the round began can appear in its buffer after the round read it. 1 ms covers a preemption or a host's
+// tick; a record later still is what the task tracker copes with (TaskTracker::on_fork adopts a thread
+// named before its fork). The cost: records of the last millisecond come a round (25 ms) later.
+constexpr uint64_t kLatePublishNs = 1'000'000;
 
 }  // namespace
 
 // One round: every live source's new records (the ring buffers', merged by time) and wakeups (the waker
-// tracer's) through the driver into the builder (driver/driver.h, driver/sources.h).
-size_t Session::read_round() {
-  const size_t n = driver_->round();
-  // Without a waker tracer nobody is told the new processes: not kept (-a sees thousands come and go).
-  if (!waker_) builder_->take_new_pids();
+// tracer's) through the driver into the builder (driver/driver.h, driver/sources.h). A reading round takes
+// what happened before it began (less kLatePublishNs): a record written into a buffer after the round read
+// it must not come after newer records of the buffers read later. `everything`: the rings are emptied (the
+// drain, a window's cut).
+size_t Session::read_round(bool everything) {
+  if (waker_loader_) poll_waker_loader();
+  const uint64_t until = everything ? driver::kEverything : now_ns(CLOCK_MONOTONIC) - kLatePublishNs;
+  const size_t n = driver_->round(until);
+  // Without a waker tracer nobody is told the new processes: not kept (-a sees thousands come and go),
+  // unless it is loading: then it traces them once attached.
+  if (!waker_) {
+    std::vector<uint32_t> pids = builder_->take_new_pids();
+    if (waker_loader_) untraced_pids_.insert(untraced_pids_.end(), pids.begin(), pids.end());
+  }
   return n;
 }
 
 void Session::trace_new_pids() {
-  if (waker_)
+  if (waker_) {
     for (uint32_t pid : builder_->take_new_pids()) waker_->trace(pid);
+  } else if (waker_loader_) {
+    std::vector<uint32_t> pids = builder_->take_new_pids();
+    untraced_pids_.insert(untraced_pids_.end(), pids.begin(), pids.end());
+  }
+}
+
+// The tracer loading beside the program (waker.h's WakerLoader): adopted at the first round after its load.
+void Session::poll_waker_loader() {
+  auto r = waker_loader_->take();
+  if (!r) return;
+  const uint64_t began = waker_loader_->began_ns();
+  waker_loader_.reset();
+  adopt_waker(std::move(*r), began);
 }
 
 // Read until stop: wake on data (the buffers' watermark), a signal, a program's exit (pidfd), the RSS timer
@@ -63,6 +94,7 @@ Status Session::read_until_stop() {
     for (size_t b = 0; b < rings_.size(); ++b) pfds.push_back({hung[b] ? -1 : rings_[b].fd(), POLLIN, 0});
     pfds.push_back({waker_ ? waker_->fd() : -1, POLLIN, 0});  // its ring buffer a quarter full
     pfds.push_back({proc_tracks ? rss_->fd() : -1, POLLIN, 0});
+    pfds.push_back({waker_loader_ ? waker_loader_->fd() : -1, POLLIN, 0});  // the tracer's load ended
     const int poll_ms = opt_.on_window ? kWindowPollMs : kPollMs;
     int timeout = poll_ms;
     if (deadline) {
@@ -80,10 +112,13 @@ Status Session::read_until_stop() {
     // Perf map lines are stamped with the follower's previous look (recorder/jit.h): looking before and after
     // the round halves how long a reused address is ambiguous when the round is slow (a loaded machine: an
     // attached node had 69% of its comparator samples named right instead of 95%).
-    builder_->tick(now_ns(CLOCK_MONOTONIC));
+    const uint64_t before = now_ns(CLOCK_MONOTONIC);
+    builder_->tick(before);
     for (size_t b = 0; b < rings_.size(); ++b)
       if (pfds[1 + pidfds_.size() + b].revents & (POLLHUP | POLLERR)) hung[b] = true;
-    read_round();
+    // A window's cut takes every sample before it: the round before it empties the rings.
+    const bool cut = next_cut && before >= next_cut;
+    read_round(cut);
     const uint64_t now = now_ns(CLOCK_MONOTONIC);
     builder_->tick(now);  // perf map lines stamped as they appear (recorder/jit.h)
     if (capture_) capture_->rss_tick(now);
@@ -116,7 +151,7 @@ Status Session::read_until_stop() {
       }
     }
     if (child_ && child_exited_) stop = true;  // the command's end (launch, -a -- COMMAND)
-    if (next_cut && !stop && now >= next_cut) {
+    if (cut && !stop) {
       if (!cut_window(now)) stop = true;
       // Behind (a slow cut on a loaded machine: the first reads kallsyms): the next window is a whole one,
       // not a burst of short ones.
@@ -147,7 +182,7 @@ void Session::reap(int pid) {
 // Drain: stop the events, then read what they wrote before they stopped, so the end of the program is in.
 Status Session::drain() {
   for (UniqueFd& fd : fds_) ioctl(fd.get(), PERF_EVENT_IOC_DISABLE, 0);
-  while (read_round() > 0) {
+  while (read_round(true) > 0) {
   }
   rec_.profile.meta.end_monotonic_ns = now_ns(CLOCK_MONOTONIC);
   return {};

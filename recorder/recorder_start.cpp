@@ -191,32 +191,54 @@ Status Session::prepare_builder() {
     oc.interval_ns = static_cast<uint64_t>(std::llround(1e9 / static_cast<double>(freq_)));
     oc.threshold_ns = static_cast<uint64_t>(std::max(0.0, opt_.off_cpu_threshold_ms) * 1e6);
     builder_->set_off_cpu(oc);
-    if (switch_stacks_) {
-      // Loading parses the kernel's BTF: 30-50 ms on an idle machine here, 70-120 ms under load, before the
-      // program starts (loaded in the background, it named no waits of programs shorter than that).
-      const uint64_t t0 = now_ns(CLOCK_MONOTONIC);
-      auto w = WakerTracer::start(cfg_.dwarf);
-      if (!w)
-        notice("off-CPU: the thread that woke each wait is not recorded (eBPF waker tracer: " + w.error() +
-               ")");
-      else if (opt_.verbose)
-        notice("eBPF waker tracer loaded in " + std::to_string((now_ns(CLOCK_MONOTONIC) - t0) / 1000000) +
-               " ms");
-      if (w) waker_ = std::move(*w);
-    }
   }
   // The live sources (driver/sources.h), in the driver's order: the waker's wakeups are drained after the
-  // buffers' records are collected.
+  // buffers' records are collected (its source is added once it is loaded).
   driver_ = std::make_unique<Driver>(*sink_);
   sources_.push_back(buffer_source(rings_));
-  if (waker_) sources_.push_back(waker_source(*waker_, [this] { return builder_->take_new_pids(); }));
   for (const std::unique_ptr<Source>& s : sources_) driver_->add(*s);
+  if (switch_stacks_) start_waker();
   model::Profile& prof = rec_.profile;
   if (capture_) capture_->config(cfg_, opt_.off_cpu ? &oc : nullptr, prof.meta.interval_ms);
   prof.meta.start_monotonic_ns = now_ns(CLOCK_MONOTONIC);
   prof.meta.start_unix_ms = static_cast<double>(now_ns(CLOCK_REALTIME)) / 1e6;
   start_ns_ = prof.meta.start_monotonic_ns;
   return {};
+}
+
+// The eBPF waker tracer (waker.h): loading parses the kernel's BTF, 30-50 ms on an idle machine here, 627 ms
+// at load 8; loaded beside the launched program by default (the program waits for its perf events only),
+// before it with --wakers-from-start. Attach mode and -a load it first: the processes run already, and a
+// wait seen without its wake would be one more gap for nothing the user waits for.
+void Session::start_waker() {
+  std::vector<uint32_t> pids(pids_.begin(), pids_.end());
+  if (launch_ && !opt_.wakers_from_start) {
+    waker_loader_.emplace(cfg_.dwarf, std::move(pids));
+    return;
+  }
+  const uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+  adopt_waker(WakerTracer::start(cfg_.dwarf, pids), t0);
+}
+
+// The loaded tracer (or why not) joins the recording: it traces the processes seen so far, and its
+// source the driver's rounds.
+void Session::adopt_waker(Result<std::unique_ptr<WakerTracer>> w, uint64_t began_ns) {
+  if (!w) {
+    notice("off-CPU: the thread that woke each wait is not recorded (eBPF waker tracer: " + w.error() + ")");
+    return;
+  }
+  waker_ = std::move(*w);
+  if (opt_.verbose) {
+    const uint64_t at = waker_->attached_ns();
+    std::string line = "eBPF waker tracer loaded in " + std::to_string((at - began_ns) / 1000000) + " ms";
+    if (running_ns_ && at > running_ns_)
+      line += ", attached " + std::to_string((at - running_ns_) / 1000000) + " ms after the program's start";
+    notice(line);
+  }
+  for (uint32_t pid : untraced_pids_) waker_->trace(pid);
+  untraced_pids_.clear();
+  sources_.push_back(waker_source(*waker_, [this] { return builder_->take_new_pids(); }));
+  driver_->add(*sources_.back());
 }
 
 // Start (launch): the child waits on a pipe until its events exist (enable_on_exec: counting starts at its

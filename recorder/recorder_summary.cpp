@@ -2,7 +2,10 @@
 // counts, the data-quality lines (stack walk, lost records, unfollowed execs, deleted binaries), -v's lines.
 #include <sys/resource.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -158,6 +161,27 @@ void Session::report_stack_walk(model::Profile& prof) {
            "copies it)");
 }
 
+// The eBPF waker tracer attached after the launched program started (it loads beside it: waker.h): how
+// long its wakes went unseen, those waits without "Woken by" (nothing when its load failed: a notice said
+// so).
+std::optional<QualityProblem> Session::untraced_wakers() const {
+  // No samples: the recording is refused (cli/cmd_record.cpp), and its error is then the one line said. A
+  // program blocked all along (off-CPU samples only) is kept, and its waits are what the line is about.
+  if ((!waker_loader_ && !waker_) || rec_.stats.samples == 0) return std::nullopt;
+  const uint64_t from = running_ns_, end = std::max(exit_seen_ns_, from);
+  const uint64_t at = waker_ ? waker_->attached_ns() : UINT64_MAX;
+  if (at <= from) return std::nullopt;
+  const uint64_t ms = (std::min(at, end) - from + 999999) / 1000000;
+  const bool never = at >= end;
+  return QualityProblem{
+      never ? "Wakers not traced: the eBPF tracer was still loading"
+            : "Wakers untraced while the eBPF tracer loaded (ms)",
+      ms,
+      "off-CPU: wakers not traced for the " + std::string(never ? "whole " : "first ") + std::to_string(ms) +
+          " ms of the program (the eBPF waker tracer was " + (never ? "still loading" : "loading") +
+          "): waits that ended then have no \"Woken by\"; --wakers-from-start waits for it"};
+}
+
 // Every data-quality line and meta entry, through the one mechanism (recorder/quality.h).
 void Session::report_data_quality(model::Profile& prof) {
   std::vector<QualityProblem> problems;
@@ -193,6 +217,7 @@ void Session::report_data_quality(model::Profile& prof) {
                  "root): its stacks may be incomplete and its functions unnamed. Keep the binary until the "
                  "recording ends, or record as root"});
   }
+  if (auto u = untraced_wakers()) problems.push_back(std::move(*u));
   if (const uint64_t lost = waker_ ? waker_->dropped() : 0; lost > 0)
     problems.push_back({"Wakeups lost (eBPF ring buffer full)", lost,
                         std::to_string(lost) +

@@ -70,9 +70,13 @@ class Session {
   void choose_off_cpu(int pid);
   Status open_target(int pid, bool required);
   Status attach_thread(int tid);
-  size_t read_round();
+  size_t read_round(bool everything);
   void
-  trace_new_pids();  // the waker tracer traces the processes the builder saw (its source does each round)
+  trace_new_pids();    // the waker tracer traces the processes the builder saw (its source does each round)
+  void start_waker();  // off-CPU as root: who woke each wait (recorder_start.cpp)
+  void adopt_waker(Result<std::unique_ptr<WakerTracer>> w, uint64_t began_ns);
+  void poll_waker_loader();
+  std::optional<QualityProblem> untraced_wakers() const;
   void notice(const std::string& s) {
     if (!opt_.quiet) std::fprintf(stderr, "fxprof: %s\n", s.c_str());
   }
@@ -108,6 +112,10 @@ class Session {
   std::unique_ptr<ProfileBuilder> builder_;
   RecordSink* sink_ = nullptr;  // what the builder is fed through: the builder, or the capture before it
   std::unique_ptr<WakerTracer> waker_;  // off-CPU: who woke each wait (optional, eBPF)
+  // Loading beside the program (Options::wakers_from_start unset) until waker_ is there; the processes the
+  // builder saw meanwhile are traced once it is.
+  std::optional<WakerLoader> waker_loader_;
+  std::vector<uint32_t> untraced_pids_;
   std::vector<std::unique_ptr<Source>> sources_;
   std::unique_ptr<Driver> driver_;
   std::set<int> attached_tids_;
@@ -122,6 +130,7 @@ class Session {
   std::optional<RssSampler> rss_;
   std::optional<ProcCounters> counters_;  // faults, switches, run delay per process (proc_counters.h)
   uint64_t start_ns_ = 0, exit_seen_ns_ = 0;
+  uint64_t running_ns_ = 0;  // the end of the start pass: the program runs (launch) or is attached
   // Options::window_s: when the current window started; the kernel's names, read at the first window.
   uint64_t window_start_ns_ = 0;
   std::optional<KernelSymbols> window_kernel_;

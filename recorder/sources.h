@@ -23,7 +23,8 @@ class WakerTracer;
 // The eBPF waker tracer: each round, it is told the processes `new_pids` returns (the builder's, since the
 // last round), then its wakeups are drained into the round: after the buffers' records were collected, so
 // that every wake before a switch-in of the round is known when its span ends (a wake comes before the
-// switch-in it leads to, and the tracer commits it at once).
+// switch-in it leads to, and the tracer commits it at once). Those after the round's watermark (as the
+// buffers' records, driver/driver.h's Round::until) are kept for a later round.
 std::unique_ptr<Source> waker_source(WakerTracer& tracer, std::function<std::vector<uint32_t>()> new_pids);
 
 }  // namespace fxprof::recorder

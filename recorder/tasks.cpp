@@ -116,7 +116,27 @@ TaskTracker::ProcRef& TaskTracker::process(uint32_t pid, uint64_t t) {
 TaskTracker::ThreadRef& TaskTracker::thread(uint32_t pid, uint32_t tid, uint64_t t) {
   auto it = threads_.find(tid);
   if (it != threads_.end() && it->second.pid == pid && held(it->second, tid)) return it->second;
-  return add_thread(pid, tid, proc_comm(pid, tid), t);
+  ThreadRef& ref = add_thread(pid, tid, proc_comm(pid, tid), t);
+  ref.before_fork = true;
+  return ref;
+}
+
+// Each CPU's buffer is read in turn: a thread's rename or sample (another CPU) can be read before its FORK,
+// when the round's watermark (driver.h's Round::until) did not hold the later one back (the kernel published
+// the fork late). A second entry would leave the first one, with the thread's name and samples, beside an
+// empty one (a program of 4 threads recorded with 5). Threads only: a new process's fork gives it its
+// parent's mappings (the libraries tracker), which an entry made by its exec must not get; it stays a
+// second entry.
+TaskTracker::ThreadRef* TaskTracker::adopt(uint32_t pid, uint32_t tid, uint64_t t) {
+  auto it = threads_.find(tid);
+  if (it == threads_.end() || !it->second.before_fork || it->second.pid != pid || !held(it->second, tid))
+    return nullptr;
+  ThreadRef& ref = it->second;
+  model::Thread& th = profile_.processes[ref.proc].threads[ref.thread];
+  if (th.start_ns < t) return nullptr;  // made before this fork: an older thread of a reused tid
+  th.start_ns = t;
+  ref.before_fork = false;
+  return &ref;
 }
 
 void TaskTracker::launched(uint32_t pid, const std::string& name, uint64_t time_ns) {
@@ -275,7 +295,7 @@ void TaskTracker::on_fork(const ForkRecord& f) {
     if (pname.empty()) pname = parent_name.empty() ? proc_comm(pid, pid) : parent_name;
     new_process(pid, pname, t);
     add_thread(pid, tid, parent_name.empty() ? pname : parent_name, t);
-  } else {
+  } else if (!adopt(pid, tid, t)) {  // adopted: its name, given after the fork, is kept
     add_thread(pid, tid, parent_name.empty() ? proc_comm(pid, tid) : parent_name, t);
   }
 }

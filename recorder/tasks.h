@@ -38,6 +38,9 @@ class TaskTracker final : public Tracker {
     uint32_t proc = 0;    // index into profile.processes
     uint32_t thread = 0;  // index into that process's threads
     CpuState cpu;
+    // Made by a record of its own (a sample, a rename) and no FORK of it read yet: the FORK of a thread,
+    // when it is stamped before the entry began, adopts it (its fork was in a buffer read later).
+    bool before_fork = false;
   };
   // What the rest of the builder does when the tasks change.
   struct Hooks {
@@ -117,6 +120,9 @@ class TaskTracker final : public Tracker {
   }
   uint32_t new_process(uint32_t pid, const std::string& name, uint64_t t);
   ProcRef& process(uint32_t pid, uint64_t t);
+  // The entry of thread `tid` of `pid` that a record of its own made before its FORK (stamped `t`) was
+  // read, if any; it begins at the fork from now on.
+  ThreadRef* adopt(uint32_t pid, uint32_t tid, uint64_t t);
   // A new thread entry (replacing any of `tid`: the trackers forget it).
   ThreadRef& add_thread(uint32_t pid, uint32_t tid, const std::string& name, uint64_t t);
   // Removes a thread entry; the trackers forget it.

@@ -2,11 +2,18 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdarg>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <mutex>
 #include <string_view>
+#include <thread>
 
 #include "base/fd.h"
 
@@ -68,7 +75,18 @@ void encode_waking(const Waking& w, std::vector<std::byte>& out) {
   if (!w.stack.empty()) std::memcpy(p + kWakingHeaderBytes, w.stack.data(), w.stack.size());
 }
 
-Result<std::unique_ptr<WakerTracer>> WakerTracer::start([[maybe_unused]] bool stacks) {
+namespace {
+
+uint64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<WakerTracer>> WakerTracer::start([[maybe_unused]] bool stacks,
+                                                        [[maybe_unused]] std::span<const uint32_t> pids) {
 #ifndef FXPROF_HAVE_WAKER_BPF
   return Err("not built (clang was missing when fxprof was built)");
 #else
@@ -94,11 +112,13 @@ Result<std::unique_ptr<WakerTracer>> WakerTracer::start([[maybe_unused]] bool st
   bpf_program* prog = bpf_object__find_program_by_name(t->object_.get(), "fxprof_waking");
   if (!prog) return Err("the BPF program has no fxprof_waking");
   t->prog_fd_ = bpf_program__fd(prog);
-  t->link_.reset(bpf_program__attach(prog));
-  if (!t->link_) return Err("cannot attach to sched_waking: " + errno_text(errno));
   t->traced_fd_ = bpf_object__find_map_fd_by_name(t->object_.get(), "traced");
   t->dropped_fd_ = bpf_object__find_map_fd_by_name(t->object_.get(), "dropped");
   if (t->traced_fd_ < 0 || t->dropped_fd_ < 0) return Err("the BPF program has no maps");
+  for (uint32_t pid : pids) t->trace(pid);  // traced from the first wake it sees
+  t->link_.reset(bpf_program__attach(prog));
+  if (!t->link_) return Err("cannot attach to sched_waking: " + errno_text(errno));
+  t->attached_ns_ = monotonic_ns();
   Result<BpfRing> r = BpfRing::open(t->object_.get(), "wakings");
   if (!r.ok()) return Err(r.error());
   t->ring_.emplace(std::move(*r));
@@ -135,6 +155,55 @@ void WakerTracer::drain(std::vector<Waking>& out) {
     Waking w;
     if (decode_waking(record, w)) out.push_back(std::move(w));
   });
+}
+
+// What the loading thread and the Session share: the thread may outlive the WakerLoader (abandoned).
+struct WakerLoader::Shared {
+  std::mutex mutex;
+  std::optional<Result<std::unique_ptr<WakerTracer>>> result;
+  bool abandoned = false;
+  UniqueFd done{eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
+};
+
+namespace {
+
+// The test hook (waker.h): one byte from the FIFO FXPROF_TEST_WAKER_GATE names, before loading.
+void wait_for_test_gate() {
+  const char* gate = std::getenv("FXPROF_TEST_WAKER_GATE");
+  if (!gate || !*gate) return;
+  UniqueFd fd(open(gate, O_RDONLY | O_CLOEXEC));
+  char byte;
+  while (fd.valid() && read(fd.get(), &byte, 1) < 0 && errno == EINTR) {
+  }
+}
+
+}  // namespace
+
+WakerLoader::WakerLoader(bool stacks, std::vector<uint32_t> pids)
+    : shared_(std::make_shared<Shared>()), began_ns_(monotonic_ns()) {
+  std::thread([shared = shared_, stacks, pids = std::move(pids)] {
+    wait_for_test_gate();
+    auto r = WakerTracer::start(stacks, pids);
+    std::lock_guard lock(shared->mutex);
+    if (shared->abandoned) return;  // the recording ended first: what was loaded is closed here
+    shared->result.emplace(std::move(r));
+    const uint64_t one = 1;
+    if (write(shared->done.get(), &one, sizeof one) < 0) {
+    }  // (an eventfd's counter cannot overflow from one write)
+  }).detach();
+}
+
+WakerLoader::~WakerLoader() {
+  std::lock_guard lock(shared_->mutex);
+  shared_->abandoned = true;
+  shared_->result.reset();  // a tracer loaded but never taken detaches here
+}
+
+int WakerLoader::fd() const { return shared_->done.get(); }
+
+std::optional<Result<std::unique_ptr<WakerTracer>>> WakerLoader::take() {
+  std::lock_guard lock(shared_->mutex);
+  return std::exchange(shared_->result, std::nullopt);
 }
 
 }  // namespace fxprof::recorder

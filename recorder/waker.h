@@ -26,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -55,8 +56,8 @@ inline constexpr size_t kWakingHeaderBytes = 104;
 class WakerTracer {
  public:
   // Loads and attaches the program; the error is the reason, for one line. `stacks`: futex wakes carry the
-  // waker's registers and stack (DWARF mode).
-  static Result<std::unique_ptr<WakerTracer>> start(bool stacks);
+  // waker's registers and stack (DWARF mode). `pids` are traced from the attach on (before any round).
+  static Result<std::unique_ptr<WakerTracer>> start(bool stacks, std::span<const uint32_t> pids = {});
   WakerTracer() = default;  // inert until start() has loaded it
   ~WakerTracer();
   WakerTracer(const WakerTracer&) = delete;
@@ -76,6 +77,8 @@ class WakerTracer {
   // The program's runs and its total time in them (ns), as the kernel counts them: only while
   // kernel.bpf_stats_enabled is 1 (both 0 otherwise). For -v: what the tracer costs the threads it runs in.
   std::pair<uint64_t, uint64_t> run_stats() const;
+  // When it attached (CLOCK_MONOTONIC ns): wakes before it were not seen.
+  uint64_t attached_ns() const { return attached_ns_; }
 
  private:
   BpfObject object_;
@@ -84,6 +87,36 @@ class WakerTracer {
   int traced_fd_ = -1;
   int dropped_fd_ = -1;
   int prog_fd_ = -1;
+  uint64_t attached_ns_ = 0;
+};
+
+// The tracer loaded on a thread of its own while the program runs. Loading parses the kernel's BTF and
+// verifies the program: 30-50 ms of CPU idle, 627 ms of wall at load 8 on 2 cores, which the program used
+// to wait for before its start (issue 36). The launched program now waits only for its perf events; the
+// tracer traces `pids` from its attach on, and the Session tells it the processes seen meanwhile. Wakes
+// before the attach are not seen (the Session says how long on a data-quality line; `record
+// --wakers-from-start` loads it before the program starts instead).
+//
+// Test hook: when FXPROF_TEST_WAKER_GATE names a FIFO, the loading thread first reads one byte from it, so
+// that a test can have the program run before the tracer attaches (tests/e2e/wakers_test.cpp).
+class WakerLoader {
+ public:
+  WakerLoader(bool stacks, std::vector<uint32_t> pids);
+  // Does not wait for a load still under way: its thread finishes alone and detaches what it loaded.
+  ~WakerLoader();
+  WakerLoader(const WakerLoader&) = delete;
+  WakerLoader& operator=(const WakerLoader&) = delete;
+
+  // Readable (poll) once the load ended, either way.
+  int fd() const;
+  // The tracer or the reason it did not load, once the load ended (then once only); nullopt before.
+  std::optional<Result<std::unique_ptr<WakerTracer>>> take();
+  uint64_t began_ns() const { return began_ns_; }  // when the load began (CLOCK_MONOTONIC)
+
+ private:
+  struct Shared;
+  std::shared_ptr<Shared> shared_;
+  uint64_t began_ns_ = 0;
 };
 
 }  // namespace fxprof::recorder

@@ -23,7 +23,7 @@ class Buffer final : public driver::RecordSource {
     std::memcpy(w.data(), bytes.data(), bytes.size());
     records_.push_back(std::move(w));
   }
-  void collect(std::vector<driver::RecordRef>& out) override {
+  void collect(std::vector<driver::RecordRef>& out, uint64_t) override {
     for (const auto& w : records_)
       out.push_back({0, reinterpret_cast<const perf_event_header*>(w.data()), false});
   }

@@ -1,11 +1,17 @@
 // tests for driver/: the driver's rounds over sources (driver.h) and the perf buffers as a source
-// (sources.h), with fake sources and a sink that writes down what it was given.
+// (sources.h), with fake sources, ring buffers in memory and a sink that writes down what it was given.
 #include "driver/driver.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "base/fd.h"
 #include "driver/sources.h"
 
 using namespace fxprof;
@@ -96,7 +102,7 @@ namespace {
 // Buffers in memory, as the ring buffers would hand them out: each round what was added since.
 class Buffers final : public driver::RecordSource {
  public:
-  void collect(std::vector<RecordRef>& out) override {
+  void collect(std::vector<RecordRef>& out, uint64_t) override {
     for (const RecordRef& r : pending) out.push_back(r);
   }
   void release() override {
@@ -120,4 +126,83 @@ TEST_CASE("perf buffers source: each round what the buffers hold, by time, a swi
   // A live round with nothing in the buffers still reaches the sink (the builder releases at its end).
   CHECK(driver::feed_round(bufs, log) == 0);
   CHECK(log.text == "r10 r20 s30 r30 | |");
+}
+
+namespace {
+
+// A ring buffer in memory, as perf maps one (a metadata page, then the data pages): the test writes records
+// and publishes data_head as the kernel does; the RingSet reads it through its own mapping of the memfd.
+class MemRing {
+ public:
+  MemRing() : fd_(memfd_create("ring", MFD_CLOEXEC)), page_(static_cast<size_t>(sysconf(_SC_PAGESIZE))) {
+    REQUIRE(fd_.valid());
+    REQUIRE(ftruncate(fd_.get(), static_cast<off_t>(2 * page_)) == 0);
+    void* p = mmap(nullptr, 2 * page_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_.get(), 0);
+    REQUIRE(p != MAP_FAILED);
+    map_ = Mapping(p, 2 * page_);
+  }
+  perf::RingBuffer buffer() {
+    auto rb = perf::RingBuffer::map(fd_.get(), 1, 1);
+    REQUIRE(rb);
+    return std::move(*rb);
+  }
+  // A record of 16 bytes: its header, then its time (MemRing::time reads it back).
+  void write(uint64_t time) {
+    auto* meta = static_cast<perf_event_mmap_page*>(map_.data());
+    std::byte* at = static_cast<std::byte*>(map_.data()) + page_ + (head_ % page_);
+    const perf_event_header h{PERF_RECORD_SAMPLE, 0, 16};
+    std::memcpy(at, &h, sizeof h);
+    std::memcpy(at + 8, &time, 8);
+    head_ += 16;
+    __atomic_store_n(&meta->data_head, head_, __ATOMIC_RELEASE);
+  }
+  uint64_t tail() const {
+    return __atomic_load_n(&static_cast<perf_event_mmap_page*>(map_.data())->data_tail, __ATOMIC_ACQUIRE);
+  }
+  static uint64_t time(const perf_event_header* h) {
+    uint64_t t = 0;
+    std::memcpy(&t, reinterpret_cast<const std::byte*>(h) + 8, 8);
+    return t;
+  }
+
+ private:
+  UniqueFd fd_;
+  size_t page_;
+  Mapping map_;
+  uint64_t head_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("perf buffers source: a round takes what is not newer than its watermark, the rest comes next",
+          "[driver]") {
+  MemRing cpu0, cpu1;
+  driver::RingSet rings(&MemRing::time);
+  rings.add(cpu0.buffer(), false);
+  rings.add(cpu1.buffer(), false);
+  Log log;
+  driver::Driver d(log);
+  const std::unique_ptr<driver::Source> source = driver::buffer_source(rings);
+  d.add(*source);
+  // The round begins at 50: buffer 0 was read before its record of 40 was published, which comes in the
+  // next round with buffer 1's 60 (newer than the watermark: held back, and what follows it too).
+  cpu0.write(10);
+  cpu1.write(20);
+  cpu1.write(60);
+  cpu1.write(45);  // written after a newer record: stays behind it
+  CHECK(d.round(50) == 2);
+  CHECK(cpu1.tail() == 16);  // the held records' space is not given back
+  cpu0.write(40);
+  cpu0.write(0);  // no time (stat's records): never held back
+  CHECK(d.round(100) == 4);
+  CHECK(log.text == "r10 r20 | r0 r40 r45 r60 |");
+  CHECK(cpu1.tail() == 48);
+  // The end of a recording takes everything.
+  cpu0.write(500);
+  cpu1.write(0);
+  CHECK(d.round(200) == 1);
+  CHECK(cpu0.tail() == 48);
+  CHECK(d.round() == 1);
+  CHECK(cpu0.tail() == 64);
+  CHECK(log.text == "r10 r20 | r0 r40 r45 r60 | r0 | r500 |");
 }

@@ -57,7 +57,7 @@ double cli_total_percent(const std::string& functions, const std::string& name) 
 // kept (record's default).
 std::string record_logged(TempDir& dir, const std::vector<std::string>& argv, const CpuLog& log) {
   const std::string out = dir.file("p.json.gz");
-  auto r = record(out, argv, {}, {.env = {{CpuLog::kVariable, log.path()}}});
+  auto r = record(out, argv, {kWakersFromStart}, {.env = {{CpuLog::kVariable, log.path()}}});
   INFO(r.err << log.text());
   REQUIRE(r.status == 0);
   return out;

@@ -72,6 +72,11 @@ inline const ThreadSummary* find_thread(const std::vector<ThreadSummary>& ts, co
   return nullptr;
 }
 
+// Tests that count the wakers of every wait, from the program's first one, have the eBPF waker tracer loaded
+// before the program starts (by default it attaches beside the running program: recorder/waker.h); the
+// tracer loaded beside the program is tested on its own (tests/e2e/wakers_test.cpp).
+inline constexpr const char* kWakersFromStart = "--wakers-from-start";
+
 // `fxprof record --save-only --no-symbolicate -o OUT [extra] -- argv...`
 inline CmdResult record(const std::string& out, const std::vector<std::string>& argv,
                         const std::vector<std::string>& extra = {}, const CmdOptions& opts = {}) {

@@ -23,8 +23,8 @@ TEST_CASE("holders: a tail-called unlock names the function that held the lock, 
           "[e2e][offcpu]") {
   TempDir dir;
   const std::string out = dir.file("tail.json.gz");
-  auto r = run({fxprof_bin(), "record", "--save-only", "--off-cpu-threshold", "0", "-o", out, "--",
-                test_program("tail_unlock")});
+  auto r = run({fxprof_bin(), "record", "--save-only", "--off-cpu-threshold", "0", kWakersFromStart, "-o",
+                out, "--", test_program("tail_unlock")});
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
   const size_t at = r.out.find("mutex 0x");
@@ -84,8 +84,8 @@ TEST_CASE("holders: python's Thread.join and queue.get are no lock waits", "[e2e
                            "w.start()\n"
                            "w.join()\n"
                            "p.join()\n";
-  auto r = run({fxprof_bin(), "record", "--save-only", "--off-cpu-threshold", "0", "-o", out, "--",
-                "/usr/bin/python3", script});
+  auto r = run({fxprof_bin(), "record", "--save-only", "--off-cpu-threshold", "0", kWakersFromStart, "-o",
+                out, "--", "/usr/bin/python3", script});
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
   size_t python_locks = 0, posted = 0;
@@ -110,8 +110,8 @@ TEST_CASE("holders: python's Thread.join and queue.get are no lock waits", "[e2e
 TEST_CASE("holders: a program's own thin mutex wrapper is not the holder, its callers are", "[e2e][offcpu]") {
   TempDir dir;
   const std::string out = dir.file("wrapper.json.gz");
-  auto r = run({fxprof_bin(), "record", "--save-only", "--off-cpu-threshold", "0", "-o", out, "--",
-                test_program("mutex_wrapper")});
+  auto r = run({fxprof_bin(), "record", "--save-only", "--off-cpu-threshold", "0", kWakersFromStart, "-o",
+                out, "--", test_program("mutex_wrapper")});
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
   const size_t at = r.out.find("mutex 0x");
@@ -145,8 +145,8 @@ TEST_CASE("holders: a program's own thin mutex wrapper is not the holder, its ca
 TEST_CASE("holders: stdio's lock is held by the function that called fprintf", "[e2e][offcpu]") {
   TempDir dir;
   const std::string out = dir.file("stdio.json.gz");
-  auto r = run({fxprof_bin(), "record", "--save-only", "--off-cpu-threshold", "0", "-o", out, "--",
-                test_program("stdio_contend")});
+  auto r = run({fxprof_bin(), "record", "--save-only", "--off-cpu-threshold", "0", kWakersFromStart, "-o",
+                out, "--", test_program("stdio_contend")});
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
   const size_t at = r.out.find("file lock 0x");

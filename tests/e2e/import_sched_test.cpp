@@ -122,8 +122,8 @@ TEST_CASE("import: perf record -e sched:sched_switch -e sched:sched_waking --cal
   INFO(waits << " lock waits, " << named << " with a holder; top holder " << top_holder(from_perf));
   REQUIRE(waits > 0);
   CHECK(named * 10 >= waits * 8);  // a copied stack may be cut short of the holder
-  auto live_rec = run({fxprof_bin(), "record", "--save-only", "--off-cpu-threshold", "0", "-o", live, "--",
-                       test_program("offcpu_locks")});
+  auto live_rec = run({fxprof_bin(), "record", "--save-only", "--off-cpu-threshold", "0", kWakersFromStart,
+                       "-o", live, "--", test_program("offcpu_locks")});
   INFO(live_rec.err);
   REQUIRE(live_rec.status == 0);
   CHECK(top_holder(from_perf) == top_holder(holders_in(live)));

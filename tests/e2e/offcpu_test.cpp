@@ -259,8 +259,8 @@ TEST_CASE(
   opts.env[CpuLog::kVariable] = log.path();
   std::string out = dir.file("locks.json.gz");
   // Threshold 0: a marker for every wait, so that they add up to what the program measured.
-  auto r = run({fxprof_bin(), "record", "--save-only", "--off-cpu-threshold", "0", "-o", out, "--",
-                test_program("offcpu_locks")},
+  auto r = run({fxprof_bin(), "record", "--save-only", "--off-cpu-threshold", "0", kWakersFromStart, "-o",
+                out, "--", test_program("offcpu_locks")},
                opts);
   INFO(r.out << r.err << log.text());
   REQUIRE(r.status == 0);
@@ -417,8 +417,8 @@ TEST_CASE(
   CmdOptions opts;
   opts.env[CpuLog::kVariable] = log.path();
   std::string out = dir.file("waits.json.gz");
-  auto r = run({fxprof_bin(), "record", "--save-only", "--off-cpu-threshold", "0", "-o", out, "--",
-                test_program("offcpu_waits")},
+  auto r = run({fxprof_bin(), "record", "--save-only", "--off-cpu-threshold", "0", kWakersFromStart, "-o",
+                out, "--", test_program("offcpu_waits")},
                opts);
   INFO(r.out << r.err << log.text());
   REQUIRE(r.status == 0);
@@ -519,7 +519,7 @@ TEST_CASE("off-CPU: the Wakeup markers' stacks are symbolicated through our serv
           "[e2e][offcpu][serial]") {
   TempDir dir;
   std::string out = dir.file("locks.json.gz");
-  auto r = record(out, {test_program("offcpu_locks")}, {"--off-cpu-threshold", "0"});
+  auto r = record(out, {test_program("offcpu_locks")}, {"--off-cpu-threshold", "0", kWakersFromStart});
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
   const size_t at = r.out.find("mutex 0x");
@@ -594,7 +594,9 @@ TEST_CASE("off-CPU: Rust std::sync::Mutex waits attribute to the Rust function t
   CmdOptions opts;
   opts.env[CpuLog::kVariable] = log.path();
   std::string out = dir.file("rust.json.gz");
-  auto r = run({fxprof_bin(), "record", "--save-only", "-o", out, "--", test_program("offcpu_mutex")}, opts);
+  auto r = run({fxprof_bin(), "record", "--save-only", kWakersFromStart, "-o", out, "--",
+                test_program("offcpu_mutex")},
+               opts);
   INFO(r.err << log.text());
   REQUIRE(r.status == 0);
   REQUIRE(log.count("wait") == 4);
@@ -638,8 +640,8 @@ TEST_CASE("off-CPU: a std::mutex's Lock waits name the function that held it in 
           "[e2e][offcpu]") {
   TempDir dir;
   const std::string out = dir.file("lazy.json.gz");
-  auto r = run({fxprof_bin(), "record", "--save-only", "--no-symbolicate", "--off-cpu-threshold", "0", "-o",
-                out, "--", test_program("views_cxx_mutex")});
+  auto r = run({fxprof_bin(), "record", "--save-only", "--no-symbolicate", "--off-cpu-threshold", "0",
+                kWakersFromStart, "-o", out, "--", test_program("views_cxx_mutex")});
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
   const size_t at = r.out.find("mutex 0x");

@@ -185,6 +185,8 @@ TEST_CASE("capture and replay: lock waits and the wakers' stacks (eBPF)", "[reco
   opt.command = {test_program("offcpu_locks")};
   opt.off_cpu = true;
   opt.off_cpu_threshold_ms = 0;
+  opt.wakers_from_start =
+      true;  // every wake from the program's first (by default the tracer loads beside it)
   check_replay(opt, "offcpu_hold_lock", 50, true);
 }
 
@@ -230,6 +232,7 @@ TEST_CASE("capture and replay: waits, wakers and holders read back from the Geck
   opt.command = {test_program("offcpu_locks")};
   opt.off_cpu = true;
   opt.off_cpu_threshold_ms = 0;
+  opt.wakers_from_start = true;
   opt.capture_path = cap.path;
   REQUIRE(recorder::record(opt).ok());
   auto replayed = recorder::replay(cap.path);
@@ -338,6 +341,7 @@ TEST_CASE("golden: replayed captures give the same Gecko bytes", "[recorder]") {
       opt.command = c.command;
       opt.off_cpu = c.off_cpu;
       opt.off_cpu_threshold_ms = 0;
+      opt.wakers_from_start = true;  // the same wakes, captured from the program's start
       opt.call_graph = c.graph;
       opt.capture_path = cap;
       REQUIRE(recorder::record(opt).ok());

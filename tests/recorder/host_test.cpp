@@ -63,7 +63,7 @@ class Buffers final : public recorder::RecordSource {
   std::vector<std::vector<uint64_t>> records;  // each an 8-byte aligned record
   std::vector<bool> from_switch_buffer;
   int released = 0;
-  void collect(std::vector<recorder::RecordRef>& out) override {
+  void collect(std::vector<recorder::RecordRef>& out, uint64_t) override {
     for (size_t i = 0; i < records.size(); ++i) {
       auto* h = reinterpret_cast<const perf_event_header*>(records[i].data());
       out.push_back({recorder::record_time(h), h, from_switch_buffer[i]});

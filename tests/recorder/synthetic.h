@@ -72,7 +72,7 @@ class Records final : public recorder::RecordSource {
     std::memcpy(words.data(), h, h->size);
     records_.push_back({std::move(words), switch_event});
   }
-  void collect(std::vector<recorder::RecordRef>& out) override {
+  void collect(std::vector<recorder::RecordRef>& out, uint64_t) override {
     for (const auto& [words, sw] : records_) {
       auto* h = reinterpret_cast<const perf_event_header*>(words.data());
       out.push_back({recorder::record_time(h), h, sw});

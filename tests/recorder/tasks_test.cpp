@@ -75,6 +75,36 @@ TEST_CASE("tasks: forks, renames, execs and exits shape processes and threads", 
   CHECK(builder.samples() == 2);
 }
 
+TEST_CASE("tasks: a thread's records read before its fork are its entry, the fork adopts it",
+          "[recorder][tasks]") {
+  // Each CPU's buffer is read in turn: a fork the kernel published late comes a round after the rename
+  // and sample (other CPUs) that followed it.
+  model::Profile profile;
+  recorder::EventConfig events;
+  test::NoProcfs procfs;
+  recorder::ProfileBuilder builder(profile, nullptr, events, procfs);
+  builder.on_launched(100, "sh", 0);
+  const uint64_t user = static_cast<uint64_t>(PERF_CONTEXT_USER);
+  std::vector<Rec> first, second;
+  first.push_back(comm(100, 101, "worker", 11, false));  // thread 101's rename
+  first.push_back(sample_start(100, 101, 12, {user, 0x401000}));
+  first.push_back(sample_start(100, 102, 40, {user, 0x401000}));  // a thread whose fork and exit were lost
+  second.push_back(task(PERF_RECORD_FORK, 100, 100, 101, 100, 10));
+  second.push_back(task(PERF_RECORD_FORK, 100, 100, 102, 100, 50));  // its tid reused later: a new thread
+  for (std::vector<Rec>* round : {&first, &second}) {
+    test::Records src;
+    for (Rec& r : *round) src.add(r);
+    REQUIRE(recorder::feed_round(src, builder) == round->size());
+  }
+  REQUIRE(profile.processes.size() == 1);
+  const model::Process& sh = profile.processes[0];
+  REQUIRE(sh.threads.size() == 4);
+  CHECK((sh.threads[1].tid == 101 && sh.threads[1].name == "worker" && sh.threads[1].start_ns == 10));
+  CHECK(sh.threads[1].samples.size() == 1);
+  CHECK((sh.threads[2].tid == 102 && sh.threads[2].start_ns == 40 && sh.threads[2].samples.size() == 1));
+  CHECK((sh.threads[3].tid == 102 && sh.threads[3].start_ns == 50));
+}
+
 namespace {
 
 recorder::ForkRecord fork_of(uint32_t pid, uint32_t ppid, uint32_t tid, uint32_t ptid, uint64_t time) {

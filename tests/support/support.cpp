@@ -156,26 +156,41 @@ Background::~Background() {
   ::close(err_fd_);
 }
 
-std::string Background::wait_for_line(const std::string& needle, std::chrono::seconds timeout) {
+namespace {
+
+// Reads `fd` into `text` until a line from `scanned` on contains `needle`; that line, or "" on timeout or
+// the pipe's end.
+std::string wait_for(int fd, std::string& text, size_t& scanned, const std::string& needle,
+                     std::chrono::seconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   char buf[4096];
   for (;;) {
     size_t nl;
-    while ((nl = out_.find('\n', scanned_)) != std::string::npos) {
-      std::string line = out_.substr(scanned_, nl - scanned_);
-      scanned_ = nl + 1;
+    while ((nl = text.find('\n', scanned)) != std::string::npos) {
+      std::string line = text.substr(scanned, nl - scanned);
+      scanned = nl + 1;
       if (line.find(needle) != std::string::npos) return line;
     }
     if (std::chrono::steady_clock::now() > deadline) return "";
-    pollfd fd{out_fd_, POLLIN, 0};
-    if (::poll(&fd, 1, 100) > 0) {
-      ssize_t n = ::read(out_fd_, buf, sizeof buf);
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) > 0) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
       if (n > 0)
-        out_.append(buf, static_cast<size_t>(n));
+        text.append(buf, static_cast<size_t>(n));
       else if (n == 0)
         return "";
     }
   }
+}
+
+}  // namespace
+
+std::string Background::wait_for_line(const std::string& needle, std::chrono::seconds timeout) {
+  return wait_for(out_fd_, out_, scanned_, needle, timeout);
+}
+
+std::string Background::wait_for_err_line(const std::string& needle, std::chrono::seconds timeout) {
+  return wait_for(err_fd_, err_, err_scanned_, needle, timeout);
 }
 
 std::string Background::err() {

@@ -44,6 +44,9 @@ class Background {
   // Reads stdout until a line contains `needle`; returns that line ("" on timeout or exit).
   std::string wait_for_line(const std::string& needle,
                             std::chrono::seconds timeout = std::chrono::seconds(60));
+  // The same for stderr.
+  std::string wait_for_err_line(const std::string& needle,
+                                std::chrono::seconds timeout = std::chrono::seconds(60));
   // Sends `sig` and waits for the exit status (128+signal when killed), or -1 on timeout.
   int stop(int sig, std::chrono::seconds timeout = std::chrono::seconds(30));
   const std::string& out() const { return out_; }
@@ -53,7 +56,7 @@ class Background {
   pid_t pid_ = -1;
   int out_fd_ = -1, err_fd_ = -1;
   std::string out_, err_;
-  size_t scanned_ = 0;
+  size_t scanned_ = 0, err_scanned_ = 0;
   bool reaped_ = false;
 };
 

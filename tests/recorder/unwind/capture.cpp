@@ -121,7 +121,7 @@ void parse(std::span<const uint8_t> rec, Capture& cap, uint64_t seq_time_fallbac
 // Every record the kernel wrote since the last call, through the recorder's own ring reading.
 void drain(recorder::RingSet& rings, Capture& cap, std::vector<recorder::RecordRef>& refs) {
   refs.clear();
-  rings.collect(refs);
+  rings.collect(refs, fxprof::driver::kEverything);
   for (const recorder::RecordRef& r : refs)
     parse({reinterpret_cast<const uint8_t*>(r.h), r.h->size}, cap,
           cap.records.empty() ? 0 : cap.records.back().time);
