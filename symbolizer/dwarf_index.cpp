@@ -52,7 +52,10 @@ struct DwarfIndex::TreeBuilder {
 std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj, const ElfObject* alt,
                                              const std::vector<std::string>& dwp_paths) {
   if (!obj.has_section(".debug_info") && !obj.has_section(".zdebug_info")) return nullptr;
-  std::unique_ptr<DwarfImage> image = DwarfImage::inflate(obj);
+  // A dwz'd file whose alt file our locator did not find: libdw looks for it by the file's
+  // .gnu_debugaltlink, which the image does not carry.
+  std::unique_ptr<DwarfImage> image =
+      alt == nullptr && obj.has_section(".gnu_debugaltlink") ? nullptr : DwarfImage::inflate(obj);
   if (!image) return open_from(obj, nullptr, alt, dwp_paths);
   auto idx = open_from(obj, std::move(image), alt, dwp_paths);
   // libdw looks for a split unit's .dwo beside the file it read, and an image in memory is beside nothing:

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -105,4 +106,26 @@ TEST_CASE("dwarf image: every address of a -gz program answers as the program bu
   }
   CHECK(with_lines > addrs.size() / 2);
   CHECK(with_inlines > 0);
+}
+
+TEST_CASE("dwarf image: compressed dwz'd DWARF (Debian's -dbgsym files) keeps its inline chains") {
+  // dwz moves the inlined functions' names into the alt file; both files then compressed, as Debian ships
+  // them: the file and its alt file are each read through an image (or by libdw when one is not taken).
+  fxprof::test::TempDir d;
+  std::filesystem::copy_file(test_program("sym_inline"), d.file("a"));
+  std::filesystem::copy_file(test_program("sym_inline_rebuilt"), d.file("b"));
+  auto r = fxprof::test::run(
+      {"dwz", "-m", d.file("common.debug"), "-M", d.file("common.debug"), d.file("a"), d.file("b")});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  for (const char* f : {"a", "common.debug"})
+    REQUIRE(fxprof::test::run({"objcopy", "--compress-debug-sections=zlib", d.file(f)}).status == 0);
+  auto a = sym::ElfObject::open(d.file("a"));
+  REQUIRE(a.ok());
+  REQUIRE((*a)->debugaltlink());
+  REQUIRE(sym::DwarfImage::inflate(**a) != nullptr);  // compressed: read through an image
+  Prog p = prog(d.file("a"));
+  sym::Symbolizer s(no_system_debug());
+  s.add_known_lib(known(p, p.path));
+  check_compute_hot(s, p, true);
 }
