@@ -1,6 +1,7 @@
 // fxprof passes: the symbols of a recording's binaries loaded while the program still runs, so that after
 // its exit only lookups remain (issue 25 item 6: libc6-dbg's 10 MB of compressed DWARF cost ~31 ms of CPU to
-// inflate, most of the wait after the exit).
+// inflate, most of the wait after the exit; since issue 36 the symbolizer inflates only the 8.5 MB a lookup
+// reads, with libdeflate: symbolizer/dwarf_image.h).
 //
 // The recorder tells each binary as its first executable mapping enters the profile (recorder::Options::
 // on_binary_mapped, on the recording thread); a second thread loads each one once through the Symbolizer

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "symbolizer/dwarf_image.h"
+
 namespace fxprof::symbolizer {
 namespace {
 
@@ -50,15 +52,35 @@ struct DwarfIndex::TreeBuilder {
 std::unique_ptr<DwarfIndex> DwarfIndex::open(const ElfObject& obj, const ElfObject* alt,
                                              const std::vector<std::string>& dwp_paths) {
   if (!obj.has_section(".debug_info") && !obj.has_section(".zdebug_info")) return nullptr;
-  if (!obj.decompress_debug_sections()) return nullptr;  // names from the symbol table only
-  if (alt != nullptr && !alt->decompress_debug_sections()) alt = nullptr;
-  Dwarf* dw = dwarf_begin_elf(obj.elf(), DWARF_C_READ, nullptr);
+  // A dwz'd file whose alt file our locator did not find: libdw looks for it by the file's
+  // .gnu_debugaltlink, which the image does not carry.
+  std::unique_ptr<DwarfImage> image =
+      alt == nullptr && obj.has_section(".gnu_debugaltlink") ? nullptr : DwarfImage::inflate(obj);
+  if (!image) return open_from(obj, nullptr, alt, dwp_paths);
+  auto idx = open_from(obj, std::move(image), alt, dwp_paths);
+  // libdw looks for a split unit's .dwo beside the file it read, and an image in memory is beside nothing:
+  // a file with skeleton units is read by libdw itself (so is one libdw could not read from the image).
+  if (!idx || idx->skeletons_) idx = open_from(obj, nullptr, alt, dwp_paths);
+  return idx;
+}
+
+std::unique_ptr<DwarfIndex> DwarfIndex::open_from(const ElfObject& obj, std::unique_ptr<DwarfImage> image,
+                                                  const ElfObject* alt,
+                                                  const std::vector<std::string>& dwp_paths) {
+  // Without an image, libdw inflates the file's sections itself (all of them, with zlib).
+  if (!image && !obj.decompress_debug_sections()) return nullptr;  // names from the symbol table only
+  std::unique_ptr<DwarfImage> alt_image = alt != nullptr ? DwarfImage::inflate(*alt) : nullptr;
+  if (alt != nullptr && !alt_image && !alt->decompress_debug_sections()) alt = nullptr;
+  Dwarf* dw = dwarf_begin_elf(image ? image->elf() : obj.elf(), DWARF_C_READ, nullptr);
   if (dw == nullptr) return nullptr;
   std::unique_ptr<DwarfIndex> idx(new DwarfIndex());
   idx->dw_ = dw;
+  idx->image_ = std::move(image);
+  idx->alt_image_ = std::move(alt_image);
   // dwz moved the DIEs and strings several files share into the alt file; forms referring to it
   // (DW_FORM_GNU_ref_alt, DW_FORM_GNU_strp_alt) resolve once libdw has it.
-  if (alt != nullptr && (idx->alt_ = dwarf_begin_elf(alt->elf(), DWARF_C_READ, nullptr)) != nullptr)
+  if (alt != nullptr && (idx->alt_ = dwarf_begin_elf(idx->alt_image_ ? idx->alt_image_->elf() : alt->elf(),
+                                                     DWARF_C_READ, nullptr)) != nullptr)
     dwarf_setalt(dw, idx->alt_);
   idx->find_raw_sections();
   idx->index_units(obj, dwp_paths);
@@ -106,6 +128,7 @@ void DwarfIndex::index_units(const ElfObject& obj, const std::vector<std::string
   bool package_tried = false;
   while (dwarf_get_units(dw_, cu, &cu, &version, &unit_type, &cudie, &subdie) == 0) {
     if (unit_type == DW_UT_type || unit_type == DW_UT_split_type) continue;
+    if (unit_type == DW_UT_skeleton) skeletons_ = true;
     Cu c;
     c.die = cudie;
     c.sub = cudie;

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "symbolizer/dwarf_image.h"
 #include "symbolizer/dwp.h"
 #include "symbolizer/elf_file.h"
 #include "symbolizer/line_program.h"
@@ -98,6 +99,10 @@ class DwarfIndex {
   struct TreeBuilder;  // a unit's function ranges while it loads (dwarf_index.cpp)
 
   DwarfIndex() = default;
+  // open() on `image` (the file's sections inflated by us) or, when null, on the file through libdw.
+  static std::unique_ptr<DwarfIndex> open_from(const ElfObject& obj, std::unique_ptr<DwarfImage> image,
+                                               const ElfObject* alt,
+                                               const std::vector<std::string>& dwp_paths);
   // open's passes: the sections the line-program decoder reads, then the units and their ranges.
   void find_raw_sections();
   void index_units(const ElfObject& obj, const std::vector<std::string>& dwp_paths);
@@ -118,6 +123,9 @@ class DwarfIndex {
   void read_packaged_unit(Cu& cu);
   Cu* find_cu(uint64_t svma);
 
+  // What dw_ and alt_ read when we inflated the sections (dwarf_image.h); ended after them.
+  std::unique_ptr<DwarfImage> image_, alt_image_;
+  bool skeletons_ = false;  // a unit is a skeleton (split DWARF)
   Dwarf* dw_ = nullptr;
   Dwarf* alt_ = nullptr;                        // set with dwarf_setalt: libdw's dwarf_end does not end it
   LineSections sections_;                       // for the direct line-program decoder (empty: use libdw)

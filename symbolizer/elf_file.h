@@ -2,6 +2,7 @@
 // bytes, and the symbol table (.symtab, .dynsym, synthesized PLT stubs, MiniDebugInfo).
 #pragma once
 
+#include <gelf.h>
 #include <libelf.h>
 #include <sys/stat.h>
 
@@ -43,11 +44,24 @@ class ElfObject {
   // it opens the file) and says whether all of them were: libdw 0.188 skips a section it cannot
   // decompress (out of memory) and then reads through the missing section (a crash in dwarf_attr).
   bool decompress_debug_sections() const;
-  // The .debug_* sections' bytes once decompressed (what libdw will hold of them).
   // The sizes of the symbol tables and their strings (.symtab, .dynsym, their STRTABs): libelf's copies of
   // them (read, not mapped) live as long as this object, for the names that point into them.
   uint64_t symbol_sections_bytes() const;
+  // The .debug_* sections' bytes once decompressed (what libdw will hold of them).
   uint64_t debug_sections_bytes() const;
+  // Bytes [offset, offset + size) of the file (or the in-memory image), read with pread: libelf keeps no
+  // copy (its elf_rawdata holds a section's bytes as long as the object lives). False when short.
+  bool read_at(uint64_t offset, void* out, size_t size) const;
+  // A SHF_COMPRESSED section's header, read from the file (gelf_getchdr would make libelf read the whole
+  // section and keep it); nullopt when it cannot be read.
+  struct CompressionHeader {
+    uint32_t type = 0;  // ELFCOMPRESS_ZLIB, ELFCOMPRESS_ZSTD
+    uint64_t size = 0;  // inflated
+    uint64_t align = 0;
+    uint64_t header_size = 0;  // the compressed stream starts there
+  };
+  std::optional<CompressionHeader> compression_header(const GElf_Shdr& sh) const;
+  bool elf64_little_endian() const { return elf64_le_; }
   // The decompressed .gnu_debugdata image, if present.
   Result<std::string> mini_debug_info() const;
   // Bytes of the file image backing [svma, svma+size) through PT_LOAD segments (clipped to the segment),
@@ -68,6 +82,7 @@ class ElfObject {
   std::vector<uint8_t> build_id_;
   uint64_t base_svma_ = 0;
   uint16_t machine_ = 0;
+  bool elf64_le_ = false;  // ELFCLASS64, ELFDATA2LSB
 };
 
 // A sorted, deduplicated function-symbol table with lib-relative addresses.
@@ -106,7 +121,13 @@ class SymbolTable {
   struct Pending {
     Symbol sym;
     uint8_t rank;  // 0 global (and synthesized names), 1 local, 2 weak: see finish()
+    // finish()'s other keys, made once here rather than in each comparison of the sort (node's 185,000
+    // symbols: strlen in the comparisons was a third of loading them).
+    uint8_t underscores = 0;  // leading, at most 255
+    uint32_t length = 0;
+    uint32_t seq = 0;  // order of the adds: the last key, so that an in-place sort keeps it among equals
   };
+  void push(const Symbol& sym, uint8_t rank);
   static uint8_t binding_rank(unsigned bind) { return bind == STB_LOCAL ? 1 : bind == STB_WEAK ? 2 : 0; }
   std::vector<Pending> pending_;  // the adds, until finish()
   std::vector<Symbol> symbols_;

@@ -17,6 +17,9 @@
 //    covers it (read by elf/cfi.h's reader, lazily): function "0x<FDE start>" (lib-relative, as the
 //    front end names an unsymbolicated address) with the FDE's start and size, so the call tree and /asm/v1
 //    see one function per FDE. An address no FDE covers stays unknown.
+//  - Compressed DWARF (Debian's -dbg files): the sections a lookup reads are inflated by libdeflate into one
+//    image that libdw reads (dwarf_image.h), not every section by libdw's zlib: libc6-dbg's debug file opens
+//    in about half the CPU time (8.5 MB inflated, not 10; no location lists), in 2 MiB pages.
 //  - DWARF: compile-unit ranges read once through libdw; each unit touched is indexed once: its line program
 //    decoded by our own decoder (line_program.h: libdw's dwarf_getsrclines cost 300 ns a row, most of a cold
 //    request) into a flat sorted table, and its functions and inlines (libdw DIE walk) flattened into

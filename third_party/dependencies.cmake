@@ -11,7 +11,7 @@ pkg_check_modules(LIBELF REQUIRED IMPORTED_TARGET libelf)         # libelf-dev: 
 pkg_check_modules(LIBDEBUGINFOD REQUIRED IMPORTED_TARGET libdebuginfod)  # libdebuginfod-dev
 pkg_check_modules(CAPSTONE REQUIRED IMPORTED_TARGET capstone)     # libcapstone-dev: /asm/v1 disassembly
 pkg_check_modules(LZMA REQUIRED IMPORTED_TARGET liblzma)          # liblzma-dev: MiniDebugInfo
-pkg_check_modules(LIBDEFLATE REQUIRED IMPORTED_TARGET libdeflate)  # libdeflate-dev: the kallsyms table, kept deflated while the program runs
+pkg_check_modules(LIBDEFLATE REQUIRED IMPORTED_TARGET libdeflate)  # libdeflate-dev: the kallsyms table, kept deflated while the program runs; compressed debug sections (symbolizer/dwarf_image.h)
 pkg_check_modules(CURL REQUIRED IMPORTED_TARGET libcurl)          # libcurl4-openssl-dev: share and push (HTTPS)
 # libprotozero-dev: header-only protobuf encoder for the pprof export (no generated code, no runtime library).
 find_path(PROTOZERO_INCLUDE_DIR protozero/pbf_writer.hpp REQUIRED)
