@@ -154,8 +154,8 @@ Command record_command(RecordArgs& a, Parsed& p) {
            "allocation and free: exact leaks and peak)",
            [&](const std::string& v) {
              if (v != "sampled" && v != "full") return std::string("--heap must be sampled or full");
-             a.heap = heap::Options{};
-             a.heap->mode = v == "full" ? heap::Mode::Full : heap::Mode::Sampled;
+             a.rec.heap = heap::Options{};
+             a.rec.heap->mode = v == "full" ? heap::Mode::Full : heap::Mode::Sampled;
              return std::string();
            },
            "sampled"},
@@ -326,7 +326,7 @@ std::optional<int> parse_record_args(std::span<char*> args, RecordArgs& a) {
   if (p.off_cpu_given && !rec.off_cpu) return usage_error(kCommand, "give --off-cpu or --cpu-only, not both");
   if (rec.system_wide && !rec.pids.empty())
     return usage_error(kCommand, "-a records every process: give no -p");
-  if (rec.system_wide && a.heap)
+  if (rec.system_wide && rec.heap)
     return usage_error(kCommand, "--heap records programs fxprof starts, not the whole machine (-a)");
   if (rec.command.empty() && rec.pids.empty() && !rec.system_wide)
     return usage_error(kCommand, "nothing to record: give a command, -p PID or -a");
@@ -361,10 +361,10 @@ std::optional<int> parse_record_args(std::span<char*> args, RecordArgs& a) {
                            std::to_string(rec.stack_size) + " (the stack copy + ~1 KiB): give at least " +
                            std::to_string(2 * ring) + " or a smaller --stack-size");
 
-  if (a.heap && !rec.pids.empty())
+  if (rec.heap && !rec.pids.empty())
     return usage_error(kCommand,
                        "--heap records programs fxprof starts; it cannot attach to a running process (-p)");
-  if (a.heap) a.heap->rate_bytes = p.heap_rate;
+  if (rec.heap) rec.heap->rate_bytes = p.heap_rate;
   if (!a.usdt.empty() && rec.command.empty())
     return usage_error(kCommand, "--usdt records programs fxprof starts: give a command");
   if (a.usdt_pair && a.usdt.empty()) return usage_error(kCommand, "--usdt-pair goes with --usdt");

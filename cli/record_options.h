@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "cli/publish.h"
-#include "heap/heap.h"
 #include "recorder/recorder.h"
 #include "recorder/usdt_markers.h"
 #include "server/server.h"
@@ -25,7 +24,6 @@ struct RecordArgs {
   PushTargets push;
   std::vector<std::string> exports;  // folded, pprof, svg
   bool quiet = false;
-  std::optional<heap::Options> heap;        // --heap, its rate set
   std::vector<recorder::UsdtRequest> usdt;  // --usdt
   bool usdt_pair = false;                   // --usdt-pair
 

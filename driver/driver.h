@@ -4,10 +4,11 @@
 // A source (Source below; the kinds are listed in driver/sources.h, one file and one row each) produces the
 // recording's input in rounds, in time order: perf records (raw, in place, or typed when they have no perf
 // bytes of their own) and wakeups (Waking). A file source (a capture, a perf.data) also makes the sink's
-// other calls (launched, attached, end) where they came. The driver asks every source for its part of a
-// round, in the order they were added, merges their records by time (stable: at one time, the earlier
-// source's first), gives the sink the round's wakeups, then its records, then lets each source give back
-// the space.
+// other calls (launched, attached, end) where they came. A source whose events are too many for the rounds
+// (the heap pipe) folds them on threads of its own and hands them over at the driver's finish(). The driver
+// asks every source for its part of a round, in the order they were added, merges their records by time
+// (stable: at one time, the earlier source's first), gives the sink the round's wakeups, then its records,
+// then lets each source give back the space.
 //
 // The sinks (RecordSink below): the recorder's ProfileBuilder, whose trackers make the profile's model
 // (recorder/builder.h), or a capture's tap before it (recorder/capture.h); and `fxprof stat`'s counting
@@ -106,6 +107,10 @@ class Source {
   virtual bool next(Round& round, RecordSink& sink) = 0;
   // The round was fed to the sink: the space of the records it added may be given back.
   virtual void release() {}
+  // The recording ended and its sink completed its work (Driver::finish): a source whose events never go
+  // through the rounds (the heap pipe: millions of allocations, folded on threads of its own) hands them
+  // over now. The others have nothing left.
+  virtual void finish() {}
 };
 
 class Driver {
@@ -124,6 +129,11 @@ class Driver {
   // The recording stopped at `end_ns` (waits still open end there): the sink completes its work. (A
   // capture's source makes this call itself, where the file has it.)
   void end(uint64_t end_ns) { sink_.on_end(end_ns); }
+  // After end() and what the recorder completes with it (its /proc counter tracks): every source's
+  // finish(), in the order they were added.
+  void finish() {
+    for (Source* s : sources_) s->finish();
+  }
 
  private:
   RecordSink& sink_;

@@ -1,27 +1,32 @@
 // fxprof driver: the kinds of source the driver (driver.h) runs, one row each; each is a file of its own.
 //
 // A new source: a Source subclass in a file of its own that adds its records (in time order) and wakeups to
-// each round, and its row here. Whoever records from it adds it to a Driver: the live Session its live rows
-// (recorder/session.h, in this order: a wake is drained after the records it may end), `fxprof stat` its
-// buffers, replay() and import their file's.
+// each round (or, for events too many for the rounds, hands them over at the driver's finish), and its row
+// here. Whoever records from it adds it to a Driver: the live Session its live rows (recorder/session.h, in
+// this order: a wake is drained after the records it may end), `fxprof stat` its buffers, replay() and
+// import their file's.
 //
-//   source          file                          gives                                  driven by
-//   perf buffers    driver/source_buffers.cpp     every ring buffer's records, merged    the Session
-//   (record),
-//                                                 by time (RingSet below)                run_stat() (stat)
-//   eBPF waker      recorder/source_waker.cpp     the waker tracer's wakeups             the Session
-//   (--off-cpu) capture         recorder/capture.cpp          a capture file's calls, as recorded    replay()
-//   perf.data       recorder/perf_import.cpp      a perf.data file's records; its        import_perf_data()
-//                                                 scheduler tracepoints as switches
-//                                                 and wakeups
+//   source        file                         gives                                   driven by
+//   perf buffers  driver/source_buffers.cpp    every ring buffer's records, merged     the Session (record),
+//                                              by time (RingSet below)                 run_stat() (stat)
+//   eBPF waker    recorder/source_waker.cpp    the waker tracer's wakeups              the Session (off-CPU)
+//   heap pipe     recorder/source_heap.cpp     the heap library's allocations, folded  the Session (--heap)
+//                                              on threads of its own, and uprobes on
+//                                              an allocator linked in: at finish()
+//   capture       recorder/capture.cpp         a capture file's calls, as recorded     replay()
+//   perf.data     recorder/perf_import.cpp     a perf.data file's records; its         import_perf_data()
+//                                              scheduler tracepoints as switches
+//                                              and wakeups
 //
 // `record` and `stat` read the same kind of buffers through the same source: record's hold samples and the
 // side-band records of its two events (recorder/perf.h), stat's each exiting thread's counts
 // (PERF_RECORD_READ) and the fork, comm and exit records that name their processes (counters/stat.h).
-// The /proc samplers (RSS, counters: recorder/rss.h, recorder/proc_counters.h) write counter tracks into
-// the model on the recording's clock, not records for the trackers: the Session ticks them, a capture
-// replays their ticks. The heap's events (heap/) come from the program's own pipe after the recording and
-// are added by `record` (cli/cmd_record.cpp) before the passes.
+// The heap pipe is started by recorder::Options::heap before the program is launched (the library goes into
+// the environment it inherits) and finished once the recorder built the processes, threads and libs its
+// stacks go through, so its rows are in the model before the passes run and its data-quality lines are the
+// recording's. The /proc samplers (RSS, counters: recorder/rss.h, recorder/proc_counters.h) write counter
+// tracks into the model on the recording's clock, not records for the trackers: the Session ticks them, a
+// capture replays their ticks.
 #pragma once
 
 #include <linux/perf_event.h>

@@ -15,6 +15,8 @@
 //           kernel frames seen from /proc/kallsyms (once) -> Recording.
 //   The builder sees the system only through recorder/host.h (records in rounds, /proc answers), so
 //   Options::capture_path can write both to a file that recorder/capture.h replays into the same profile.
+//   heap:   Options::heap starts the heap pipe (recorder/sources.h) before the fork; its events are folded
+//           on threads of its own and go into the profile at the end, before record() returns.
 //
 // Numbers that shaped it (this 2-vCPU VM, measurements.md):
 //  - No PMU here: hardware cycles are tried, cpu-clock is used (`--verbose` says so). A sample costs the
@@ -82,6 +84,7 @@
 #include "base/fd.h"
 #include "base/result.h"
 #include "counters/events.h"
+#include "heap/heap.h"
 #include "model/profile.h"
 #include "perf/launcher.h"
 
@@ -126,6 +129,10 @@ struct Options {
   // mix with it: the CLI turns off_cpu off.
   std::optional<counters::EventSpec> event;
   uint64_t event_period = 0;
+  // --heap (launch mode only): the program's allocations and frees through the heap library, a source of
+  // the recording (recorder/sources.h, heap_source): its rows and Memory counters are in the profile and
+  // its data-quality lines among the recording's; Stats::heap_incomplete says what it missed.
+  std::optional<heap::Options> heap;
   // Not a CLI option: write what the builder was fed (records, /proc answers) to this file, for
   // recorder/capture.h's replay (the tests record, capture, replay and compare).
   std::string capture_path;
@@ -176,6 +183,8 @@ struct Stats {
   std::string not_followed;
   // -a: CPU samples of the idle task (no thread: the CPUs had nothing to run).
   uint64_t idle_samples = 0;
+  // Options::heap: the lines said under the heap's figures (event chunks lost, streams cut), "" when whole.
+  std::string heap_incomplete;
 };
 
 using perf::ChildReaper;  // --duration: the launched program, reaped when it exits (perf/launcher.h)

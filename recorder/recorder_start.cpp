@@ -55,6 +55,7 @@ Status Session::plan_buffers() {
     return Err(launch_ ? "give either a command or -p PID, not both"
                        : "nothing to record: give a command or -p PID");
   if (!(opt_.frequency_hz >= 1)) return Err("the sampling frequency must be at least 1 Hz");
+  if (opt_.heap && !launch_) return Err("--heap records programs fxprof starts: give a command");
   choose_rate();
   configure_events();
   size_buffers();
@@ -193,9 +194,11 @@ Status Session::prepare_builder() {
     builder_->set_off_cpu(oc);
   }
   // The live sources (driver/sources.h), in the driver's order: the waker's wakeups are drained after the
-  // buffers' records are collected (its source is added once it is loaded).
+  // buffers' records are collected (its source is added once it is loaded); the heap pipe gives nothing to
+  // the rounds.
   driver_ = std::make_unique<Driver>(*sink_);
   sources_.push_back(buffer_source(rings_));
+  if (heap_) sources_.push_back(std::move(heap_));  // its events at the driver's finish
   for (const std::unique_ptr<Source>& s : sources_) driver_->add(*s);
   if (switch_stacks_) start_waker();
   model::Profile& prof = rec_.profile;
@@ -241,9 +244,17 @@ void Session::adopt_waker(Result<std::unique_ptr<WakerTracer>> w, uint64_t began
   driver_->add(*sources_.back());
 }
 
-// Start (launch): the child waits on a pipe until its events exist (enable_on_exec: counting starts at its
-// exec, so fxprof's own fork is never sampled), then runs the command.
+// Start (launch): the heap pipe first (--heap), then the child, which waits on a pipe until its events exist
+// (enable_on_exec: counting starts at its exec, so fxprof's own fork is never sampled), then runs the
+// command.
 Status Session::start_launch() {
+  // --heap: the heap library goes into the environment the program inherits at its fork; its threads start
+  // with the recording's signals blocked (the signal reader, plan_buffers).
+  if (opt_.heap) {
+    auto h = heap_source(*opt_.heap, opt_.command[0], rec_.profile, heap_outcome_);
+    if (!h) return std::move(h).take_error();
+    heap_ = std::move(*h);
+  }
   auto c = perf::SuspendedChild::spawn(opt_.command, signals_->old_mask());
   if (!c) return std::move(c).take_error();
   child_.emplace(std::move(*c));

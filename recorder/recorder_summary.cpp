@@ -17,12 +17,15 @@ namespace fxprof::recorder::internal {
 
 // Finish: what could only be done once every record is in: waits still open end at the exit, kernel and
 // JIT frames get their names (from the kallsyms table read while the program ran), the RSS series become
-// counters.
+// counters, the heap pipe's events (--heap) become allocation rows and a Memory counter.
 Status Session::finish_profile() {
   driver_->end(exit_seen_ns_);
   rss_->finish(rec_.profile);
   counters_->finish(rec_.profile);
   if (system_) prune_idle_tasks();
+  // Sources whose events did not go through the rounds (the heap pipe) hand them over now, once the builder
+  // made the processes, threads and libs their stacks go through: in the model before the passes run.
+  driver_->finish();
   if (opt_.verbose && counters_->ticks())
     notice("counter tracks (faults, switches, run delay): " + std::to_string(counters_->ticks()) +
            " ticks, " + std::to_string(counters_->tick_ns() / counters_->ticks() / 1000) + " us each, " +
@@ -231,9 +234,13 @@ void Session::report_data_quality(model::Profile& prof) {
       problems.push_back({"Samples in code whose mapping was lost", builder_->unknown_code_samples(), ""});
   }
   if (system_) system_quality(problems);
+  // The heap pipe's (--heap): an allocator the heap library cannot see, streams cut short.
+  for (QualityProblem& q : heap_outcome_.problems) problems.push_back(std::move(q));
   if (opt_.quiet)
     for (QualityProblem& q : problems) q.line.clear();
   report_quality(prof, problems);
+  if (!heap_outcome_.uprobes_line.empty()) notice(heap_outcome_.uprobes_line);
+  rec_.stats.heap_incomplete = std::move(heap_outcome_.incomplete);
 }
 
 }  // namespace fxprof::recorder::internal

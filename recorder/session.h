@@ -103,9 +103,9 @@ class Session {
   bool switch_stacks_ = false;
   std::vector<int> switch_buf_of_cpu_;
   // The boundary (recorder/host.h): records come from the live sources (driver/sources.h: the ring buffers,
-  // the waker tracer) through the driver to sink_, /proc answers from procfs_ (the live /proc); when
-  // Options::capture_path asks for a capture, sink_ and procfs_ are the capture's taps, which write what
-  // passes through them.
+  // the waker tracer, the heap pipe) through the driver to sink_, /proc answers from procfs_ (the live
+  // /proc); when Options::capture_path asks for a capture, sink_ and procfs_ are the capture's taps, which
+  // write what passes through them.
   Procfs* procfs_ = &live_procfs();
   std::unique_ptr<CaptureWriter> capture_;
   std::unique_ptr<Unwinder> unwinder_;
@@ -116,6 +116,10 @@ class Session {
   // builder saw meanwhile are traced once it is.
   std::optional<WakerLoader> waker_loader_;
   std::vector<uint32_t> untraced_pids_;
+  // Options::heap: the heap pipe (recorder/sources.h), started before the program is forked and added to the
+  // driver after the other sources; what it could not see, known at the driver's finish.
+  std::unique_ptr<Source> heap_;
+  HeapOutcome heap_outcome_;
   std::vector<std::unique_ptr<Source>> sources_;
   std::unique_ptr<Driver> driver_;
   std::set<int> attached_tids_;

@@ -99,6 +99,40 @@ TEST_CASE("driver: a round's wakeups reach the sink before its records, and run(
 
 namespace {
 
+// A source whose events never go through the rounds (as the heap pipe's): it writes "F<name>" into the
+// sink's log when the driver finishes.
+class Folded final : public driver::Source {
+ public:
+  Folded(Log& log, std::string name) : log_(log), name_(std::move(name)) {}
+  bool next(driver::Round&, driver::RecordSink&) override { return true; }
+  void finish() override { log_.text += " F" + name_; }
+
+ private:
+  Log& log_;
+  std::string name_;
+};
+
+}  // namespace
+
+TEST_CASE("driver: a source outside the rounds hands its events over at finish, after the end, in order",
+          "[driver]") {
+  Log log;
+  driver::Driver d(log);
+  Fake records({{5}, {15}});
+  Folded heap(log, "heap"), other(log, "other");
+  d.add(records);
+  d.add(heap);
+  d.add(other);
+  CHECK(d.round() == 1);
+  CHECK(d.round() == 1);
+  d.end(20);
+  CHECK(log.text == "r5 | r15 | E20");  // nothing of theirs before the finish
+  d.finish();
+  CHECK(log.text == "r5 | r15 | E20 Fheap Fother");
+}
+
+namespace {
+
 // Buffers in memory, as the ring buffers would hand them out: each round what was added since.
 class Buffers final : public driver::RecordSource {
  public:
