@@ -162,6 +162,10 @@ class ProfileBuilder final : public RecordSink {
   const std::vector<std::string>& deleted_read() const { return libs_.deleted_read(); }
   const std::vector<std::string>& deleted_unreadable() const { return libs_.deleted_unreadable(); }
   std::vector<UniqueFd> take_kept_files() { return libs_.take_kept_files(); }
+  // Continuous recording (recorder/window.h): the binaries and kept descriptors of files no process of the
+  // profile maps any more go (LibraryTracker::release_unmapped); the descriptors are returned.
+  std::vector<UniqueFd> release_unmapped() { return libs_.release_unmapped(); }
+  const LibraryTracker& libraries() const { return libs_; }
   // A launched program's executable, kept from its exec on (KeptFiles::keep_executable).
   void keep_executable(uint32_t pid) { libs_.keep_executable(pid); }
   // JIT files (perf maps, jitdumps) not used because another user owns them or others may write them

@@ -71,7 +71,7 @@ std::string KeptFiles::keep(uint32_t pid, uint64_t start, uint64_t end, const st
   }
   if (!fd.valid()) return path;
   kept_index_[key] = kept_.size();
-  kept_.push_back({std::move(fd), path, foreign});
+  kept_.push_back({std::move(fd), path, foreign, key});
   return at_path ? path : fd_path(kept_.back().fd);
 }
 
@@ -90,7 +90,7 @@ void KeptFiles::keep_executable(uint32_t pid) {
   constexpr std::string_view kDeleted = " (deleted)";
   if (path.ends_with(kDeleted)) path.resize(path.size() - kDeleted.size());
   kept_index_[key] = kept_.size();
-  kept_.push_back({std::move(fd), std::move(path), false});
+  kept_.push_back({std::move(fd), std::move(path), false, key});
 }
 
 bool KeptFiles::other_mount_ns(uint32_t pid) {
@@ -131,6 +131,19 @@ std::vector<UniqueFd> KeptFiles::take() {
   for (KeptFile& k : kept_) out.push_back(std::move(k.fd));
   kept_.clear();
   kept_index_.clear();
+  return out;
+}
+
+std::vector<UniqueFd> KeptFiles::release_unmapped(const std::function<bool(const std::string&)>& mapped) {
+  std::vector<UniqueFd> out;
+  std::erase_if(kept_, [&](KeptFile& k) {
+    if (mapped(k.path) || mapped(fd_path(k.fd))) return false;
+    out.push_back(std::move(k.fd));
+    return true;
+  });
+  if (out.empty()) return out;
+  kept_index_.clear();
+  for (size_t i = 0; i < kept_.size(); ++i) kept_index_[kept_[i].key] = i;
   return out;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -35,6 +36,11 @@ class KeptFiles {
   void read_deleted_libs(model::Profile& profile);
   // The descriptors, for the recording (the read_paths name them).
   std::vector<UniqueFd> take();
+  // A continuous recording's cut (recorder/window.h): the descriptors of files no live process maps any
+  // more (`mapped` false for their path and for their /proc/self/fd/N) are no longer kept; returned, for
+  // the window whose libs may still be read through them.
+  std::vector<UniqueFd> release_unmapped(const std::function<bool(const std::string&)>& mapped);
+  size_t kept() const { return kept_.size(); }
 
   const std::vector<std::string>& deleted_read() const { return deleted_read_; }
   const std::vector<std::string>& unreadable() const { return unreadable_; }
@@ -47,6 +53,7 @@ class KeptFiles {
     UniqueFd fd;
     std::string path;      // the mapping's path
     bool foreign = false;  // read through /proc/PID/root: its path means nothing here
+    std::string key;       // "dev:ino" (kept_index_)
   };
   Binaries& binaries_;
   std::vector<KeptFile> kept_;

@@ -4,6 +4,8 @@
 #include <sys/mman.h>
 #include <sys/sysmacros.h>
 
+#include <unordered_set>
+
 #include "base/path.h"
 #include "elf/elf.h"
 #include "recorder/jit.h"
@@ -105,6 +107,25 @@ std::vector<MapsEntry> LibraryTracker::attach(uint32_t pid, uint64_t time_ns, bo
   for (const MapsEntry& e : entries)
     add_mapping(pid, e.start, e.end - e.start, e.offset, e.prot, e.path, time_ns, e.dev, e.ino);
   return entries;
+}
+
+std::vector<UniqueFd> LibraryTracker::release_unmapped() {
+  // Where the libs of the profile's processes are read from: an ended process's went at the cut.
+  std::unordered_set<std::string> mapped{"[vdso]"};
+  for (const model::Process& p : c_.profile.processes)
+    for (const model::Lib& l : p.libs) {
+      mapped.insert(l.path);
+      if (!l.read_path.empty()) mapped.insert(l.read_path);
+    }
+  auto keep = [&mapped](const Binary& b) { return mapped.count(b.path) > 0; };
+  if (unwinder_)
+    (void)unwinder_->evict_unmapped(keep);  // and the binaries its modules left read
+  else
+    (void)own_binaries_.evict(keep);
+  // A binary still in the table (a module reads it: a file that is no ELF, so no lib) keeps the descriptor
+  // its path may name.
+  binaries_->for_each_path([&mapped](const std::string& path) { mapped.insert(path); });
+  return kept_.release_unmapped([&mapped](const std::string& path) { return mapped.count(path) > 0; });
 }
 
 bool LibraryTracker::known_code(uint32_t pid, uint64_t ip) const {

@@ -63,6 +63,13 @@ class LibraryTracker final : public Tracker {
   const std::vector<std::string>& deleted_read() const { return kept_.deleted_read(); }
   const std::vector<std::string>& deleted_unreadable() const { return kept_.unreadable(); }
   std::vector<UniqueFd> take_kept_files() { return kept_.take(); }
+  // A continuous recording's cut (recorder/window.h), once ended processes gave up their libs: what no
+  // process of the profile maps any more goes, the unwinder's modules, the table's binaries (their mappings
+  // and descriptors) and the kept descriptors, which are returned (the window's libs may read through
+  // them). A binary mapped again later is opened again.
+  std::vector<UniqueFd> release_unmapped();
+  size_t kept_files() const { return kept_.kept(); }
+  const Binaries& binaries() const { return *binaries_; }
   void keep_executable(uint32_t pid) { kept_.keep_executable(pid); }
 
  private:

@@ -78,8 +78,8 @@ class WindowCopier {
 
 namespace fxprof::recorder {
 
-model::Profile take_window(model::Profile& live, ProfileBuilder& builder, uint64_t from_ns,
-                           uint64_t until_ns) {
+model::Profile take_window(model::Profile& live, ProfileBuilder& builder, uint64_t from_ns, uint64_t until_ns,
+                           std::vector<UniqueFd>* released_files) {
   model::Profile out_profile;
   out_profile.meta = live.meta;
   out_profile.meta.start_monotonic_ns = from_ns;
@@ -125,6 +125,10 @@ model::Profile take_window(model::Profile& live, ProfileBuilder& builder, uint64
       std::string().swap(p.jit_source);
     }
   }
+  // After the ended processes' libs went: what only they mapped is unmapped and closed.
+  std::vector<UniqueFd> released = builder.release_unmapped();
+  if (released_files)
+    for (UniqueFd& fd : released) released_files->push_back(std::move(fd));
   (void)builder.forget_interned();  // after the copy: the window holds its own
   return out_profile;
 }
@@ -137,7 +141,7 @@ namespace fxprof::recorder::internal {
 // Options::on_window. False when on_window says to stop.
 bool Session::cut_window(uint64_t now) {
   Recording w;
-  w.profile = take_window(rec_.profile, *builder_, window_start_ns_, now);
+  w.profile = take_window(rec_.profile, *builder_, window_start_ns_, now, &w.open_files);
   if (!cfg_.exclude_kernel) {
     if (!window_kernel_) window_kernel_ = KernelSymbols::read();
     CachedKallsyms names(*procfs_, *window_kernel_);

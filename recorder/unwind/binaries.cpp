@@ -39,4 +39,13 @@ const Binary& Binaries::get(const std::string& path) {
   return *slot;
 }
 
+size_t Binaries::evict(const std::function<bool(const Binary&)>& keep) {
+  std::erase_if(last_at_, [&](const auto& at) { return !keep(*at.second); });
+  return std::erase_if(by_key_, [&](const auto& entry) { return !keep(*entry.second); });
+}
+
+void Binaries::for_each_path(const std::function<void(const std::string&)>& f) const {
+  for (const auto& [key, b] : by_key_) f(b->path);
+}
+
 }  // namespace fxprof::recorder

@@ -4,12 +4,15 @@
 //
 // A binary is known by where it is read from (a path, a kept descriptor's /proc/self/fd/N, or "[vdso]") and
 // the file found there (device, inode, modification time): a file rebuilt during the recording is a new
-// binary. The mapping and its descriptor stay for the table's life: the unwinder reads .eh_frame in place,
-// and the builder keeps a duplicate of the descriptor for binaries deleted while they run (no second open).
-// One thread (the recorder's reading thread) uses a table.
+// binary. The mapping and its descriptor stay until the binary is evicted: the unwinder reads .eh_frame in
+// place, and the builder keeps a duplicate of the descriptor for binaries deleted while they run (no second
+// open). A continuous recording (recorder/window.h) evicts, at each window's cut, the binaries no live
+// process maps any more (every program a test suite builds would stay mapped for the recording's hour);
+// one asked for again is opened again. One thread (the recorder's reading thread) uses a table.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -38,6 +41,11 @@ class Binaries {
   // in between).
   const Binary& get(const std::string& path);
   size_t opened() const { return by_key_.size(); }
+  // Unmaps and closes every binary `keep` says no to; a reference get() gave for one is invalid from then
+  // on. Returns how many went.
+  size_t evict(const std::function<bool(const Binary&)>& keep);
+  // The paths the binaries of the table were opened from.
+  void for_each_path(const std::function<void(const std::string&)>& f) const;
 
  private:
   std::unordered_map<std::string, std::unique_ptr<Binary>> by_key_;

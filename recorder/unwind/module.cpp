@@ -18,6 +18,7 @@ constexpr uint8_t kSyscall[] = {0x0f, 0x05};
 
 void open_module(Module& m, const Binary& b) {
   m.path = b.path;
+  m.binary = &b;
   m.image = {reinterpret_cast<const uint8_t*>(b.image.data()), b.image.size()};
   load_elf(m);
   if (m.ok && b.identity) m.identity = *b.identity;  // parsed once, by the table

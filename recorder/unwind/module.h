@@ -32,6 +32,7 @@ struct StopCounts {
 struct Module : elf::CfiFile {
   StopCounts stops;
   uint32_t id = 0;
+  const Binary* binary = nullptr;  // the table's entry whose bytes `image` points into (open_module)
 };
 
 // Loads a binary of the recording's table (Binaries) as a module (elf::load_elf on its bytes, the table's

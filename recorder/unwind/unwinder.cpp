@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/fd.h"
@@ -83,12 +85,14 @@ struct Unwinder::Impl {
 
   Rule uncached;
   unw::StopCounts anon_stops;  // stacks that stopped in code outside any file mapping
-  Binaries binaries;           // shared with the profile builder (Unwinder::binaries)
+  std::map<std::string, unw::StopCounts> evicted_stops;  // of modules evicted (evict_unmapped), by path
+  Binaries binaries;  // shared with the profile builder (Unwinder::binaries)
   std::unordered_map<std::string, std::unique_ptr<Module>> modules;  // key: path + binary
   std::unordered_map<uint32_t, Process> procs;
   std::vector<Set> cache = std::vector<Set>(size_t{1} << kSetBits);
   UnwindStats stats;
   uint32_t next_module_id = 1;
+  std::vector<uint32_t> free_module_ids;  // of evicted modules, their rules gone from the cache
   elf::LocatorOptions locator;
 
   // One module per binary of the table (binaries.h: a rebuilt file is a new binary) and name it is mapped by.
@@ -100,7 +104,12 @@ struct Unwinder::Impl {
     if (slot) return slot.get();
     slot = std::make_unique<Module>();
     Module& m = *slot;
-    m.id = next_module_id++;
+    if (free_module_ids.empty()) {
+      m.id = next_module_id++;
+    } else {
+      m.id = free_module_ids.back();
+      free_module_ids.pop_back();
+    }
     m.locator = &locator;
     open_module(m, b);
     m.path = std::string(path);
@@ -146,10 +155,16 @@ const UnwindStats& Unwinder::stats() const { return impl_->stats; }
 Binaries& Unwinder::binaries() { return impl_->binaries; }
 
 std::vector<UnwindStop> Unwinder::stops() const {
+  std::map<std::string, unw::StopCounts> by_path = impl_->evicted_stops;
+  for (const auto& [key, m] : impl_->modules) {
+    unw::StopCounts& c = by_path[m->path];
+    c.truncated += m->stops.truncated;
+    c.failed += m->stops.failed;
+    c.corrupt += m->stops.corrupt;
+  }
   std::vector<UnwindStop> out;
-  for (const auto& [key, m] : impl_->modules)
-    if (m->stops.truncated + m->stops.failed > 0)
-      out.push_back({m->path, m->stops.truncated, m->stops.failed, m->stops.corrupt});
+  for (const auto& [path, c] : by_path)
+    if (c.truncated + c.failed > 0) out.push_back({path, c.truncated, c.failed, c.corrupt});
   if (impl_->anon_stops.truncated + impl_->anon_stops.failed > 0)
     out.push_back({"", impl_->anon_stops.truncated, impl_->anon_stops.failed});
   std::sort(out.begin(), out.end(), [](const UnwindStop& a, const UnwindStop& b) {
@@ -157,6 +172,40 @@ std::vector<UnwindStop> Unwinder::stops() const {
                                                             : a.path < b.path;
   });
   return out;
+}
+
+size_t Unwinder::evict_unmapped(const std::function<bool(const Binary&)>& keep) {
+  Impl& im = *impl_;
+  std::unordered_set<const Module*> mapped;
+  for (const auto& [pid, proc] : im.procs)
+    for (const MapEntry& e : proc.maps)
+      if (e.module) mapped.insert(e.module);
+  std::unordered_set<const Binary*> read;  // by the modules that stay
+  std::unordered_set<uint32_t> gone;       // the ids of those that go
+  std::erase_if(im.modules, [&](const auto& entry) {
+    const Module& m = *entry.second;
+    if (mapped.count(&m)) {
+      read.insert(m.binary);
+      return false;
+    }
+    if (m.stops.truncated + m.stops.failed > 0) {  // for the post-recording line (stops())
+      unw::StopCounts& c = im.evicted_stops[m.path];
+      c.truncated += m.stops.truncated;
+      c.failed += m.stops.failed;
+      c.corrupt += m.stops.corrupt;
+    }
+    gone.insert(m.id);
+    return true;
+  });
+  if (!gone.empty()) {
+    // A rule cached for a gone module's id would be taken for the next module given that id.
+    for (Impl::Set& set : im.cache)
+      for (Impl::Slot& slot : set.s)
+        if (gone.count(static_cast<uint32_t>(slot.key >> 48) & 0x7fff)) slot = Impl::Slot{};
+    for (uint32_t id : gone)
+      if (id < 0x7fff) im.free_module_ids.push_back(id);
+  }
+  return im.binaries.evict([&](const Binary& b) { return read.count(&b) > 0 || keep(b); });
 }
 
 void Unwinder::on_mmap(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, std::string_view path,

@@ -13,11 +13,12 @@
 //   which opens and indexes the binaries and evaluates every rule, still runs at 0.17-0.85 M stacks/s. The
 //   target was 200k/s: unwinding is never the reason a recording loses samples.
 // - Modules. Each executable file mapping resolves to one Module per binary (key: path + device + inode +
-//   mtime, so a rebuilt file is a new module), shared by every process mapping it, kept for the Unwinder's
-//   life. A module is the mmap'ed file itself: .eh_frame_hdr's sorted table is binary-searched in place (no
-//   parse, no copy); only a binary without a usable table, and .debug_frame (from the binary or its separate
-//   debug file, found by elf/'s locator with build ID and debuglink CRC checked, loaded lazily on the first
-//   address .eh_frame lacks), get a sorted FDE index, built once. "[vdso]" is read from our own process
+//   mtime, so a rebuilt file is a new module), shared by every process mapping it, kept until no process
+//   maps it and the recording evicts it (evict_unmapped, at a continuous recording's cut). A module is the
+//   mmap'ed file itself: .eh_frame_hdr's sorted table is binary-searched in place (no parse, no copy); only a
+//   binary without a usable table, and .debug_frame (from the binary or its separate debug file, found by
+//   elf/'s locator with build ID and debuglink CRC checked, loaded lazily on the first address .eh_frame
+//   lacks), get a sorted FDE index, built once. "[vdso]" is read from our own process
 //   (getauxval(AT_SYSINFO_EHDR): same kernel, same image).
 // - Rules. Evaluating DW_CFA_* instructions for one address walks the CIE and FDE programs (a few us); a
 //   program hits a few thousand distinct addresses over and over, so the result is reduced to a 24-byte rule
@@ -63,6 +64,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -180,6 +182,10 @@ class Unwinder {
   Binaries& binaries();
   // The binaries where stacks stopped short (Truncated or Failed), most stacks first. Not for the hot path.
   std::vector<UnwindStop> stops() const;
+  // Forgets the modules no process maps now (their cached rules too: a module id is used again), then
+  // evicts from the table of binaries (Binaries::evict) those no module left reads and `keep` does not
+  // hold. A binary mapped again later is loaded again. Returns how many binaries went.
+  size_t evict_unmapped(const std::function<bool(const Binary&)>& keep);
 
  private:
   struct Impl;

@@ -103,6 +103,38 @@ TEST_CASE("unwind: attach mode reads /proc/PID/maps (our own stack)", "[unwind]"
   CHECK(!u.load_proc_maps(999999999).ok());
 }
 
+TEST_CASE("unwind: modules no process maps are evicted; mapped again, they are loaded again", "[unwind]") {
+  // A continuous recording's cut (recorder/window.h): what only ended processes mapped is unmapped.
+  auto maps = fxprof::read_file("/proc/self/maps");
+  REQUIRE(maps.ok());
+  uint64_t stack_top = 0;
+  std::istringstream in(maps.value());
+  for (std::string line; std::getline(in, line);)
+    if (line.find("[stack]") != std::string::npos)
+      stack_top = std::stoull(line.substr(line.find('-') + 1), nullptr, 16);
+  REQUIRE(stack_top != 0);
+  const auto me = static_cast<uint32_t>(getpid());
+  auto keep_none = [](const fxprof::recorder::Binary&) { return false; };
+  Unwinder u;
+  std::vector<std::byte> copy(65536);
+  std::vector<uint64_t> out(256);
+  for (int pass = 0; pass < 2; ++pass) {
+    REQUIRE(u.load_proc_maps(me).ok());
+    const size_t opened = u.binaries().opened();
+    CHECK(opened >= 3);
+    CHECK(u.evict_unmapped(keep_none) == 0);  // all mapped by a live process: nothing goes
+    fxprof::recorder::UserRegs regs;
+    const size_t n = snapshot_stack(regs, stack_top, copy.data(), copy.size());
+    auto res = u.unwind(me, regs, std::span(copy).first(n), out);
+    INFO("pass " << pass << ": frames " << res.count);
+    CHECK(res.end == UnwindEnd::Complete);  // the second time with modules (and rule cache ids) anew
+    CHECK(res.count >= 5);
+    u.on_exit(me);
+    CHECK(u.evict_unmapped(keep_none) == opened);
+    CHECK(u.binaries().opened() == 0);
+  }
+}
+
 TEST_CASE("unwind: garbage registers, stacks and binaries never crash", "[unwind]") {
   Unwinder u;
   // A file that is not ELF, and a truncated copy of a real binary, mapped as executable code.
