@@ -132,7 +132,7 @@ std::unique_ptr<DwarfImage> DwarfImage::inflate(const ElfObject& obj) {
   const uint64_t headers_at = (names_at + names.size() + 7) & ~uint64_t{7};
   const size_t count = parts.size() + 2;  // [0] is the null section; the last is .shstrtab
   const uint64_t total = headers_at + count * sizeof(Elf64_Shdr);
-  std::unique_ptr<DwarfImage> img(new DwarfImage());
+  auto img = std::make_unique<DwarfImage>(Key{});
   img->buf_ = PageBuffer(total);
   if (img->buf_.data() == nullptr) return nullptr;
   img->size_ = total;

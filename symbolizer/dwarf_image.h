@@ -42,6 +42,13 @@ class DwarfImage {
   // order or compression; GNU .zdebug_* sections; a relocatable object), or a section does not inflate to
   // its stated size: the caller lets libdw read the file then.
   static std::unique_ptr<DwarfImage> inflate(const ElfObject& obj);
+  // Only inflate() can make one (the key is private): an image is whole or not at all.
+  struct Key {
+   private:
+    Key() = default;
+    friend class DwarfImage;
+  };
+  explicit DwarfImage(Key) {}
   ~DwarfImage();
   DwarfImage(const DwarfImage&) = delete;
   DwarfImage& operator=(const DwarfImage&) = delete;
@@ -50,7 +57,6 @@ class DwarfImage {
   size_t bytes() const { return size_; }
 
  private:
-  DwarfImage() = default;
   PageBuffer buf_;
   size_t size_ = 0;
   Elf* elf_ = nullptr;
