@@ -16,11 +16,15 @@ uint64_t mono_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-// Fields 10 (minflt) and 12 (majflt) of /proc/PID/stat, counted after the ')' that ends the name.
+// Fields 10 (minflt) and 12 (majflt) of /proc/PID/stat, counted after the ')' that ends the name. False for
+// a zombie (state Z or X), as for a process gone: it exited, and a read now would stamp its last values
+// after its end (its exit record may still be in a ring: a round takes only what is older than itself).
 bool faults(const std::string& stat, uint64_t& minor, uint64_t& major) {
   const size_t paren = stat.rfind(')');
   if (paren == std::string::npos) return false;
   const char* p = stat.c_str() + paren + 1;
+  const char* state = p + std::strspn(p, " ");
+  if (*state == 'Z' || *state == 'X') return false;
   uint64_t v[10] = {};
   for (int field = 3; field <= 12; ++field) {
     while (*p == ' ') ++p;
