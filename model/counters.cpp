@@ -34,6 +34,23 @@ void CounterSeries::read(uint64_t time_ns, int64_t delta, uint64_t ops) {
 }
 
 std::vector<CounterSample> CounterSeries::finish(uint64_t end_ns) {
+  // Reads after the end are the end's: a process read while it exits (after its exit record, before it is a
+  // zombie) changes nothing more, and its track must not outlast it.
+  if (end_ns != 0 && !samples_.empty()) {
+    size_t kept = 0;
+    for (size_t i = 0; i < samples_.size(); ++i) {
+      CounterSample s = samples_[i];
+      s.time_ns = std::min(s.time_ns, end_ns);
+      if (kept > 0 && samples_[kept - 1].time_ns == s.time_ns) {
+        samples_[kept - 1].delta += s.delta;
+        samples_[kept - 1].count += s.count;
+      } else {
+        samples_[kept++] = s;
+      }
+    }
+    samples_.resize(kept);
+    held_ns_ = std::min(held_ns_, end_ns);
+  }
   // The value holds to the end (a flat line from the last sample); without a known end, to the last read.
   if (!samples_.empty()) {
     const uint64_t last = std::max(end_ns, holding_ ? held_ns_ : 0);
