@@ -2,7 +2,9 @@
 // unwind, CPU time, the launched and attached processes handed on, and finish().
 #include "recorder/builder.h"
 
+#include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
 
 #include "model/symbols.h"
@@ -187,6 +189,8 @@ void ProfileBuilder::on_sample(const SampleRecord& smp) {
     delta = static_cast<int64_t>(c.acc);
   }
   if (c.known && c.last_sample == time && time != 0) return;  // duplicate
+  if (smp.event < cpu_from_period_.size() && cpu_from_period_[smp.event] && smp.period)
+    delta = static_cast<int64_t>(std::min<uint64_t>(smp.period, INT64_MAX));
   const std::optional<model::StackId> stack = stack_of(smp);
   if (!stack) return;
   c.known = true;

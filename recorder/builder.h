@@ -121,6 +121,12 @@ class ProfileBuilder final : public RecordSink {
   // The records come from a perf.data file (perf/data_file.h): decoded by its events' attributes, by id,
   // instead of the recorder's own two. Before any record.
   void set_layout(perf::Layout layout) { layout_ = std::move(layout); }
+  // perf.data without switch records (perf_import.cpp): a sample of an event marked here (cpu-clock,
+  // task-clock: they count the sampled task's own time) has as CPU delta its period, the CPU time the
+  // thread used since its previous sample. Without switches the time between two samples is all the
+  // builder could measure, and counts a preempted thread's waits as CPU (twice its CPU beside one busy
+  // loop). Indexed by SampleRecord::event.
+  void set_cpu_from_period(std::vector<bool> clock_events) { cpu_from_period_ = std::move(clock_events); }
   // Told each lib as it enters the profile (recorder::Options::on_binary_mapped).
   void on_binary_mapped(std::function<void(const model::Lib&)> f) { libs_.on_binary_mapped = std::move(f); }
   // Names kernel frames and counts; `end_ns` closes nothing (open threads stay open-ended).
@@ -214,7 +220,8 @@ class ProfileBuilder final : public RecordSink {
   Procfs& procfs_;
   EventConfig events_;
   perf::Layout layout_;  // the records' attributes: the recorder's two events, or a perf.data file's
-  std::vector<model::FrameId> path_;  // reused per sample
+  std::vector<bool> cpu_from_period_;  // set_cpu_from_period()
+  std::vector<model::FrameId> path_;   // reused per sample
   std::vector<uint64_t> user_, kernel_, spliced_;
   std::array<uint64_t, 1024> unwound_{};
   uint64_t samples_ = 0;

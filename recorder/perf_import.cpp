@@ -19,8 +19,8 @@
 #include "elf/elf.h"
 #include "perf/tracepoints.h"
 #include "recorder/builder.h"
-#include "recorder/sources.h"
 #include "recorder/quality.h"
+#include "recorder/sources.h"
 #include "recorder/unwind/unwinder.h"
 
 namespace fxprof::recorder {
@@ -239,8 +239,8 @@ Status check_build_id_paths(const perf::DataFile& file) {
   return {};
 }
 
-// A perf.data file as a source (a row of driver/sources.h): its records that pass the filter, in the file's (time)
-// order, in rounds of kRound (the builder releases stacks at each round's end; the file's records stay
+// A perf.data file as a source (a row of driver/sources.h): its records that pass the filter, in the file's
+// (time) order, in rounds of kRound (the builder releases stacks at each round's end; the file's records stay
 // readable meanwhile). The scheduler's tracepoint samples become `record --off-cpu`'s records: a
 // sched_switch is a switch-out sample (its stack) and, without perf's switch records, a switch out of prev
 // and into next; a wakeup is a waking (waker.h), its waker the thread that ran it, in the records' order.
@@ -362,6 +362,17 @@ Result<Imported> import_perf_data(const perf::DataFile& file, const ImportOption
   perf::Layout layout = file.layout;
   layout.unwind_regs = events.regs_mask;
   builder.set_layout(layout);
+  bool switches = sched.switch_event.has_value();  // sched:sched_switch, or perf record --switch-events
+  for (const auto& e : file.events) switches |= e.attr.context_switch != 0;
+  if (!switches) {
+    std::vector<bool> clock(file.events.size());
+    for (size_t e = 0; e < clock.size(); ++e) {
+      const perf_event_attr& a = file.events[e].attr;
+      clock[e] = a.type == PERF_TYPE_SOFTWARE &&
+                 (a.config == PERF_COUNT_SW_CPU_CLOCK || a.config == PERF_COUNT_SW_TASK_CLOCK);
+    }
+    builder.set_cpu_from_period(std::move(clock));
+  }
 
   Filter filter;
   filter.event = *chosen;
