@@ -484,6 +484,7 @@ Result<Imported> import_perf_data(const perf::DataFile& file, const ImportOption
   st.lost_records = builder.lost();
   st.processes = static_cast<uint32_t>(profile.processes.size());
   for (const model::Process& p : profile.processes) st.threads += static_cast<uint32_t>(p.threads.size());
+  st.threads -= static_cast<uint32_t>(out.tracks.size());  // the other events' tracks are none of them
   st.duration_s = static_cast<double>(last - first) / 1e9;
   if (unwinder) {
     const UnwindStats& u = unwinder->stats();

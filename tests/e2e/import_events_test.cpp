@@ -40,6 +40,7 @@ struct Written {
   uint64_t samples = 0;
   std::map<std::string, uint64_t> tracks;
   bool stacks = true;
+  std::string err;  // import's lines
 };
 Written written(const std::string& profile) {
   const std::string text = read_profile_text(profile);
@@ -78,7 +79,9 @@ Written import(const TempDir& dir, const std::string& data, const std::vector<st
   auto r = run(argv);
   INFO(r.err);
   REQUIRE(r.status == 0);
-  return written(dir.file("p.json.gz"));
+  Written w = written(dir.file("p.json.gz"));
+  w.err = r.err;
+  return w;
 }
 
 }  // namespace
@@ -102,6 +105,10 @@ TEST_CASE("import: -e cpu-clock,page-faults, each event's samples with their sta
   CHECK(w.tracks.at("page-faults") == perf.at("page-faults"));
   CHECK(w.tracks.count("cpu-clock") == 0);
   CHECK(w.stacks);
+  // The program's one thread (its tracks are none) and the count of the other event.
+  CHECK_THAT(w.err, Catch::Contains(", 1 threads, 1 processes,"));
+  CHECK_THAT(w.err,
+             Catch::Contains(std::to_string(perf.at("page-faults")) + " samples of page-faults, in tracks"));
   // Read back and written again (as `load` writes a copy): the tracks stay, with their samples.
   auto again = run({fxprof_bin(), "symbolicate", dir.file("p.json.gz"), "-o", dir.file("again.json.gz")});
   INFO(again.err);
