@@ -23,10 +23,11 @@ namespace {
 constexpr std::string_view kUsage =
     "Usage: fxprof import [OPTIONS] FILE\n"
     "\n"
-    "Reads a perf.data file (`perf record`, -g or --call-graph dwarf, any event, -a, -p; `-` reads perf\n"
+    "Reads a perf.data file (`perf record`, -g or --call-graph dwarf, any events, -a, -p; `-` reads perf\n"
     "record -o - from standard input) or a pprof profile (profile.pb.gz or .pb, as Go, Pyroscope, Parca\n"
     "and `fxprof export pprof` write it), builds the profile `fxprof record` would have made, writes it,\n"
-    "then serves it and opens the Firefox Profiler on it.\n"
+    "then serves it and opens the Firefox Profiler on it. A binary gone or rebuilt since perf recorded it\n"
+    "is read from its copy in perf's build-ID cache ($PERF_BUILDID_DIR, ~/.debug).\n"
     "\n";
 
 constexpr std::string_view kCommand = "import";
@@ -49,8 +50,8 @@ Command import_command(ImportArgs& a) {
           {"-e", "--event", "EVENT",
            "the event whose samples are the threads' samples (default: the file's\n"
            "first event with samples); each other event's samples are tracks of\n"
-           "their own, \"THREAD (EVENT)\". pprof: the sample type\n"
-           "counted as samples (default samples, else cpu, else the first count)",
+           "their own, \"THREAD (EVENT)\". pprof: the sample type counted as\n"
+           "samples (default samples, else cpu, else the first count)",
            store(o.event)},
           {"", "--pid", "PID[,PID...]", "only these processes",
            id_list("--pid", "ids", [&o](uint32_t id) { o.pids.push_back(id); })},
