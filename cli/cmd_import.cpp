@@ -23,10 +23,11 @@ namespace {
 constexpr std::string_view kUsage =
     "Usage: fxprof import [OPTIONS] FILE\n"
     "\n"
-    "Reads a perf.data file (`perf record`, -g or --call-graph dwarf, any event, -a, -p; `-` reads perf\n"
+    "Reads a perf.data file (`perf record`, -g or --call-graph dwarf, any events, -a, -p; `-` reads perf\n"
     "record -o - from standard input) or a pprof profile (profile.pb.gz or .pb, as Go, Pyroscope, Parca\n"
     "and `fxprof export pprof` write it), builds the profile `fxprof record` would have made, writes it,\n"
-    "then serves it and opens the Firefox Profiler on it.\n"
+    "then serves it and opens the Firefox Profiler on it. A binary gone or rebuilt since perf recorded it\n"
+    "is read from its copy in perf's build-ID cache ($PERF_BUILDID_DIR, ~/.debug).\n"
     "\n";
 
 constexpr std::string_view kCommand = "import";
@@ -47,9 +48,10 @@ Command import_command(ImportArgs& a) {
       {
           heading("Import:"),
           {"-e", "--event", "EVENT",
-           "the event whose samples make the profile (default: the file's first\n"
-           "event with samples); the others are listed. pprof: the sample type\n"
-           "counted as samples (default samples, else cpu, else the first count)",
+           "the event whose samples are the threads' samples (default: the file's\n"
+           "first event with samples); each other event's samples are tracks of\n"
+           "their own, \"THREAD (EVENT)\". pprof: the sample type counted as\n"
+           "samples (default samples, else cpu, else the first count)",
            store(o.event)},
           {"", "--pid", "PID[,PID...]", "only these processes",
            id_list("--pid", "ids", [&o](uint32_t id) { o.pids.push_back(id); })},
@@ -97,11 +99,15 @@ Command import_command(ImportArgs& a) {
 
 // What the file held beyond the profile: the other events, and with -v how it was read.
 void say_events(const ImportArgs& a, const recorder::ImportStats& st) {
-  for (const auto& [name, count] : st.events)
-    if (name != st.event && !(st.switch_outs > 0 && name.starts_with("sched:sched_")))  // the off-CPU waits
-      std::fprintf(stderr, "fxprof: the file also has %llu samples of %s (--event %s imports them)\n",
-                   static_cast<unsigned long long>(count), name.c_str(),
-                   name.substr(0, name.find(':')).c_str());
+  // The other events: in tracks of their own ("THREAD (EVENT)"), as many samples as the file has but the
+  // idle task's and the filters'.
+  for (const auto& [name, count] : st.tracked)
+    std::fprintf(
+        stderr,
+        "fxprof: %llu samples of %s, in tracks of their own (\"THREAD (%s)\"; --event %s makes them the "
+        "threads' samples)\n",
+        static_cast<unsigned long long>(count), name.c_str(), name.c_str(),
+        name.substr(0, name.find(':')).c_str());
   if (st.switch_outs > 0 && !st.switch_records && st.switch_ins == 0)
     std::fprintf(stderr,
                  "fxprof: the file's sched:sched_switch samples show threads leaving the CPU but not coming "
@@ -116,16 +122,19 @@ void say_events(const ImportArgs& a, const recorder::ImportStats& st) {
                st.kernel_names ? "from this machine's kallsyms" : "not available (another kernel)");
 }
 
-// A profile and the summary line's figures.
+// A profile, the summary line's figures, and the threads of the file's other events (for the tracks).
 struct Imported {
   model::Profile profile;
   std::string summary;
+  std::vector<std::pair<size_t, size_t>> tracks;
 };
 
 Result<Imported> import_perf(const ImportArgs& a) {
   auto file = perf::DataFile::read(a.input);
   if (!file) return std::move(file).take_error();
-  auto imported = recorder::import_perf_data(*file, a.import);
+  recorder::ImportOptions o = a.import;
+  o.event_tracks = true;  // the other events' samples, each in its tracks
+  auto imported = recorder::import_perf_data(*file, o);
   file = Error{};  // the records are in the model now
   if (!imported) return Err(a.input + ": " + imported.error());
   const recorder::ImportStats& st = imported->stats;
@@ -138,7 +147,7 @@ Result<Imported> import_perf(const ImportArgs& a) {
   if (st.off_cpu_spans > 0)
     summary += ", " + std::to_string(st.off_cpu_spans) + " off-CPU spans (" +
                std::to_string(st.off_cpu_samples) + " off-CPU samples)";
-  return Imported{std::move(imported->profile), summary};
+  return Imported{std::move(imported->profile), summary, std::move(imported->tracks)};
 }
 
 // A pprof profile: its sample types said, the counted one named.
@@ -156,7 +165,7 @@ Result<Imported> import_pprof(const ImportArgs& a) {
   if (st.off_cpu_samples) line += ", " + std::to_string(st.off_cpu_samples) + " off-CPU";
   if (st.allocations) line += ", " + std::to_string(st.allocations) + " allocation rows";
   line += ", " + std::to_string(st.threads) + " threads, " + std::to_string(st.processes) + " processes";
-  return Imported{std::move(imported->profile), line};
+  return Imported{std::move(imported->profile), line, {}};
 }
 
 Result<Imported> import_file(const ImportArgs& a) {
@@ -191,8 +200,9 @@ int cmd_import(std::span<char*> args) {
   // critical-path tracks.
   symbolizer::Symbolizer symbols(a.serve.symbols);
   const bool named = a.symbolicate == 1 || (a.symbolicate == -1 && a.save_only);
-  passes::Outcome passed =
-      passes::run(profile, {&symbols, named ? passes::Naming::Baked : passes::Naming::Lazy, true});
+  passes::Options passing{&symbols, named ? passes::Naming::Baked : passes::Naming::Lazy, true};
+  passing.source_tracks = std::move(imported->tracks);
+  passes::Outcome passed = passes::run(profile, passing);
   std::vector<std::string> no_debug = std::move(passed.named.no_debug);  // said once, after the summary
   profile.meta.presymbolicated = named;
   if (auto s = gecko::write_gecko_profile(profile, a.output, passed.tracks); !s) {

@@ -77,12 +77,15 @@ std::optional<int> write_copy(const model::Profile& profile, server::ServeOption
   return std::nullopt;
 }
 
+using KeptTracks = std::vector<std::pair<size_t, model::Thread>>;  // gecko::ReadInfo::tracks
+
 // A self-contained profile with --symbol-dir: its frames resolved with the given folders; when some were,
 // that copy (in `resolved`) is what opts serves. The exit status on failure.
 std::optional<int> bake_whole(model::Profile& profile, server::ServeOptions& opts,
-                              std::optional<TempFolder>& resolved) {
+                              std::optional<TempFolder>& resolved, KeptTracks& kept) {
   symbolizer::Symbolizer baking(opts.symbols);
-  const passes::Outcome passed = passes::run(profile, {&baking, passes::Naming::Baked, true});
+  const passes::Outcome passed =
+      passes::run(profile, passes::with_tracks(profile, kept, {&baking, passes::Naming::Baked, true}));
   if (const std::string line = passes::missing_debug_line(passed.named.no_debug); !line.empty()) say(line);
   opts.symbolizer = nullptr;
   if (passed.named.resolved > 0) return write_copy(profile, opts, resolved, passed.tracks);
@@ -94,11 +97,12 @@ std::optional<int> bake_whole(model::Profile& profile, server::ServeOptions& opt
 // inlined functions, source and assembly; one line says which binaries keep their saved names. The exit
 // status on failure.
 std::optional<int> unbake_whole(model::Profile& profile, server::ServeOptions& opts,
-                                std::optional<TempFolder>& copy) {
+                                std::optional<TempFolder>& copy, KeptTracks& kept) {
+  const passes::Options o = passes::with_tracks(profile, kept, {});
   const passes::UnbakeResult r = passes::unbake(profile);
   if (const std::string line = passes::unbake_line(r); !line.empty()) say(line);
   if (r.binaries == 0) return std::nullopt;
-  return write_copy(profile, opts, copy, passes::run(profile, {}).tracks);
+  return write_copy(profile, opts, copy, passes::run(profile, o).tracks);
 }
 
 // A perf.data file or pprof profile: imported (names left to the symbol server), written to a temporary
@@ -146,6 +150,7 @@ int cmd_load(std::span<char*> args) {
   // `export` refuses (cut short, trailing garbage, a stack table with a cycle, bad UTF-8) is refused here
   // too, with the same line, rather than served from its head.
   gecko::ReadInfo info;
+  info.keep_tracks = true;  // a copy written again keeps them
   auto profile = gecko::read_gecko_profile(file, &info);
   if (!profile) {
     say(profile.error());
@@ -158,9 +163,9 @@ int cmd_load(std::span<char*> args) {
     // out (gecko.h, Synthetic).
     opts.view = gecko::file_view_query(*profile);
     if (profile->meta.presymbolicated && !opts.symbols.symbol_dirs.empty()) {
-      if (auto exit = bake_whole(*profile, opts, resolved)) return *exit;
+      if (auto exit = bake_whole(*profile, opts, resolved, info.tracks)) return *exit;
     } else if (profile->meta.presymbolicated) {
-      if (auto exit = unbake_whole(*profile, opts, resolved)) return *exit;
+      if (auto exit = unbake_whole(*profile, opts, resolved, info.tracks)) return *exit;
     }
   }
   if (auto s = server::serve_profile(opts); !s) {

@@ -72,10 +72,23 @@ std::optional<uint32_t> file_crc32(const std::string& path);
 std::string hex(std::span<const uint8_t> bytes);
 std::string breakpad_id(std::span<const uint8_t> build_id);
 
+// perf's build-ID caches, as perf finds its own: $PERF_BUILDID_DIR when set, and $HOME/.debug. `perf record`
+// copies each binary it saw there: ROOT/.build-id/xx/yyyy... links to ROOT/PATH/<build ID>/, which holds
+// `elf` (the binary) and `debug` (its debug file, when perf found one).
+std::vector<std::string> default_perf_caches();
+
+// The files of `build_id_hex` in the caches `roots` (`elf`, `debug`, or the file an older perf linked
+// straight to; by `recorded_path` too when the link is missing), each a regular file inside its cache
+// folder: a link is followed only while it stays inside (perf's own layout), and a cache folder another user
+// owns or may write to is not read. Their build IDs are the caller's to check.
+std::vector<std::string> perf_cache_files(const std::vector<std::string>& roots,
+                                          const std::string& build_id_hex, const std::string& recorded_path);
+
 struct LocatorOptions {
-  std::vector<std::string> symbol_dirs;                      // --symbol-dir
-  std::vector<std::string> debug_dirs = {"/usr/lib/debug"};  // roots of the gdb conventions
-  bool use_debuginfod = true;                                // only when DEBUGINFOD_URLS is set
+  std::vector<std::string> symbol_dirs;                          // --symbol-dir
+  std::vector<std::string> debug_dirs = {"/usr/lib/debug"};      // roots of the gdb conventions
+  bool use_debuginfod = true;                                    // only when DEBUGINFOD_URLS is set
+  std::vector<std::string> perf_caches = default_perf_caches();  // perf's ~/.debug
 };
 
 struct DebugQuery {

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "base/fd.h"
@@ -47,20 +48,50 @@ const DebuginfodApi* debuginfod_api() {
   return api;
 }
 
+// `path` with its links resolved when the file it names is a regular file inside `root` (resolved) that the
+// user running fxprof or root owns; "" otherwise.
+std::string inside(const std::string& root, const std::string& path) {
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (real == nullptr) return {};
+  std::string r(real);
+  std::free(real);
+  struct stat st;
+  if (!r.starts_with(root + "/") || ::stat(r.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      (st.st_uid != ::geteuid() && st.st_uid != 0))
+    return {};
+  return r;
+}
+
+// A cache folder, resolved, when it is one fxprof may read from: the user's or root's, writable by no one
+// else; "" otherwise.
+std::string trusted_cache(const std::string& root) {
+  char* real = ::realpath(root.c_str(), nullptr);
+  if (real == nullptr) return {};
+  std::string r(real);
+  std::free(real);
+  struct stat st;
+  if (::stat(r.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || (st.st_uid != ::geteuid() && st.st_uid != 0) ||
+      (st.st_mode & (S_IWGRP | S_IWOTH)))
+    return {};
+  return r;
+}
+
 // A local place a debug file is looked for; `crc` set: a debuglink's, checked.
 struct Candidate {
   std::string path;
   const uint32_t* crc = nullptr;
 };
 
-// The local places, in order: the build-ID trees, the dwz alt link's places, the debuglink's (gdb's rule:
-// beside the binary, its .debug, the debug dirs), then <symbol dir>/<debug name>.debug.
+// The local places, in order: the build-ID trees, perf's build-ID caches, the dwz alt link's places, the
+// debuglink's (gdb's rule: beside the binary, its .debug, the debug dirs), then <symbol dir>/<debug
+// name>.debug.
 std::vector<Candidate> local_candidates(const DebugQuery& q, const LocatorOptions& options,
                                         const std::string& want) {
   std::vector<Candidate> out;
   std::string rel = "/.build-id/" + want.substr(0, 2) + "/" + want.substr(2) + ".debug";
   for (const auto& root : options.debug_dirs) out.push_back({root + rel});
   for (const auto& root : options.symbol_dirs) out.push_back({root + rel});
+  for (std::string& path : perf_cache_files(options.perf_caches, want, q.binary_path)) out.push_back({path});
   if (!q.altlink.empty()) {
     if (q.altlink.starts_with('/'))
       out.push_back({q.altlink});
@@ -111,6 +142,32 @@ std::optional<std::string> from_debuginfod(const DebugQuery& q, const LocatorOpt
 }
 
 }  // namespace
+
+std::vector<std::string> default_perf_caches() {
+  std::vector<std::string> roots;
+  if (const char* dir = std::getenv("PERF_BUILDID_DIR"); dir && *dir) roots.emplace_back(dir);
+  if (const char* home = std::getenv("HOME"); home && *home == '/')
+    roots.push_back(std::string(home) + "/.debug");
+  return roots;
+}
+
+std::vector<std::string> perf_cache_files(const std::vector<std::string>& roots, const std::string& id,
+                                          const std::string& recorded_path) {
+  std::vector<std::string> out;
+  if (id.size() < 3 || id.find_first_not_of("0123456789abcdef") != std::string::npos) return out;
+  for (const std::string& given : roots) {
+    const std::string root = trusted_cache(given);
+    if (root.empty()) continue;
+    const std::string link = root + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2);
+    std::vector<std::string> places = {link + "/elf", link + "/debug", link};
+    if (recorded_path.starts_with('/') && recorded_path.find("/../") == std::string::npos)
+      for (const char* f : {"/elf", "/debug"}) places.push_back(root + recorded_path + "/" + id + f);
+    for (const std::string& p : places)
+      if (std::string r = inside(root, p); !r.empty() && std::find(out.begin(), out.end(), r) == out.end())
+        out.push_back(std::move(r));
+  }
+  return out;
+}
 
 std::optional<std::string> locate_debug_file(const DebugQuery& q, const LocatorOptions& options,
                                              const std::function<bool(const std::string& path)>& accept,

@@ -37,6 +37,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "base/result.h"
 #include "model/profile.h"
@@ -58,6 +60,11 @@ struct ReadInfo {
   // Asked by the caller. libs_only: only what a symbol server needs, each process's meta and libs; threads
   // and counters are skipped unread (a structural scan, no model), so the profile comes back with no threads.
   bool libs_only = false;
+  // Asked by the caller: the threads written as tracks made from the recorded ones (gecko.h, kSyntheticKey:
+  // perf.data's other events, the critical-path tracks), which the model leaves out, kept here (in the
+  // profile's tables) with their process's index, for a caller that writes the profile again.
+  bool keep_tracks = false;
+  std::vector<std::pair<size_t, model::Thread>> tracks;
 };
 
 // How much text is read (or inflated) at a time.

@@ -52,7 +52,10 @@ bool Reader::thread() {
     t.name.resize(t.name.size() - suffix.size());
   if (proc.name.empty()) proc.name = process_name;
   if (!finish_thread(proc, t, tt)) return false;
-  if (!synthetic) proc.threads.push_back(std::move(t));
+  if (!synthetic)
+    proc.threads.push_back(std::move(t));
+  else if (info_.keep_tracks)
+    info_.tracks.emplace_back(cur_, std::move(t));
   return true;
 }
 

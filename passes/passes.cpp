@@ -42,15 +42,32 @@ void locks(Context& c) {
       code);
 }
 
+// Taken from the back of each process's threads, so the indices of those before stay valid.
+void source_tracks(Context& c) {
+  std::vector<std::pair<size_t, size_t>> at = c.options.source_tracks;
+  std::sort(at.begin(), at.end());
+  std::vector<model::SyntheticThread> taken;
+  for (auto it = at.rbegin(); it != at.rend(); ++it) {
+    std::vector<model::Thread>& threads = c.profile.processes[it->first].threads;
+    taken.push_back({it->first, std::move(threads[it->second])});
+    threads.erase(threads.begin() + static_cast<std::ptrdiff_t>(it->second));
+  }
+  c.out.tracks.insert(c.out.tracks.end(), std::make_move_iterator(taken.rbegin()),
+                      std::make_move_iterator(taken.rend()));
+}
+
 void critical_path(Context& c) {
   const double interval_ms = std::max(c.profile.meta.interval_ms, 0.001);
-  c.out.tracks = model::critical_path_tracks(c.profile, static_cast<uint64_t>(interval_ms * 1e6));
+  for (model::SyntheticThread& t :
+       model::critical_path_tracks(c.profile, static_cast<uint64_t>(interval_ms * 1e6)))
+    c.out.tracks.push_back(std::move(t));
 }
 
 bool always(const Options&) { return true; }
 bool baked(const Options& o) { return o.naming == Naming::Baked && o.symbols; }
 bool named(const Options& o) { return o.naming != Naming::Raw && o.symbols; }
 bool tracks(const Options& o) { return o.tracks; }
+bool from_source(const Options& o) { return !o.source_tracks.empty(); }
 
 struct Pass {
   const char* name;
@@ -66,6 +83,7 @@ constexpr Pass kPasses[] = {
     {"kernel time", always, kernel_time},
     {"symbols", baked, symbols},
     {"locks", named, locks},
+    {"source tracks", from_source, source_tracks},
     {"critical path", tracks, critical_path},
 };
 // clang-format on
@@ -83,6 +101,18 @@ Outcome run(model::Profile& profile, const Options& options) {
         p.name, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   return out;
+}
+
+Options with_tracks(model::Profile& profile, std::vector<std::pair<size_t, model::Thread>>& kept, Options o) {
+  if (kept.empty()) return o;
+  for (auto& [proc, t] : kept) {
+    std::vector<model::Thread>& threads = profile.processes[proc].threads;
+    threads.push_back(std::move(t));
+    o.source_tracks.emplace_back(proc, threads.size() - 1);
+  }
+  kept.clear();
+  o.tracks = false;
+  return o;
 }
 
 SymbolicateStats name_frames(model::Profile& profile, symbolizer::Symbolizer& symbols) {

@@ -10,7 +10,9 @@
 //   3. "symbols": every frame named by the symbolizer (symbolicate.h), for a baked profile.
 //   4. "locks": futex waits classified, each lock's holder named (locks.h); a profile served with raw
 //      addresses gets them from its few Wakeup and Lock wait stacks named apart (lock_holders.cpp).
-//   5. "critical path": the "critical path of T" tracks the Gecko writer adds (model/critical_path.h).
+//   5. "source tracks": threads a source made for the front end only (perf.data's other events,
+//      recorder/perf_import.h) leave the model for the Gecko writer's tracks, their stacks named as the rest.
+//   6. "critical path": the "critical path of T" tracks the Gecko writer adds (model/critical_path.h).
 // A new pass is a function and a row there. Sources stop at the model: they name no frame.
 #pragma once
 
@@ -34,16 +36,25 @@ struct Options {
   symbolizer::Symbolizer* symbols = nullptr;  // Lazy and Baked need one
   Naming naming = Naming::Raw;
   bool tracks = true;  // make the critical-path tracks (only the Gecko writer wants them)
+  // (process, thread) indices of threads the source made for the front end only, each after its process's
+  // recorded threads: moved into Outcome::tracks (as model::SyntheticThread), out of the model.
+  std::vector<std::pair<size_t, size_t>> source_tracks;
 };
 
 struct Outcome {
   SymbolicateStats named;                          // "symbols" (Baked), or the lock stacks' (Lazy)
-  std::vector<model::SyntheticThread> tracks;      // "critical path", for gecko::write_gecko_profile
+  std::vector<model::SyntheticThread> tracks;      // "source tracks", "critical path": for the Gecko writer
   std::vector<std::pair<const char*, double>> ms;  // each pass run and its wall time, for -v
 };
 
 // Runs the list on `profile`, in order, each pass that `options` asks for.
 Outcome run(model::Profile& profile, const Options& options);
+
+// The tracks a Gecko file was written with and its reader kept (gecko::ReadInfo::keep_tracks: perf.data's
+// other events, the critical-path tracks), put back after their processes' threads so that a run renames
+// their frames too, and `o` made to take them out again (source_tracks) instead of making the critical-path
+// tracks anew (they are among them): for a profile read and written again (`load`'s copy, `symbolicate`).
+Options with_tracks(model::Profile& profile, std::vector<std::pair<size_t, model::Thread>>& kept, Options o);
 
 // The "symbols" and "locks" passes of a Baked run, for a profile that ran Lazy (its file written with
 // addresses) and now wants names: the terminal's top functions, an upload. Idempotent.

@@ -147,13 +147,14 @@ std::vector<symbolizer::KnownLib> known_libs(const model::Profile& profile) {
 
 Status symbolicate_file(const std::string& in, const std::string& out, symbolizer::Symbolizer& symbols) {
   gecko::ReadInfo info;
+  info.keep_tracks = true;
   auto profile = gecko::read_gecko_profile(in, &info);
   if (!profile) return Err(profile.error());
   if (info.processed)
     return Err(in +
                ": a processed-format profile; only Gecko profiles (what fxprof writes) can be symbolicated");
-  // The passes `record` runs, baked (the critical-path tracks the reader left out made again).
-  const Outcome passed = run(*profile, {&symbols, Naming::Baked, true});
+  // The passes `record` runs, baked, the file's tracks kept and renamed (or the critical-path tracks made).
+  const Outcome passed = run(*profile, with_tracks(*profile, info.tracks, {&symbols, Naming::Baked, true}));
   if (const std::string line = missing_debug_line(passed.named.no_debug); !line.empty()) say(line);
   profile->meta.presymbolicated = true;
   if (auto s = gecko::write_gecko_profile(*profile, out, passed.tracks); !s) return s;

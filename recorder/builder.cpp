@@ -173,6 +173,13 @@ std::optional<model::StackId> ProfileBuilder::stack_of(const SampleRecord& s) {
 void ProfileBuilder::on_sample(const SampleRecord& smp) {
   const uint32_t tid = smp.tid;
   const uint64_t time = smp.time;
+  if (event_sample_ && smp.event != main_event_) {  // another event's (set_event_samples)
+    const TaskTracker::ThreadRef* th = tid ? tasks_.find_thread(tid) : nullptr;
+    if (th)
+      if (const std::optional<model::StackId> stack = stack_of(smp))
+        event_sample_(smp, th->proc, th->thread, *stack);
+    if (!smp.switch_event) return;  // a switch-out's is the off-CPU spans tracker's too
+  }
   if (tid == 0) {  // the idle task (swapper): counted, never a thread
     if (smp.switch_event) return;
     ++idle_samples_;

@@ -127,8 +127,21 @@ class ProfileBuilder final : public RecordSink {
   // builder could measure, and counts a preempted thread's waits as CPU (twice its CPU beside one busy
   // loop). Indexed by SampleRecord::event.
   void set_cpu_from_period(std::vector<bool> clock_events) { cpu_from_period_ = std::move(clock_events); }
+  // A perf.data file's other events (perf_import.h): a sample of an event other than `main` (none: every
+  // event) is no CPU sample; `f` gets it with its thread (processes[proc].threads[thread]) and its stack,
+  // unwound as a CPU sample's. The idle task's (tid 0) and malformed records go nowhere. Before any record.
+  using EventSampleFn =
+      std::function<void(const SampleRecord&, size_t proc, size_t thread, model::StackId stack)>;
+  void set_event_samples(std::optional<uint32_t> main, EventSampleFn f) {
+    main_event_ = main;
+    event_sample_ = std::move(f);
+  }
   // Told each lib as it enters the profile (recorder::Options::on_binary_mapped).
   void on_binary_mapped(std::function<void(const model::Lib&)> f) { libs_.on_binary_mapped = std::move(f); }
+  // Where each mapped file is read from instead of its path (LibraryTracker::read_from).
+  void read_binaries_from(std::function<std::string(const std::string&)> f) {
+    libs_.read_from = std::move(f);
+  }
   // Names kernel frames and counts; `end_ns` closes nothing (open threads stay open-ended).
   void finish();
   // Continuous recording (recorder/window.h): once a window's samples left the profile, its strings, frames
@@ -225,6 +238,8 @@ class ProfileBuilder final : public RecordSink {
   std::vector<uint64_t> user_, kernel_, spliced_;
   std::array<uint64_t, 1024> unwound_{};
   uint64_t samples_ = 0;
+  std::optional<uint32_t> main_event_;  // set_event_samples
+  EventSampleFn event_sample_;
   // The context the trackers share (tracker.h), then the trackers, in the order each record reaches them
   // (trackers.cpp): the task tracker and the libraries tracker first, kept typed for what the builder asks.
   TrackerContext ctx_;

@@ -55,8 +55,9 @@ void LibraryTracker::add_mapping(uint32_t pid, uint64_t start, uint64_t len, uin
     process_at_(pid, t);
     return;
   }
-  const std::string from =
-      path[0] == '/' && ino != 0 ? kept_.keep(pid, start, start + len, path, dev, ino) : path;
+  std::string from = read_from ? read_from(path) : std::string();
+  if (from.empty())
+    from = path[0] == '/' && ino != 0 ? kept_.keep(pid, start, start + len, path, dev, ino) : path;
   if (unwinder_) unwinder_->on_mmap(pid, start, len, pgoff, path, prot, from);
   const elf::Identity* elf = elf_for(from);
   if (!elf) return;

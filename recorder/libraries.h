@@ -53,6 +53,9 @@ class LibraryTracker final : public Tracker {
   // Told each lib as it enters the profile (recorder::Options::on_binary_mapped): the one place every
   // executable mapping, from MMAP2 or /proc/PID/maps, becomes a lib.
   std::function<void(const model::Lib&)> on_binary_mapped;
+  // Where a mapped file is read from instead of its path ("": the path), as a lib's read_path: a perf.data
+  // file's binary that is gone or another now, read from its copy in perf's build-ID cache (perf_import.h).
+  std::function<std::string(const std::string& path)> read_from;
 
   // Whether `ip` is inside an executable mapping of `pid` (a lib, or code without a file) known now.
   bool known_code(uint32_t pid, uint64_t ip) const;

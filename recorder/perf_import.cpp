@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <memory>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -121,6 +123,7 @@ struct SchedEvents {
 struct Filter {
   std::optional<uint32_t> event;  // none: the file has only the scheduler's tracepoints
   const SchedEvents* sched = nullptr;
+  bool all_events = false;  // the other events' samples too (ImportOptions::event_tracks)
   std::unordered_set<uint32_t> pids, tids;
   uint64_t start = 0, end = ~uint64_t{0};
 
@@ -129,8 +132,8 @@ struct Filter {
   }
   bool keep(const perf::Record& r) const {
     if (const auto* s = std::get_if<perf::SampleRecord>(&r))
-      return (s->event == event || sched->is_sched(s->event)) && s->time >= start && s->time <= end &&
-             wants(s->pid, s->tid);
+      return (all_events || s->event == event || sched->is_sched(s->event)) && s->time >= start &&
+             s->time <= end && wants(s->pid, s->tid);
     if (const auto* m = std::get_if<perf::Mmap2Record>(&r))
       return m->pid != ~uint32_t{0} &&
              (pids.empty() || pids.count(m->pid));  // the kernel's (pid -1): not a process
@@ -212,10 +215,42 @@ void check_build_ids(const perf::DataFile& file, model::Profile& p) {
         problems.push_back({"Binary differs from the recorded one (build ID): " + lib.path, 1,
                             lib.path + " on this machine is not the binary perf recorded (build ID " + hex +
                                 "): its functions are named only from a file with that build ID "
-                                "(--symbol-dir, debuginfod)"});
+                                "(perf's build-ID cache, --symbol-dir, debuginfod)"});
     }
   report_quality(p, problems);
 }
+
+// The file a recorded binary is read from: its path while the file there has the build ID the file's table
+// recorded, else its copy in perf's build-ID cache ("" for the path, also when there is none: the lib then
+// keeps the recorded ID, check_build_ids).
+class CachedBinaries {
+ public:
+  explicit CachedBinaries(const perf::DataFile& file) {
+    for (const perf::BuildIdEntry& b : file.features.build_ids)
+      if (!b.build_id.empty() && b.path.starts_with('/'))
+        recorded_[b.path] = elf::hex(std::vector<uint8_t>(b.build_id.begin(), b.build_id.end()));
+  }
+  std::string operator()(const std::string& path) {
+    auto it = recorded_.find(path);
+    if (it == recorded_.end()) return {};
+    auto [at, fresh] = found_.try_emplace(path);
+    if (!fresh) return at->second;
+    auto has_id = [&](const std::string& p) {
+      struct stat st {};
+      if (::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;  // a FIFO would block the open
+      const auto id = elf::read_file(p);
+      return id && elf::hex(id->build_id) == it->second;
+    };
+    if (has_id(path)) return {};
+    for (const std::string& copy : elf::perf_cache_files(elf::default_perf_caches(), it->second, path))
+      if (!copy.ends_with("/debug") && has_id(copy)) return at->second = copy;
+    return {};
+  }
+
+ private:
+  std::unordered_map<std::string, std::string> recorded_;  // path -> build ID (hex)
+  std::unordered_map<std::string, std::string> found_;     // path -> the file read ("": the path)
+};
 
 // perf puts binaries in the build-ID table (ELF files); one naming another kind of file (/etc/shadow) is
 // not a table perf wrote: the file is refused before anything of it is opened as a binary.
@@ -238,6 +273,47 @@ Status check_build_id_paths(const perf::DataFile& file) {
   }
   return {};
 }
+
+// The other events' samples (ImportOptions::event_tracks), per thread and event, made threads of their own
+// after the recorded ones: "NAME (EVENT)", one sample per event sample with its stack.
+class EventTracks {
+ public:
+  explicit EventTracks(const perf::DataFile& file) : file_(file) {}
+  ProfileBuilder::EventSampleFn collector() {
+    return [this](const SampleRecord& s, size_t proc, size_t thread, model::StackId stack) {
+      samples_[{proc, thread, s.event}].push_back({s.time, stack, -1});
+    };
+  }
+  // The threads added, (process, thread) each; the counts per event into `st`.
+  std::vector<std::pair<size_t, size_t>> add_to(model::Profile& p, ImportStats& st) {
+    std::vector<std::pair<size_t, size_t>> added;
+    // As the critical-path tracks: each sample stands for one interval of the thread's activity graph.
+    const int32_t cpu =
+        model::saturate_cpu_delta(static_cast<int64_t>(std::max(p.meta.interval_ms, 0.001) * 1e6));
+    std::map<uint32_t, uint64_t> counts;
+    for (auto& [key, samples] : samples_) {
+      const auto [proc, thread, event] = key;
+      model::Process& process = p.processes[proc];
+      const model::Thread& of = process.threads[thread];
+      model::Thread t;
+      t.tid = of.tid;
+      t.name = of.name + " (" + file_.events[event].name + ")";
+      t.start_ns = of.start_ns;
+      t.end_ns = of.end_ns;
+      for (model::Sample& smp : samples) smp.cpu_delta_ns = cpu;
+      t.samples = std::move(samples);
+      counts[event] += t.samples.size();
+      process.threads.push_back(std::move(t));
+      added.emplace_back(proc, process.threads.size() - 1);
+    }
+    for (const auto& [event, n] : counts) st.tracked.emplace_back(file_.events[event].name, n);
+    return added;
+  }
+
+ private:
+  const perf::DataFile& file_;
+  std::map<std::tuple<size_t, size_t, uint32_t>, std::vector<model::Sample>> samples_;
+};
 
 // A perf.data file as a source (a row of driver/sources.h): its records that pass the filter, in the file's
 // (time) order, in rounds of kRound (the builder releases stacks at each round's end; the file's records stay
@@ -283,10 +359,11 @@ class PerfDataSource final : public Source {
     if (!s) return false;
     if (s->tid) pid_of_[s->tid] = s->pid;
     if (s->event == sched_.switch_event) {
-      switched(r, *s, out);
+      if (!switched(r, *s, out) && tracked(*s)) out.push_back({r.time, r.h, false});
       return true;
     }
     if (s->event != sched_.wakeup_event) return false;
+    if (tracked(*s)) out.push_back({r.time, r.h, false});  // its track's sample (the waking is not one)
     if (const auto w = sched_.fields.sched_wakeup(s->raw)) {
       Waking& k = wakings_.emplace_back();
       k.time = s->time;
@@ -303,16 +380,21 @@ class PerfDataSource final : public Source {
     return true;
   }
 
-  void switched(const perf::RecordAt& r, const perf::SampleRecord& s, std::vector<RecordRef>& out) {
+  // A tracepoint sample that is another event's (its track's): the filter kept it for that.
+  bool tracked(const perf::SampleRecord& s) const { return filter_.all_events && s.event != filter_.event; }
+
+  // Whether the sample itself went to the builder (as a switch-out's, whose track takes it too).
+  bool switched(const perf::RecordAt& r, const perf::SampleRecord& s, std::vector<RecordRef>& out) {
     const auto sw = sched_.fields.sched_switch(s.raw);
-    if (!sw) return;
+    if (!sw) return false;
     if (sw->prev_tid) out.push_back({r.time, r.h, true});  // the switch-out's stack, for its wait
-    if (sched_.switch_records) return;                     // perf's own switch records time the waits
+    if (sched_.switch_records) return sw->prev_tid != 0;   // perf's own switch records time the waits
     if (sw->prev_tid) add(out, r.time, SwitchRecord{s.pid, sw->prev_tid, s.time, true, sw->preempted});
     if (sw->next_tid && pid_of_.count(sw->next_tid)) {
       add(out, r.time, SwitchRecord{pid_of_[sw->next_tid], sw->next_tid, s.time, false, false});
       ++switch_ins_;
     }
+    return sw->prev_tid != 0;
   }
   void add(std::vector<RecordRef>& out, uint64_t time, perf::Record rec) {
     RecordRef ref{time, nullptr, false};
@@ -359,6 +441,8 @@ Result<Imported> import_perf_data(const perf::DataFile& file, const ImportOption
   }
   FileProcfs procfs(file, st.kernel_names);
   ProfileBuilder builder(profile, unwinder.get(), events, procfs);
+  CachedBinaries cached(file);
+  builder.read_binaries_from(std::ref(cached));
   perf::Layout layout = file.layout;
   layout.unwind_regs = events.regs_mask;
   builder.set_layout(layout);
@@ -388,6 +472,9 @@ Result<Imported> import_perf_data(const perf::DataFile& file, const ImportOption
     oc.interval_ns = static_cast<uint64_t>(std::max(profile.meta.interval_ms, 0.001) * 1e6);
     builder.set_off_cpu(oc);
   }
+  filter.all_events = o.event_tracks;
+  EventTracks tracks(file);
+  if (o.event_tracks) builder.set_event_samples(*chosen, tracks.collector());
   PerfDataSource source(file, layout, filter, sched);
   Driver driver(builder);
   driver.add(source);
@@ -396,6 +483,7 @@ Result<Imported> import_perf_data(const perf::DataFile& file, const ImportOption
   driver.end(last);
   profile.meta.start_monotonic_ns = first;
   profile.meta.end_monotonic_ns = last;
+  out.tracks = tracks.add_to(profile, st);
   check_build_ids(file, profile);
 
   st.samples = builder.samples();
@@ -407,13 +495,14 @@ Result<Imported> import_perf_data(const perf::DataFile& file, const ImportOption
   st.lost_records = builder.lost();
   st.processes = static_cast<uint32_t>(profile.processes.size());
   for (const model::Process& p : profile.processes) st.threads += static_cast<uint32_t>(p.threads.size());
+  st.threads -= static_cast<uint32_t>(out.tracks.size());  // the other events' tracks are none of them
   st.duration_s = static_cast<double>(last - first) / 1e9;
   if (unwinder) {
     const UnwindStats& u = unwinder->stats();
     profile.meta.stack_walk =
         model::Meta::StackWalk{u.stacks, u.truncated, u.failed, u.fp_stacks, u.scanned_stacks};
   }
-  if (st.samples + st.off_cpu_samples + st.off_cpu_spans == 0)
+  if (st.samples + st.off_cpu_samples + st.off_cpu_spans + out.tracks.size() == 0)
     return Err("no samples left to import" +
                std::string(o.pids.empty() && o.tids.empty() && !o.start_ns && !o.end_ns
                                ? ""

@@ -14,6 +14,12 @@
 // sched_switch's samples are the switch-outs (and the switches, without --switch-events), sched_waking's the
 // wakeups, each with its sample's user stack as the waker's (the lock holder's, with --call-graph dwarf).
 //
+// Other events (perf record -e cpu-clock,page-faults): the chosen event's samples are the threads' samples;
+// with ImportOptions::event_tracks each other event's are a thread of their own per thread, "NAME (EVENT)",
+// written as a track after the process's recorded threads (model::SyntheticThread, as the critical-path
+// tracks are): the front end shows their call tree, flame graph and stack chart, and no sink totals them
+// with the CPU samples (Gecko v36 has no sample types or weights to tell them apart in one thread).
+//
 // Binaries are matched by build ID: a library on disk whose build ID differs from the file's build-ID
 // table keeps the recorded ID (so the symbolizer looks for the right file and never names frames from the
 // wrong one) and gets a data-quality line.
@@ -37,6 +43,9 @@ struct ImportOptions {
   std::optional<uint64_t> start_ns, end_ns;  // only samples in [start, end] (the file's clock)
   std::string event;                         // the event whose samples are the profile's ("": the first)
   bool verbose = false;
+  // The other events' samples too, each thread's as a thread of its own, "NAME (EVENT)" (Imported::tracks):
+  // for the front end (`import`, `load`); the sinks want the profile's event alone.
+  bool event_tracks = false;
 };
 
 struct ImportStats {
@@ -56,11 +65,16 @@ struct ImportStats {
   uint64_t off_cpu_samples = 0, off_cpu_spans = 0;
   uint64_t switch_outs = 0, switch_ins = 0;  // of sched_switch: without perf's switch records, the ins
   bool switch_records = false;               // are only seen with -a (perf sched record)
+  // With event_tracks: each other event's samples in its tracks (the idle task's are left out).
+  std::vector<std::pair<std::string, uint64_t>> tracked;
 };
 
 struct Imported {
   model::Profile profile;
   ImportStats stats;
+  // With event_tracks: the other events' threads, (process, thread) indices into the profile, after every
+  // recorded thread of their process: passes::Options::source_tracks takes them out of the model.
+  std::vector<std::pair<size_t, size_t>> tracks;
 };
 
 Result<Imported> import_perf_data(const perf::DataFile& file, const ImportOptions& options);

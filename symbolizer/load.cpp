@@ -85,9 +85,10 @@ struct Opener {
   }
 };
 
-// 1. The binary: the recorded path, then the symbol directories.
-std::unique_ptr<ElfObject> find_binary(const KnownLib& k, const Options& options, bool plain_name,
-                                       Opener& opener) {
+// 1. The binary: the recorded path, then the symbol directories, then perf's build-ID caches (perf record
+// copied it there).
+std::unique_ptr<ElfObject> find_binary(const KnownLib& k, const Options& options,
+                                       const elf::LocatorOptions& lo, bool plain_name, Opener& opener) {
   std::vector<std::string> bin_candidates = {k.path, k.debug_path};
   for (const auto& d : options.symbol_dirs) {
     if (!plain_name) break;
@@ -95,6 +96,8 @@ std::unique_ptr<ElfObject> find_binary(const KnownLib& k, const Options& options
     if (!k.name.empty()) bin_candidates.push_back(d + "/" + k.name);
     if (!k.path.empty()) bin_candidates.push_back(d + "/" + std::string(base_name(k.path)));
   }
+  for (std::string& p : elf::perf_cache_files(lo.perf_caches, k.code_id, k.path))
+    if (!p.ends_with("/debug")) bin_candidates.push_back(std::move(p));  // `elf`, or an older perf's file
   std::unique_ptr<ElfObject> binary;
   if (k.path == "[vdso]" || k.debug_name == "[vdso]") {
     // The vDSO has no file: ours is the kernel's image, in our memory; the build ID says it is the same.
@@ -272,9 +275,9 @@ Result<std::shared_ptr<Library>> load_library(const KnownLib& k, const Options& 
   // A request may name any debugName: never let one walk out of a symbol directory.
   const bool plain_name =
       k.debug_name.find('/') == std::string::npos && k.debug_name != "." && k.debug_name != "..";
-  std::unique_ptr<ElfObject> binary = find_binary(k, options, plain_name, opener);
   // Where debug files are looked for: the debug file here, each DWARF file's dwz alt file below.
   const elf::LocatorOptions lo{options.symbol_dirs, options.debug_dirs, options.use_debuginfod};
+  std::unique_ptr<ElfObject> binary = find_binary(k, options, lo, plain_name, opener);
   std::unique_ptr<ElfObject> debug = find_debug(k, options, lo, plain_name, binary.get(), opener, *lib);
   if (!binary && !debug) {
     std::string msg = "no file with build ID " + want + " found for " + k.debug_name;

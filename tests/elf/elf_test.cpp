@@ -7,11 +7,13 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -195,6 +197,7 @@ TEST_CASE("elf: the locator checks build IDs and debuglink CRCs and searches the
   elf::LocatorOptions none;
   none.debug_dirs = {};
   none.use_debuginfod = false;
+  none.perf_caches = {};
   elf::DebugQuery q{linked, id->build_id, id->debuglink, id->debuglink_crc, "sym_linked"};
   auto take = [](const std::string&) { return true; };
 
@@ -247,6 +250,70 @@ TEST_CASE("elf: the locator checks build IDs and debuglink CRCs and searches the
   found = elf::locate_debug_file(q, with_named, take);
   REQUIRE(found.has_value());
   CHECK(*found == named.file("sym_linked.debug"));
+}
+
+TEST_CASE("elf: perf's build-ID cache is searched, its links followed only inside it") {
+  const std::string linked = test_program("symbolizer/debuglink/sym_linked");
+  auto id = elf::read_file(linked);
+  REQUIRE(id.has_value());
+  const std::string hex = elf::hex(id->build_id);
+  // perf's layout: ROOT/.build-id/xx/yyyy -> ../../PATH/<build ID>, a folder holding `elf`.
+  test::TempDir cache;
+  const std::string dir = cache.path() + "/gone/bin/sym_linked/" + hex;
+  const std::string links = cache.path() + "/.build-id/" + hex.substr(0, 2);
+  const std::string link = links + "/" + hex.substr(2);
+  REQUIRE(run({"mkdir", "-p", dir, links}).status == 0);
+  REQUIRE(run({"cp", linked, dir + "/elf"}).status == 0);
+  REQUIRE(::symlink(("../../gone/bin/sym_linked/" + hex).c_str(), link.c_str()) == 0);
+  char* real = ::realpath((dir + "/elf").c_str(), nullptr);
+  REQUIRE(real != nullptr);
+  const std::string copy = real;
+  std::free(real);
+
+  elf::LocatorOptions o;
+  o.debug_dirs = {};
+  o.use_debuginfod = false;
+  o.perf_caches = {cache.path()};
+  elf::DebugQuery q;  // the binary is gone: only its build ID is known
+  q.build_id = id->build_id;
+  auto take = [](const std::string&) { return true; };
+  auto found = elf::locate_debug_file(q, o, take);
+  REQUIRE(found.has_value());
+  CHECK(*found == copy);
+  CHECK(elf::perf_cache_files(o.perf_caches, hex, "") == std::vector<std::string>{copy});
+  // By the recorded path too, when the build-ID link is missing.
+  REQUIRE(::rename(link.c_str(), (link + ".moved").c_str()) == 0);
+  CHECK_FALSE(elf::locate_debug_file(q, o, take).has_value());
+  q.binary_path = "/gone/bin/sym_linked";
+  CHECK(elf::locate_debug_file(q, o, take) == copy);
+  q.binary_path.clear();
+  REQUIRE(::rename((link + ".moved").c_str(), link.c_str()) == 0);
+
+  // The defaults are perf's: $PERF_BUILDID_DIR, then $HOME/.debug.
+  const char* old_home = std::getenv("HOME");
+  const std::string home = old_home ? old_home : "";
+  ::setenv("PERF_BUILDID_DIR", "/x/cache", 1);
+  ::setenv("HOME", "/x/home", 1);
+  CHECK(elf::default_perf_caches() == std::vector<std::string>{"/x/cache", "/x/home/.debug"});
+  ::unsetenv("PERF_BUILDID_DIR");
+  ::setenv("HOME", home.c_str(), 1);
+
+  // A link that leads out of the cache (to a copy with the same build ID elsewhere): not followed.
+  test::TempDir elsewhere;
+  REQUIRE(run({"cp", linked, elsewhere.file("elf")}).status == 0);
+  REQUIRE(::unlink(link.c_str()) == 0);
+  REQUIRE(::symlink(elsewhere.path().c_str(), link.c_str()) == 0);
+  CHECK_FALSE(elf::locate_debug_file(q, o, take).has_value());
+  // Nor is a cache others may write to, nor anything but a regular file.
+  REQUIRE(::unlink(link.c_str()) == 0);
+  REQUIRE(::symlink(("../../gone/bin/sym_linked/" + hex).c_str(), link.c_str()) == 0);
+  REQUIRE(elf::locate_debug_file(q, o, take).has_value());
+  REQUIRE(::chmod(cache.path().c_str(), 0777) == 0);
+  CHECK_FALSE(elf::locate_debug_file(q, o, take).has_value());
+  REQUIRE(::chmod(cache.path().c_str(), 0700) == 0);
+  REQUIRE(::unlink((dir + "/elf").c_str()) == 0);
+  REQUIRE(::mkfifo((dir + "/elf").c_str(), 0600) == 0);
+  CHECK_FALSE(elf::locate_debug_file(q, o, take).has_value());
 }
 
 TEST_CASE("breakpad and code ids from a GNU build id") {
