@@ -121,8 +121,8 @@ class ProfileBuilder final : public RecordSink {
   // The records come from a perf.data file (perf/data_file.h): decoded by its events' attributes, by id,
   // instead of the recorder's own two. Before any record.
   void set_layout(perf::Layout layout) { layout_ = std::move(layout); }
-  // Told each lib as it enters the profile (recorder::Options::on_binary_mapped).
-  void on_binary_mapped(std::function<void(const model::Lib&)> f) { libs_.on_binary_mapped = std::move(f); }
+  // Told each binary when a sample first goes through it (recorder::Options::on_binary_sampled).
+  void on_binary_sampled(std::function<void(const model::Lib&)> f) { libs_.on_binary_sampled = std::move(f); }
   // Names kernel frames and counts; `end_ns` closes nothing (open threads stay open-ended).
   void finish();
   // Continuous recording (recorder/window.h): once a window's samples left the profile, its strings, frames
