@@ -56,10 +56,13 @@ void LibraryTracker::add_mapping(uint32_t pid, uint64_t start, uint64_t len, uin
     process_at_(pid, t);
     return;
   }
+  // The binary is looked up (a stat of its path) once per mapping, by whoever comes first.
+  const Binary* binary = nullptr;
   const std::string from =
-      path[0] == '/' && ino != 0 ? kept_.keep(pid, start, start + len, path, dev, ino) : path;
-  if (unwinder_) unwinder_->on_mmap(pid, start, len, pgoff, path, prot, from);
-  const elf::Identity* elf = elf_for(from);
+      path[0] == '/' && ino != 0 ? kept_.keep(pid, start, start + len, path, dev, ino, &binary) : path;
+  if (!binary && (from == "[vdso]" || from[0] == '/')) binary = &binaries_->get(from);
+  if (unwinder_) unwinder_->on_mmap(pid, start, len, pgoff, path, prot, from, binary);
+  const elf::Identity* elf = binary && binary->identity ? &*binary->identity : nullptr;
   if (!elf) return;
   model::Process& proc = process_at_(pid, t);
   for (const model::Lib& l : proc.libs)
