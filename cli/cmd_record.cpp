@@ -158,7 +158,7 @@ std::optional<int> record(RecordArgs& a, Run& run) {
   run.symbols.emplace(a.serve.symbols);
   if (a.symbolicate != 0) {
     run.preloader.emplace(*run.symbols);
-    rec.on_binary_mapped = [&run](const model::Lib& lib) { run.preloader->mapped(lib); };
+    rec.on_binary_sampled = [&run](const model::Lib& lib) { run.preloader->mapped(lib); };
   }
   // The program launched writes its markers where the recorder reads them (recorder/markers_env.h).
   std::optional<recorder::MarkerEnvironment> markers;

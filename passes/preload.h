@@ -3,10 +3,11 @@
 // inflate, most of the wait after the exit; since issue 36 the symbolizer inflates only the 8.5 MB a lookup
 // reads, with libdeflate: symbolizer/dwarf_image.h).
 //
-// The recorder tells each binary as its first executable mapping enters the profile (recorder::Options::
-// on_binary_mapped, on the recording thread); a second thread loads each one once through the Symbolizer
-// (thread-safe: a lookup of a library being preloaded waits for that one load). Only what a sample can use is
+// The recorder tells each binary when a sample's stack first goes through it (recorder::Options::
+// on_binary_sampled, on the recording thread); a second thread loads each one once through the Symbolizer
+// (thread-safe: a lookup of a library being preloaded waits for that one load). Only what samples use is
 // loaded: file-backed executable mappings of ELF files with a build ID, never pseudo-libraries ([vdso]).
+// (Until issue 36 every binary was told when mapped: python3 maps 11, its samples go through 4-7.)
 // They are the libraries symbolication loads at the end anyway, but now held beside the recording's buffers
 // (freed before the end): record's peak RSS rose 46.5 -> 61.6 MB for gzip as root, 27.7 -> 29.3 MB with
 // --cpu-only; the waker's eBPF ring, mapped once since (recorder/bpf_ring.h), brought the first back to 46
@@ -36,7 +37,7 @@ class SymbolPreloader {
   SymbolPreloader(const SymbolPreloader&) = delete;
   SymbolPreloader& operator=(const SymbolPreloader&) = delete;
 
-  // The recorder's on_binary_mapped: queues the binary once per (debugName, breakpadId); never waits for a
+  // The recorder's on_binary_sampled: queues the binary once per (debugName, breakpadId); never waits for a
   // load.
   void mapped(const model::Lib& lib);
   // The recording ended: queued binaries not started are dropped (symbolication loads what it needs); the

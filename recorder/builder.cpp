@@ -154,13 +154,19 @@ bool ProfileBuilder::sample_path(const SampleRecord& s) {
   if (!kernel_.empty() && !user_.empty() && libs_.is_entry_point(s.pid, user_.front())) {
     // Right after execve, at the new program's first instruction: exact (no return address, no caller).
     // Stored at address + 1, as interrupted instructions are (interrupted.h), for every reader's - 1.
+    libs_.sampled(s.pid, user_.front());
     path_.push_back(profile_.native_frame(user_.front() + 1));
     entry_frames_.insert(path_.back());
     user_.clear();
   } else if (truncated) {
     path_.push_back(profile_.label_frame("(stack truncated)"));
   }
-  for (auto it = user_.rbegin(); it != user_.rend(); ++it) path_.push_back(profile_.native_frame(*it));
+  for (auto it = user_.rbegin(); it != user_.rend(); ++it) {
+    const size_t frames = profile_.frames.size();
+    path_.push_back(profile_.native_frame(*it));
+    // An address new to the profile: its binary may be one no sample used yet (its symbols are loaded then).
+    if (profile_.frames.size() != frames) libs_.sampled(s.pid, *it);
+  }
   for (auto it = kernel_.rbegin(); it != kernel_.rend(); ++it) path_.push_back(profile_.kernel_frame(*it));
   return true;
 }

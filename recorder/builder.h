@@ -136,8 +136,8 @@ class ProfileBuilder final : public RecordSink {
     main_event_ = main;
     event_sample_ = std::move(f);
   }
-  // Told each lib as it enters the profile (recorder::Options::on_binary_mapped).
-  void on_binary_mapped(std::function<void(const model::Lib&)> f) { libs_.on_binary_mapped = std::move(f); }
+  // Told each binary when a sample first goes through it (recorder::Options::on_binary_sampled).
+  void on_binary_sampled(std::function<void(const model::Lib&)> f) { libs_.on_binary_sampled = std::move(f); }
   // Where each mapped file is read from instead of its path (LibraryTracker::read_from).
   void read_binaries_from(std::function<std::string(const std::string&)> f) {
     libs_.read_from = std::move(f);

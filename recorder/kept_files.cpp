@@ -20,7 +20,10 @@ std::string fd_path(const UniqueFd& fd) { return "/proc/self/fd/" + std::to_stri
 }  // namespace
 
 std::string KeptFiles::keep(uint32_t pid, uint64_t start, uint64_t end, const std::string& path, uint64_t dev,
-                            uint64_t ino) {
+                            uint64_t ino, const Binary** binary) {
+  const Binary* ignored = nullptr;
+  const Binary*& found = binary ? *binary : ignored;
+  found = nullptr;
   const std::string key = std::to_string(dev) + ':' + std::to_string(ino);
   // The record's device can differ from what stat() shows through an overlay (containers): only a file on
   // the same device with another inode is taken for a replacement.
@@ -33,16 +36,21 @@ std::string KeptFiles::keep(uint32_t pid, uint64_t start, uint64_t end, const st
   if (auto it = kept_index_.find(key); it != kept_index_.end()) {
     // Opened now, while the path leads to it (the launched executable is kept from its exec, before its
     // mapping is read: it may be deleted meanwhile); gone already, it is read through the descriptor.
-    if (at_path && binaries_.get(path).identity) return path;
+    if (at_path) {
+      found = &binaries_.get(path, st);
+      if (found->identity) return path;
+      found = nullptr;
+    }
     return fd_path(kept_[it->second].fd);
   }
   // A descriptor per distinct binary (tens in a recording); past this many, only deleted ones are kept.
   constexpr size_t kMaxKept = 512;
+  if (at_path) found = &binaries_.get(path, st);
   if (at_path && kept_.size() >= kMaxKept) return path;
   UniqueFd fd;
   if (at_path) {
     // The table of binaries opens it (once for the builder, the unwinder and this descriptor).
-    const Binary& b = binaries_.get(path);
+    const Binary& b = *found;
     if (b.file.fd.valid()) fd.reset(::fcntl(b.file.fd.get(), F_DUPFD_CLOEXEC, 0));
   } else {
     // The container's file through its root (any user who may trace the process), or, gone or replaced

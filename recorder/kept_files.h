@@ -25,8 +25,10 @@ class KeptFiles {
   // /proc/self/fd/N of a descriptor opened through /proc/PID/map_files (or /proc/PID/exe); `path` and an
   // entry in unreadable() when neither works. A process in another mount namespace (a container) is always
   // read through /proc/PID/root.
+  // `binary`, when given, gets the binary at the returned path if keep() looked it up (else nullptr), so
+  // that the caller need not stat the file again.
   std::string keep(uint32_t pid, uint64_t start, uint64_t end, const std::string& path, uint64_t dev,
-                   uint64_t ino);
+                   uint64_t ino, const Binary** binary = nullptr);
   // Keeps a descriptor of the executable `pid` runs now (/proc/PID/exe), taken right after a launched
   // program's exec: its MMAP2 record may be read after the program ended and its file was deleted or
   // replaced (a rebuild while it runs), when neither the path nor /proc/PID/map_files leads to it any more.

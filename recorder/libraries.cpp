@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <sys/sysmacros.h>
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "base/path.h"
@@ -55,11 +56,14 @@ void LibraryTracker::add_mapping(uint32_t pid, uint64_t start, uint64_t len, uin
     process_at_(pid, t);
     return;
   }
+  // The binary is looked up (a stat of its path) once per mapping, by whoever comes first.
+  const Binary* binary = nullptr;
   std::string from = read_from ? read_from(path) : std::string();
   if (from.empty())
-    from = path[0] == '/' && ino != 0 ? kept_.keep(pid, start, start + len, path, dev, ino) : path;
-  if (unwinder_) unwinder_->on_mmap(pid, start, len, pgoff, path, prot, from);
-  const elf::Identity* elf = elf_for(from);
+    from = path[0] == '/' && ino != 0 ? kept_.keep(pid, start, start + len, path, dev, ino, &binary) : path;
+  if (!binary && (from == "[vdso]" || from[0] == '/')) binary = &binaries_->get(from);
+  if (unwinder_) unwinder_->on_mmap(pid, start, len, pgoff, path, prot, from, binary);
+  const elf::Identity* elf = binary && binary->identity ? &*binary->identity : nullptr;
   if (!elf) return;
   model::Process& proc = process_at_(pid, t);
   for (const model::Lib& l : proc.libs)
@@ -67,7 +71,24 @@ void LibraryTracker::add_mapping(uint32_t pid, uint64_t start, uint64_t len, uin
       return;  // attach: /proc/maps and MMAP2 overlap
   proc.libs.push_back(make_lib(start, start + len, elf->lib_offset(pgoff, prot), path, *elf));
   if (from != path) proc.libs.back().read_path = from;
-  if (on_binary_mapped) on_binary_mapped(proc.libs.back());
+  if (auto it = told_starts_.find(pid); it != told_starts_.end())  // another binary where one was told
+    std::erase(it->second, start);
+}
+
+void LibraryTracker::sampled(uint32_t pid, uint64_t ip) {
+  if (!on_binary_sampled) return;
+  const model::Process* p = c_.process_of(pid);
+  if (!p) return;
+  for (const model::Lib& l : p->libs) {
+    if (ip < l.start || ip >= l.end) continue;
+    // Most new addresses are in a mapping told already: asked by its start first, by name only once.
+    std::vector<uint64_t>& told = told_starts_[pid];
+    if (std::find(told.begin(), told.end(), l.start) != told.end()) return;
+    told.push_back(l.start);
+    if (told_.insert((l.read_path.empty() ? l.path : l.read_path) + '\n' + l.breakpad_id).second)
+      on_binary_sampled(l);
+    return;
+  }
 }
 
 void LibraryTracker::on_mmap2(const Mmap2Record& m) {
@@ -98,6 +119,7 @@ void LibraryTracker::on_comm(const CommRecord& c) {
   if (unwinder_) unwinder_->on_exec(c.pid);
   if (model::Process* p = c_.process_of(c.pid)) p->libs.clear();
   anon_code_.erase(c.pid);
+  told_starts_.erase(c.pid);
 }
 
 std::vector<MapsEntry> LibraryTracker::attach(uint32_t pid, uint64_t time_ns, bool* readable) {

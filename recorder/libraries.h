@@ -9,14 +9,16 @@
 // the others see (the unwinder's mappings, jitdump processes) is what the record left. The builder's sample
 // path asks it one thing, known_code().
 //
-// add_mapping() is the one place where an executable file mapping becomes a lib: a hook for "a library was
-// mapped" (preloading its symbols) belongs there.
+// add_mapping() is the one place where an executable file mapping becomes a lib. The hook for loading a
+// binary's symbols while the program runs is told a lib when a sample first lands in it (sampled()), not
+// when it is mapped: python3 maps 11 binaries and its samples use 4-7 of them.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -36,7 +38,10 @@ class LibraryTracker final : public Tracker {
   // `unwinder` null: frame-pointer mode, with a table of binaries of its own.
   LibraryTracker(TrackerContext& c, Unwinder* unwinder, ProcessAt process_at);
 
-  void forget_process(uint32_t pid) override { anon_code_.erase(pid); }
+  void forget_process(uint32_t pid) override {
+    anon_code_.erase(pid);
+    told_starts_.erase(pid);
+  }
   void on_mmap2(const Mmap2Record& m) override;
   void on_fork(const ForkRecord& f) override;  // a child process starts with its parent's mappings
   void on_comm(const CommRecord& c) override;  // an exec: the old program's mappings are gone
@@ -50,9 +55,12 @@ class LibraryTracker final : public Tracker {
   // Every record was handled: the libs of binaries deleted while they ran get their read_path.
   void finish() override { kept_.read_deleted_libs(c_.profile); }
 
-  // Told each lib as it enters the profile (recorder::Options::on_binary_mapped): the one place every
-  // executable mapping, from MMAP2 or /proc/PID/maps, becomes a lib.
-  std::function<void(const model::Lib&)> on_binary_mapped;
+  // Told each binary once (by its read path and build ID), with its lib, when a sample's stack first goes
+  // through it (sampled(); recorder::Options::on_binary_sampled).
+  std::function<void(const model::Lib&)> on_binary_sampled;
+  // A user frame of a sample of `pid` at `ip`, new to the profile's frames (the builder asks only then):
+  // the lib there is told to on_binary_sampled, the first time for its binary.
+  void sampled(uint32_t pid, uint64_t ip);
   // Where a mapped file is read from instead of its path ("": the path), as a lib's read_path: a perf.data
   // file's binary that is gone or another now, read from its copy in perf's build-ID cache (perf_import.h).
   std::function<std::string(const std::string& path)> read_from;
@@ -92,6 +100,8 @@ class LibraryTracker final : public Tracker {
   KeptFiles kept_;
   // Executable memory without a file (JIT code) per pid, [start, end): known code for known_code().
   std::unordered_map<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>> anon_code_;
+  std::unordered_set<std::string> told_;  // binaries given to on_binary_sampled: read path '\n' build ID
+  std::unordered_map<uint32_t, std::vector<uint64_t>> told_starts_;  // per pid: the libs' starts looked up
 };
 
 }  // namespace fxprof::recorder

@@ -136,9 +136,10 @@ struct Options {
   // Not a CLI option: write what the builder was fed (records, /proc answers) to this file, for
   // recorder/capture.h's replay (the tests record, capture, replay and compare).
   std::string capture_path;
-  // Not a CLI option: called on the recording thread for each executable mapping of an ELF file as its lib
-  // enters the profile (what the samples can use), so the caller can load its symbols while the program runs.
-  std::function<void(const model::Lib&)> on_binary_mapped;
+  // Not a CLI option: called on the recording thread once per binary (an ELF file), with its lib, when a
+  // sample's stack first goes through it, so the caller can load its symbols while the program runs (only
+  // those of binaries the samples use: not when mapped, python3 maps 11 and runs code in 4-7).
+  std::function<void(const model::Lib&)> on_binary_sampled;
   // Not a CLI option: called once the events run (after the start pass), so that a caller can say the
   // recording is under way (`fxprof agent -v`: the tests wait for that line).
   std::function<void()> on_started;

@@ -182,7 +182,7 @@ Status Session::prepare_builder() {
     procfs_ = &capture_->tap(live_procfs());
   }
   builder_ = std::make_unique<ProfileBuilder>(rec_.profile, unwinder_.get(), cfg_, *procfs_);
-  builder_->on_binary_mapped(opt_.on_binary_mapped);
+  builder_->on_binary_sampled(opt_.on_binary_sampled);
   if (system_) builder_->set_system_wide(opt_.per_cpu);
   sink_ = capture_ ? &capture_->tap(*builder_) : builder_.get();
   OffCpuConfig oc;

@@ -22,17 +22,20 @@ std::unique_ptr<Binary> open_binary(const std::string& path) {
 }
 
 const Binary& Binaries::get(const std::string& path) {
+  struct stat st {};
+  if (path != "[vdso]" && ::stat(path.c_str(), &st) != 0) {
+    // Gone since it was opened (deleted while its mapping was being read): the binary last opened there.
+    if (auto it = last_at_.find(path); it != last_at_.end()) return *it->second;
+    st = {};
+  }
+  return get(path, st);
+}
+
+const Binary& Binaries::get(const std::string& path, const struct stat& st) {
   std::string key = path;
-  if (path != "[vdso]") {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) {
-      // Gone since it was opened (deleted while its mapping was being read): the binary last opened there.
-      if (auto it = last_at_.find(path); it != last_at_.end()) return *it->second;
-      st = {};
-    }
+  if (path != "[vdso]")
     key += '\0' + std::to_string(st.st_dev) + ':' + std::to_string(st.st_ino) + ':' +
            std::to_string(st.st_mtim.tv_sec) + '.' + std::to_string(st.st_mtim.tv_nsec);
-  }
   std::unique_ptr<Binary>& slot = by_key_[key];
   if (!slot) slot = open_binary(path);
   if (slot->identity) last_at_[path] = slot.get();

@@ -11,6 +11,8 @@
 // one asked for again is opened again. One thread (the recorder's reading thread) uses a table.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -40,6 +42,9 @@ class Binaries {
   // the binary last opened there (its mapping's record and its code are read in turn, and the file may go
   // in between).
   const Binary& get(const std::string& path);
+  // The same, for a file the caller stat()ed at `path` just now (no second stat: the agent's
+  // per-mapping stats were a tenth of its CPU beside a loop of short programs).
+  const Binary& get(const std::string& path, const struct stat& st);
   size_t opened() const { return by_key_.size(); }
   // Unmaps and closes every binary `keep` says no to; a reference get() gave for one is invalid from then
   // on. Returns how many went.

@@ -96,8 +96,8 @@ struct Unwinder::Impl {
   elf::LocatorOptions locator;
 
   // One module per binary of the table (binaries.h: a rebuilt file is a new binary) and name it is mapped by.
-  Module* module_for(std::string_view path, std::string_view open_path) {
-    const Binary& b = binaries.get(std::string(open_path.empty() ? path : open_path));
+  Module* module_for(std::string_view path, std::string_view open_path, const Binary* binary) {
+    const Binary& b = binary ? *binary : binaries.get(std::string(open_path.empty() ? path : open_path));
     std::string key(path);
     key += '\0' + std::to_string(reinterpret_cast<uintptr_t>(&b));
     auto& slot = modules[key];
@@ -209,7 +209,7 @@ size_t Unwinder::evict_unmapped(const std::function<bool(const Binary&)>& keep) 
 }
 
 void Unwinder::on_mmap(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, std::string_view path,
-                       uint32_t prot, std::string_view open_path) {
+                       uint32_t prot, std::string_view open_path, const Binary* binary) {
   if (len == 0 || path.empty()) return;
   uint64_t end = start + len;
   Process& proc = impl_->procs[pid];
@@ -227,7 +227,7 @@ void Unwinder::on_mmap(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgof
   if (is_anonymous_code(path)) {
     kept.push_back({start, end, 0, nullptr});  // JIT code: known code, no file, no CFI
   } else {
-    Module* m = impl_->module_for(path, open_path);
+    Module* m = impl_->module_for(path, open_path, binary);
     // avma - svma, with the segment the kernel mapped here (elf::Identity::mapping_svma: lld layouts share
     // a file page between the read-only and the code segment).
     auto svma = m->identity.mapping_svma(pgoff, prot);

@@ -154,9 +154,11 @@ class Unwinder {
   // Only executable mappings matter; `path` may be "[vdso]" or anonymous (kAnonymousCode).
   // `prot` (PROT_* bits of the MMAP2 record) picks the ELF segment the kernel mapped there.
   // `open_path`, when given, is where the file is read from (a binary deleted while it runs: the recorder's
-  // descriptor, /proc/self/fd/N); `path` still names it.
+  // descriptor, /proc/self/fd/N); `path` still names it. `binary`, when given, is the table's binary read
+  // from there (binaries(): the caller looked it up already).
   void on_mmap(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, std::string_view path,
-               uint32_t prot = PROT_READ | PROT_EXEC, std::string_view open_path = {});
+               uint32_t prot = PROT_READ | PROT_EXEC, std::string_view open_path = {},
+               const Binary* binary = nullptr);
   void on_fork(uint32_t parent_pid, uint32_t child_pid);  // the child starts with the parent's mappings
   void on_exec(uint32_t pid);                             // forgets the old image's mappings
   void on_exit(uint32_t pid);

@@ -418,3 +418,38 @@ TEST_CASE("recorder: 2000 short threads are all recorded with their names", "[re
   CHECK(named >= 1990);
   CHECK(ended >= 1990);
 }
+
+// issue 36: the caller loads a binary's symbols while the program runs once a sample's stack goes through
+// it (Options::on_binary_sampled), not when it is mapped: a library loaded and never run is not told.
+TEST_CASE("recorder: a binary is told when a sample first goes through it, not when it is mapped",
+          "[recorder]") {
+  const std::string plugin = test_program("librec_plugin.so");
+  recorder::Options o =
+      opts({"/usr/bin/env", "LD_PRELOAD=" + plugin, test_program("rec_busy"), "spin", "200"},
+           recorder::CallGraph::Dwarf);
+  std::vector<std::string> told;
+  o.on_binary_sampled = [&told](const model::Lib& l) { told.push_back(l.name); };
+  auto r = recorder::record(o);
+  REQUIRE(r.ok());
+  CHECK(r->exit_status == 0);
+  const model::Profile& p = r->profile;
+  std::set<std::string> used;  // the binaries the samples' frames are in
+  bool plugin_mapped = false;
+  for (const model::Process& proc : p.processes) {
+    for (const model::Lib& l : proc.libs) plugin_mapped |= l.name == "librec_plugin.so";
+    for (const model::Thread& t : proc.threads)
+      for (const model::Sample& s : t.samples)
+        for (const model::Frame& f : frames_of(p, s.stack))
+          if (f.kind == model::FrameKind::Native)
+            if (std::string lib = lib_of(proc, f.address); !lib.empty()) used.insert(lib);
+  }
+  std::string said;
+  for (const std::string& n : told) said += n + ' ';
+  INFO("told: " << said);
+  CHECK(plugin_mapped);                                          // a lib of the profile all the same
+  CHECK(std::count(told.begin(), told.end(), "rec_busy") == 1);  // sampled: told once
+  for (const std::string& n : told) CHECK(used.count(n) == 1);   // only binaries samples go through
+  // (Its constructors' few microseconds may take a sample, rarely: then it is told, as it should be.)
+  if (!used.count("librec_plugin.so"))
+    CHECK(std::find(told.begin(), told.end(), "librec_plugin.so") == told.end());
+}
