@@ -49,7 +49,7 @@ const DebuginfodApi* debuginfod_api() {
 }
 
 // `path` with its links resolved when the file it names is a regular file inside `root` (resolved) that the
-// user running fxprof or root owns; "" otherwise.
+// user running fxprof or root owns and no one else may write to; "" otherwise.
 std::string inside(const std::string& root, const std::string& path) {
   char* real = ::realpath(path.c_str(), nullptr);
   if (real == nullptr) return {};
@@ -57,7 +57,7 @@ std::string inside(const std::string& root, const std::string& path) {
   std::free(real);
   struct stat st;
   if (!r.starts_with(root + "/") || ::stat(r.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
-      (st.st_uid != ::geteuid() && st.st_uid != 0))
+      (st.st_uid != ::geteuid() && st.st_uid != 0) || (st.st_mode & (S_IWGRP | S_IWOTH)))
     return {};
   return r;
 }

@@ -311,6 +311,10 @@ TEST_CASE("elf: perf's build-ID cache is searched, its links followed only insid
   REQUIRE(::chmod(cache.path().c_str(), 0777) == 0);
   CHECK_FALSE(elf::locate_debug_file(q, o, take).has_value());
   REQUIRE(::chmod(cache.path().c_str(), 0700) == 0);
+  REQUIRE(::chmod((dir + "/elf").c_str(), 0666) == 0);  // a copy others may write to
+  CHECK_FALSE(elf::locate_debug_file(q, o, take).has_value());
+  REQUIRE(::chmod((dir + "/elf").c_str(), 0755) == 0);
+  REQUIRE(elf::locate_debug_file(q, o, take).has_value());
   REQUIRE(::unlink((dir + "/elf").c_str()) == 0);
   REQUIRE(::mkfifo((dir + "/elf").c_str(), 0600) == 0);
   CHECK_FALSE(elf::locate_debug_file(q, o, take).has_value());
